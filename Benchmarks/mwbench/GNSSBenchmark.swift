@@ -1,0 +1,5 @@
+enum GNSSBenchmark {
+    static func run(_ arguments: [String]) {
+        print("GNSS: no benchmark yet")
+    }
+}

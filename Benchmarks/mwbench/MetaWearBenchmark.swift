@@ -1,0 +1,5 @@
+enum MetaWearBenchmark {
+    static func run(_ arguments: [String]) {
+        print("MetaWear: no benchmark yet")
+    }
+}

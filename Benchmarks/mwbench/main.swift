@@ -1,0 +1,21 @@
+// mwbench: the release-build benchmarks behind `make bench`. Each area lives in its own
+// file and prints Markdown table rows plus machine-readable `key=value` lines.
+import Foundation
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data((message + "\n").utf8))
+    exit(2)
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+guard let area = arguments.first else {
+    fail("usage: mwbench dbus|gnss|metawear [options]")
+}
+let rest = Array(arguments.dropFirst())
+switch area {
+case "dbus": await DBusBenchmark.run(rest)
+case "gnss": GNSSBenchmark.run(rest)
+case "metawear": MetaWearBenchmark.run(rest)
+default:
+    fail("mwbench: unknown area '\(area)' (expected dbus, gnss or metawear)")
+}
