@@ -34,6 +34,9 @@ let package = Package(
         .target(name: "DBus", dependencies: ["CDBus"], swiftSettings: strict),
         .target(name: "GNSS", swiftSettings: strict),
         .target(name: "MetaWear", swiftSettings: strict),
+        // A simulated board's brain, written only from the reference byte tables (it must not
+        // share code with MetaWear, so symmetric encoder/decoder bugs are caught by tests).
+        .target(name: "MetaWearBoardModel", swiftSettings: strict),
         .executableTarget(
             name: "mwctl",
             dependencies: [
@@ -54,6 +57,10 @@ let package = Package(
             dependencies: ["GNSS"],
             swiftSettings: strict
         ),
-        .testTarget(name: "MetaWearTests", dependencies: ["MetaWear"], swiftSettings: strict),
+        .testTarget(
+            name: "MetaWearTests",
+            dependencies: ["MetaWear", "MetaWearBoardModel"],
+            swiftSettings: strict
+        ),
     ]
 )

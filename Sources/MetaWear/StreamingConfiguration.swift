@@ -1,0 +1,158 @@
+/// What the user wants streamed from one board.
+public struct StreamingConfiguration: Hashable, Sendable {
+    /// Notifications per second one BLE link carries in practice (reference §9.1).
+    public static let linkBudgetNotificationsPerSecond = 100.0
+
+    /// Gyro settings, nil to leave the gyro off.
+    public var gyro: GyroConfiguration?
+    /// Gyro sample mode.
+    public var gyroMode: SampleMode
+    /// Accelerometer settings, nil to leave it off.
+    public var accelerometer: AccelerometerConfiguration?
+    /// Accelerometer sample mode.
+    public var accelerometerMode: SampleMode
+    /// Connection parameters to request before streaming (nil: leave the central's choice).
+    public var connectionParameters: ConnectionParameters?
+    /// Allow configurations above the ~100 notifications/s link budget (samples will be lost).
+    public var allowExceedingLinkBudget: Bool
+
+    /// Validates the combination: at least one sensor, and within the link budget unless allowed.
+    public init(
+        gyro: GyroConfiguration?, gyroMode: SampleMode = .single,
+        accelerometer: AccelerometerConfiguration? = nil, accelerometerMode: SampleMode = .single,
+        connectionParameters: ConnectionParameters? = .fastest, allowExceedingLinkBudget: Bool = false
+    ) throws(ConfigurationError) {
+        self.gyro = gyro
+        self.gyroMode = gyroMode
+        self.accelerometer = accelerometer
+        self.accelerometerMode = accelerometerMode
+        self.connectionParameters = connectionParameters
+        self.allowExceedingLinkBudget = allowExceedingLinkBudget
+        guard gyro != nil || accelerometer != nil else { throw .noSensorSelected }
+        let rate = notificationsPerSecond
+        if !allowExceedingLinkBudget, rate > Self.linkBudgetNotificationsPerSecond {
+            throw .exceedsLinkBudget(notificationsPerSecond: rate, limit: Self.linkBudgetNotificationsPerSecond)
+        }
+    }
+
+    /// Notifications per second this configuration produces.
+    public var notificationsPerSecond: Double {
+        var total = 0.0
+        if let gyro { total += gyro.rate.hertz / Double(gyroMode.samplesPerNotification) }
+        if let accelerometer { total += accelerometer.rate.hertz / Double(accelerometerMode.samplesPerNotification) }
+        return total
+    }
+
+    /// The configured sensors with their mode.
+    public var sensors: [(MotionSensor, SampleMode)] {
+        var out: [(MotionSensor, SampleMode)] = []
+        if gyro != nil { out.append((.gyro, gyroMode)) }
+        if accelerometer != nil { out.append((.accelerometer, accelerometerMode)) }
+        return out
+    }
+
+    /// Checks the configuration against a board and builds its start/stop sequences.
+    public func plan(for board: BoardDescription) throws(ConfigurationError) -> StreamingPlan {
+        var start: [Packet] = []
+        var stop: [Packet] = []
+        for (sensor, mode) in sensors {
+            guard let info = board.modules[sensor.module], info.isPresent, let revision = info.revision else {
+                throw .sensorMissing(sensor)
+            }
+            if mode == .packed, !sensor.supportsPacked(on: board.chip, revision: revision) {
+                throw .packedUnsupported(sensor: sensor, chip: board.chip, revision: revision)
+            }
+            if sensor == .gyro, let gyro {
+                start += Commands.startGyro(gyro, mode: mode, chip: board.chip)
+            }
+            if sensor == .accelerometer, let accelerometer {
+                start += Commands.startAccelerometer(accelerometer, mode: mode, chip: board.chip)
+            }
+            stop += Commands.stop(sensor, mode: mode, chip: board.chip)
+        }
+        let decoder = NotificationDecoder(
+            chip: board.chip, gyroRange: gyro?.range ?? .dps2000, accelerometerRange: accelerometer?.range ?? .g2)
+        return StreamingPlan(configuration: self, startCommands: start, stopCommands: stop, decoder: decoder)
+    }
+}
+
+/// Everything needed to stream from a described board.
+public struct StreamingPlan: Hashable, Sendable {
+    /// The validated configuration.
+    public var configuration: StreamingConfiguration
+    /// Write these in order to start streaming.
+    public var startCommands: [Packet]
+    /// Write these in order to stop (power off → disable interrupt → unsubscribe, per sensor).
+    public var stopCommands: [Packet]
+    /// Decoder with the chip and ranges of this plan.
+    public var decoder: NotificationDecoder
+}
+
+/// What the handshake learned about a board.
+public struct BoardDescription: Hashable, Sendable, CustomStringConvertible {
+    /// Detected model.
+    public var model: BoardModel
+    /// IMU chip.
+    public var chip: IMUChip
+    /// DIS strings (nil when the read failed).
+    public var firmwareRevision: String?
+    public var modelNumber: String?
+    public var hardwareRevision: String?
+    public var manufacturer: String?
+    public var serialNumber: String?
+    /// Module-info replies.
+    public var modules: ModuleTable
+    /// Battery at connect, when the settings revision supports it and the board answered.
+    public var battery: BatteryState?
+    /// Board clock at connect, when the board has logging and answered.
+    public var boardClock: BoardClock?
+
+    /// Gyro module revision.
+    public var gyroRevision: UInt8? { modules.revision(of: .gyro) }
+    /// Accelerometer module revision.
+    public var accelerometerRevision: UInt8? { modules.revision(of: .accelerometer) }
+    /// Settings module revision.
+    public var settingsRevision: UInt8? { modules.revision(of: .settings) }
+    /// LED module revision.
+    public var ledRevision: UInt8? { modules.revision(of: .led) }
+
+    public var description: String {
+        "\(model) (\(chip)), firmware \(firmwareRevision ?? "?"), gyro rev \(gyroRevision.map(String.init) ?? "-"), accelerometer rev \(accelerometerRevision.map(String.init) ?? "-")"
+    }
+}
+
+/// Device Information Service strings read at connect, in the SDK's order.
+public enum DeviceInformationField: String, Hashable, Sendable, CaseIterable {
+    case firmwareRevision, modelNumber, hardwareRevision, manufacturer, serialNumber
+
+    /// 16-bit characteristic UUID.
+    public var shortUUID: UInt16 {
+        switch self {
+        case .firmwareRevision: 0x2A26
+        case .modelNumber: 0x2A24
+        case .hardwareRevision: 0x2A27
+        case .manufacturer: 0x2A29
+        case .serialNumber: 0x2A25
+        }
+    }
+
+    /// Full 128-bit UUID string as BlueZ reports it.
+    public var uuid: String {
+        "0000" + Hex.byte(UInt8(shortUUID >> 8)).lowercased() + Hex.byte(UInt8(shortUUID & 0xFF)).lowercased()
+            + "-0000-1000-8000-00805f9b34fb"
+    }
+}
+
+/// GATT UUIDs of the MetaWear service (reference §1.1).
+public enum MetaWearGATT {
+    /// Primary service.
+    public static let service = "326a9000-85cb-9195-d9dd-464cfbbae75a"
+    /// Command characteristic (write).
+    public static let command = "326a9001-85cb-9195-d9dd-464cfbbae75a"
+    /// Notify characteristic.
+    public static let notify = "326a9006-85cb-9195-d9dd-464cfbbae75a"
+    /// Device Information Service.
+    public static let deviceInformationService = "0000180a-0000-1000-8000-00805f9b34fb"
+    /// DFU service: present instead of the MetaWear service in bootloader (MetaBoot) mode.
+    public static let dfuService = "00001530-1212-efde-1523-785feabcd123"
+}
