@@ -107,6 +107,22 @@ public struct BoardDescription: Hashable, Sendable, CustomStringConvertible {
     /// Board clock at connect, when the board has logging and answered.
     public var boardClock: BoardClock?
 
+    /// All fields (the handshake builds this; tests and caches may too).
+    public init(model: BoardModel, chip: IMUChip, firmwareRevision: String?, modelNumber: String?,
+                hardwareRevision: String?, manufacturer: String?, serialNumber: String?, modules: ModuleTable,
+                battery: BatteryState?, boardClock: BoardClock?) {
+        self.model = model
+        self.chip = chip
+        self.firmwareRevision = firmwareRevision
+        self.modelNumber = modelNumber
+        self.hardwareRevision = hardwareRevision
+        self.manufacturer = manufacturer
+        self.serialNumber = serialNumber
+        self.modules = modules
+        self.battery = battery
+        self.boardClock = boardClock
+    }
+
     /// Gyro module revision.
     public var gyroRevision: UInt8? { modules.revision(of: .gyro) }
     /// Accelerometer module revision.
