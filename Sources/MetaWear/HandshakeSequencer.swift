@@ -12,7 +12,10 @@
 /// Sequence: DIS reads one at a time → module-info reads one at a time (21 modules) → board
 /// clock (if logging is present) → battery (settings rev ≥ 3) → stop-everything cleanup →
 /// connection parameters and a pause (if configured and settings rev ≥ 1) → finished.
-/// Unrelated notifications (stale streaming data from a previous session) are ignored.
+/// Unrelated notifications (stale streaming data from a previous session) are ignored, and so
+/// are malformed replies (e.g. a truncated module-info reply): the step then times out and is
+/// retried. Optional reads (DIS, board clock, battery, modules not needed by the configuration)
+/// are skipped after the last attempt; a configured sensor's module info is required.
 public struct HandshakeSequencer: Sendable {
     /// Something the handshake is waiting for.
     public enum Step: Hashable, Sendable, CustomStringConvertible {

@@ -73,6 +73,31 @@ import Testing
         #expect(sequencer.receive(.firmwareRevision, value: "1.7.2") == [.readDeviceInformation(.modelNumber), .awaitReply(.deviceInformation(.modelNumber))])
     }
 
+    @Test func unreadableDeviceInformationIsRetriedThenLeftEmpty() throws {
+        var sequencer = HandshakeSequencer(configuration: try gyro50(), options: .init(attemptsPerRead: 2))
+        var actions = sequencer.start()
+        var reads = 0
+        while case .deviceInformation(let field)? = sequencer.awaiting {
+            if actions.contains(.readDeviceInformation(field)) { reads += 1 }
+            actions = sequencer.timedOut(.deviceInformation(field))
+        }
+        #expect(reads == 10, "5 DIS fields × 2 attempts")
+        #expect(actions == [.write(ModuleInfo.request(for: .switchModule)), .awaitReply(.moduleInfo(.switchModule))])
+    }
+
+    @Test func truncatedModuleInfoReplyIsNotAccepted() throws {
+        var sequencer = HandshakeSequencer(configuration: try gyro50(), options: .init(modulesToProbe: [.gyro]))
+        _ = sequencer.start()
+        for field in DeviceInformationField.allCases { _ = sequencer.receive(field, value: "5") }
+        #expect(sequencer.awaiting == .moduleInfo(.gyro))
+        #expect(sequencer.receive(notification: [0x13, 0x80, 0x00]).isEmpty)
+        #expect(sequencer.awaiting == .moduleInfo(.gyro))
+        let done = sequencer.receive(notification: [0x13, 0x80, 0x00, 0x01])
+        guard case .finished(let board, _)? = done.last else { Issue.record("\(done)"); return }
+        #expect(board.chip == .bmi160 && board.model == .metaMotionRL && board.battery == nil && board.boardClock == nil)
+        #expect(done.dropLast().map { if case .write(let p) = $0 { p.bytes } else { [] } } == hexLines(["13 01 00", "13 02 00 01", "13 05 00", "13 07 00"]))
+    }
+
     /// End to end: handshake, start, 60 simulated seconds at 100 Hz, stop. Every sample once,
     /// in order, equal to the model's deterministic signal; the board ends with sensors off.
     struct StreamCase: Sendable, CustomTestStringConvertible {
