@@ -89,3 +89,61 @@ func freeLoopbackPort() throws -> Int {
     let listener = try LoopbackListener()
     return listener.port
 }
+
+/// A child process in its own process group, started with posix_spawn (Foundation's
+/// Process.waitUntilExit spins when called from a concurrency thread on Linux).
+final class SpawnedProcessGroup: @unchecked Sendable {
+    let pid: pid_t
+
+    init(_ executable: String, _ arguments: [String]) throws {
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
+        posix_spawnattr_setpgroup(&attributes, 0)
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var child: pid_t = 0
+        let status = posix_spawn(&child, executable, &actions, &attributes, argv, environ)
+        guard status == 0 else { throw FixSourceError("posix_spawn \(executable): \(String(cString: strerror(status)))") }
+        pid = child
+    }
+
+    /// Kills the whole group (gpsfake and the gpsd it started) and reaps the leader.
+    func killGroup() {
+        kill(-pid, SIGKILL)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+    }
+}
+
+/// Collects fixes until none arrived for `quiet` after the first one, or `overall` passed.
+func collectUntilQuiet(
+    _ stream: AsyncThrowingStream<GNSSFix, any Error>, quiet: Duration, overall: Duration
+) async -> [GNSSFix] {
+    let box = LockedBox<[GNSSFix]>([])
+    let reader = Task {
+        for try await fix in stream { box.set(box.get() + [fix]) }
+    }
+    let clock = ContinuousClock()
+    let deadline = clock.now + overall
+    var lastCount = 0
+    var lastChange = clock.now
+    while clock.now < deadline {
+        try? await Task.sleep(for: .milliseconds(100))
+        let count = box.get().count
+        if count != lastCount {
+            lastCount = count
+            lastChange = clock.now
+        } else if count > 0 && clock.now - lastChange >= quiet {
+            break
+        }
+    }
+    reader.cancel()
+    return box.get()
+}
