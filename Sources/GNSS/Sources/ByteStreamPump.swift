@@ -142,7 +142,7 @@ extension Duration {
     }
     var formattedSeconds: String {
         let millis = microseconds / 1000
-        return "\(millis / 1000).\(String(millis % 1000 / 100))s"
+        return millis < 1000 ? "\(millis) ms" : "\(millis / 1000).\(millis % 1000 / 100) s"
     }
 }
 
