@@ -43,13 +43,15 @@ public struct NMEAField {
     /// A decimal number with optional sign and fraction, such as `-4.0` or `0.211`.
     @inlinable public var decimal: Double? {
         guard let (mantissa, scale) = scaledDecimal() else { return nil }
-        return Double(mantissa) / NMEAField.powersOfTen[scale]
+        return Double(mantissa) / NMEAField.powerOfTen(scale)
     }
 
-    @usableFromInline static let powersOfTen: [Double] = [
-        1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-        1e16, 1e17, 1e18,
-    ]
+    /// 10^exponent, exact for the exponents used here (at most 18).
+    @inlinable @inline(__always) static func powerOfTen(_ exponent: Int) -> Double {
+        var value = 1.0
+        for _ in 0..<exponent { value *= 10 }
+        return value
+    }
 
     /// The digits as an integer mantissa and the number of digits after the point.
     @inlinable func scaledDecimal() -> (Int64, Int)? {
@@ -87,12 +89,12 @@ public struct NMEAField {
     /// degrees. Integer arithmetic keeps every digit the receiver sent.
     @inlinable public func coordinate(hemisphere: NMEAField, isLatitude: Bool) -> Double? {
         guard let (mantissa, scale) = scaledDecimal(), mantissa >= 0 else { return nil }
-        let unit = Int64(NMEAField.powersOfTen[scale])
+        let unit = Int64(NMEAField.powerOfTen(scale))
         let wholeMinutesAndDegrees = mantissa / unit  // dddmm
         let degrees = wholeMinutesAndDegrees / 100
         let minutesScaled = mantissa - degrees * 100 * unit
         guard minutesScaled < 60 * unit, degrees <= (isLatitude ? 90 : 180) else { return nil }
-        let value = Double(degrees) + Double(minutesScaled) / (60 * NMEAField.powersOfTen[scale])
+        let value = Double(degrees) + Double(minutesScaled) / (60 * NMEAField.powerOfTen(scale))
         switch hemisphere.character {
         case UInt8(ascii: "N") where isLatitude, UInt8(ascii: "E") where !isLatitude:
             return value

@@ -82,7 +82,14 @@ public struct NMEAFramer: Sendable {
             let start = index
             var end = index + 1
             let limit = min(count, start + Self.maximumSentenceLength)
-            while end < limit && Self.isSentenceByte(base[end]) { end += 1 }
+            // XOR while scanning, so the checksum costs no second pass.
+            var runningXOR: UInt8 = 0
+            while end < limit {
+                let byte = base[end]
+                guard Self.isSentenceByte(byte) else { break }
+                runningXOR ^= byte
+                end += 1
+            }
             if end == count {
                 // Runs to the end of the chunk: keep it for the next feed.
                 carry.count = 0
@@ -97,7 +104,7 @@ public struct NMEAFramer: Sendable {
                 while index < count && Self.isSentenceByte(base[index]) { index += 1 }
                 continue
             }
-            try finish(base, start, end, terminator: base[end], body)
+            try finish(base, start, end, terminator: base[end], runningXOR: runningXOR, body)
             index = base[end] == UInt8(ascii: "$") ? end : end + 1
         }
     }
@@ -130,7 +137,7 @@ public struct NMEAFramer: Sendable {
     /// Checks the `*hh` trailer of `base[start..<end]` (which begins with `$`).
     private mutating func finish(
         _ base: UnsafePointer<UInt8>, _ start: Int, _ end: Int, terminator: UInt8,
-        _ body: (NMEARawSentence) throws -> Void
+        runningXOR: UInt8? = nil, _ body: (NMEARawSentence) throws -> Void
     ) rethrows {
         let length = end - start
         // Shortest sensible sentence: `$` + 5-letter address + `*hh`.
@@ -147,10 +154,15 @@ public struct NMEAFramer: Sendable {
             return
         }
         var checksum: UInt8 = 0
-        var offset = start + 1
-        while offset < end - 3 {
-            checksum ^= base[offset]
-            offset += 1
+        if let runningXOR {
+            // runningXOR covers start+1..<end; take the `*hh` trailer back out.
+            checksum = runningXOR ^ base[end - 3] ^ base[end - 2] ^ base[end - 1]
+        } else {
+            var offset = start + 1
+            while offset < end - 3 {
+                checksum ^= base[offset]
+                offset += 1
+            }
         }
         guard checksum == (high << 4 | low) else {
             counters.badChecksums += 1

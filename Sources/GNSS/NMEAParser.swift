@@ -120,10 +120,10 @@ public enum NMEAParser {
                 sentence.signalID = prnField.integer
                 break
             }
-            let elevation = c.next().integer
-            let azimuth = c.next().integer
-            let snr = c.next().integer
-            guard let prn = prnField.integer else { continue }
+            let elevation = c.next().integer.map { Int16(truncatingIfNeeded: $0) }
+            let azimuth = c.next().integer.map { Int16(truncatingIfNeeded: $0) }
+            let snr = c.next().integer.map { Int16(truncatingIfNeeded: $0) }
+            guard let prn = prnField.integer.map({ Int16(truncatingIfNeeded: $0) }) else { continue }
             let satellite = NMEASentence.GSV.Satellite(
                 prn: prn, elevation: elevation, azimuth: azimuth, snr: snr)
             switch slot {
@@ -228,7 +228,7 @@ public enum NMEAParser {
     private static func txt(_ c: inout NMEAFieldCursor, _ talker: NMEATalker) -> NMEASentence.TXT {
         .init(
             talker: talker, totalMessages: c.next().integer, messageNumber: c.next().integer,
-            identifier: c.next().integer, text: c.next().text)
+            identifier: c.next().integer, text: c.next())
     }
 
     /// `ddmmyy` with the two-digit year as sent; the assembler picks the century.

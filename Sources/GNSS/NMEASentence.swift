@@ -74,11 +74,16 @@ public enum NMEASentence: Sendable {
 
     /// Satellites in view; one part of a multi-part group.
     public struct GSV: Sendable {
+        /// One satellite; small integer types keep the sentence value compact, which
+        /// matters because GSV is 40 % of a typical stream.
         public struct Satellite: Sendable {
-            public var prn: Int
-            public var elevation: Int?
-            public var azimuth: Int?
-            public var snr: Int?
+            public var prn: Int16
+            /// Degrees above the horizon.
+            public var elevation: Int16?
+            /// Degrees true.
+            public var azimuth: Int16?
+            /// Carrier-to-noise ratio, dB-Hz.
+            public var snr: Int16?
         }
         public var talker: NMEATalker
         public var totalMessages: Int?
@@ -150,12 +155,37 @@ public enum NMEASentence: Sendable {
     }
 
     /// Free text from the receiver (banners, `ANTENNA OK`).
+    ///
+    /// The text is stored inline (up to 64 bytes, the most a standard sentence can carry)
+    /// rather than as a `String`, so that ``NMEASentence`` stays a plain value that copies
+    /// without reference counting on the hot path.
     public struct TXT: Sendable {
         public var talker: NMEATalker
         public var totalMessages: Int?
         public var messageNumber: Int?
         public var identifier: Int?
-        public var text: String
+        var textStorage: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64)
+        var textLength: UInt8
+
+        init(talker: NMEATalker, totalMessages: Int?, messageNumber: Int?, identifier: Int?, text: NMEAField) {
+            self.talker = talker
+            self.totalMessages = totalMessages
+            self.messageNumber = messageNumber
+            self.identifier = identifier
+            textStorage = (0, 0, 0, 0, 0, 0, 0, 0)
+            let length = min(text.count, 64)
+            textLength = UInt8(length)
+            withUnsafeMutableBytes(of: &textStorage) { storage in
+                for offset in 0..<length { storage[offset] = text[offset] }
+            }
+        }
+
+        /// The message text (truncated to 64 bytes).
+        public var text: String {
+            withUnsafeBytes(of: textStorage) { storage in
+                String(decoding: storage.prefix(Int(textLength)), as: UTF8.self)
+            }
+        }
     }
 
     /// The UTC time of day the sentence carries, if its type has one and it was filled.
