@@ -349,8 +349,14 @@ private struct Cycle: Sendable {
         fix.vdop = vdop
         if let lat = gst?.latitudeSigma, let lon = gst?.longitudeSigma {
             fix.horizontalError = (lat * lat + lon * lon).squareRoot()
+            fix.verticalError = gst?.altitudeSigma
+        } else {
+            // gpsd's estimate without GST: DOP times the user equivalent range error,
+            // 19 m (2 m with DGPS) horizontally and 23 m (2.5 m) vertically.
+            let differential = gga?.quality == 2
+            fix.horizontalError = fix.hdop.map { $0 * (differential ? 2.0 : 19.0) }
+            if mode == .threeD { fix.verticalError = vdop.map { $0 * (differential ? 2.5 : 23.0) } }
         }
-        fix.verticalError = gst?.altitudeSigma
         fix.satellitesUsed = gga?.satellitesUsed ?? gns?.satellitesUsed ?? (gsaUsed > 0 ? gsaUsed : nil)
         return fix
     }

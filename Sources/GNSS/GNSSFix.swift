@@ -37,10 +37,12 @@ public struct GNSSFix: Sendable, Equatable {
     public var hdop: Double?
     public var vdop: Double?
     public var pdop: Double?
-    /// Horizontal error estimate in metres: the root sum square of GST's latitude and
-    /// longitude 1-sigma errors. Nil when the receiver sends no GST.
+    /// Horizontal error estimate in metres (gpsd's `eph`): from GST when the receiver
+    /// sends it (root sum square of the latitude and longitude 1-sigma errors), otherwise
+    /// estimated as gpsd does, HDOP × 19 m (× 2 m with DGPS). Nil without either.
     public var horizontalError: Double?
-    /// Vertical 1-sigma error from GST, metres.
+    /// Vertical error estimate in metres (gpsd's `epv`): GST altitude sigma, otherwise
+    /// VDOP × 23 m (× 2.5 m with DGPS) on 3D fixes.
     public var verticalError: Double?
     public var satellitesUsed: Int?
     /// GGA fix quality (0 invalid, 1 GPS, 2 DGPS, 4 RTK fixed, 5 RTK float, 6 DR, ...).

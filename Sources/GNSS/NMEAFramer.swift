@@ -66,7 +66,7 @@ public struct NMEAFramer: Sendable {
                 let sentenceEnd = carry.count
                 let carried = carry
                 try carried.withBytes { bytes in
-                    try finish(bytes.baseAddress!, 0, sentenceEnd, terminator: base[index], body)
+                    try finish(bytes.baseAddress!, 0, sentenceEnd, body)
                 }
                 carry.count = 0
                 if base[index] != UInt8(ascii: "$") { index += 1 }
@@ -104,7 +104,7 @@ public struct NMEAFramer: Sendable {
                 while index < count && Self.isSentenceByte(base[index]) { index += 1 }
                 continue
             }
-            try finish(base, start, end, terminator: base[end], runningXOR: runningXOR, body)
+            try finish(base, start, end, runningXOR: runningXOR, body)
             index = base[end] == UInt8(ascii: "$") ? end : end + 1
         }
     }
@@ -122,7 +122,7 @@ public struct NMEAFramer: Sendable {
         let length = carry.count
         let carried = carry
         try carried.withBytes { bytes in
-            try finish(bytes.baseAddress!, 0, length, terminator: 0x0A, body)
+            try finish(bytes.baseAddress!, 0, length, body)
         }
         carry.count = 0
     }
@@ -134,9 +134,11 @@ public struct NMEAFramer: Sendable {
         byte >= 0x20 && byte <= 0x7E && byte != UInt8(ascii: "$")
     }
 
-    /// Checks the `*hh` trailer of `base[start..<end]` (which begins with `$`).
+    /// Checks the `*hh` trailer of `base[start..<end]` (which begins with `$`). Whatever
+    /// byte ended the sentence (line break, `$`, NUL padding), a matching checksum is
+    /// what makes it trustworthy.
     private mutating func finish(
-        _ base: UnsafePointer<UInt8>, _ start: Int, _ end: Int, terminator: UInt8,
+        _ base: UnsafePointer<UInt8>, _ start: Int, _ end: Int,
         runningXOR: UInt8? = nil, _ body: (NMEARawSentence) throws -> Void
     ) rethrows {
         let length = end - start
@@ -144,12 +146,6 @@ public struct NMEAFramer: Sendable {
         guard length >= 9, base[end - 3] == UInt8(ascii: "*"),
             let high = Self.hexValue(base[end - 2]), let low = Self.hexValue(base[end - 1])
         else {
-            counters.malformed += 1
-            return
-        }
-        // A sentence ended by a non-text byte other than a line break or `$` was cut short
-        // even if the bytes before it happen to look complete.
-        if terminator != 0x0A && terminator != 0x0D && terminator != UInt8(ascii: "$") {
             counters.malformed += 1
             return
         }
