@@ -6,7 +6,8 @@ import GNSS
 /// - parser: framing + checksum + typed parse of every sentence, with the position,
 ///   time and altitude fields converted to numbers (what minmea's harness measures).
 /// - assembler: the full pipeline, bytes -> sentences -> fixes.
-/// Prints `key=value` lines (median of the runs) for scripts/bench/gnss.sh.
+/// Prints `key=value` lines (median of the runs, in input lines per second) for
+/// scripts/bench/gnss.sh.
 enum GNSSBenchmark {
     static func run(_ arguments: [String]) {
         var input: String?
@@ -27,6 +28,9 @@ enum GNSSBenchmark {
         guard let input else { fail("usage: mwbench gnss --input FILE [--runs N]") }
         guard let data = FileManager.default.contents(atPath: input) else { fail("mwbench: cannot read \(input)") }
         let bytes = Array(data)
+        // Rates are input lines per second, as for the Python peer, so damaged lines the
+        // framer rejects count the same on both sides.
+        let inputLines = bytes.reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) }
 
         var parserRates: [Double] = []
         var sentences = 0
@@ -50,7 +54,7 @@ enum GNSSBenchmark {
             }
             let seconds = (ContinuousClock.now - start).seconds
             sentences = parsed
-            parserRates.append(Double(parsed) / seconds)
+            parserRates.append(Double(inputLines) / seconds)
         }
 
         var assemblerRates: [Double] = []
@@ -66,8 +70,9 @@ enum GNSSBenchmark {
             decoder.finish(arrival: arrival) { _ in count += 1 }
             let seconds = (ContinuousClock.now - start).seconds
             fixes = count
-            assemblerRates.append(Double(decoder.framer.counters.sentences) / seconds)
+            assemblerRates.append(Double(inputLines) / seconds)
         }
+        print("input_lines=\(inputLines)")
         print("sentences=\(sentences)")
         print("fixes=\(fixes)")
         print("parser_sentences_per_second=\(Int(median(parserRates)))")

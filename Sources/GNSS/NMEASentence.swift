@@ -19,18 +19,18 @@ public enum NMEASentence: Sendable {
     /// Recommended minimum data: time, date, position, speed, course and validity.
     public struct RMC: Sendable {
         public var talker: NMEATalker
-        public var time: NMEATimeOfDay?
+        @CompactTime public var time: NMEATimeOfDay?
         /// Field 2: `A` valid, `V` warning/void.
         public var isValid: Bool
-        public var latitude: Double?
-        public var longitude: Double?
-        public var speedKnots: Double?
+        @CompactDouble public var latitude: Double?
+        @CompactDouble public var longitude: Double?
+        @CompactDouble public var speedKnots: Double?
         /// Course over ground, degrees true; often empty while stationary.
-        public var courseTrue: Double?
+        @CompactDouble public var courseTrue: Double?
         /// The date with the year exactly as sent (two digits, 0...99).
-        public var date: NMEADate?
+        @CompactDate public var date: NMEADate?
         /// Magnetic variation, degrees; east positive.
-        public var magneticVariation: Double?
+        @CompactDouble public var magneticVariation: Double?
         /// NMEA 2.3+ FAA mode.
         public var mode: FAAMode?
         /// NMEA 4.1+ navigational status (`S`, `C`, `U`, `V`). Never used for validity:
@@ -41,19 +41,19 @@ public enum NMEASentence: Sendable {
     /// Fix data: time, position, quality, satellites, HDOP, altitude.
     public struct GGA: Sendable {
         public var talker: NMEATalker
-        public var time: NMEATimeOfDay?
-        public var latitude: Double?
-        public var longitude: Double?
+        @CompactTime public var time: NMEATimeOfDay?
+        @CompactDouble public var latitude: Double?
+        @CompactDouble public var longitude: Double?
         /// 0 invalid, 1 GPS, 2 DGPS, 3 PPS, 4 RTK fixed, 5 RTK float, 6 dead reckoning,
         /// 7 manual, 8 simulation.
-        public var quality: Int?
-        public var satellitesUsed: Int?
-        public var hdop: Double?
+        @CompactInt public var quality: Int?
+        @CompactInt public var satellitesUsed: Int?
+        @CompactDouble public var hdop: Double?
         /// Antenna altitude above mean sea level, metres.
-        public var altitudeMSL: Double?
+        @CompactDouble public var altitudeMSL: Double?
         /// Geoid separation (HAE = MSL + separation), metres.
-        public var geoidSeparation: Double?
-        public var dgpsAge: Double?
+        @CompactDouble public var geoidSeparation: Double?
+        @CompactDouble public var dgpsAge: Double?
     }
 
     /// DOPs and active satellites. Multi-GNSS receivers send one per constellation.
@@ -62,12 +62,12 @@ public enum NMEASentence: Sendable {
         /// `A` automatic or `M` manual 2D/3D selection.
         public var selection: UInt8?
         /// 1 no fix, 2 2D, 3 3D.
-        public var fixMode: Int?
+        @CompactInt public var fixMode: Int?
         /// Number of non-empty PRN fields (satellites used by this constellation).
         public var satellitesUsed: Int
-        public var pdop: Double?
-        public var hdop: Double?
-        public var vdop: Double?
+        @CompactDouble public var pdop: Double?
+        @CompactDouble public var hdop: Double?
+        @CompactDouble public var vdop: Double?
         /// NMEA 4.11 system ID.
         public var system: GNSSSystem?
     }
@@ -86,31 +86,31 @@ public enum NMEASentence: Sendable {
             public var snr: Int16?
         }
         public var talker: NMEATalker
-        public var totalMessages: Int?
-        public var messageNumber: Int?
-        public var satellitesInView: Int?
+        @CompactInt public var totalMessages: Int?
+        @CompactInt public var messageNumber: Int?
+        @CompactInt public var satellitesInView: Int?
         /// Up to four satellites per part.
         public var satellites: (Satellite?, Satellite?, Satellite?, Satellite?)
         /// NMEA 4.11 signal ID.
-        public var signalID: Int?
+        @CompactInt public var signalID: Int?
     }
 
     /// Course and speed over ground.
     public struct VTG: Sendable {
         public var talker: NMEATalker
-        public var courseTrue: Double?
-        public var courseMagnetic: Double?
-        public var speedKnots: Double?
-        public var speedKmh: Double?
+        @CompactDouble public var courseTrue: Double?
+        @CompactDouble public var courseMagnetic: Double?
+        @CompactDouble public var speedKnots: Double?
+        @CompactDouble public var speedKmh: Double?
         public var mode: FAAMode?
     }
 
     /// Geographic position with time and status.
     public struct GLL: Sendable {
         public var talker: NMEATalker
-        public var latitude: Double?
-        public var longitude: Double?
-        public var time: NMEATimeOfDay?
+        @CompactDouble public var latitude: Double?
+        @CompactDouble public var longitude: Double?
+        @CompactTime public var time: NMEATimeOfDay?
         public var isValid: Bool
         public var mode: FAAMode?
     }
@@ -118,40 +118,40 @@ public enum NMEASentence: Sendable {
     /// Multi-constellation fix data with one mode character per system.
     public struct GNS: Sendable {
         public var talker: NMEATalker
-        public var time: NMEATimeOfDay?
-        public var latitude: Double?
-        public var longitude: Double?
+        @CompactTime public var time: NMEATimeOfDay?
+        @CompactDouble public var latitude: Double?
+        @CompactDouble public var longitude: Double?
         /// True when any per-system mode character is a usable FAA mode.
         public var anySystemValid: Bool
         /// Number of mode characters (constellations reported).
         public var systemCount: Int
-        public var satellitesUsed: Int?
-        public var hdop: Double?
-        public var altitudeMSL: Double?
-        public var geoidSeparation: Double?
+        @CompactInt public var satellitesUsed: Int?
+        @CompactDouble public var hdop: Double?
+        @CompactDouble public var altitudeMSL: Double?
+        @CompactDouble public var geoidSeparation: Double?
         public var navigationalStatus: UInt8?
     }
 
     /// Time and date with a 4-digit year.
     public struct ZDA: Sendable {
         public var talker: NMEATalker
-        public var time: NMEATimeOfDay?
-        public var date: NMEADate?
-        public var zoneHours: Int?
-        public var zoneMinutes: Int?
+        @CompactTime public var time: NMEATimeOfDay?
+        @CompactDate public var date: NMEADate?
+        @CompactInt public var zoneHours: Int?
+        @CompactInt public var zoneMinutes: Int?
     }
 
     /// Pseudorange error statistics (1-sigma, metres).
     public struct GST: Sendable {
         public var talker: NMEATalker
-        public var time: NMEATimeOfDay?
-        public var rangeRMS: Double?
-        public var semiMajor: Double?
-        public var semiMinor: Double?
-        public var orientation: Double?
-        public var latitudeSigma: Double?
-        public var longitudeSigma: Double?
-        public var altitudeSigma: Double?
+        @CompactTime public var time: NMEATimeOfDay?
+        @CompactDouble public var rangeRMS: Double?
+        @CompactDouble public var semiMajor: Double?
+        @CompactDouble public var semiMinor: Double?
+        @CompactDouble public var orientation: Double?
+        @CompactDouble public var latitudeSigma: Double?
+        @CompactDouble public var longitudeSigma: Double?
+        @CompactDouble public var altitudeSigma: Double?
     }
 
     /// Free text from the receiver (banners, `ANTENNA OK`).
@@ -161,9 +161,9 @@ public enum NMEASentence: Sendable {
     /// without reference counting on the hot path.
     public struct TXT: Sendable {
         public var talker: NMEATalker
-        public var totalMessages: Int?
-        public var messageNumber: Int?
-        public var identifier: Int?
+        @CompactInt public var totalMessages: Int?
+        @CompactInt public var messageNumber: Int?
+        @CompactInt public var identifier: Int?
         var textStorage: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64)
         var textLength: UInt8
 

@@ -118,3 +118,30 @@ struct NMEAParserTests {
         #expect(rmc.time == nil && rmc.latitude == nil && rmc.longitude == nil && rmc.speedKnots == nil)
     }
 }
+
+@Suite("Sentence values")
+struct SentenceValueTests {
+    /// Sentences are returned and copied by value on the hot path; their size was most of
+    /// the parser's cost before the compact field storage (145 bytes -> 82).
+    @Test func stayCompact() {
+        #expect(MemoryLayout<NMEASentence>.size <= 96)
+    }
+
+    @Test func compactFieldsRoundTrip() {
+        var gga = NMEASentence.GGA(
+            talker: .gps, time: NMEATimeOfDay(microseconds: 0), latitude: -0.0, longitude: nil,
+            quality: 0, satellitesUsed: nil, hdop: 1e-9, altitudeMSL: -431.5, geoidSeparation: nil,
+            dgpsAge: nil)
+        #expect(gga.time == NMEATimeOfDay(microseconds: 0))
+        #expect(gga.latitude == 0 && gga.longitude == nil && gga.quality == 0 && gga.satellitesUsed == nil)
+        #expect(gga.hdop == 1e-9 && gga.altitudeMSL == -431.5)
+        gga.satellitesUsed = Int.max
+        #expect(gga.satellitesUsed == Int(Int32.max))
+        gga.time = nil
+        #expect(gga.time == nil)
+        var rmc = NMEASentence.RMC(talker: .gps, time: nil, isValid: true, date: NMEADate(year: 99, month: 12, day: 31))
+        #expect(rmc.date == NMEADate(year: 99, month: 12, day: 31))
+        rmc.date = nil
+        #expect(rmc.date == nil)
+    }
+}
