@@ -4,9 +4,9 @@ import Foundation
 ///
 /// Values the receiver did not send are nil, never zero. Units follow gpsd's TPV report:
 /// degrees, metres, metres per second.
-public struct GNSSFix: Sendable, Equatable {
+public struct GNSSFix: Sendable, Equatable, Codable {
     /// Fix dimension, numbered as gpsd's TPV `mode`.
-    public enum Mode: Int, Sendable, Comparable {
+    public enum Mode: Int, Sendable, Comparable, Codable {
         case noFix = 1
         case twoD = 2
         case threeD = 3

@@ -1,5 +1,5 @@
 /// UTC time of day as sent in NMEA time fields, in microseconds since midnight.
-public struct NMEATimeOfDay: Sendable, Hashable, Comparable {
+public struct NMEATimeOfDay: Sendable, Hashable, Comparable, Codable {
     /// Microseconds since 00:00:00 UTC; up to 86,400,999,999 because of leap second 60.
     public var microseconds: Int64
 

@@ -62,7 +62,7 @@ final class LoopbackListener: @unchecked Sendable {
 
     /// Accepts one client, returns what it sent first (if anything arrives within 0.5 s),
     /// writes `bytes` and closes.
-    func serveOnce(_ bytes: [UInt8]) -> [UInt8] {
+    func serveOnce(_ bytes: [UInt8], holdOpenFor hold: Duration = .zero) -> [UInt8] {
         let client = accept(descriptor, nil, nil)
         guard client >= 0 else { return [] }
         var received = [UInt8](repeating: 0, count: 256)
@@ -77,6 +77,7 @@ final class LoopbackListener: @unchecked Sendable {
             if written <= 0 { break }
             offset += written
         }
+        if hold > .zero { usleep(UInt32(hold.components.seconds * 1_000_000 + hold.components.attoseconds / 1_000_000_000_000)) }
         close(client)
         return Array(received[0..<count])
     }

@@ -94,6 +94,32 @@ struct SourceTests {
         #expect(fixes.map(Self.comparable) == (try Self.referenceFixes()).map(Self.comparable))
     }
 
+    @Test func quietReceiverStillGetsItsLastFixOut() async throws {
+        // One cycle, then silence with the connection open: the open cycle must be
+        // emitted after the quiet period instead of waiting for a next cycle.
+        let listener = try LoopbackListener()
+        let cycle = TestSupport.sentence("GPRMC,120000.00,A,5155.55442,N,00434.65873,E,0.0,,210810,,,A") + "\r\n"
+            + TestSupport.sentence("GPGGA,120000.00,5155.55442,N,00434.65873,E,1,06,2.51,-4.0,M,46.0,M,,") + "\r\n"
+        let server = Thread { _ = listener.serveOnce(Array(cycle.utf8), holdOpenFor: .seconds(20)) }
+        server.start()
+        let source = TCPFixSource(
+            host: "127.0.0.1", port: listener.port,
+            configuration: FixSourceConfiguration(reconnects: false, quietFlush: .milliseconds(600)))
+        let fixes = try await collect(source.fixes(), limit: 1, timeout: .seconds(15))
+        let received = Date()
+        let fix = try #require(fixes.first)
+        #expect(fixes.count == 1)
+        #expect(fix.mode == .threeD)
+        // Arrival is when the bytes came, not when the flush happened (≥ 0.6 s later).
+        #expect(received.timeIntervalSince(fix.arrival) >= 0.55)
+    }
+
+    @Test func fixRoundTripsThroughCodable() throws {
+        let fix = try #require(try Self.referenceFixes().first)
+        let data = try JSONEncoder().encode(fix)
+        #expect(try JSONDecoder().decode(GNSSFix.self, from: data) == fix)
+    }
+
     @Test func unreachablePeerFailsWithoutReconnect() async throws {
         let port = try freeLoopbackPort()
         let source = TCPFixSource(host: "127.0.0.1", port: port, configuration: quiet)
