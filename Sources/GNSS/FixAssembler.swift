@@ -127,8 +127,10 @@ public struct FixAssembler: Sendable {
 
     private mutating func learnEnder() {
         guard options.learnsCycleEnder else { return }
-        let last = cycle.lastKind
-        let candidate = (last != nil && !cycle.kindRepeated(last!)) ? last : nil
+        // Only a sentence that occurs once per cycle can mark its end: with two GSAs per
+        // cycle, the first one would close the cycle too early.
+        var candidate: Int?
+        if let last = cycle.lastKind, !cycle.kindRepeated(last) { candidate = last }
         if let candidate, candidate == enderCandidate {
             ender = candidate
         } else {
