@@ -1,0 +1,104 @@
+import Foundation
+
+/// Writes fixes as gpsd TPV JSON objects, one per line, with gpsd's field names and units
+/// (`class`, `time`, `mode`, `lat`, `lon`, `altMSL`, `speed`, `track`, `eph`, ...).
+///
+/// Like gpsd, unknown values are omitted rather than sent as null. Number formatting
+/// follows gpsd: 9 decimals for degrees, 4 for altitudes and track, 3 for speed and errors.
+public enum TPVEncoder {
+    /// One TPV object without a trailing newline. `device` names the source, as gpsd does.
+    public static func encode(_ fix: GNSSFix, device: String? = nil) -> String {
+        var json = "{\"class\":\"TPV\""
+        if let device { json += ",\"device\":\(quoted(device))" }
+        json += ",\"mode\":\(fix.mode.rawValue)"
+        if let time = fix.time { json += ",\"time\":\"\(iso8601(time))\"" }
+        func add(_ key: String, _ value: Double?, _ decimals: Int) {
+            guard let value, value.isFinite else { return }
+            json += ",\"\(key)\":\(fixed(value, decimals))"
+        }
+        add("lat", fix.latitude, 9)
+        add("lon", fix.longitude, 9)
+        if let msl = fix.altitudeMSL {
+            add("altHAE", fix.geoidSeparation.map { msl + $0 }, 4)
+            add("altMSL", msl, 4)
+            add("alt", msl, 4)
+        }
+        add("eph", fix.horizontalError, 3)
+        add("epv", fix.verticalError, 3)
+        add("track", fix.track, 4)
+        add("magvar", fix.magneticVariation, 1)
+        add("speed", fix.speed, 3)
+        add("geoidSep", fix.geoidSeparation, 3)
+        if let quality = fix.quality, let status = gpsdStatus(quality: quality), fix.mode >= .twoD {
+            json += ",\"status\":\(status)"
+        }
+        json += "}"
+        return json
+    }
+
+    /// gpsd's TPV `status` for a GGA quality (1 normal, 2 DGPS, 3 RTK fixed, 4 RTK float,
+    /// 5 dead reckoning, 7 simulated).
+    static func gpsdStatus(quality: Int) -> Int? {
+        switch quality {
+        case 1, 3: 1
+        case 2: 2
+        case 4: 3
+        case 5: 4
+        case 6: 5
+        case 8: 7
+        default: nil
+        }
+    }
+
+    /// `YYYY-MM-DDThh:mm:ss.sssZ`, UTC, millisecond precision.
+    public static func iso8601(_ date: Date) -> String {
+        let totalMillis = Int64((date.timeIntervalSince1970 * 1000).rounded())
+        let days = Int(totalMillis >= 0 ? totalMillis / 86_400_000 : (totalMillis - 86_399_999) / 86_400_000)
+        let millisOfDay = Int(totalMillis - Int64(days) * 86_400_000)
+        let civil = NMEADate(daysSinceEpoch: days)
+        let seconds = millisOfDay / 1000
+        return "\(pad(civil.year, 4))-\(pad(civil.month, 2))-\(pad(civil.day, 2))T"
+            + "\(pad(seconds / 3600, 2)):\(pad(seconds / 60 % 60, 2)):\(pad(seconds % 60, 2))"
+            + ".\(pad(millisOfDay % 1000, 3))Z"
+    }
+
+    private static func pad(_ value: Int, _ width: Int) -> String {
+        let digits = String(value)
+        return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
+    }
+
+    /// Fixed-point formatting without Foundation's locale-dependent formatters.
+    static func fixed(_ value: Double, _ decimals: Int) -> String {
+        var scale = 1.0
+        for _ in 0..<decimals { scale *= 10 }
+        let scaled = (abs(value) * scale).rounded()
+        guard scaled < 9e15 else { return String(value) }
+        let integer = Int64(scaled)
+        let whole = integer / Int64(scale)
+        let fraction = integer % Int64(scale)
+        let sign = value < 0 && integer != 0 ? "-" : ""
+        guard decimals > 0 else { return "\(sign)\(whole)" }
+        return "\(sign)\(whole).\(pad(Int(fraction), decimals))"
+    }
+
+    private static func quoted(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if scalar.value < 0x20 {
+                    let hex = String(scalar.value, radix: 16)
+                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return out + "\""
+    }
+}

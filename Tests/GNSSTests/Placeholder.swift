@@ -1,3 +1,0 @@
-import Testing
-@testable import GNSS
-@Test func placeholder() {}

@@ -1,0 +1,113 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+@testable import GNSS
+
+/// The four sources against real I/O: files, a loopback TCP peer, a real gpsd fed by
+/// gpsfake, and a pty standing in for a serial receiver.
+@Suite("Fix sources", .serialized)
+struct SourceTests {
+    static let log = TestSupport.nmeaDirectory.appendingPathComponent("ublox-lea-5h.log").path
+
+    /// What must agree between sources: everything but arrival time and clock offset.
+    static func comparable(_ fix: GNSSFix) -> String {
+        var copy = fix
+        copy.arrival = Date(timeIntervalSince1970: 0)
+        copy.systemClockOffset = nil
+        return TPVEncoder.encode(copy) + " \(copy.timeOfDay.microseconds) \(copy.hdop ?? -1) \(copy.satellitesUsed ?? -1)"
+    }
+
+    static func referenceFixes(_ path: String = log) throws -> [GNSSFix] {
+        let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+        return NMEADecoder.decode(bytes, options: .live).fixes
+    }
+
+    var quiet: FixSourceConfiguration { FixSourceConfiguration(reconnects: false) }
+
+    @Test func fileReplayFastMatchesDecoder() async throws {
+        let source = FileReplayFixSource(path: Self.log, pacing: .fast,
+                                         configuration: FixSourceConfiguration(assembler: .init()))
+        let fixes = try await collect(source.fixes(), limit: .max, timeout: .seconds(30))
+        let expected = NMEADecoder.decode(try TestSupport.log("ublox-lea-5h.log")).fixes
+        #expect(fixes.map(Self.comparable) == expected.map(Self.comparable))
+        #expect(fixes.count == 20)
+    }
+
+    @Test func fileReplayRealtimeIsPaced() async throws {
+        // Three cycles one second apart: the replay must take at least ~2 s (lower bound
+        // only; a loaded machine may be slower, never faster).
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mwgate-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("three.nmea").path
+        var text = "# three cycles\n"
+        for second in 0..<3 {
+            text += TestSupport.sentence("GPRMC,12000\(second).00,A,5155.55442,N,00434.65873,E,0.0,,210810,,,A") + "\r\n"
+            text += TestSupport.sentence("GPGGA,12000\(second).00,5155.55442,N,00434.65873,E,1,06,2.51,-4.0,M,46.0,M,,") + "\r\n"
+        }
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        let spec = try GNSSSourceSpec(parsing: "file:\(path)?speed=realtime")
+        let start = ContinuousClock.now
+        let fixes = try await collect(spec.makeSource(configuration: quiet).fixes(), limit: .max, timeout: .seconds(30))
+        #expect(fixes.count == 3)
+        #expect(ContinuousClock.now - start >= .milliseconds(1900))
+        // Arrival times follow the pacing too.
+        #expect(fixes[2].arrival.timeIntervalSince(fixes[0].arrival) >= 1.9)
+    }
+
+    @Test func fileReplayUnreadableThrows() async throws {
+        let source = FileReplayFixSource(path: "/nonexistent/gps.nmea", pacing: .fast)
+        await #expect(throws: FixSourceError.self) {
+            _ = try await collect(source.fixes(), limit: .max, timeout: .seconds(10))
+        }
+    }
+
+    @Test func tcpSourceReadsAndReconnects() async throws {
+        let listener = try LoopbackListener()
+        let bytes = try TestSupport.log("ublox-lea-5h.log")
+        // The peer serves the log, hangs up, then serves it again: the source must come
+        // back on its own and deliver both copies.
+        let server = Thread {
+            _ = listener.serveOnce(bytes)
+            _ = listener.serveOnce(bytes)
+        }
+        server.start()
+        let source = TCPFixSource(host: "127.0.0.1", port: listener.port,
+                                  configuration: FixSourceConfiguration(initialBackoff: .milliseconds(50)))
+        let fixes = try await collect(source.fixes(), limit: 40, timeout: .seconds(60))
+        let expected = try Self.referenceFixes().map(Self.comparable)
+        #expect(fixes.map(Self.comparable) == expected + expected)
+    }
+
+    @Test func gpsdSourceSendsWatchAndSkipsJSON() async throws {
+        let listener = try LoopbackListener()
+        let banner = Array(#"{"class":"VERSION","release":"3.22","rev":"3.22","proto_major":3,"proto_minor":14}"#.utf8) + [0x0A]
+        let bytes = banner + (try TestSupport.log("ublox-lea-5h.log"))
+        let received = LockedBox<[UInt8]>([])
+        let server = Thread { received.set(listener.serveOnce(bytes)) }
+        server.start()
+        let source = GpsdFixSource(host: "127.0.0.1", port: listener.port, configuration: quiet)
+        let fixes = try await collect(source.fixes(), limit: .max, timeout: .seconds(60))
+        #expect(String(decoding: received.get(), as: UTF8.self) == GpsdFixSource.watchCommand)
+        #expect(fixes.map(Self.comparable) == (try Self.referenceFixes()).map(Self.comparable))
+    }
+
+    @Test func unreachablePeerFailsWithoutReconnect() async throws {
+        let port = try freeLoopbackPort()
+        let source = TCPFixSource(host: "127.0.0.1", port: port, configuration: quiet)
+        await #expect(throws: FixSourceError.self) {
+            _ = try await collect(source.fixes(), limit: 1, timeout: .seconds(30))
+        }
+    }
+}
+
+/// A value shared with a helper thread.
+final class LockedBox<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func get() -> Value { lock.withLock { value } }
+    func set(_ newValue: Value) { lock.withLock { value = newValue } }
+}
