@@ -100,6 +100,27 @@ public struct SampleTimestamper<Payload> {
         drain(until: .max)
     }
 
+    /// The held notifications stamped with the current fit, without releasing them (for
+    /// checkpoints; a later loss correction may still move them).
+    public func peekHeld() -> [Stamped] {
+        var out: [Stamped] = []
+        var last = lastEmitted
+        for i in pendingStart..<pending.count {
+            let p = pending[i]
+            let a = intercept ?? Double(p.receivedAt) - period * Double(p.lastIndex)
+            var times: [Int64] = []
+            for k in 0..<p.count {
+                var t = Int64((a + period * Double(p.firstIndex + Int64(k))).rounded())
+                if t <= last { t = last + 1 }
+                last = t
+                times.append(t)
+            }
+            out.append(Stamped(payload: p.payload, firstIndex: p.firstIndex, times: times, missedBefore: 0,
+                               receivedAt: p.receivedAt))
+        }
+        return out
+    }
+
     /// Number of notifications held for the lookahead.
     public var heldCount: Int { pending.count - pendingStart }
 
