@@ -146,6 +146,8 @@ public struct SampleTimestamper<Payload> {
     /// a period above the envelope.
     private mutating func detectGap() {
         guard let a = intercept, historyStart < history.count else { return }
+        // Without enough later notifications a delayed one looks like a loss (stream end).
+        guard pending[pending.count - 1].receivedAt - pending[pendingStart].receivedAt >= configuration.lookahead / 2 else { return }
         var minimum = Double.infinity
         for i in pendingStart..<pending.count { minimum = min(minimum, residual(pending[i], a)) }
         let threshold = max(0.6 * period, configuration.minimumGap)
@@ -180,7 +182,7 @@ public struct SampleTimestamper<Payload> {
     /// of the older and newer half of the window; the intercept puts the line under every
     /// point, confirmed or held.
     private mutating func refitIfDue(now: Int64) {
-        guard now - lastFitAt >= 200_000_000 || intercept == nil else { return }
+        guard intercept == nil || lastFitAt == .min || now - lastFitAt >= 200_000_000 else { return }
         lastFitAt = now
         let cutoff = now - configuration.window
         while historyStart < history.count, history[historyStart].receivedAt < cutoff { historyStart += 1 }

@@ -355,7 +355,7 @@ public final class SessionController {
 
     private func checkpointIfDue(board: String, now: Int64) {
         guard let s = session, let b = boards[board] else { return }
-        guard now - b.lastCheckpoint >= configuration.checkpointInterval else { return }
+        guard b.lastCheckpoint == .min || now - b.lastCheckpoint >= configuration.checkpointInterval else { return }
         let provisional = provisionalPoints(board: board)
         guard b.dirty || !provisional.isEmpty else { return }
         var bytes = b.committed
