@@ -154,6 +154,11 @@ public struct SampleTimestamper<Payload> {
         guard minimum >= threshold else { return }
         let missed = Int64((minimum / period).rounded())
         guard missed > 0 else { return }
+        // The oldest held notification may itself be merely late (BLE batching) with the
+        // loss after it: moving it by `missed` periods would put it before its own sample
+        // time, which cannot happen, so then the loss is not before it.
+        let tolerance = min(max(0.05 * period, 300_000), 1_000_000)
+        guard residual(pending[pendingStart], a) - Double(missed) * period >= -tolerance else { return }
         for i in pendingStart..<pending.count { pending[i].firstIndex += missed }
         nextIndex += missed
         missedSamples += missed

@@ -64,6 +64,10 @@ public final class SessionController {
         var accelerometer: SampleTimestamper<MotionSamples>?
         var merger: LocationMerger<GyroItem>
         var recentAccelerometer: [AccelerometerReading] = []
+        /// Time of the newest stamped accelerometer sample, epoch ms.
+        var accelerometerStampedUntil = -Double.infinity
+        /// Gyro points waiting until the accelerometer stream is stamped past them.
+        var waitingForAccelerometer: [LocationMerger<GyroItem>.Located] = []
         var committed: [UInt8] = []
         var committedCount = 0
         var firstTimestamp = 0.0
@@ -255,10 +259,12 @@ public final class SessionController {
         for s in stamped {
             for (k, t) in s.times.enumerated() {
                 let v = s.payload[k]
-                boards[board]!.recentAccelerometer.append(
-                    AccelerometerReading(x: v.x, y: v.y, z: v.z, timestamp: timeBase.epochMilliseconds(monotonic: t)))
+                let time = timeBase.epochMilliseconds(monotonic: t)
+                boards[board]!.recentAccelerometer.append(AccelerometerReading(x: v.x, y: v.y, z: v.z, timestamp: time))
+                boards[board]!.accelerometerStampedUntil = time
             }
         }
+        releaseWaitingForAccelerometer(board: board, force: false)
     }
 
     /// The accelerometer sample nearest `time` within half an accelerometer period.
@@ -289,10 +295,38 @@ public final class SessionController {
     }
 
     private func commit(board: String, _ released: [LocationMerger<GyroItem>.Located]) {
-        guard session != nil else { return }
-        for l in released {
-            let p = point(board: board, l)
-            var b = boards[board]!
+        guard session != nil, boards[board] != nil else { return }
+        if boards[board]!.accelerometerRate == nil {
+            for l in released { append(board: board, l) }
+        } else {
+            boards[board]!.waitingForAccelerometer += released
+            releaseWaitingForAccelerometer(board: board, force: false)
+        }
+    }
+
+    /// Commits gyro points once the accelerometer stream has been stamped past them (so the
+    /// nearest accelerometer sample is known), or when more than 3 s wait (a stalled stream).
+    private func releaseWaitingForAccelerometer(board: String, force: Bool) {
+        guard let b = boards[board], let rate = b.accelerometerRate, !b.waitingForAccelerometer.isEmpty else { return }
+        let halfPeriod = 500 / rate
+        let waiting = b.waitingForAccelerometer
+        var released = 0
+        for l in waiting {
+            let ready = force || l.time + halfPeriod <= b.accelerometerStampedUntil || waiting.count - released > Int(b.gyroRate * 3)
+            guard ready else { break }
+            released += 1
+        }
+        guard released > 0 else { return }
+        boards[board]!.waitingForAccelerometer.removeFirst(released)
+        for l in waiting.prefix(released) { append(board: board, l) }
+    }
+
+    private func append(board: String, _ l: LocationMerger<GyroItem>.Located) {
+        guard session != nil, boards[board] != nil else { return }
+        let p = point(board: board, l)
+        // Mutated in place (inout through the dictionary's modify accessor): copying the
+        // stream would copy the chunk's bytes for every point.
+        func add(_ b: inout BoardStream) -> Bool {
             if b.committedCount == 0 { b.firstTimestamp = p.gyroscope.timestamp; b.worstSource = l.payload.source }
             PointCodec.append(p, to: &b.committed)
             b.committedCount += 1
@@ -300,12 +334,13 @@ public final class SessionController {
             b.worstSource = max(b.worstSource, l.payload.source)
             b.missedInChunk += p.missedBefore
             b.dirty = true
-            boards[board] = b
-            session!.boards.insert(board)
-            session!.pointCount += 1
-            session!.worstSource = max(session!.worstSource, l.payload.source)
-            if b.committedCount >= configuration.chunkSize { sealOpenChunk(board: board) }
+            return b.committedCount >= configuration.chunkSize
         }
+        let full = add(&boards[board]!)
+        session!.boards.insert(board)
+        session!.pointCount += 1
+        session!.worstSource = max(session!.worstSource, l.payload.source)
+        if full { sealOpenChunk(board: board) }
     }
 
     private func drainAll(board: String, now: Int64) {
@@ -317,6 +352,7 @@ public final class SessionController {
         acceptGyro(board: board, boards[board]!.gyro.flush(), now: now)
         commit(board: board, boards[board]!.merger.release(now: nowMs))
         commit(board: board, boards[board]!.merger.flush())
+        releaseWaitingForAccelerometer(board: board, force: true)
     }
 
     private func sealOpenChunk(board: String) {
@@ -375,7 +411,7 @@ public final class SessionController {
     /// locations now.
     private func provisionalPoints(board: String) -> [RecordedPoint] {
         guard let b = boards[board] else { return [] }
-        var out = b.merger.peek().map { point(board: board, $0) }
+        var out = (b.waitingForAccelerometer + b.merger.peek()).map { point(board: board, $0) }
         for s in b.gyro.peekHeld() {
             for (k, t) in s.times.enumerated() {
                 let v = s.payload[k]
