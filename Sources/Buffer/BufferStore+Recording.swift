@@ -49,6 +49,13 @@ extension BufferStore: RecordingStore {
                              Int64(CRC32.checksum(chunk.bytes)), nowMilliseconds(), chunk.bytes.count, Data(chunk.bytes)])
         try db.execute(sql: "DELETE FROM open_chunks WHERE session_id = ? AND board = ?",
                        arguments: [chunk.sessionID, chunk.board])
+        if let next = chunk.followingCheckpoint {
+            try db.execute(sql: """
+                INSERT INTO open_chunks (session_id, board, seq, point_count, time_source, updated_at, size, points)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [next.sessionID, next.board, next.seq, next.pointCount, next.timeSource.rawValue,
+                                 nowMilliseconds(), next.bytes.count, Data(next.bytes)])
+        }
         try enqueue(db, kind: "realtime_data", name: name, sessionID: chunk.sessionID, bytes: chunk.bytes.count)
         try db.execute(sql: """
             UPDATE sessions SET point_count = point_count + ?,

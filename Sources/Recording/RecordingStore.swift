@@ -80,6 +80,10 @@ public struct ChunkToSeal: Hashable, Sendable {
     /// Gyro samples found missing inside the chunk.
     public var missedSamples: Int
 
+    /// The board's next open chunk (the samples still held for the time fit or a fix),
+    /// written in the same transaction so a crash right after the seal loses nothing held.
+    public var followingCheckpoint: ChunkCheckpoint?
+
     /// A value with every field.
     public init(sessionID: String, board: String, seq: Int, bytes: [UInt8], pointCount: Int, firstTimestamp: Double, lastTimestamp: Double, timeSource: TimeSource, missedSamples: Int) {
         self.sessionID = sessionID

@@ -297,7 +297,7 @@ public final class SessionController {
     private func commit(board: String, _ released: [LocationMerger<GyroItem>.Located]) {
         guard session != nil, boards[board] != nil else { return }
         if boards[board]!.accelerometerRate == nil {
-            for l in released { append(board: board, l) }
+            appendAll(board: board, released[...])
         } else {
             boards[board]!.waitingForAccelerometer += released
             releaseWaitingForAccelerometer(board: board, force: false)
@@ -318,11 +318,23 @@ public final class SessionController {
         }
         guard released > 0 else { return }
         boards[board]!.waitingForAccelerometer.removeFirst(released)
-        for l in waiting.prefix(released) { append(board: board, l) }
+        appendAll(board: board, waiting.prefix(released))
     }
 
-    private func append(board: String, _ l: LocationMerger<GyroItem>.Located) {
-        guard session != nil, boards[board] != nil else { return }
+    /// Appends points in order; a full chunk is sealed with the rest of the batch counted as
+    /// held, so the following checkpoint written with the seal covers it.
+    private func appendAll(board: String, _ items: ArraySlice<LocationMerger<GyroItem>.Located>) {
+        var index = items.startIndex
+        while index < items.endIndex {
+            let full = append(board: board, items[index])
+            index += 1
+            if full { sealOpenChunk(board: board, alsoHeld: items[index...]) }
+        }
+    }
+
+    /// Adds one point to the open chunk; true when the chunk is now full.
+    private func append(board: String, _ l: LocationMerger<GyroItem>.Located) -> Bool {
+        guard session != nil, boards[board] != nil else { return false }
         let p = point(board: board, l)
         // Mutated in place (inout through the dictionary's modify accessor): copying the
         // stream would copy the chunk's bytes for every point.
@@ -340,7 +352,7 @@ public final class SessionController {
         session!.boards.insert(board)
         session!.pointCount += 1
         session!.worstSource = max(session!.worstSource, l.payload.source)
-        if full { sealOpenChunk(board: board) }
+        return full
     }
 
     private func drainAll(board: String, now: Int64) {
@@ -355,7 +367,7 @@ public final class SessionController {
         releaseWaitingForAccelerometer(board: board, force: true)
     }
 
-    private func sealOpenChunk(board: String) {
+    private func sealOpenChunk(board: String, alsoHeld: ArraySlice<LocationMerger<GyroItem>.Located> = []) {
         guard let s = session, var b = boards[board], b.committedCount > 0 else { return }
         let chunk = ChunkToSeal(sessionID: s.id, board: board, seq: b.seq, bytes: b.committed, pointCount: b.committedCount,
                                 firstTimestamp: b.firstTimestamp, lastTimestamp: b.lastTimestamp,
@@ -367,8 +379,15 @@ public final class SessionController {
         b.seq += 1
         b.dirty = false
         boards[board] = b
+        var sealing = chunk
+        let provisional = alsoHeld.map { point(board: board, $0) } + provisionalPoints(board: board)
+        if !provisional.isEmpty {
+            sealing.followingCheckpoint = ChunkCheckpoint(
+                sessionID: s.id, board: board, seq: chunk.seq + 1, bytes: PointCodec.encode(provisional),
+                pointCount: provisional.count, timeSource: timeBase.source)
+        }
         do {
-            try store.seal(chunk)
+            try store.seal(sealing)
             sealedCount += 1
         } catch {
             lastStoreError = "seal of \(board) chunk \(chunk.seq) failed: \(error)"
