@@ -19,9 +19,12 @@ let package = Package(
         .library(name: "DBus", targets: ["DBus"]),
         .library(name: "GNSS", targets: ["GNSS"]),
         .library(name: "MetaWear", targets: ["MetaWear"]),
+        .library(name: "Recording", targets: ["Recording"]),
+        .library(name: "Buffer", targets: ["Buffer"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         // libdbus-1, with a shim that re-exports the type-code macros Swift cannot import.
@@ -37,17 +40,36 @@ let package = Package(
         // A simulated board's brain, written only from the reference byte tables (it must not
         // share code with MetaWear, so symmetric encoder/decoder bugs are caught by tests).
         .target(name: "MetaWearBoardModel", swiftSettings: strict),
+        // Time base, gyro+GNSS merge, sessions and the upstream document model. Pure: values
+        // in, values out, clocks injected.
+        .target(name: "Recording", dependencies: ["MetaWear", "GNSS"], swiftSettings: strict),
+        // The durable SQLite buffer (GRDB on the system libsqlite3): sessions, chunks,
+        // outbox, history index, export.
+        .target(
+            name: "Buffer",
+            dependencies: ["Recording", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strict
+        ),
+        // Records from simulated boards and an NMEA replay into a real database; the crash
+        // test kills it with SIGKILL at random moments.
+        .executableTarget(
+            name: "mwrecord-fixture",
+            dependencies: ["Recording", "Buffer", "MetaWear", "MetaWearBoardModel", "GNSS"],
+            path: "Tests/Fixtures/RecorderFixture",
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "mwctl",
             dependencies: [
                 "GNSS",
+                "Buffer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
         ),
         .executableTarget(
             name: "mwbench",
-            dependencies: ["DBus", "GNSS", "MetaWear"],
+            dependencies: ["DBus", "GNSS", "MetaWear", "MetaWearBoardModel", "Recording", "Buffer"],
             path: "Benchmarks/mwbench",
             swiftSettings: strict
         ),
@@ -55,6 +77,16 @@ let package = Package(
         .testTarget(
             name: "GNSSTests",
             dependencies: ["GNSS"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "RecordingTests",
+            dependencies: ["Recording", "MetaWear", "MetaWearBoardModel", "GNSS"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "BufferTests",
+            dependencies: ["Buffer", "Recording", "MetaWear", "GNSS", "mwrecord-fixture"],
             swiftSettings: strict
         ),
         .testTarget(

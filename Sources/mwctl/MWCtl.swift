@@ -10,9 +10,10 @@ struct MWCtl: AsyncParsableCommand {
         abstract: "Control and inspect the mwgate MetaWear/GNSS gateway.",
         discussion: """
             Exit status: 0 success; 1 internal failure; 2 bad usage, malformed or \
-            unknown source spec; 3 input that cannot be read or a source that failed.
+            unknown source spec; 3 input that cannot be read or a source that failed \
+            (missing buffer database); 4 unknown session or session data evicted.
             """,
-        subcommands: [GNSSCommand.self]
+        subcommands: [GNSSCommand.self, HistoryCommand.self, ExportCommand.self]
     )
 }
 
@@ -20,6 +21,7 @@ struct MWCtl: AsyncParsableCommand {
 enum MWCtlExit {
     static let usage = ExitCode(2)
     static let input = ExitCode(3)
+    static let notFound = ExitCode(4)
 
     /// Prints one error line to stderr and returns the exit code to throw.
     static func fail(_ message: String, _ code: ExitCode) -> ExitCode {

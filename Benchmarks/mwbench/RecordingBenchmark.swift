@@ -1,0 +1,120 @@
+import Buffer
+import Foundation
+import MetaWear
+import Recording
+
+/// Recording and buffer: samples/s through time rebuild, merge, chunking and sealing; seal
+/// latency; history over a year of sessions; seal throughput for the peer comparison.
+/// Prints `key=value` lines; scripts/bench/recording.sh turns them into Markdown.
+enum RecordingBenchmark {
+    static func run(_ arguments: [String]) {
+        let root = arguments.first ?? FileManager.default.temporaryDirectory.appendingPathComponent("mwbench-recording-\(getpid())").path
+        try? FileManager.default.removeItem(atPath: root)
+        try? FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        do {
+            try pipeline(root + "/pipeline")
+            try seals(root + "/seals")
+            try history(root + "/history")
+        } catch {
+            fail("recording benchmark: \(error)")
+        }
+    }
+
+    static func store(_ dir: String) throws -> BufferStore {
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        return try BufferStore(path: BufferStore.path(inStateDirectory: dir),
+                               configuration: .init(userID: "BENCH", budget: DiskBudget(maxBytes: 1 << 40, minFreeBytes: 0), log: { _ in }))
+    }
+
+    /// 100 Hz gyro of one board for 20 minutes of stream time, with 1 Hz fixes, through a
+    /// SessionController into a real database (checkpoints each stream second, 2,000-point
+    /// seals), as fast as one core allows.
+    static func pipeline(_ dir: String) throws {
+        let db = try store(dir)
+        let controller = SessionController(store: db, timeBase: TimeBase(wallNanoseconds: 1_800_000_000_000_000_000,
+                                                                         monotonicNanoseconds: 0, systemClockSynchronised: true))
+        controller.attach(board: "B", gyroRateHertz: 100)
+        try controller.start(trigger: .controlAPI, now: 0)
+        let samples = 120_000
+        let start = DispatchTime.now().uptimeNanoseconds
+        var nextFix: Int64 = 0
+        for n in 0..<samples {
+            let t = Int64(n) * 10_000_000 + 10_000_000 + Int64((n * 7919) % 20) * 1_000_000
+            while nextFix <= t {
+                let when = Date(timeIntervalSince1970: 1_800_000_000 + Double(nextFix) / 1e9)
+                controller.ingest(fix: .init(time: when, timeOfDay: .init(microseconds: 0), mode: .threeD, latitude: 47 + Double(nextFix) / 1e14,
+                                             longitude: 8, hdop: 1, systemClockOffset: 0, arrival: when), now: nextFix)
+                nextFix += 1_000_000_000
+            }
+            let raw = RawVector(x: Int16(truncatingIfNeeded: n), y: 3, z: -3)
+            controller.ingest(board: "B", event: .gyro(MotionSamples(single: raw, scale: 16.4)), receivedAt: t)
+            if n % 100 == 0 { controller.tick(now: t) }
+        }
+        try controller.stop(trigger: .controlAPI, now: Int64(samples) * 10_000_000 + 2_000_000_000)
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        print("pipeline_samples=\(samples)")
+        print("pipeline_samples_per_s=\(Int(Double(samples) / seconds))")
+        print("pipeline_realtime_factor=\(Int(Double(samples) / 100 / seconds))")
+    }
+
+    /// Seals of identical 2,000-point chunks: latency per seal and chunks/s. The peer writes
+    /// the same blob with the same durability (scripts/bench/recording_peer.py).
+    static func seals(_ dir: String) throws {
+        let db = try store(dir)
+        let points = (0..<2000).map { i in
+            RecordedPoint(gyroscope: GyroReading(x: Double(i), y: 1, z: 2, timestamp: 1.8e12 + Double(i) * 10),
+                          location: PointLocation(latitude: 47, longitude: 8, timestamp: 1.8e12, accuracy: 3, age: 5))
+        }
+        let blob = PointCodec.encode(points)
+        try Data(blob).write(to: URL(fileURLWithPath: dir + "/chunk.bin"))
+        try db.beginSession(SessionStart(sessionID: "S", startedAt: 1.8e12, trigger: .controlAPI))
+        let count = 200
+        var latencies: [Double] = []
+        let start = DispatchTime.now().uptimeNanoseconds
+        for seq in 0..<count {
+            let t0 = DispatchTime.now().uptimeNanoseconds
+            try db.seal(ChunkToSeal(sessionID: "S", board: "B", seq: seq, bytes: blob, pointCount: 2000, firstTimestamp: 1.8e12,
+                                    lastTimestamp: 1.8e12 + 19_990, timeSource: .systemClockSynchronised, missedSamples: 0))
+            latencies.append(Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e6)
+        }
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        latencies.sort()
+        print("seal_blob_bytes=\(blob.count)")
+        print("seal_count=\(count)")
+        print("seal_median_ms=\(String(format: "%.3f", latencies[count / 2]))")
+        print("seal_p99_ms=\(String(format: "%.3f", latencies[min(count - 1, count * 99 / 100)]))")
+        print("seal_chunks_per_s=\(String(format: "%.1f", Double(count) / seconds))")
+        print("seal_blob_path=\(dir)/chunk.bin")
+    }
+
+    /// A year of history: 1,100 sessions over 365 days, then the index read in-process
+    /// (`mwctl history` is timed by the script against the same database).
+    static func history(_ dir: String) throws {
+        let db = try store(dir)
+        let day = 86_400_000.0
+        let now = Date().timeIntervalSince1970 * 1000
+        let tiny = PointCodec.encode([RecordedPoint(gyroscope: GyroReading(x: 1, y: 2, z: 3, timestamp: 0), location: nil)])
+        for i in 0..<1100 {
+            let start = now - 365 * day + Double(i) * (365 * day / 1100)
+            let id = "S\(i)"
+            try db.beginSession(SessionStart(sessionID: id, startedAt: start, trigger: .controlAPI))
+            try db.seal(ChunkToSeal(sessionID: id, board: "B", seq: 0, bytes: tiny, pointCount: 1, firstTimestamp: start,
+                                    lastTimestamp: start, timeSource: .systemClockSynchronised, missedSamples: 0))
+            try db.endSession(SessionEnd(sessionID: id, endedAt: start + 1_800_000, trigger: .controlAPI, boards: ["B"], pointCount: 1,
+                                         distance: 2000, timeSource: .systemClockSynchronised))
+            if i % 3 == 0 { try db.submitSurvey(sessionID: id, survey: .hazards(["pothole": 1]), submittedAt: Date(timeIntervalSince1970: start / 1000 + 2000)) }
+        }
+        var times: [Double] = []
+        var days = 0
+        for _ in 0..<50 {
+            let t0 = DispatchTime.now().uptimeNanoseconds
+            days = try db.history(days: 366).count
+            times.append(Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e6)
+        }
+        times.sort()
+        print("history_sessions=1100")
+        print("history_days=\(days)")
+        print("history_inprocess_median_ms=\(String(format: "%.3f", times[25]))")
+        print("history_state_dir=\(dir)")
+    }
+}

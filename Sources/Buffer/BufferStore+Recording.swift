@@ -1,0 +1,220 @@
+import Foundation
+import GRDB
+import Recording
+
+extension BufferStore: RecordingStore {
+    /// Records a new session (state `recording`).
+    public func beginSession(_ start: SessionStart) throws {
+        try writer.write { db in
+            try db.execute(sql: """
+                INSERT INTO sessions (id, started_at, start_trigger, state, day) VALUES (?, ?, ?, 'recording', ?)
+                """, arguments: [start.sessionID, start.startedAt, start.trigger.description,
+                                 day(ofEpochMilliseconds: start.startedAt)])
+            try refreshSummary(db, sessionID: start.sessionID)
+        }
+    }
+
+    /// Replaces the board's open chunk (one small FULL-synchronous transaction).
+    public func checkpoint(_ chunk: ChunkCheckpoint) throws {
+        try writer.write { db in
+            try db.execute(sql: """
+                INSERT INTO open_chunks (session_id, board, seq, point_count, time_source, updated_at, size, points)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (session_id, board) DO UPDATE SET seq = excluded.seq, point_count = excluded.point_count,
+                    time_source = excluded.time_source, updated_at = excluded.updated_at, size = excluded.size,
+                    points = excluded.points
+                """, arguments: [chunk.sessionID, chunk.board, chunk.seq, chunk.pointCount, chunk.timeSource.rawValue,
+                                 nowMilliseconds(), chunk.bytes.count, Data(chunk.bytes)])
+        }
+    }
+
+    /// Seals a chunk: names it (uppercase UUID v4), stores its blob and checksum, drops the
+    /// board's open chunk and queues the document for upload, in one transaction. Then
+    /// enforces the disk budget.
+    @discardableResult
+    public func seal(_ chunk: ChunkToSeal) throws -> String {
+        let name = try writer.write { db in try sealInTransaction(db, chunk) }
+        try enforceBudget()
+        return name
+    }
+
+    func sealInTransaction(_ db: Database, _ chunk: ChunkToSeal) throws -> String {
+        let name = UUID().uuidString.uppercased()
+        try db.execute(sql: """
+            INSERT INTO chunks (name, session_id, board, seq, point_count, first_ts, last_ts, time_source, missed,
+                                crc32, sealed_at, size, points)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, arguments: [name, chunk.sessionID, chunk.board, chunk.seq, chunk.pointCount, chunk.firstTimestamp,
+                             chunk.lastTimestamp, chunk.timeSource.rawValue, chunk.missedSamples,
+                             Int64(CRC32.checksum(chunk.bytes)), nowMilliseconds(), chunk.bytes.count, Data(chunk.bytes)])
+        try db.execute(sql: "DELETE FROM open_chunks WHERE session_id = ? AND board = ?",
+                       arguments: [chunk.sessionID, chunk.board])
+        if let next = chunk.followingCheckpoint {
+            try db.execute(sql: """
+                INSERT INTO open_chunks (session_id, board, seq, point_count, time_source, updated_at, size, points)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [next.sessionID, next.board, next.seq, next.pointCount, next.timeSource.rawValue,
+                                 nowMilliseconds(), next.bytes.count, Data(next.bytes)])
+        }
+        try enqueue(db, kind: "realtime_data", name: name, sessionID: chunk.sessionID, bytes: chunk.bytes.count)
+        try db.execute(sql: """
+            UPDATE sessions SET point_count = point_count + ?,
+                boards = (SELECT json_group_array(board) FROM (SELECT DISTINCT board FROM chunks WHERE session_id = ?
+                          ORDER BY board))
+            WHERE id = ?
+            """, arguments: [chunk.pointCount, chunk.sessionID, chunk.sessionID])
+        try refreshSummary(db, sessionID: chunk.sessionID)
+        return name
+    }
+
+    func enqueue(_ db: Database, kind: String, name: String, sessionID: String, bytes: Int) throws {
+        let seq = try Int.fetchOne(db, sql: "SELECT coalesce(max(seq), -1) + 1 FROM outbox WHERE session_id = ?",
+                                   arguments: [sessionID]) ?? 0
+        let now = nowMilliseconds()
+        try db.execute(sql: """
+            INSERT INTO outbox (kind, doc_name, session_id, seq, state, bytes, enqueued_at, updated_at)
+            VALUES (?, ?, ?, ?, 'pending', ?, ?, ?)
+            """, arguments: [kind, name, sessionID, seq, bytes, now, now])
+    }
+
+    /// Marks the session stopped: it now awaits its hazard survey.
+    public func endSession(_ end: SessionEnd) throws {
+        try writer.write { db in
+            guard let state = try String.fetchOne(db, sql: "SELECT state FROM sessions WHERE id = ?", arguments: [end.sessionID]) else {
+                throw StoreError.unknownSession(end.sessionID)
+            }
+            guard state == "recording" else { throw StoreError.sessionState(end.sessionID, "already stopped") }
+            try db.execute(sql: """
+                UPDATE sessions SET ended_at = ?, stop_trigger = ?, state = 'awaiting_survey', distance_m = ?,
+                    time_source = ? WHERE id = ?
+                """, arguments: [end.endedAt, end.trigger.description, end.distance, end.timeSource.rawValue, end.sessionID])
+            try db.execute(sql: "DELETE FROM open_chunks WHERE session_id = ?", arguments: [end.sessionID])
+            try refreshSummary(db, sessionID: end.sessionID)
+        }
+    }
+
+    /// Writes the `records` document of a stopped session and queues it for upload.
+    @discardableResult
+    public func submitSurvey(sessionID: String, survey: HazardSurvey, submittedAt: Date) throws -> RecordsDocument {
+        let valid = try survey.validated()
+        return try writer.write { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT state FROM sessions WHERE id = ?", arguments: [sessionID]) else {
+                throw StoreError.unknownSession(sessionID)
+            }
+            let state: String = row["state"]
+            guard state == "awaiting_survey" else {
+                throw StoreError.sessionState(sessionID, state == "recording" ? "still recording" : "survey already submitted")
+            }
+            // Two submissions in the same second would share a document name; the later one
+            // moves to the next free second.
+            var timestamp = Int64(submittedAt.timeIntervalSince1970.rounded(.down))
+            while try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM outbox WHERE doc_name = ?)",
+                                    arguments: ["\(configuration.userID)___\(timestamp)"]) ?? false {
+                timestamp += 1
+            }
+            let hazards = valid.hazards
+            let hazardsJSON = String(decoding: try JSONSerialization.data(withJSONObject: hazards, options: [.sortedKeys]), as: UTF8.self)
+            try db.execute(sql: """
+                UPDATE sessions SET state = 'submitted', submitted_at = ?, hazards = ?, no_hazard = ?, record_name = ?
+                WHERE id = ?
+                """, arguments: [timestamp, hazardsJSON, valid == .noHazard, "\(configuration.userID)___\(timestamp)", sessionID])
+            guard let record = try recordsDocument(db, sessionID: sessionID) else { throw StoreError.unknownSession(sessionID) }
+            try enqueue(db, kind: "records", name: record.name, sessionID: sessionID, bytes: record.firestoreSize)
+            try refreshSummary(db, sessionID: sessionID)
+            return record
+        }
+    }
+
+    /// The session's `records` document, nil until its survey is submitted.
+    public func recordsDocument(sessionID: String) throws -> RecordsDocument? {
+        try reader.read { try recordsDocument($0, sessionID: sessionID) }
+    }
+
+    func recordsDocument(_ db: Database, sessionID: String) throws -> RecordsDocument? {
+        guard let row = try Row.fetchOne(db, sql: "SELECT * FROM sessions WHERE id = ? AND state = 'submitted'",
+                                         arguments: [sessionID]) else { return nil }
+        let names = try String.fetchAll(db, sql: "SELECT name FROM chunks WHERE session_id = ? ORDER BY id", arguments: [sessionID])
+        let hazardsText: String = row["hazards"] ?? "{}"
+        let hazards = (try? JSONSerialization.jsonObject(with: Data(hazardsText.utf8))) as? [String: Int] ?? [:]
+        let noHazard: Bool = row["no_hazard"] ?? false
+        let boardsText: String = row["boards"]
+        let boards = (try? JSONSerialization.jsonObject(with: Data(boardsText.utf8))) as? [String] ?? []
+        let startedAt: Double = row["started_at"]
+        let endedAt: Double = row["ended_at"] ?? startedAt
+        let source: String = row["time_source"] ?? TimeSource.unsynchronisedSystemClock.rawValue
+        return RecordsDocument(
+            userID: configuration.userID, timestamp: row["submitted_at"], survey: noHazard ? .noHazard : .hazards(hazards),
+            gscopeData: names, sessionID: sessionID, boards: boards, start: Int64(startedAt.rounded()),
+            end: Int64(endedAt.rounded()), pointCount: row["point_count"],
+            timeSource: TimeSource(rawValue: source) ?? .unsynchronisedSystemClock)
+    }
+
+    /// Closes sessions a crash or power loss left `recording`: each open chunk (accepted
+    /// points plus the provisional tail) is sealed in chunks of at most 2,000 points, and
+    /// the session then awaits its survey with stop trigger `recovered`. Returns the
+    /// recovered session IDs. Call at startup before recording.
+    @discardableResult
+    public func recoverInterruptedSessions() throws -> [String] {
+        let ids = try writer.write { db -> [String] in
+            let ids = try String.fetchAll(db, sql: "SELECT id FROM sessions WHERE state = 'recording' ORDER BY started_at")
+            for id in ids {
+                let opens = try Row.fetchAll(db, sql: "SELECT * FROM open_chunks WHERE session_id = ? ORDER BY board", arguments: [id])
+                for open in opens {
+                    let bytes = [UInt8]((open["points"] as Data?) ?? Data())
+                    let points = Self.decodeSalvaging(bytes)
+                    var seq: Int = open["seq"]
+                    let board: String = open["board"]
+                    let source = TimeSource(rawValue: open["time_source"]) ?? .unsynchronisedSystemClock
+                    var start = 0
+                    while start < points.count {
+                        let slice = points[start..<min(start + RealtimeDataDocument.maxPoints, points.count)]
+                        let chunk = ChunkToSeal(
+                            sessionID: id, board: board, seq: seq, bytes: PointCodec.encode(slice), pointCount: slice.count,
+                            firstTimestamp: slice.first!.gyroscope.timestamp, lastTimestamp: slice.last!.gyroscope.timestamp,
+                            timeSource: source, missedSamples: slice.reduce(0) { $0 + $1.missedBefore })
+                        _ = try sealInTransaction(db, chunk)
+                        seq += 1
+                        start += slice.count
+                    }
+                }
+                try db.execute(sql: "DELETE FROM open_chunks WHERE session_id = ?", arguments: [id])
+                // The track distance lived in memory; rebuild it from the stored locations.
+                var distance = TrackDistance()
+                var lastTimestamp: Double?
+                var worst = TimeSource.systemClockSynchronised
+                var any = false
+                for chunk in try Row.fetchAll(db, sql: "SELECT points, last_ts, time_source FROM chunks WHERE session_id = ? ORDER BY board, seq", arguments: [id]) {
+                    any = true
+                    lastTimestamp = max(lastTimestamp ?? 0, chunk["last_ts"])
+                    worst = max(worst, TimeSource(rawValue: chunk["time_source"]) ?? .unsynchronisedSystemClock)
+                    for p in Self.decodeSalvaging([UInt8]((chunk["points"] as Data?) ?? Data())) {
+                        if let l = p.location { distance.add(latitude: l.latitude, longitude: l.longitude, accuracy: l.accuracy) }
+                    }
+                }
+                try db.execute(sql: """
+                    UPDATE sessions SET state = 'awaiting_survey', stop_trigger = 'recovered',
+                        ended_at = coalesce(?, started_at), distance_m = ?, time_source = ? WHERE id = ?
+                    """, arguments: [lastTimestamp, distance.metres,
+                                     (any ? worst : .unsynchronisedSystemClock).rawValue, id])
+                try refreshSummary(db, sessionID: id)
+                configuration.log("recovered interrupted session \(id)")
+            }
+            return ids
+        }
+        if !ids.isEmpty { try enforceBudget() }
+        return ids
+    }
+
+    /// Sessions stopped but without a submitted survey, oldest first.
+    public func sessionsAwaitingSurvey() throws -> [String] {
+        try reader.read { try String.fetchAll($0, sql: "SELECT id FROM sessions WHERE state = 'awaiting_survey' ORDER BY started_at") }
+    }
+
+    /// Decodes a blob, keeping the valid prefix of a damaged one (a checkpoint is written
+    /// atomically, so this only matters for a disk that lies about flushes).
+    static func decodeSalvaging(_ bytes: [UInt8]) -> [RecordedPoint] {
+        do { return try PointCodec.decode(bytes) } catch {
+            return (try? PointCodec.decode(Array(bytes[0..<error.offset]))) ?? []
+        }
+    }
+}

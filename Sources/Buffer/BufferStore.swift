@@ -1,0 +1,241 @@
+import Foundation
+import GRDB
+import Recording
+
+/// The gateway's durable buffer: one SQLite database (WAL, `synchronous=FULL`) holding
+/// sessions, sealed chunks, open-chunk checkpoints, the upload outbox, sync state and the
+/// daily history index. Local data is the source of truth; the Uplink drains the outbox.
+///
+/// Thread-safe: GRDB's pool serialises writes and runs reads concurrently.
+public final class BufferStore: Sendable {
+    /// Settings.
+    public struct Configuration: Sendable {
+        /// The disk budget enforced after every seal.
+        public var budget: DiskBudget
+        /// Days synced data is kept before retention deletes it.
+        public var retentionDays: Double
+        /// Time zone of the history index's days.
+        public var timeZone: TimeZone
+        /// The gateway's device UUID (`user_id` of records documents).
+        public var userID: String
+        /// Where log lines go (one line each; the daemon forwards them to its logger).
+        public var log: @Sendable (String) -> Void
+        /// The current wall-clock time (injected for tests).
+        public var now: @Sendable () -> Date
+
+        /// Settings with defaults: 1 GiB budget, 256 MiB free floor, 30 days retention.
+        public init(userID: String, budget: DiskBudget = DiskBudget(), retentionDays: Double = 30,
+                    timeZone: TimeZone = .current,
+                    log: @escaping @Sendable (String) -> Void = { FileHandle.standardError.write(Data(("mwgate buffer: " + $0 + "\n").utf8)) },
+                    now: @escaping @Sendable () -> Date = { Date() }) {
+            self.userID = userID
+            self.budget = budget
+            self.retentionDays = retentionDays
+            self.timeZone = timeZone
+            self.log = log
+            self.now = now
+        }
+    }
+
+    /// A problem opening or using the buffer.
+    public enum StoreError: Error, CustomStringConvertible, Equatable {
+        case missingDatabase(String)
+        case durabilityNotApplied(Int)
+        case unknownSession(String)
+        case sessionState(String, String)
+        case corruptChunk(String, String)
+        case expired(String)
+
+        public var description: String {
+            switch self {
+            case let .missingDatabase(path): "no buffer database at \(path)"
+            case let .durabilityNotApplied(v): "PRAGMA synchronous reads back \(v), expected 2 (FULL)"
+            case let .unknownSession(id): "unknown session \(id)"
+            case let .sessionState(id, why): "session \(id): \(why)"
+            case let .corruptChunk(name, why): "chunk \(name) is damaged: \(why)"
+            case let .expired(id): "session \(id): its data was deleted by retention or the disk budget"
+            }
+        }
+    }
+
+    /// File name of the database inside the state directory.
+    public static let fileName = "buffer.sqlite"
+
+    /// The database path.
+    public let path: String
+    public let configuration: Configuration
+    let writer: any DatabaseWriter
+    let reader: any DatabaseReader
+
+    /// Opens (creating and migrating) the database for recording, sets `synchronous=FULL`
+    /// on the writer and checks it stuck, and returns in-flight outbox items to pending.
+    public init(path: String, configuration: Configuration) throws {
+        self.path = path
+        self.configuration = configuration
+        var config = GRDB.Configuration()
+        config.busyMode = .timeout(10)
+        config.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA journal_size_limit = 8388608")
+        }
+        let pool = try DatabasePool(path: path, configuration: config)
+        // GRDB's WAL setup forces NORMAL after prepareDatabase; FULL makes every commit (and
+        // so every seal and checkpoint) survive power loss.
+        let synchronous = try pool.writeWithoutTransaction { db -> Int in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+            if try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") == 0 {
+                try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
+                try db.execute(sql: "VACUUM")
+            }
+            return try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1
+        }
+        guard synchronous == 2 else { throw StoreError.durabilityNotApplied(synchronous) }
+        try Self.migrator.migrate(pool)
+        writer = pool
+        reader = pool
+        try pool.write { db in
+            try db.execute(sql: "UPDATE outbox SET state = 'pending', updated_at = ? WHERE state = 'in_flight'",
+                           arguments: [configuration.now().timeIntervalSince1970 * 1000])
+        }
+    }
+
+    /// Opens an existing database read-only (mwctl history/export); a missing file is an error.
+    public init(readOnlyPath path: String, configuration: Configuration) throws {
+        guard FileManager.default.fileExists(atPath: path) else { throw StoreError.missingDatabase(path) }
+        self.path = path
+        self.configuration = configuration
+        var config = GRDB.Configuration()
+        config.readonly = true
+        config.busyMode = .timeout(5)
+        let queue = try DatabaseQueue(path: path, configuration: config)
+        writer = queue
+        reader = queue
+    }
+
+    /// The database path inside a state directory.
+    public static func path(inStateDirectory dir: String) -> String {
+        URL(fileURLWithPath: dir).appendingPathComponent(fileName).path
+    }
+
+    /// `PRAGMA synchronous` of the writer connection (2 = FULL).
+    public func synchronousLevel() throws -> Int {
+        try writer.writeWithoutTransaction { try Int.fetchOne($0, sql: "PRAGMA synchronous") ?? -1 }
+    }
+
+    /// `PRAGMA integrity_check` result ("ok" when healthy).
+    public func integrityCheck() throws -> String {
+        try reader.read { try String.fetchAll($0, sql: "PRAGMA integrity_check").joined(separator: "; ") }
+    }
+
+    static var migrator: DatabaseMigrator {
+        var m = DatabaseMigrator()
+        m.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE sessions (
+                    id TEXT PRIMARY KEY,
+                    started_at REAL NOT NULL,
+                    start_trigger TEXT NOT NULL,
+                    ended_at REAL,
+                    stop_trigger TEXT,
+                    state TEXT NOT NULL CHECK (state IN ('recording','awaiting_survey','submitted')),
+                    data_state TEXT NOT NULL DEFAULT 'kept' CHECK (data_state IN ('kept','evicted','expired')),
+                    boards TEXT NOT NULL DEFAULT '[]',
+                    point_count INTEGER NOT NULL DEFAULT 0,
+                    distance_m REAL NOT NULL DEFAULT 0,
+                    time_source TEXT,
+                    record_name TEXT,
+                    submitted_at INTEGER,
+                    hazards TEXT,
+                    no_hazard INTEGER,
+                    day TEXT NOT NULL
+                );
+                CREATE INDEX sessions_day ON sessions(day);
+                CREATE TABLE chunks (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    name TEXT NOT NULL UNIQUE,
+                    session_id TEXT NOT NULL REFERENCES sessions(id),
+                    board TEXT NOT NULL,
+                    seq INTEGER NOT NULL,
+                    point_count INTEGER NOT NULL,
+                    first_ts REAL NOT NULL,
+                    last_ts REAL NOT NULL,
+                    time_source TEXT NOT NULL,
+                    missed INTEGER NOT NULL,
+                    crc32 INTEGER NOT NULL,
+                    sealed_at REAL NOT NULL,
+                    size INTEGER NOT NULL,
+                    points BLOB,
+                    UNIQUE (session_id, board, seq)
+                );
+                CREATE TABLE open_chunks (
+                    session_id TEXT NOT NULL REFERENCES sessions(id),
+                    board TEXT NOT NULL,
+                    seq INTEGER NOT NULL,
+                    point_count INTEGER NOT NULL,
+                    time_source TEXT NOT NULL,
+                    updated_at REAL NOT NULL,
+                    size INTEGER NOT NULL,
+                    points BLOB NOT NULL,
+                    PRIMARY KEY (session_id, board)
+                );
+                CREATE TABLE outbox (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    kind TEXT NOT NULL CHECK (kind IN ('realtime_data','records')),
+                    doc_name TEXT NOT NULL UNIQUE,
+                    session_id TEXT NOT NULL,
+                    seq INTEGER NOT NULL,
+                    state TEXT NOT NULL CHECK (state IN ('pending','in_flight','sent','dead')),
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    reason TEXT,
+                    bytes INTEGER NOT NULL,
+                    enqueued_at REAL NOT NULL,
+                    updated_at REAL NOT NULL,
+                    sent_at REAL,
+                    UNIQUE (session_id, seq)
+                );
+                CREATE INDEX outbox_state ON outbox(state, session_id, seq);
+                CREATE TABLE sync_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                CREATE TABLE evictions (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    at REAL NOT NULL,
+                    kind TEXT NOT NULL CHECK (kind IN ('synced_chunk','unsent_session','retention')),
+                    session_id TEXT NOT NULL,
+                    chunks INTEGER NOT NULL,
+                    bytes INTEGER NOT NULL,
+                    reason TEXT NOT NULL
+                );
+                CREATE TABLE session_summaries (
+                    session_id TEXT PRIMARY KEY,
+                    day TEXT NOT NULL,
+                    walking_ms REAL NOT NULL,
+                    distance_m REAL NOT NULL,
+                    samples INTEGER NOT NULL,
+                    hazards TEXT NOT NULL,
+                    sync TEXT NOT NULL
+                );
+                CREATE INDEX session_summaries_day ON session_summaries(day);
+                CREATE TABLE history_days (
+                    day TEXT PRIMARY KEY,
+                    sessions INTEGER NOT NULL,
+                    walking_ms REAL NOT NULL,
+                    distance_m REAL NOT NULL,
+                    samples INTEGER NOT NULL,
+                    hazards TEXT NOT NULL,
+                    synced INTEGER NOT NULL,
+                    unsynced INTEGER NOT NULL,
+                    lost INTEGER NOT NULL
+                );
+                """)
+        }
+        return m
+    }
+
+    func nowMilliseconds() -> Double { configuration.now().timeIntervalSince1970 * 1000 }
+
+    /// The local day (`YYYY-MM-DD`) of an epoch-millisecond time in the configured zone.
+    public func day(ofEpochMilliseconds ms: Double) -> String {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = configuration.timeZone
+        let c = calendar.dateComponents([.year, .month, .day], from: Date(timeIntervalSince1970: ms / 1000))
+        return String(format: "%04d-%02d-%02d", c.year ?? 0, c.month ?? 0, c.day ?? 0)
+    }
+}

@@ -1,0 +1,149 @@
+import Foundation
+import GRDB
+import Recording
+
+/// How much disk the buffer may use: a cap on stored chunk bytes and a floor of free space
+/// on the file system (statvfs), so SQLite never hits SQLITE_FULL mid-write.
+public struct DiskBudget: Sendable, Hashable {
+    /// Cap on stored point bytes (sealed and open chunks).
+    public var maxBytes: Int64
+    /// Free bytes the file system must keep.
+    public var minFreeBytes: Int64
+
+    /// A budget; defaults 1 GiB and 256 MiB.
+    public init(maxBytes: Int64 = 1 << 30, minFreeBytes: Int64 = 256 << 20) {
+        self.maxBytes = maxBytes
+        self.minFreeBytes = minFreeBytes
+    }
+}
+
+/// What one budget or retention pass did.
+public struct EvictionReport: Hashable, Sendable {
+    /// Synced chunks whose points were dropped.
+    public var syncedChunksDropped = 0
+    /// Unsent sessions evicted whole.
+    public var sessionsEvicted: [String] = []
+    /// Point bytes freed.
+    public var bytesFreed: Int64 = 0
+    /// Still over budget afterwards (only the recording session is left).
+    public var stillOverBudget = false
+}
+
+extension BufferStore {
+    /// Stored point bytes (sealed and open chunks).
+    public func storedBytes() throws -> Int64 {
+        try reader.read { try Self.storedBytes($0) }
+    }
+
+    static func storedBytes(_ db: Database) throws -> Int64 {
+        try Int64.fetchOne(db, sql: """
+            SELECT (SELECT coalesce(sum(size), 0) FROM chunks) + (SELECT coalesce(sum(size), 0) FROM open_chunks)
+            """) ?? 0
+    }
+
+    /// Free bytes on the database's file system (statvfs), nil if it cannot be read.
+    public func freeBytes() -> Int64? {
+        var s = statvfs()
+        let dir = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        guard statvfs(dir, &s) == 0 else { return nil }
+        return Int64(s.f_bavail) * Int64(s.f_frsize)
+    }
+
+    private func overBudget(_ db: Database) throws -> Bool {
+        if try Self.storedBytes(db) > configuration.budget.maxBytes { return true }
+        if let free = freeBytes(), free < configuration.budget.minFreeBytes { return true }
+        return false
+    }
+
+    /// Enforces the budget: first drops points already synced (oldest first), then evicts the
+    /// oldest unsent whole session (never the one recording). Each step is one transaction,
+    /// counted in `evictions` and logged.
+    @discardableResult
+    public func enforceBudget() throws -> EvictionReport {
+        var report = EvictionReport()
+        let budget = configuration.budget
+        try writer.writeWithoutTransaction { db in
+            guard try overBudget(db) else { return }
+            while try overBudget(db) {
+                if let row = try Row.fetchOne(db, sql: """
+                    SELECT c.id, c.session_id, c.size FROM chunks c JOIN outbox o ON o.doc_name = c.name
+                    WHERE o.state = 'sent' AND c.points IS NOT NULL ORDER BY c.id LIMIT 1
+                    """) {
+                    try db.inTransaction {
+                        try db.execute(sql: "UPDATE chunks SET points = NULL, size = 0 WHERE id = ?", arguments: [row["id"]])
+                        try db.execute(sql: "INSERT INTO evictions (at, kind, session_id, chunks, bytes, reason) VALUES (?, 'synced_chunk', ?, 1, ?, ?)",
+                                       arguments: [nowMilliseconds(), row["session_id"], row["size"], "disk budget \(budget.maxBytes) B"])
+                        return .commit
+                    }
+                    report.syncedChunksDropped += 1
+                    report.bytesFreed += row["size"] as Int64
+                } else if let victim = try Row.fetchOne(db, sql: """
+                    SELECT s.id, (SELECT count(*) FROM chunks c WHERE c.session_id = s.id) AS n,
+                           (SELECT coalesce(sum(size), 0) FROM chunks c WHERE c.session_id = s.id) AS bytes
+                    FROM sessions s WHERE s.state != 'recording' AND s.data_state = 'kept'
+                      AND EXISTS (SELECT 1 FROM chunks c WHERE c.session_id = s.id AND c.points IS NOT NULL)
+                    ORDER BY s.started_at LIMIT 1
+                    """) {
+                    let id: String = victim["id"]
+                    try db.inTransaction {
+                        try db.execute(sql: "DELETE FROM chunks WHERE session_id = ?", arguments: [id])
+                        try db.execute(sql: "DELETE FROM outbox WHERE session_id = ? AND kind = 'realtime_data'", arguments: [id])
+                        try db.execute(sql: "UPDATE sessions SET data_state = 'evicted' WHERE id = ?", arguments: [id])
+                        try db.execute(sql: "INSERT INTO evictions (at, kind, session_id, chunks, bytes, reason) VALUES (?, 'unsent_session', ?, ?, ?, ?)",
+                                       arguments: [nowMilliseconds(), id, victim["n"], victim["bytes"], "disk budget \(budget.maxBytes) B"])
+                        try refreshSummary(db, sessionID: id)
+                        return .commit
+                    }
+                    report.sessionsEvicted.append(id)
+                    report.bytesFreed += victim["bytes"] as Int64
+                } else {
+                    report.stillOverBudget = true
+                    break
+                }
+                // Return freed pages to the file system so the free-space floor sees them.
+                try db.execute(sql: "PRAGMA incremental_vacuum")
+                _ = try? Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+            }
+            try db.execute(sql: "PRAGMA incremental_vacuum")
+        }
+        if report.syncedChunksDropped > 0 {
+            configuration.log("disk budget: dropped \(report.syncedChunksDropped) synced chunk(s)")
+        }
+        for id in report.sessionsEvicted {
+            configuration.log("disk budget: evicted unsent session \(id) (its data is lost)")
+        }
+        if report.stillOverBudget {
+            configuration.log("disk budget: still over budget; only the recording session is left, recording continues")
+        }
+        return report
+    }
+
+    /// Deletes the points of chunks synced more than `retentionDays` ago.
+    @discardableResult
+    public func applyRetention() throws -> Int {
+        let cutoff = nowMilliseconds() - configuration.retentionDays * 86_400_000
+        let dropped = try writer.write { db -> Int in
+            let rows = try Row.fetchAll(db, sql: """
+                SELECT c.id, c.session_id, c.size FROM chunks c JOIN outbox o ON o.doc_name = c.name
+                WHERE o.state = 'sent' AND o.sent_at < ? AND c.points IS NOT NULL
+                """, arguments: [cutoff])
+            for r in rows {
+                try db.execute(sql: "UPDATE chunks SET points = NULL, size = 0 WHERE id = ?", arguments: [r["id"]])
+                try db.execute(sql: "INSERT INTO evictions (at, kind, session_id, chunks, bytes, reason) VALUES (?, 'retention', ?, 1, ?, ?)",
+                               arguments: [nowMilliseconds(), r["session_id"], r["size"], "synced over \(configuration.retentionDays) days ago"])
+            }
+            return rows.count
+        }
+        if dropped > 0 { configuration.log("retention: dropped \(dropped) synced chunk(s)") }
+        return dropped
+    }
+
+    /// Eviction counts by kind (`synced_chunk`, `unsent_session`, `retention`).
+    public func evictionCounts() throws -> [String: Int] {
+        try reader.read { db in
+            var out: [String: Int] = [:]
+            for r in try Row.fetchAll(db, sql: "SELECT kind, count(*) AS n FROM evictions GROUP BY kind") { out[r["kind"]] = r["n"] }
+            return out
+        }
+    }
+}

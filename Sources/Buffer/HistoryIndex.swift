@@ -1,0 +1,163 @@
+import Foundation
+import GRDB
+import Recording
+
+/// One day of the history index.
+public struct HistoryDay: Hashable, Sendable, Codable {
+    /// `YYYY-MM-DD` in the buffer's time zone (the day a session started).
+    public var day: String
+    public var sessions: Int
+    /// Recorded session time, minutes.
+    public var walkingMinutes: Double
+    /// Metres along the GNSS tracks.
+    public var distanceMetres: Double
+    /// Gyro samples (points) recorded.
+    public var samples: Int
+    /// Sessions reporting each hazard type.
+    public var hazards: [String: Int]
+    /// Sessions fully uploaded.
+    public var synced: Int
+    /// Sessions with something not uploaded yet (including those awaiting a survey).
+    public var unsynced: Int
+    /// Sessions whose unsent data the disk budget evicted.
+    public var lost: Int
+
+    enum CodingKeys: String, CodingKey {
+        case day, sessions, samples, hazards, synced, unsynced, lost
+        case walkingMinutes = "walking_minutes"
+        case distanceMetres = "distance_m"
+    }
+}
+
+/// The daily history index: per-session summaries updated whenever a session changes
+/// (sealed, stopped, submitted, uploaded, evicted, deleted), and per-day totals recomputed
+/// only for the day that changed. Reading history touches only `history_days`.
+extension BufferStore {
+    /// The summary of one session, computed from the base tables.
+    func computeSummary(_ db: Database, sessionID: String) throws -> Row? {
+        try Row.fetchOne(db, sql: """
+            SELECT s.id AS session_id, s.day AS day,
+                   CASE WHEN s.ended_at IS NULL THEN 0 ELSE s.ended_at - s.started_at END AS walking_ms,
+                   s.distance_m AS distance_m, s.point_count AS samples, coalesce(s.hazards, '{}') AS hazards,
+                   CASE WHEN s.data_state = 'evicted' THEN 'lost'
+                        WHEN s.state = 'submitted' AND NOT EXISTS (
+                            SELECT 1 FROM outbox o WHERE o.session_id = s.id AND o.state != 'sent') THEN 'synced'
+                        ELSE 'unsynced' END AS sync
+            FROM sessions s WHERE s.id = ?
+            """, arguments: [sessionID])
+    }
+
+    /// Updates one session's summary and recomputes its day (and the day it left, if any).
+    func refreshSummary(_ db: Database, sessionID: String) throws {
+        let oldDay = try String.fetchOne(db, sql: "SELECT day FROM session_summaries WHERE session_id = ?", arguments: [sessionID])
+        if let row = try computeSummary(db, sessionID: sessionID) {
+            try db.execute(sql: """
+                INSERT OR REPLACE INTO session_summaries (session_id, day, walking_ms, distance_m, samples, hazards, sync)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [row["session_id"], row["day"], row["walking_ms"], row["distance_m"], row["samples"],
+                                 row["hazards"], row["sync"]])
+            let day: String = row["day"]
+            try recomputeDay(db, day: day)
+            if let old = oldDay, old != day { try recomputeDay(db, day: old) }
+        } else {
+            try db.execute(sql: "DELETE FROM session_summaries WHERE session_id = ?", arguments: [sessionID])
+            if let old = oldDay { try recomputeDay(db, day: old) }
+        }
+    }
+
+    /// Recomputes one day's totals from its session summaries.
+    func recomputeDay(_ db: Database, day: String) throws {
+        let rows = try Row.fetchAll(db, sql: "SELECT * FROM session_summaries WHERE day = ?", arguments: [day])
+        guard !rows.isEmpty else {
+            try db.execute(sql: "DELETE FROM history_days WHERE day = ?", arguments: [day])
+            return
+        }
+        var walking = 0.0, distance = 0.0, samples = 0, synced = 0, unsynced = 0, lost = 0
+        var hazards: [String: Int] = [:]
+        for r in rows {
+            walking += r["walking_ms"]
+            distance += r["distance_m"]
+            samples += r["samples"] as Int
+            switch r["sync"] as String {
+            case "synced": synced += 1
+            case "lost": lost += 1
+            default: unsynced += 1
+            }
+            let text: String = r["hazards"]
+            if let map = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Int] {
+                for name in map.keys { hazards[name, default: 0] += 1 }
+            }
+        }
+        let hazardsJSON = String(decoding: try JSONSerialization.data(withJSONObject: hazards, options: [.sortedKeys]), as: UTF8.self)
+        try db.execute(sql: """
+            INSERT OR REPLACE INTO history_days (day, sessions, walking_ms, distance_m, samples, hazards, synced, unsynced, lost)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, arguments: [day, rows.count, walking, distance, samples, hazardsJSON, synced, unsynced, lost])
+    }
+
+    /// The last `days` days of history (newest first), read from the index only. `days` nil
+    /// reads every day.
+    public func history(days: Int? = nil) throws -> [HistoryDay] {
+        try reader.read { db in
+            var sql = "SELECT * FROM history_days"
+            var arguments: StatementArguments = []
+            if let days {
+                let since = configuration.now().addingTimeInterval(-Double(max(days, 1) - 1) * 86_400)
+                sql += " WHERE day >= ?"
+                arguments = [day(ofEpochMilliseconds: since.timeIntervalSince1970 * 1000)]
+            }
+            sql += " ORDER BY day DESC"
+            return try Row.fetchAll(db, sql: sql, arguments: arguments).map(Self.historyDay)
+        }
+    }
+
+    static func historyDay(_ r: Row) -> HistoryDay {
+        let text: String = r["hazards"]
+        let hazards = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Int] ?? [:]
+        return HistoryDay(day: r["day"], sessions: r["sessions"], walkingMinutes: (r["walking_ms"] as Double) / 60_000,
+                          distanceMetres: r["distance_m"], samples: r["samples"], hazards: hazards,
+                          synced: r["synced"], unsynced: r["unsynced"], lost: r["lost"])
+    }
+
+    /// The history recomputed from the base tables alone (what the index must equal).
+    public func historyFromScratch() throws -> [HistoryDay] {
+        try reader.read { db in
+            var byDay: [String: HistoryDay] = [:]
+            for id in try String.fetchAll(db, sql: "SELECT id FROM sessions") {
+                guard let r = try computeSummary(db, sessionID: id) else { continue }
+                let day: String = r["day"]
+                var d = byDay[day] ?? HistoryDay(day: day, sessions: 0, walkingMinutes: 0, distanceMetres: 0, samples: 0,
+                                                  hazards: [:], synced: 0, unsynced: 0, lost: 0)
+                d.sessions += 1
+                d.walkingMinutes += (r["walking_ms"] as Double) / 60_000
+                d.distanceMetres += r["distance_m"]
+                d.samples += r["samples"] as Int
+                switch r["sync"] as String {
+                case "synced": d.synced += 1
+                case "lost": d.lost += 1
+                default: d.unsynced += 1
+                }
+                let text: String = r["hazards"]
+                for name in ((try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Int] ?? [:]).keys {
+                    d.hazards[name, default: 0] += 1
+                }
+                byDay[day] = d
+            }
+            return byDay.values.sorted { $0.day > $1.day }
+        }
+    }
+
+    /// Deletes a session and all its data (user request); its day is recomputed.
+    public func deleteSession(_ sessionID: String) throws {
+        try writer.write { db in
+            guard try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?)", arguments: [sessionID]) == true else {
+                throw StoreError.unknownSession(sessionID)
+            }
+            try db.execute(sql: "DELETE FROM open_chunks WHERE session_id = ?", arguments: [sessionID])
+            try db.execute(sql: "DELETE FROM chunks WHERE session_id = ?", arguments: [sessionID])
+            try db.execute(sql: "DELETE FROM outbox WHERE session_id = ?", arguments: [sessionID])
+            try db.execute(sql: "DELETE FROM sessions WHERE id = ?", arguments: [sessionID])
+            try refreshSummary(db, sessionID: sessionID)
+        }
+    }
+}

@@ -1,0 +1,184 @@
+import Foundation
+import GRDB
+import Recording
+
+/// Export formats of `mwctl export`.
+public enum ExportFormat: String, Sendable, CaseIterable {
+    case json, csv, geojson, gpx
+}
+
+/// One session's points recombined from its chunks, ordered by time.
+public struct SessionDataset: Sendable {
+    /// A point with the board it came from.
+    public struct BoardPoint: Sendable, Hashable {
+        public var board: String
+        public var point: RecordedPoint
+    }
+
+    public var sessionID: String
+    /// Epoch milliseconds.
+    public var startedAt: Double
+    public var endedAt: Double?
+    public var state: String
+    public var timeSource: String?
+    public var boards: [String]
+    /// Every point of every board, by gyro timestamp (stable for equal times).
+    public var points: [BoardPoint]
+    /// Chunks in seal order.
+    public var chunkNames: [String]
+}
+
+extension BufferStore {
+    /// Recombines a session's sealed chunks (and its open chunk, while recording) into one
+    /// time-ordered dataset. Errors name the session: unknown, data evicted or expired, or a
+    /// damaged chunk.
+    public func dataset(sessionID: String) throws -> SessionDataset {
+        try reader.read { db in
+            guard let s = try Row.fetchOne(db, sql: "SELECT * FROM sessions WHERE id = ?", arguments: [sessionID]) else {
+                throw StoreError.unknownSession(sessionID)
+            }
+            if (s["data_state"] as String) == "evicted" { throw StoreError.expired(sessionID) }
+            var points: [SessionDataset.BoardPoint] = []
+            var names: [String] = []
+            for r in try Row.fetchAll(db, sql: "SELECT * FROM chunks WHERE session_id = ? ORDER BY id", arguments: [sessionID]) {
+                if r["points"] as Data? == nil { throw StoreError.expired(sessionID) }
+                let doc = try Self.document(r)
+                names.append(doc.name)
+                points += doc.points.map { SessionDataset.BoardPoint(board: doc.board, point: $0) }
+            }
+            for r in try Row.fetchAll(db, sql: "SELECT board, points FROM open_chunks WHERE session_id = ?", arguments: [sessionID]) {
+                let board: String = r["board"]
+                points += Self.decodeSalvaging([UInt8](r["points"] as Data)).map { SessionDataset.BoardPoint(board: board, point: $0) }
+            }
+            let indexed = points.enumerated().sorted {
+                ($0.element.point.gyroscope.timestamp, $0.offset) < ($1.element.point.gyroscope.timestamp, $1.offset)
+            }
+            let boardsText: String = s["boards"]
+            return SessionDataset(
+                sessionID: sessionID, startedAt: s["started_at"], endedAt: s["ended_at"], state: s["state"],
+                timeSource: s["time_source"],
+                boards: (try? JSONSerialization.jsonObject(with: Data(boardsText.utf8))) as? [String] ?? [],
+                points: indexed.map(\.element), chunkNames: names)
+        }
+    }
+
+    /// Sessions known to the buffer, newest first: (id, started epoch ms, state, points).
+    public func sessions(limit: Int = 100) throws -> [(id: String, startedAt: Double, state: String, points: Int)] {
+        try reader.read { db in
+            try Row.fetchAll(db, sql: "SELECT id, started_at, state, point_count FROM sessions ORDER BY started_at DESC LIMIT ?",
+                             arguments: [limit]).map { ($0["id"], $0["started_at"], $0["state"], $0["point_count"]) }
+        }
+    }
+}
+
+/// Writes a session dataset in an export format.
+public enum SessionExporter {
+    /// The dataset as text in `format`.
+    public static func render(_ d: SessionDataset, format: ExportFormat) -> String {
+        switch format {
+        case .json: json(d)
+        case .csv: csv(d)
+        case .geojson: geojson(d)
+        case .gpx: gpx(d)
+        }
+    }
+
+    static func iso(_ ms: Double) -> String {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        f.timeZone = TimeZone(identifier: "UTC")
+        return f.string(from: Date(timeIntervalSince1970: ms / 1000))
+    }
+
+    /// `{session:{…}, points:[{board, gyroscope, location, …}]}` with the document point schema.
+    static func json(_ d: SessionDataset) -> String {
+        var out = "{\"session\":"
+        FirestoreValue.map([
+            ("id", .string(d.sessionID)), ("start", .integer(Int64(d.startedAt.rounded()))),
+            ("end", d.endedAt.map { .integer(Int64($0.rounded())) } ?? .null), ("state", .string(d.state)),
+            ("time_source", d.timeSource.map { .string($0) } ?? .null), ("boards", .array(d.boards.map { .string($0) })),
+            ("chunks", .array(d.chunkNames.map { .string($0) })), ("point_count", .integer(Int64(d.points.count))),
+        ]).writeJSON(to: &out)
+        out += ",\"points\":["
+        for (i, bp) in d.points.enumerated() {
+            if i > 0 { out += ",\n" }
+            guard case let .map(fields) = RealtimeDataDocument.value(bp.point) else { continue }
+            FirestoreValue.map([("board", .string(bp.board))] + fields).writeJSON(to: &out)
+        }
+        out += "]}\n"
+        return out
+    }
+
+    /// MetaBase-style columns: epoch (ms), time (UTC), elapsed (s), x/y/z (deg/s), then board,
+    /// location and accelerometer.
+    static func csv(_ d: SessionDataset) -> String {
+        var out = "epoch (ms),time (UTC),elapsed (s),x-axis (deg/s),y-axis (deg/s),z-axis (deg/s),board,"
+            + "latitude (deg),longitude (deg),location time (ms),accuracy (m),location age (ms),location missing,"
+            + "accel x (g),accel y (g),accel z (g),missed before\n"
+        let t0 = d.points.first?.point.gyroscope.timestamp ?? d.startedAt
+        for bp in d.points {
+            let p = bp.point
+            let g = p.gyroscope
+            var cells = [String(Int64(g.timestamp.rounded())), iso(g.timestamp), String(format: "%.3f", (g.timestamp - t0) / 1000),
+                         String(format: "%.4f", g.x), String(format: "%.4f", g.y), String(format: "%.4f", g.z), bp.board]
+            if let l = p.location {
+                cells += [String(format: "%.7f", l.latitude), String(format: "%.7f", l.longitude), String(Int64(l.timestamp.rounded())),
+                          l.accuracy.map { String(format: "%.1f", $0) } ?? "", String(Int64(l.age.rounded())), ""]
+            } else {
+                cells += ["", "", "", "", "", (p.missingLocation ?? .noFix).name]
+            }
+            if let a = p.accelerometer {
+                cells += [String(format: "%.4f", a.x), String(format: "%.4f", a.y), String(format: "%.4f", a.z)]
+            } else {
+                cells += ["", "", ""]
+            }
+            cells.append(String(p.missedBefore))
+            out += cells.joined(separator: ",") + "\n"
+        }
+        return out
+    }
+
+    /// Distinct consecutive positions of one board's track.
+    static func track(_ d: SessionDataset, board: String) -> [(lat: Double, lon: Double, time: Double)] {
+        var out: [(Double, Double, Double)] = []
+        for bp in d.points where bp.board == board {
+            guard let l = bp.point.location else { continue }
+            if let last = out.last, last.0 == l.latitude, last.1 == l.longitude { continue }
+            out.append((l.latitude, l.longitude, l.timestamp))
+        }
+        return out
+    }
+
+    /// A FeatureCollection with one LineString per board (coordinates [lon, lat]).
+    static func geojson(_ d: SessionDataset) -> String {
+        var features: [FirestoreValue] = []
+        for board in Set(d.points.map(\.board)).sorted() {
+            let t = track(d, board: board)
+            features.append(.map([
+                ("type", .string("Feature")),
+                ("properties", .map([("session", .string(d.sessionID)), ("board", .string(board)),
+                                     ("start", .integer(Int64(d.startedAt.rounded()))),
+                                     ("times", .array(t.map { .integer(Int64($0.time.rounded())) }))])),
+                ("geometry", .map([("type", .string("LineString")),
+                                   ("coordinates", .array(t.map { .array([.double($0.lon), .double($0.lat)]) }))])),
+            ]))
+        }
+        return FirestoreValue.map([("type", .string("FeatureCollection")), ("features", .array(features))]).jsonText + "\n"
+    }
+
+    /// GPX 1.1 with one track segment per board.
+    static func gpx(_ d: SessionDataset) -> String {
+        var out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+            + "<gpx version=\"1.1\" creator=\"mwgate\" xmlns=\"http://www.topografix.com/GPX/1/1\">\n"
+            + "<trk><name>\(d.sessionID)</name>\n"
+        for board in Set(d.points.map(\.board)).sorted() {
+            out += "<trkseg>\n"
+            for p in track(d, board: board) {
+                out += "<trkpt lat=\"\(String(format: "%.7f", p.lat))\" lon=\"\(String(format: "%.7f", p.lon))\"><time>\(iso(p.time))</time></trkpt>\n"
+            }
+            out += "</trkseg>\n"
+        }
+        out += "</trk>\n</gpx>\n"
+        return out
+    }
+}

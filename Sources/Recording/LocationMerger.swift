@@ -1,0 +1,147 @@
+import GNSS
+
+/// A position fix reduced to what the merge needs, on the session's time base.
+public struct LocatedFix: Hashable, Sendable {
+    /// Epoch milliseconds the fix refers to.
+    public var time: Double
+    public var latitude: Double
+    public var longitude: Double
+    /// Metres (GST 1-sigma, else HDOP × 5 m), nil if the receiver gave neither.
+    public var accuracy: Double?
+
+    /// A fix.
+    public init(time: Double, latitude: Double, longitude: Double, accuracy: Double?) {
+        self.time = time
+        self.latitude = latitude
+        self.longitude = longitude
+        self.accuracy = accuracy
+    }
+
+    /// The fix's position on `timeBase`, or nil when it has none.
+    public init?(_ fix: GNSSFix, timeBase: TimeBase) {
+        guard fix.hasPosition, let lat = fix.latitude, let lon = fix.longitude else { return nil }
+        self.init(time: timeBase.fixTime(fix), latitude: lat, longitude: lon,
+                  accuracy: fix.horizontalError ?? fix.hdop.map { $0 * LocatedFix.userEquivalentRangeError })
+    }
+
+    /// Metres per unit of HDOP when the receiver reports no error estimate (a typical
+    /// consumer receiver's UERE).
+    public static let userEquivalentRangeError = 5.0
+}
+
+/// Gives every sample the location for its time.
+///
+/// Linear interpolation between the fixes that bracket the sample; a sample waits for the
+/// later fix at most `maxWait` (one fix interval), then takes the last fix while it is fresh.
+/// Without a usable fix the location is nil with a reason. Pure; `now` is injected.
+public struct LocationMerger<Payload> {
+    /// A sample with its merged location.
+    public struct Located {
+        public var payload: Payload
+        /// Epoch milliseconds of the sample.
+        public var time: Double
+        public var location: PointLocation?
+        public var missing: MissingLocationReason?
+    }
+
+    /// How long a held sample waits for the bracketing fix, milliseconds (one fix interval).
+    public var maxWait: Double
+    /// How old the last fix may be and still be used, milliseconds.
+    public var freshness: Double
+    /// Fixes further apart than this are not interpolated between, milliseconds.
+    public var maxBracket: Double
+
+    private var fixes: [LocatedFix] = []
+    private var held: [(payload: Payload, time: Double, heldSince: Double)] = []
+    private var heldStart = 0
+
+    /// A merger; defaults suit a 1 Hz receiver.
+    public init(maxWait: Double = 1000, freshness: Double = 2000, maxBracket: Double = 5000) {
+        self.maxWait = maxWait
+        self.freshness = freshness
+        self.maxBracket = maxBracket
+    }
+
+    /// Number of samples waiting for a fix.
+    public var heldCount: Int { held.count - heldStart }
+
+    /// Adds a fix (in time order; an older one is ignored) and returns the samples it settles.
+    public mutating func add(fix: LocatedFix, now: Double) -> [Located] {
+        if let last = fixes.last, fix.time <= last.time { return release(now: now) }
+        fixes.append(fix)
+        if fixes.count > 128 { fixes.removeFirst(fixes.count - 64) }
+        return release(now: now)
+    }
+
+    /// Adds a sample and returns the samples now settled (in order).
+    public mutating func add(_ payload: Payload, time: Double, now: Double) -> [Located] {
+        held.append((payload, time, now))
+        return release(now: now)
+    }
+
+    /// Releases samples whose bracketing fix has come or whose wait is over.
+    public mutating func release(now: Double) -> [Located] {
+        var out: [Located] = []
+        while heldStart < held.count {
+            let h = held[heldStart]
+            let bracketed = (fixes.last?.time ?? -.infinity) >= h.time
+            guard bracketed || now - h.heldSince >= maxWait else { break }
+            out.append(locate(h.payload, h.time))
+            heldStart += 1
+        }
+        if heldStart > 512, heldStart * 2 > held.count {
+            held.removeFirst(heldStart)
+            heldStart = 0
+        }
+        return out
+    }
+
+    /// Releases everything held (session stop).
+    public mutating func flush() -> [Located] {
+        var out: [Located] = []
+        for i in heldStart..<held.count { out.append(locate(held[i].payload, held[i].time)) }
+        held.removeAll()
+        heldStart = 0
+        return out
+    }
+
+    /// The held samples located as well as possible now, without releasing them (for
+    /// checkpoints, so a crash does not lose what waits for a fix).
+    public func peek() -> [Located] {
+        (heldStart..<held.count).map { locate(held[$0].payload, held[$0].time) }
+    }
+
+    /// The location for `time` from the fixes seen so far.
+    public func locate(_ payload: Payload, _ time: Double) -> Located {
+        guard !fixes.isEmpty else { return Located(payload: payload, time: time, location: nil, missing: .noFix) }
+        // Index of the first fix later than `time`.
+        var lo = 0, hi = fixes.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if fixes[mid].time <= time { lo = mid + 1 } else { hi = mid }
+        }
+        let before = lo > 0 ? fixes[lo - 1] : nil
+        let after = lo < fixes.count ? fixes[lo] : nil
+        if let b = before, let a = after, a.time - b.time <= maxBracket {
+            let f = (time - b.time) / (a.time - b.time)
+            let accuracy: Double? = if let x = b.accuracy, let y = a.accuracy { max(x, y) } else { b.accuracy ?? a.accuracy }
+            let location = PointLocation(
+                latitude: b.latitude + (a.latitude - b.latitude) * f,
+                longitude: b.longitude + (a.longitude - b.longitude) * f,
+                timestamp: time, accuracy: accuracy, age: min(time - b.time, a.time - time))
+            return Located(payload: payload, time: time, location: location, missing: nil)
+        }
+        let nearest: LocatedFix? = switch (before, after) {
+        case let (b?, a?): (time - b.time <= a.time - time) ? b : a
+        case let (b?, nil): b
+        case let (nil, a?): a
+        default: nil
+        }
+        if let n = nearest, abs(time - n.time) <= freshness {
+            let location = PointLocation(latitude: n.latitude, longitude: n.longitude, timestamp: n.time,
+                                         accuracy: n.accuracy, age: abs(time - n.time))
+            return Located(payload: payload, time: time, location: location, missing: nil)
+        }
+        return Located(payload: payload, time: time, location: nil, missing: .staleFix)
+    }
+}

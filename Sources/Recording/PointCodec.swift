@@ -1,0 +1,146 @@
+/// The compact binary form of a chunk's points, stored as one BLOB per chunk.
+///
+/// Little-endian, one record per point, appended as points arrive (so a checkpoint is the
+/// sealed bytes so far plus a tail):
+///
+/// | bytes | field |
+/// |---|---|
+/// | 1 | flags: bit0 location, bit1 accelerometer, bit2 missed-before, bit3 accuracy, bits 4–5 missing-location reason |
+/// | 8 | gyro timestamp, epoch ms, Float64 |
+/// | 12 | gyro x, y, z, °/s, Float32 |
+/// | 32 | location (bit0): latitude, longitude, timestamp (Float64 each), accuracy m, age ms (Float32 each) |
+/// | 20 | accelerometer (bit1): x, y, z g (Float32), timestamp epoch ms (Float64) |
+/// | 4 | missed samples before this one (bit2), UInt32 |
+///
+/// Float32 keeps every 16-bit sensor count exactly (24-bit mantissa), at half the size.
+public enum PointCodec {
+    /// Largest encoded point, bytes.
+    public static let maxPointSize = 1 + 8 + 12 + 32 + 20 + 4
+
+    /// Appends one point's record to `bytes`.
+    public static func append(_ p: RecordedPoint, to bytes: inout [UInt8]) {
+        var flags: UInt8 = 0
+        if p.location != nil { flags |= 1 }
+        if p.accelerometer != nil { flags |= 2 }
+        if p.missedBefore > 0 { flags |= 4 }
+        if p.location?.accuracy != nil { flags |= 8 }
+        if p.location == nil, let reason = p.missingLocation { flags |= (reason.rawValue & 3) << 4 }
+        bytes.append(flags)
+        put64(p.gyroscope.timestamp, &bytes)
+        put32(Float(p.gyroscope.x), &bytes)
+        put32(Float(p.gyroscope.y), &bytes)
+        put32(Float(p.gyroscope.z), &bytes)
+        if let l = p.location {
+            put64(l.latitude, &bytes)
+            put64(l.longitude, &bytes)
+            put64(l.timestamp, &bytes)
+            put32(Float(l.accuracy ?? 0), &bytes)
+            put32(Float(l.age), &bytes)
+        }
+        if let a = p.accelerometer {
+            put32(Float(a.x), &bytes)
+            put32(Float(a.y), &bytes)
+            put32(Float(a.z), &bytes)
+            put64(a.timestamp, &bytes)
+        }
+        if p.missedBefore > 0 {
+            let m = UInt32(clamping: p.missedBefore)
+            for s in stride(from: 0, to: 32, by: 8) { bytes.append(UInt8(truncatingIfNeeded: m >> UInt32(s))) }
+        }
+    }
+
+    /// The encoded form of `points`.
+    public static func encode<S: Sequence>(_ points: S) -> [UInt8] where S.Element == RecordedPoint {
+        var bytes: [UInt8] = []
+        for p in points { append(p, to: &bytes) }
+        return bytes
+    }
+
+    /// Why a blob could not be decoded.
+    public struct DecodingError: Error, Hashable, CustomStringConvertible {
+        /// Byte offset of the bad record.
+        public var offset: Int
+        public var reason: String
+        public var description: String { "point blob: \(reason) at byte \(offset)" }
+    }
+
+    /// Decodes a blob; a truncated or malformed record is an error naming its offset.
+    public static func decode(_ bytes: [UInt8]) throws(DecodingError) -> [RecordedPoint] {
+        var points: [RecordedPoint] = []
+        points.reserveCapacity(bytes.count / 40)
+        var r = Reader(bytes: bytes)
+        while r.offset < bytes.count {
+            let start = r.offset
+            let flags = bytes[r.offset]
+            r.offset += 1
+            guard flags & 0xC0 == 0 else { throw DecodingError(offset: start, reason: "unknown flags \(flags)") }
+            var need = 20
+            if flags & 1 != 0 { need += 32 }
+            if flags & 2 != 0 { need += 20 }
+            if flags & 4 != 0 { need += 4 }
+            guard r.offset + need <= bytes.count else { throw DecodingError(offset: start, reason: "truncated point") }
+            let t = r.f64(), x = r.f32(), y = r.f32(), z = r.f32()
+            var location: PointLocation?
+            if flags & 1 != 0 {
+                let lat = r.f64(), lon = r.f64(), lt = r.f64(), acc = r.f32(), age = r.f32()
+                location = PointLocation(latitude: lat, longitude: lon, timestamp: lt,
+                                         accuracy: flags & 8 != 0 ? acc : nil, age: age)
+            }
+            var accel: AccelerometerReading?
+            if flags & 2 != 0 {
+                let ax = r.f32(), ay = r.f32(), az = r.f32(), at = r.f64()
+                accel = AccelerometerReading(x: ax, y: ay, z: az, timestamp: at)
+            }
+            var missed = 0
+            if flags & 4 != 0 { missed = Int(r.u32()) }
+            let reason = MissingLocationReason(rawValue: (flags >> 4) & 3)
+            points.append(RecordedPoint(gyroscope: GyroReading(x: x, y: y, z: z, timestamp: t), location: location,
+                                        missingLocation: reason, accelerometer: accel, missedBefore: missed))
+        }
+        return points
+    }
+
+    private static func put64(_ v: Double, _ bytes: inout [UInt8]) {
+        let b = v.bitPattern
+        for s in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: b >> UInt64(s))) }
+    }
+
+    private static func put32(_ v: Float, _ bytes: inout [UInt8]) {
+        let b = v.bitPattern
+        for s in stride(from: 0, to: 32, by: 8) { bytes.append(UInt8(truncatingIfNeeded: b >> UInt32(s))) }
+    }
+
+    private struct Reader {
+        let bytes: [UInt8]
+        var offset = 0
+        mutating func u32() -> UInt32 {
+            var v: UInt32 = 0
+            for i in 0..<4 { v |= UInt32(bytes[offset + i]) << UInt32(8 * i) }
+            offset += 4
+            return v
+        }
+        mutating func f32() -> Double { Double(Float(bitPattern: u32())) }
+        mutating func f64() -> Double {
+            var v: UInt64 = 0
+            for i in 0..<8 { v |= UInt64(bytes[offset + i]) << UInt64(8 * i) }
+            offset += 8
+            return Double(bitPattern: v)
+        }
+    }
+}
+
+/// CRC-32 (IEEE 802.3), stored beside each sealed chunk so a damaged blob is detected.
+public enum CRC32 {
+    private static let table: [UInt32] = (0..<256).map { i -> UInt32 in
+        var c = UInt32(i)
+        for _ in 0..<8 { c = c & 1 != 0 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
+        return c
+    }
+
+    /// Checksum of `bytes`.
+    public static func checksum(_ bytes: [UInt8]) -> UInt32 {
+        var c: UInt32 = 0xFFFF_FFFF
+        for b in bytes { c = table[Int((c ^ UInt32(b)) & 0xFF)] ^ (c >> 8) }
+        return c ^ 0xFFFF_FFFF
+    }
+}

@@ -1,0 +1,95 @@
+/// A gyroscope reading with its rebuilt time: °/s per axis, epoch milliseconds.
+public struct GyroReading: Hashable, Sendable {
+    public var x: Double
+    public var y: Double
+    public var z: Double
+    /// Unix epoch milliseconds (fractional: the rebuilt time is finer than 1 ms).
+    public var timestamp: Double
+
+    /// A reading.
+    public init(x: Double, y: Double, z: Double, timestamp: Double) {
+        self.x = x
+        self.y = y
+        self.z = z
+        self.timestamp = timestamp
+    }
+}
+
+/// An accelerometer reading: g per axis, epoch milliseconds.
+public struct AccelerometerReading: Hashable, Sendable {
+    public var x: Double
+    public var y: Double
+    public var z: Double
+    /// Unix epoch milliseconds of the accelerometer sample itself.
+    public var timestamp: Double
+
+    /// A reading.
+    public init(x: Double, y: Double, z: Double, timestamp: Double) {
+        self.x = x
+        self.y = y
+        self.z = z
+        self.timestamp = timestamp
+    }
+}
+
+/// Where the walker was at a sample's time.
+public struct PointLocation: Hashable, Sendable {
+    /// Degrees, WGS84, north positive.
+    public var latitude: Double
+    /// Degrees, WGS84, east positive.
+    public var longitude: Double
+    /// Epoch milliseconds the position refers to: the sample's time when interpolated, the
+    /// fix's time when the last fix was held.
+    public var timestamp: Double
+    /// Horizontal accuracy estimate in metres (GST 1-sigma, else HDOP × 5 m), nil if unknown.
+    public var accuracy: Double?
+    /// Milliseconds between the sample and the nearest fix used (0 for an exact match).
+    public var age: Double
+
+    /// A location.
+    public init(latitude: Double, longitude: Double, timestamp: Double, accuracy: Double?, age: Double) {
+        self.latitude = latitude
+        self.longitude = longitude
+        self.timestamp = timestamp
+        self.accuracy = accuracy
+        self.age = age
+    }
+}
+
+/// Why a point has no location.
+public enum MissingLocationReason: UInt8, Hashable, Sendable, CaseIterable {
+    /// No fix with a position has been seen in this session.
+    case noFix = 1
+    /// The last fix is older than the freshness limit.
+    case staleFix = 2
+
+    /// The name stored in documents.
+    public var name: String {
+        switch self {
+        case .noFix: "no_fix"
+        case .staleFix: "stale_fix"
+        }
+    }
+}
+
+/// One merged point of a `realtime_data` document.
+public struct RecordedPoint: Hashable, Sendable {
+    public var gyroscope: GyroReading
+    /// Nil when no location could be given; then `missingLocation` says why.
+    public var location: PointLocation?
+    public var missingLocation: MissingLocationReason?
+    /// The nearest accelerometer sample of the same board, when the accelerometer streams.
+    public var accelerometer: AccelerometerReading?
+    /// Gyro samples lost immediately before this one (a gap), 0 when none.
+    public var missedBefore: Int
+
+    /// A point.
+    public init(gyroscope: GyroReading, location: PointLocation?, missingLocation: MissingLocationReason? = nil,
+                accelerometer: AccelerometerReading? = nil, missedBefore: Int = 0) {
+        self.gyroscope = gyroscope
+        self.location = location
+        self.missingLocation = location == nil ? (missingLocation ?? .noFix) : nil
+        self.accelerometer = accelerometer
+        self.missedBefore = missedBefore
+    }
+}

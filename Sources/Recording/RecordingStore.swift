@@ -1,0 +1,140 @@
+import Foundation
+
+/// What starts or stops a session.
+public enum SessionTrigger: Hashable, Sendable, CustomStringConvertible {
+    /// The control API (D-Bus / mwctl).
+    case controlAPI
+    /// A board's button, by board address.
+    case button(board: String)
+    /// `always` mode: recording whenever a board streams.
+    case always
+    /// Startup recovery closed a session interrupted by a crash or power loss.
+    case recovered
+
+    /// The stored name: `control_api`, `button:<board>`, `always`, `recovered`.
+    public var description: String {
+        switch self {
+        case .controlAPI: "control_api"
+        case let .button(board): "button:\(board)"
+        case .always: "always"
+        case .recovered: "recovered"
+        }
+    }
+}
+
+/// A session that has just started.
+public struct SessionStart: Hashable, Sendable {
+    public var sessionID: String
+    /// Epoch milliseconds.
+    public var startedAt: Double
+    public var trigger: SessionTrigger
+
+    /// A value with every field.
+    public init(sessionID: String, startedAt: Double, trigger: SessionTrigger) {
+        self.sessionID = sessionID
+        self.startedAt = startedAt
+        self.trigger = trigger
+    }
+}
+
+/// The open (not yet full) chunk of one board, written at every checkpoint.
+public struct ChunkCheckpoint: Hashable, Sendable {
+    public var sessionID: String
+    public var board: String
+    /// 0-based order of this board's chunks in the session.
+    public var seq: Int
+    /// Encoded points (PointCodec): the accepted points, then a provisional tail of samples
+    /// still waiting for their final time or fix, so a crash loses at most one checkpoint
+    /// interval.
+    public var bytes: [UInt8]
+    /// Points in `bytes`, tail included.
+    public var pointCount: Int
+    /// Weakest time source of the points.
+    public var timeSource: TimeSource
+
+    /// A value with every field.
+    public init(sessionID: String, board: String, seq: Int, bytes: [UInt8], pointCount: Int, timeSource: TimeSource) {
+        self.sessionID = sessionID
+        self.board = board
+        self.seq = seq
+        self.bytes = bytes
+        self.pointCount = pointCount
+        self.timeSource = timeSource
+    }
+}
+
+/// A full or final chunk to seal. The store names it (uppercase UUID v4) in the same
+/// transaction that seals it.
+public struct ChunkToSeal: Hashable, Sendable {
+    public var sessionID: String
+    public var board: String
+    public var seq: Int
+    /// Encoded points (PointCodec), at most 2,000.
+    public var bytes: [UInt8]
+    public var pointCount: Int
+    /// Epoch milliseconds of the first and last point.
+    public var firstTimestamp: Double
+    public var lastTimestamp: Double
+    /// Weakest time source of the chunk's points.
+    public var timeSource: TimeSource
+    /// Gyro samples found missing inside the chunk.
+    public var missedSamples: Int
+
+    /// The board's next open chunk (the samples still held for the time fit or a fix),
+    /// written in the same transaction so a crash right after the seal loses nothing held.
+    public var followingCheckpoint: ChunkCheckpoint?
+
+    /// A value with every field.
+    public init(sessionID: String, board: String, seq: Int, bytes: [UInt8], pointCount: Int, firstTimestamp: Double, lastTimestamp: Double, timeSource: TimeSource, missedSamples: Int) {
+        self.sessionID = sessionID
+        self.board = board
+        self.seq = seq
+        self.bytes = bytes
+        self.pointCount = pointCount
+        self.firstTimestamp = firstTimestamp
+        self.lastTimestamp = lastTimestamp
+        self.timeSource = timeSource
+        self.missedSamples = missedSamples
+    }
+}
+
+/// A session that has stopped and now awaits its hazard survey.
+public struct SessionEnd: Hashable, Sendable {
+    public var sessionID: String
+    /// Epoch milliseconds.
+    public var endedAt: Double
+    public var trigger: SessionTrigger
+    public var boards: [String]
+    public var pointCount: Int
+    /// Metres along the GNSS track.
+    public var distance: Double
+    /// Weakest time source of the session's points.
+    public var timeSource: TimeSource
+
+    /// A value with every field.
+    public init(sessionID: String, endedAt: Double, trigger: SessionTrigger, boards: [String], pointCount: Int, distance: Double, timeSource: TimeSource) {
+        self.sessionID = sessionID
+        self.endedAt = endedAt
+        self.trigger = trigger
+        self.boards = boards
+        self.pointCount = pointCount
+        self.distance = distance
+        self.timeSource = timeSource
+    }
+}
+
+/// Durable local storage for sessions: the Buffer module implements it on SQLite.
+/// Calls are synchronous and local; recording never waits on the network.
+public protocol RecordingStore: AnyObject {
+    /// Records a new session.
+    func beginSession(_ start: SessionStart) throws
+    /// Replaces the board's open chunk.
+    func checkpoint(_ chunk: ChunkCheckpoint) throws
+    /// Seals a chunk (and drops the board's open chunk) in one durable transaction; returns
+    /// the document name it was given.
+    @discardableResult func seal(_ chunk: ChunkToSeal) throws -> String
+    /// Marks the session stopped and awaiting its survey.
+    func endSession(_ end: SessionEnd) throws
+    /// Writes the session's `records` document and queues it for upload.
+    @discardableResult func submitSurvey(sessionID: String, survey: HazardSurvey, submittedAt: Date) throws -> RecordsDocument
+}

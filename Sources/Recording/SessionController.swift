@@ -1,0 +1,445 @@
+import Foundation
+import GNSS
+import MetaWear
+
+/// Records walking sessions: starts and stops them, rebuilds sample times, merges gyro (and
+/// accelerometer) samples with GNSS fixes, cuts 2,000-point chunks per board, checkpoints
+/// the open chunks and seals full ones into a `RecordingStore`.
+///
+/// Not thread-safe: own it from one actor or task. Every method takes the current monotonic
+/// time (nanoseconds) from the caller, so tests drive it with simulated time.
+public final class SessionController {
+    /// Tuning.
+    public struct Configuration: Sendable {
+        /// Points per chunk (the `realtime_data` limit).
+        public var chunkSize = RealtimeDataDocument.maxPoints
+        /// Longest time between checkpoints of an open chunk, nanoseconds.
+        public var checkpointInterval: Int64 = 1_000_000_000
+        /// How long samples are held for the timestamp fit, nanoseconds.
+        public var lookahead: Int64 = 1_000_000_000
+        /// How long a sample waits for its bracketing fix, milliseconds (one fix interval).
+        public var fixWait: Double = 1000
+        /// How old a fix may be and still be used, milliseconds.
+        public var fixFreshness: Double = 2000
+        /// Start a session automatically whenever a board streams.
+        public var alwaysMode = false
+
+        /// Defaults.
+        public init() {}
+    }
+
+    /// Where the controller is.
+    public enum State: Hashable, Sendable {
+        case idle
+        case recording(sessionID: String)
+    }
+
+    /// Why a command was refused.
+    public enum CommandError: Error, Hashable, CustomStringConvertible {
+        case alreadyRecording(String)
+        case notRecording
+        case unknownSession(String)
+        case invalidSurvey(String)
+
+        public var description: String {
+            switch self {
+            case let .alreadyRecording(id): "session \(id) is already recording"
+            case .notRecording: "no session is recording"
+            case let .unknownSession(id): "session \(id) is not awaiting a survey"
+            case let .invalidSurvey(why): "invalid survey: \(why)"
+            }
+        }
+    }
+
+    private struct GyroItem {
+        var sample: MotionSample
+        var missedBefore: Int
+        var source: TimeSource
+    }
+
+    private struct BoardStream {
+        var gyroRate: Double
+        var accelerometerRate: Double?
+        var gyro: SampleTimestamper<MotionSamples>
+        var accelerometer: SampleTimestamper<MotionSamples>?
+        var merger: LocationMerger<GyroItem>
+        var recentAccelerometer: [AccelerometerReading] = []
+        /// Time of the newest stamped accelerometer sample, epoch ms.
+        var accelerometerStampedUntil = -Double.infinity
+        /// Gyro points waiting until the accelerometer stream is stamped past them.
+        var waitingForAccelerometer: [LocationMerger<GyroItem>.Located] = []
+        var committed: [UInt8] = []
+        var committedCount = 0
+        var firstTimestamp = 0.0
+        var lastTimestamp = 0.0
+        var worstSource = TimeSource.systemClockSynchronised
+        var missedInChunk = 0
+        var seq = 0
+        var dirty = false
+        var lastCheckpoint: Int64 = .min
+    }
+
+    private struct Session {
+        var id: String
+        var startedAt: Double
+        var trigger: SessionTrigger
+        var boards: Set<String> = []
+        var pointCount = 0
+        var distance = TrackDistance()
+        var worstSource: TimeSource
+    }
+
+    public let configuration: Configuration
+    public private(set) var timeBase: TimeBase
+    private let store: any RecordingStore
+    private let makeID: () -> String
+    private var boards: [String: BoardStream] = [:]
+    private var session: Session?
+    private var failedSeals: [ChunkToSeal] = []
+    /// Sessions stopped and awaiting their hazard survey, oldest first.
+    public private(set) var awaitingSurvey: [String] = []
+    /// The last store error (recording goes on; failed seals are retried on `tick`).
+    public private(set) var lastStoreError: String?
+    /// Chunks sealed by this controller, in order (name, session, board, seq, points).
+    public private(set) var sealedCount = 0
+
+    /// A controller writing into `store`; `makeID` names sessions (UUIDs by default).
+    public init(store: any RecordingStore, timeBase: TimeBase, configuration: Configuration = Configuration(),
+                makeID: @escaping () -> String = { UUID().uuidString }) {
+        self.store = store
+        self.timeBase = timeBase
+        self.configuration = configuration
+        self.makeID = makeID
+    }
+
+    /// Idle or recording.
+    public var state: State { session.map { .recording(sessionID: $0.id) } ?? .idle }
+
+    /// Adds a streaming board with its configured rates.
+    public func attach(board: String, gyroRateHertz: Double, accelerometerRateHertz: Double? = nil) {
+        let gyro = SampleTimestamper<MotionSamples>.Configuration(rateHertz: gyroRateHertz, lookahead: configuration.lookahead)
+        let accel = accelerometerRateHertz.map {
+            SampleTimestamper<MotionSamples>(configuration: .init(rateHertz: $0, lookahead: configuration.lookahead))
+        }
+        boards[board] = BoardStream(
+            gyroRate: gyroRateHertz, accelerometerRate: accelerometerRateHertz,
+            gyro: SampleTimestamper(configuration: gyro), accelerometer: accel,
+            merger: LocationMerger(maxWait: configuration.fixWait, freshness: configuration.fixFreshness))
+    }
+
+    /// Removes a board (disconnect): its held samples are committed and its chunk sealed.
+    public func detach(board: String, now: Int64) {
+        guard boards[board] != nil else { return }
+        drainAll(board: board, now: now)
+        sealOpenChunk(board: board)
+        boards[board] = nil
+    }
+
+    /// Starts a session.
+    @discardableResult
+    public func start(trigger: SessionTrigger, now: Int64) throws -> String {
+        if let s = session { throw CommandError.alreadyRecording(s.id) }
+        let id = makeID()
+        let started = timeBase.epochMilliseconds(monotonic: now)
+        try store.beginSession(SessionStart(sessionID: id, startedAt: started, trigger: trigger))
+        session = Session(id: id, startedAt: started, trigger: trigger, worstSource: timeBase.source)
+        for key in boards.keys { resetBoard(key) }
+        return id
+    }
+
+    /// Stops the recording session: held samples are committed, every board's last chunk is
+    /// sealed, and the session awaits its survey.
+    @discardableResult
+    public func stop(trigger: SessionTrigger, now: Int64) throws -> SessionEnd {
+        guard var s = session else { throw CommandError.notRecording }
+        for key in boards.keys.sorted() {
+            drainAll(board: key, now: now)
+            sealOpenChunk(board: key)
+        }
+        s = session ?? s
+        let end = SessionEnd(sessionID: s.id, endedAt: timeBase.epochMilliseconds(monotonic: now), trigger: trigger,
+                             boards: s.boards.sorted(), pointCount: s.pointCount, distance: s.distance.metres,
+                             timeSource: s.worstSource)
+        retryFailedSeals()
+        try store.endSession(end)
+        session = nil
+        awaitingSurvey.append(s.id)
+        return end
+    }
+
+    /// A board's button was pressed: starts a session, or stops the one recording.
+    public func buttonPressed(board: String, now: Int64) throws {
+        if session == nil { try start(trigger: .button(board: board), now: now) } else { try stop(trigger: .button(board: board), now: now) }
+    }
+
+    /// Submits the hazard survey of a stopped session (the oldest awaiting one when nil).
+    @discardableResult
+    public func submitSurvey(_ survey: HazardSurvey, sessionID: String? = nil, submittedAt: Date) throws -> RecordsDocument {
+        guard let id = sessionID ?? awaitingSurvey.first, let index = awaitingSurvey.firstIndex(of: id) else {
+            throw CommandError.unknownSession(sessionID ?? "(none)")
+        }
+        let valid: HazardSurvey
+        do { valid = try survey.validated() } catch { throw CommandError.invalidSurvey(error.description) }
+        let record = try store.submitSurvey(sessionID: id, survey: valid, submittedAt: submittedAt)
+        awaitingSurvey.remove(at: index)
+        return record
+    }
+
+    /// Feeds one decoded notification of `board` received at `receivedAt`.
+    public func ingest(board: String, event: MetaWearEvent, receivedAt: Int64) {
+        guard boards[board] != nil else { return }
+        if session == nil, configuration.alwaysMode { _ = try? start(trigger: .always, now: receivedAt) }
+        guard session != nil else { return }
+        switch event {
+        case let .gyro(samples):
+            let stamped = boards[board]!.gyro.add(samples, count: samples.count, receivedAt: receivedAt)
+            acceptGyro(board: board, stamped, now: receivedAt)
+        case let .accelerometer(samples):
+            guard boards[board]!.accelerometer != nil else { return }
+            let stamped = boards[board]!.accelerometer!.add(samples, count: samples.count, receivedAt: receivedAt)
+            acceptAccelerometer(board: board, stamped)
+        default:
+            return
+        }
+        checkpointIfDue(board: board, now: receivedAt)
+    }
+
+    /// Feeds a GNSS fix received at monotonic `now`.
+    public func ingest(fix: GNSSFix, now: Int64) {
+        timeBase.observe(fix)
+        guard let located = LocatedFix(fix, timeBase: timeBase) else { return }
+        if session != nil { session!.distance.add(latitude: located.latitude, longitude: located.longitude, accuracy: located.accuracy) }
+        let nowMs = timeBase.epochMilliseconds(monotonic: now)
+        for key in boards.keys {
+            let released = boards[key]!.merger.add(fix: located, now: nowMs)
+            commit(board: key, released)
+        }
+    }
+
+    /// Periodic work (call at least every second): releases samples whose fix wait is over,
+    /// checkpoints open chunks, retries failed seals.
+    public func tick(now: Int64) {
+        retryFailedSeals()
+        guard session != nil else { return }
+        let nowMs = timeBase.epochMilliseconds(monotonic: now)
+        for key in boards.keys {
+            commit(board: key, boards[key]!.merger.release(now: nowMs))
+            checkpointIfDue(board: key, now: now)
+        }
+    }
+
+    /// Tells the controller whether the system clock is synchronised (from adjtimex or
+    /// timedated at the edge).
+    public func setSystemClockSynchronised(_ synchronised: Bool) {
+        timeBase.systemClockSynchronised = synchronised
+    }
+
+    // MARK: Internals
+
+    private func resetBoard(_ key: String) {
+        guard let b = boards[key] else { return }
+        attach(board: key, gyroRateHertz: b.gyroRate, accelerometerRateHertz: b.accelerometerRate)
+    }
+
+    private func acceptGyro(board: String, _ stamped: [SampleTimestamper<MotionSamples>.Stamped], now: Int64) {
+        guard !stamped.isEmpty else { return }
+        let nowMs = timeBase.epochMilliseconds(monotonic: now)
+        let source = timeBase.source
+        var released: [LocationMerger<GyroItem>.Located] = []
+        for s in stamped {
+            for (k, t) in s.times.enumerated() {
+                let item = GyroItem(sample: s.payload[k], missedBefore: k == 0 ? s.missedBefore : 0, source: source)
+                released += boards[board]!.merger.add(item, time: timeBase.epochMilliseconds(monotonic: t), now: nowMs)
+            }
+        }
+        commit(board: board, released)
+    }
+
+    private func acceptAccelerometer(board: String, _ stamped: [SampleTimestamper<MotionSamples>.Stamped]) {
+        for s in stamped {
+            for (k, t) in s.times.enumerated() {
+                let v = s.payload[k]
+                let time = timeBase.epochMilliseconds(monotonic: t)
+                boards[board]!.recentAccelerometer.append(AccelerometerReading(x: v.x, y: v.y, z: v.z, timestamp: time))
+                boards[board]!.accelerometerStampedUntil = time
+            }
+        }
+        releaseWaitingForAccelerometer(board: board, force: false)
+    }
+
+    /// The accelerometer sample nearest `time` within half an accelerometer period.
+    private func nearestAccelerometer(board: String, time: Double) -> AccelerometerReading? {
+        guard let rate = boards[board]?.accelerometerRate else { return nil }
+        // Samples older than a second before this gyro sample can never match again.
+        let stale = boards[board]!.recentAccelerometer.prefix(while: { $0.timestamp < time - 1000 }).count
+        if stale > 256 { boards[board]!.recentAccelerometer.removeFirst(stale) }
+        let recent = boards[board]!.recentAccelerometer
+        var lo = 0, hi = recent.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if recent[mid].timestamp < time { lo = mid + 1 } else { hi = mid }
+        }
+        var best: AccelerometerReading?
+        for i in [lo - 1, lo] where i >= 0 && i < recent.count {
+            if best == nil || abs(recent[i].timestamp - time) < abs(best!.timestamp - time) { best = recent[i] }
+        }
+        guard let b = best, abs(b.timestamp - time) <= 500 / rate + 1 else { return nil }
+        return b
+    }
+
+    private func point(board: String, _ l: LocationMerger<GyroItem>.Located) -> RecordedPoint {
+        let v = l.payload.sample
+        return RecordedPoint(gyroscope: GyroReading(x: v.x, y: v.y, z: v.z, timestamp: l.time), location: l.location,
+                             missingLocation: l.missing, accelerometer: nearestAccelerometer(board: board, time: l.time),
+                             missedBefore: l.payload.missedBefore)
+    }
+
+    private func commit(board: String, _ released: [LocationMerger<GyroItem>.Located]) {
+        guard session != nil, boards[board] != nil else { return }
+        if boards[board]!.accelerometerRate == nil {
+            appendAll(board: board, released[...])
+        } else {
+            boards[board]!.waitingForAccelerometer += released
+            releaseWaitingForAccelerometer(board: board, force: false)
+        }
+    }
+
+    /// Commits gyro points once the accelerometer stream has been stamped past them (so the
+    /// nearest accelerometer sample is known), or when more than 3 s wait (a stalled stream).
+    private func releaseWaitingForAccelerometer(board: String, force: Bool) {
+        guard let b = boards[board], let rate = b.accelerometerRate, !b.waitingForAccelerometer.isEmpty else { return }
+        let halfPeriod = 500 / rate
+        let waiting = b.waitingForAccelerometer
+        var released = 0
+        for l in waiting {
+            let ready = force || l.time + halfPeriod <= b.accelerometerStampedUntil || waiting.count - released > Int(b.gyroRate * 3)
+            guard ready else { break }
+            released += 1
+        }
+        guard released > 0 else { return }
+        boards[board]!.waitingForAccelerometer.removeFirst(released)
+        appendAll(board: board, waiting.prefix(released))
+    }
+
+    /// Appends points in order; a full chunk is sealed with the rest of the batch counted as
+    /// held, so the following checkpoint written with the seal covers it.
+    private func appendAll(board: String, _ items: ArraySlice<LocationMerger<GyroItem>.Located>) {
+        var index = items.startIndex
+        while index < items.endIndex {
+            let full = append(board: board, items[index])
+            index += 1
+            if full { sealOpenChunk(board: board, alsoHeld: items[index...]) }
+        }
+    }
+
+    /// Adds one point to the open chunk; true when the chunk is now full.
+    private func append(board: String, _ l: LocationMerger<GyroItem>.Located) -> Bool {
+        guard session != nil, boards[board] != nil else { return false }
+        let p = point(board: board, l)
+        // Mutated in place (inout through the dictionary's modify accessor): copying the
+        // stream would copy the chunk's bytes for every point.
+        func add(_ b: inout BoardStream) -> Bool {
+            if b.committedCount == 0 { b.firstTimestamp = p.gyroscope.timestamp; b.worstSource = l.payload.source }
+            PointCodec.append(p, to: &b.committed)
+            b.committedCount += 1
+            b.lastTimestamp = p.gyroscope.timestamp
+            b.worstSource = max(b.worstSource, l.payload.source)
+            b.missedInChunk += p.missedBefore
+            b.dirty = true
+            return b.committedCount >= configuration.chunkSize
+        }
+        let full = add(&boards[board]!)
+        session!.boards.insert(board)
+        session!.pointCount += 1
+        session!.worstSource = max(session!.worstSource, l.payload.source)
+        return full
+    }
+
+    private func drainAll(board: String, now: Int64) {
+        guard session != nil, boards[board] != nil else { return }
+        let nowMs = timeBase.epochMilliseconds(monotonic: now)
+        if boards[board]!.accelerometer != nil {
+            acceptAccelerometer(board: board, boards[board]!.accelerometer!.flush())
+        }
+        acceptGyro(board: board, boards[board]!.gyro.flush(), now: now)
+        commit(board: board, boards[board]!.merger.release(now: nowMs))
+        commit(board: board, boards[board]!.merger.flush())
+        releaseWaitingForAccelerometer(board: board, force: true)
+    }
+
+    private func sealOpenChunk(board: String, alsoHeld: ArraySlice<LocationMerger<GyroItem>.Located> = []) {
+        guard let s = session, var b = boards[board], b.committedCount > 0 else { return }
+        let chunk = ChunkToSeal(sessionID: s.id, board: board, seq: b.seq, bytes: b.committed, pointCount: b.committedCount,
+                                firstTimestamp: b.firstTimestamp, lastTimestamp: b.lastTimestamp,
+                                timeSource: b.worstSource, missedSamples: b.missedInChunk)
+        b.committed = []
+        b.committed.reserveCapacity(configuration.chunkSize * 56)
+        b.committedCount = 0
+        b.missedInChunk = 0
+        b.seq += 1
+        b.dirty = false
+        boards[board] = b
+        var sealing = chunk
+        let provisional = alsoHeld.map { point(board: board, $0) } + provisionalPoints(board: board)
+        if !provisional.isEmpty {
+            sealing.followingCheckpoint = ChunkCheckpoint(
+                sessionID: s.id, board: board, seq: chunk.seq + 1, bytes: PointCodec.encode(provisional),
+                pointCount: provisional.count, timeSource: timeBase.source)
+        }
+        do {
+            try store.seal(sealing)
+            sealedCount += 1
+        } catch {
+            lastStoreError = "seal of \(board) chunk \(chunk.seq) failed: \(error)"
+            failedSeals.append(chunk)
+        }
+    }
+
+    private func retryFailedSeals() {
+        while let chunk = failedSeals.first {
+            do {
+                try store.seal(chunk)
+                sealedCount += 1
+                failedSeals.removeFirst()
+            } catch {
+                lastStoreError = "seal retry failed: \(error)"
+                return
+            }
+        }
+    }
+
+    private func checkpointIfDue(board: String, now: Int64) {
+        guard let s = session, let b = boards[board] else { return }
+        guard b.lastCheckpoint == .min || now - b.lastCheckpoint >= configuration.checkpointInterval else { return }
+        let provisional = provisionalPoints(board: board)
+        guard b.dirty || !provisional.isEmpty else { return }
+        var bytes = b.committed
+        for p in provisional { PointCodec.append(p, to: &bytes) }
+        do {
+            try store.checkpoint(ChunkCheckpoint(sessionID: s.id, board: board, seq: b.seq, bytes: bytes,
+                                                 pointCount: b.committedCount + provisional.count,
+                                                 timeSource: b.committedCount > 0 ? b.worstSource : timeBase.source))
+            boards[board]!.dirty = false
+            boards[board]!.lastCheckpoint = now
+        } catch {
+            lastStoreError = "checkpoint of \(board) failed: \(error)"
+        }
+    }
+
+    /// Samples accepted but still held for the time fit or a fix, with their best times and
+    /// locations now.
+    private func provisionalPoints(board: String) -> [RecordedPoint] {
+        guard let b = boards[board] else { return [] }
+        var out = (b.waitingForAccelerometer + b.merger.peek()).map { point(board: board, $0) }
+        for s in b.gyro.peekHeld() {
+            for (k, t) in s.times.enumerated() {
+                let v = s.payload[k]
+                let time = timeBase.epochMilliseconds(monotonic: t)
+                let l = b.merger.locate(GyroItem(sample: v, missedBefore: 0, source: timeBase.source), time)
+                out.append(RecordedPoint(gyroscope: GyroReading(x: v.x, y: v.y, z: v.z, timestamp: time),
+                                         location: l.location, missingLocation: l.missing))
+            }
+        }
+        return out
+    }
+}
