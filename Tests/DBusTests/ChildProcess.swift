@@ -30,8 +30,21 @@ final class ChildProcess: @unchecked Sendable {
             argv.forEach { free($0) }
             envp.forEach { free($0) }
         }
+        // Test threads (libdispatch workers) block signals; the child must not inherit that,
+        // or SIGTERM would never stop it.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var emptyMask = sigset_t()
+        sigemptyset(&emptyMask)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGTERM, SIGINT, SIGPIPE, SIGHUP] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigmask(&attributes, &emptyMask)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var child: pid_t = 0
-        let status = posix_spawn(&child, executable, &actions, nil, argv, envp)
+        let status = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
         close(outPipe[1])
         close(errPipe[1])
         guard status == 0 else {
