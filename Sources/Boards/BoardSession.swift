@@ -173,18 +173,23 @@ public actor BoardSession {
         }
     }
 
-    /// Re-reads the mirror and feeds every difference to the machine.
+    /// Re-reads the mirror and feeds every difference to the machine: losses first, then the
+    /// device's own facts, then rises of BlueZ and the adapter, so a board whose object is
+    /// already known is connected without a needless scan.
     private func refreshFacts() async {
         let adapter = options.preferredAdapter.flatMap { try? DBusObjectPath($0) }
         let new = await client.facts(for: address, preferredAdapter: adapter)
         let old = facts
         facts = new
-        if old?.blueZAvailable != new.blueZAvailable { feed(.blueZAvailable(new.blueZAvailable)) }
         let adapterUp = new.adapter != nil && new.adapterPowered
-        if old.map({ $0.adapter != nil && $0.adapterPowered }) != adapterUp { feed(.adapterAvailable(adapterUp)) }
+        let oldAdapterUp = old.map { $0.adapter != nil && $0.adapterPowered }
+        if old?.blueZAvailable == true, !new.blueZAvailable { feed(.blueZAvailable(false)) }
+        if oldAdapterUp == true, !adapterUp { feed(.adapterAvailable(false)) }
         if (old?.device != nil) != (new.device != nil) || old == nil { feed(.devicePresent(new.device != nil)) }
         if old?.connected != new.connected { feed(.connected(new.connected)) }
         if old?.servicesResolved != new.servicesResolved { feed(.servicesResolved(new.servicesResolved)) }
+        if old?.blueZAvailable != true, new.blueZAvailable { feed(.blueZAvailable(true)) }
+        if oldAdapterUp != true, adapterUp { feed(.adapterAvailable(true)) }
     }
 
     private func feed(_ event: ReconnectionMachine.Event) {
