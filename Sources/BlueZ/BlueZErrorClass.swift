@@ -9,6 +9,7 @@ public enum BlueZErrorClass: Hashable, Sendable, CustomStringConvertible {
     /// `InProgress`: another operation is pending; do not stack another call.
     case inProgress
     /// `UnknownObject` / `DoesNotExist`: the device object vanished; rescan after a pause.
+    /// (`UnknownMethod` too: dbus-python peers answer calls on removed paths with it.)
     case deviceGone
     /// `NotReady` (adapter off or missing).
     case adapterNotReady
