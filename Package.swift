@@ -21,6 +21,8 @@ let package = Package(
         .library(name: "MetaWear", targets: ["MetaWear"]),
         .library(name: "Recording", targets: ["Recording"]),
         .library(name: "Buffer", targets: ["Buffer"]),
+        .library(name: "BlueZ", targets: ["BlueZ"]),
+        .library(name: "Boards", targets: ["Boards"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -35,6 +37,12 @@ let package = Package(
             providers: [.apt(["libdbus-1-dev"])]
         ),
         .target(name: "DBus", dependencies: ["CDBus"], swiftSettings: strict),
+        // A typed org.bluez client and the pure reconnection state machine (reference
+        // bluez-dbus.md §2.3).
+        .target(name: "BlueZ", dependencies: ["DBus"], swiftSettings: strict),
+        // Board sessions (handshake, streaming, watchdog, reconnection) and the fleet of them;
+        // the I/O edge that keeps MetaWear pure.
+        .target(name: "Boards", dependencies: ["BlueZ", "MetaWear"], swiftSettings: strict),
         .target(name: "GNSS", swiftSettings: strict),
         .target(name: "MetaWear", swiftSettings: strict),
         // A simulated board's brain, written only from the reference byte tables (it must not
@@ -74,6 +82,13 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "DBusTests", dependencies: ["DBus"], swiftSettings: strict),
+        .testTarget(
+            name: "BlueZTests",
+            dependencies: ["BlueZ", "DBus"],
+            exclude: ["Fixtures"],
+            swiftSettings: strict
+        ),
+        .testTarget(name: "BoardsTests", dependencies: ["Boards", "BlueZ", "MetaWear"], swiftSettings: strict),
         .testTarget(
             name: "GNSSTests",
             dependencies: ["GNSS"],

@@ -1,0 +1,341 @@
+import DBus
+
+/// A change seen on BlueZ, fanned out to every subscriber of ``BlueZClient/changes()``.
+public enum BlueZChange: Hashable, Sendable {
+    /// `org.bluez` got (true) or lost (false) an owner.
+    case serviceAvailable(Bool)
+    /// An object or property changed (the mirror is already updated when this arrives).
+    case object(DBusObjectManagerClient.Event)
+}
+
+/// A typed client of `org.bluez` on one D-Bus connection: a live mirror of BlueZ's objects
+/// (subscribed before the snapshot, re-taken after a bluetoothd restart), adapter power,
+/// shared discovery, device connect/disconnect and GATT lookups by UUID.
+///
+/// GATT I/O (writes, notifications) runs on a ``GattLink``, which opens a fresh D-Bus
+/// connection per BLE session as the reference advises (§1.6.1).
+public actor BlueZClient {
+    /// The connection used for observation and device calls.
+    public nonisolated let connection: DBusConnection
+    /// Bus address for fresh per-link connections (nil: the system bus).
+    public nonisolated let busAddress: String?
+    /// Timeout of ordinary calls.
+    public let callTimeout: Duration
+    /// Service UUIDs put in the discovery filter.
+    public let discoveryUUIDs: [String]
+
+    private let mirror: DBusObjectManagerClient
+    private var serviceAvailable = false
+    private var subscribers: [Int: AsyncStream<BlueZChange>.Continuation] = [:]
+    private var nextSubscriber = 0
+    private var tasks: [Task<Void, Never>] = []
+    /// Who currently wants discovery (board sessions, auto-discovery).
+    private var scanRequesters: Set<String> = []
+    /// The adapter on which this connection's discovery session runs, if any.
+    private var scanningAdapter: DBusObjectPath?
+    private var started = false
+
+    /// Opens a connection to `busAddress` (nil: the system bus, honouring
+    /// `DBUS_SYSTEM_BUS_ADDRESS`) and starts mirroring BlueZ. BlueZ need not be running yet.
+    public static func open(busAddress: String? = nil, callTimeout: Duration = .seconds(25),
+                            discoveryUUIDs: [String]) async throws -> BlueZClient {
+        let connection = try await openConnection(busAddress)
+        let client = BlueZClient(connection: connection, busAddress: busAddress, callTimeout: callTimeout,
+                                 discoveryUUIDs: discoveryUUIDs)
+        try await client.start()
+        return client
+    }
+
+    /// A new connection to `busAddress`, or the system bus when nil.
+    static func openConnection(_ busAddress: String?) async throws -> DBusConnection {
+        if let busAddress { return try await DBusConnection(address: busAddress) }
+        return try await DBusConnection.system()
+    }
+
+    init(connection: DBusConnection, busAddress: String?, callTimeout: Duration, discoveryUUIDs: [String]) {
+        self.connection = connection
+        self.busAddress = busAddress
+        self.callTimeout = callTimeout
+        self.discoveryUUIDs = discoveryUUIDs.map { $0.lowercased() }
+        mirror = DBusObjectManagerClient(connection: connection, service: BlueZNames.service, timeout: callTimeout)
+    }
+
+    private func start() async throws {
+        guard !started else { return }
+        started = true
+        // Owner changes first, then the mirror (which itself subscribes before its snapshot).
+        let owners = try await connection.nameOwnerChanged(name: BlueZNames.service)
+        tasks.append(Task { [weak self] in
+            do {
+                for try await change in owners { await self?.ownerChanged(!change.newOwner.isEmpty) }
+            } catch {}
+        })
+        let events = mirror.events
+        tasks.append(Task { [weak self] in
+            for await event in events { await self?.forward(.object(event)) }
+        })
+        do {
+            try await mirror.start()
+        } catch let error as DBusError where BlueZErrorClass(error) == .noReply {
+            // BlueZ is not on the bus yet; the mirror stays subscribed and snapshots when it comes.
+        }
+        serviceAvailable = try await connection.nameOwner(BlueZNames.service) != nil
+    }
+
+    /// Stops mirroring, stops discovery and closes the connection.
+    public func close() async {
+        if let adapter = scanningAdapter {
+            _ = try? await connection.call(destination: BlueZNames.service, path: adapter, interface: BlueZNames.adapter,
+                                           member: "StopDiscovery", timeout: .seconds(2))
+        }
+        scanningAdapter = nil
+        tasks.forEach { $0.cancel() }
+        tasks.removeAll()
+        await mirror.stop()
+        for continuation in subscribers.values { continuation.finish() }
+        subscribers.removeAll()
+        connection.close()
+    }
+
+    // MARK: Changes
+
+    /// Every change from now on, in order. The stream ends when the client closes.
+    public func changes() -> AsyncStream<BlueZChange> {
+        let (stream, continuation) = AsyncStream.makeStream(of: BlueZChange.self, bufferingPolicy: .unbounded)
+        let id = nextSubscriber
+        nextSubscriber += 1
+        subscribers[id] = continuation
+        continuation.onTermination = { [weak self] _ in
+            Task { await self?.unsubscribe(id) }
+        }
+        return stream
+    }
+
+    private func unsubscribe(_ id: Int) { subscribers[id] = nil }
+
+    private func forward(_ change: BlueZChange) {
+        for continuation in subscribers.values { continuation.yield(change) }
+        if case .object(.propertiesChanged(_, BlueZNames.adapter, let changed, _)) = change,
+           changed["Powered"] != nil
+        {
+            Task { await self.resumeDiscoveryIfNeeded() }
+        }
+        if case .object(.interfacesRemoved(let path, let interfaces)) = change, interfaces.contains(BlueZNames.adapter),
+           path == scanningAdapter
+        {
+            scanningAdapter = nil
+            Task { await self.resumeDiscoveryIfNeeded() }
+        }
+    }
+
+    private func ownerChanged(_ available: Bool) async {
+        serviceAvailable = available
+        // A new bluetoothd knows nothing of our discovery session.
+        scanningAdapter = nil
+        forward(.serviceAvailable(available))
+        if available {
+            // Give the mirror its fresh snapshot before asking for discovery again.
+            try? await mirror.refresh()
+            await resumeDiscoveryIfNeeded()
+        }
+    }
+
+    // MARK: Queries
+
+    /// Whether `org.bluez` has an owner.
+    public var isServiceAvailable: Bool { serviceAvailable }
+
+    /// All adapters, sorted by path.
+    public func adapters() async -> [AdapterInfo] {
+        await mirror.objects.compactMap { $0.value.adapterInfo(at: $0.key) }.sorted { $0.path < $1.path }
+    }
+
+    /// The preferred adapter when present and powered, else the first powered adapter.
+    public func poweredAdapter(preferring preferred: DBusObjectPath? = nil) async -> AdapterInfo? {
+        let all = await adapters()
+        if let preferred, let match = all.first(where: { $0.path == preferred }) { return match.powered ? match : nil }
+        return all.first { $0.powered }
+    }
+
+    /// All devices, sorted by path.
+    public func devices() async -> [DeviceInfo] {
+        await mirror.objects.compactMap { $0.value.deviceInfo(at: $0.key) }.sorted { $0.path < $1.path }
+    }
+
+    /// The device with `address`, on `adapter` when given.
+    public func device(_ address: BluetoothAddress, on adapter: DBusObjectPath? = nil) async -> DeviceInfo? {
+        await devices().first { $0.address == address && (adapter == nil || $0.adapter == adapter || $0.path.isDescendant(of: adapter ?? .root)) }
+    }
+
+    /// Everything a board session tracks about `address`, in one consistent read.
+    public func facts(for address: BluetoothAddress, preferredAdapter: DBusObjectPath? = nil) async -> DeviceFacts {
+        let adapter = await poweredAdapter(preferring: preferredAdapter)
+        let device = if let adapter { await device(address, on: adapter.path) } else { DeviceInfo?.none }
+        return DeviceFacts(blueZAvailable: serviceAvailable, adapter: adapter?.path, adapterPowered: adapter?.powered ?? false,
+                           device: device?.path, connected: device?.connected ?? false,
+                           servicesResolved: device?.servicesResolved ?? false)
+    }
+
+    /// The characteristic with `uuid` below `device` (any service), found by UUID as the
+    /// reference requires (handles change with firmware).
+    public func characteristic(_ uuid: String, under device: DBusObjectPath) async -> GattCharacteristicInfo? {
+        let wanted = uuid.lowercased()
+        return await mirror.objects
+            .filter { $0.key.isDescendant(of: device, includingSelf: false) }
+            .compactMap { $0.value.characteristicInfo(at: $0.key) }
+            .sorted { $0.path < $1.path }
+            .first { $0.uuid == wanted }
+    }
+
+    // MARK: Adapter
+
+    /// Sets `Adapter1.Powered`.
+    public func setPowered(_ powered: Bool, adapter: DBusObjectPath) async throws {
+        _ = try await connection.call(destination: BlueZNames.service, path: adapter,
+                                      interface: DBusStandardInterface.properties, member: "Set",
+                                      arguments: [.string(BlueZNames.adapter), .string("Powered"), .variant(.boolean(powered))],
+                                      timeout: callTimeout)
+    }
+
+    /// Adds or removes `requester` from the discovery users. Discovery (LE, filtered by
+    /// ``discoveryUUIDs``) runs while anybody wants it, and is restarted after bluetoothd or
+    /// the adapter came back. Idempotent per requester.
+    public func setScanning(_ wanted: Bool, requester: String) async {
+        if wanted { scanRequesters.insert(requester) } else { scanRequesters.remove(requester) }
+        await resumeDiscoveryIfNeeded()
+    }
+
+    private func resumeDiscoveryIfNeeded() async {
+        if scanRequesters.isEmpty {
+            guard let adapter = scanningAdapter else { return }
+            scanningAdapter = nil
+            do {
+                _ = try await connection.call(destination: BlueZNames.service, path: adapter, interface: BlueZNames.adapter,
+                                              member: "StopDiscovery", timeout: callTimeout)
+            } catch {
+                // NotReady or "No discovery started": nothing to stop.
+            }
+            return
+        }
+        guard scanningAdapter == nil, serviceAvailable, let adapter = await poweredAdapter() else { return }
+        scanningAdapter = adapter.path
+        do {
+            let filter: [String: DBusValue] = [
+                "Transport": .string("le"),
+                "UUIDs": .array(element: .string, discoveryUUIDs.map { .string($0) }),
+                "DuplicateData": .boolean(false),
+            ]
+            _ = try await connection.call(destination: BlueZNames.service, path: adapter.path, interface: BlueZNames.adapter,
+                                          member: "SetDiscoveryFilter", arguments: [filter.dbusValue], timeout: callTimeout)
+            _ = try await connection.call(destination: BlueZNames.service, path: adapter.path, interface: BlueZNames.adapter,
+                                          member: "StartDiscovery", timeout: callTimeout)
+        } catch let error as DBusError where BlueZErrorClass(error) == .inProgress {
+            // "Operation already in progress": this connection already scans.
+        } catch {
+            scanningAdapter = nil
+        }
+    }
+
+    /// Whether discovery is running for this client.
+    public var isScanning: Bool { scanningAdapter != nil }
+
+    /// Advertisements of devices that offer one of ``discoveryUUIDs`` (or whose name starts
+    /// with `namePrefix`), starting with the devices already known; discovery runs while the
+    /// stream is iterated.
+    public func advertisements(namePrefix: String? = nil) async -> AsyncStream<Advertisement> {
+        let requester = "advertisements-\(nextSubscriber)"
+        let changes = changes()
+        let known = await devices()
+        let wanted = Set(discoveryUUIDs)
+        let (stream, continuation) = AsyncStream.makeStream(of: Advertisement.self, bufferingPolicy: .bufferingNewest(1024))
+        func matches(_ device: DeviceInfo) -> Bool {
+            !wanted.isDisjoint(with: device.uuids) || (namePrefix.map { device.name?.hasPrefix($0) ?? false } ?? false)
+        }
+        func advertisement(_ device: DeviceInfo) -> Advertisement {
+            Advertisement(address: device.address, name: device.name, rssi: device.rssi, devicePath: device.path, uuids: device.uuids)
+        }
+        for device in known where matches(device) { continuation.yield(advertisement(device)) }
+        let task = Task { [weak self] in
+            for await change in changes {
+                guard let self else { break }
+                switch change {
+                case .object(.interfacesAdded(let path, let interfaces)) where interfaces[BlueZNames.device] != nil:
+                    if let device = await self.deviceInfo(at: path), matches(device) { continuation.yield(advertisement(device)) }
+                case .object(.propertiesChanged(let path, BlueZNames.device, let changed, _))
+                    where changed["RSSI"] != nil || changed["Name"] != nil || changed["UUIDs"] != nil:
+                    if let device = await self.deviceInfo(at: path), matches(device) { continuation.yield(advertisement(device)) }
+                default:
+                    break
+                }
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { [weak self] _ in
+            task.cancel()
+            Task { await self?.setScanning(false, requester: requester) }
+        }
+        await setScanning(true, requester: requester)
+        return stream
+    }
+
+    private func deviceInfo(at path: DBusObjectPath) async -> DeviceInfo? {
+        await mirror.object(at: path)?.deviceInfo(at: path)
+    }
+
+    // MARK: Device
+
+    /// `Device1.Connect`, giving up after `timeout` (the caller then disconnects to cancel).
+    public func connect(_ device: DBusObjectPath, timeout: Duration) async throws {
+        _ = try await connection.call(destination: BlueZNames.service, path: device, interface: BlueZNames.device,
+                                      member: "Connect", timeout: timeout)
+    }
+
+    /// `Device1.Disconnect`; also cancels a pending `Connect`.
+    public func disconnect(_ device: DBusObjectPath, timeout: Duration? = nil) async throws {
+        _ = try await connection.call(destination: BlueZNames.service, path: device, interface: BlueZNames.device,
+                                      member: "Disconnect", timeout: timeout ?? callTimeout)
+    }
+
+    /// `Adapter1.RemoveDevice`: deletes the device object and its cached GATT data.
+    public func removeDevice(_ device: DBusObjectPath, adapter: DBusObjectPath) async throws {
+        _ = try await connection.call(destination: BlueZNames.service, path: adapter, interface: BlueZNames.adapter,
+                                      member: "RemoveDevice", arguments: [.objectPath(device)], timeout: callTimeout)
+    }
+
+    /// Waits until `ServicesResolved` is true, failing as soon as the link drops or the device
+    /// object is removed (reference §2.3 step 7), or after `timeout`.
+    public func waitForServicesResolved(_ device: DBusObjectPath, timeout: Duration) async throws {
+        let changes = changes()
+        if let info = await deviceInfo(at: device) {
+            if info.servicesResolved { return }
+        } else {
+            throw DBusError(name: DBusError.Name.unknownObject, message: "device \(device) is gone")
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await change in changes {
+                    switch change {
+                    case .object(.propertiesChanged(device, BlueZNames.device, let changed, _)):
+                        if (try? changed["ServicesResolved"]?.as(Bool.self)) == true { return }
+                        if (try? changed["Connected"]?.as(Bool.self)) == false {
+                            throw DBusError(name: "org.bluez.Error.NotConnected", message: "link lost during service discovery")
+                        }
+                    case .object(.interfacesRemoved(device, let interfaces)) where interfaces.contains(BlueZNames.device):
+                        throw DBusError(name: DBusError.Name.unknownObject, message: "device \(device) was removed")
+                    case .serviceAvailable(false):
+                        throw DBusError(name: DBusError.Name.serviceUnknown, message: "org.bluez left the bus")
+                    default:
+                        break
+                    }
+                }
+                throw CancellationError()
+            }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                throw DBusError(name: DBusError.Name.timeout, message: "services of \(device) not resolved within \(timeout)")
+            }
+            defer { group.cancelAll() }
+            try await group.next()
+        }
+    }
+}

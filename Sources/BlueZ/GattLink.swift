@@ -1,0 +1,170 @@
+import DBus
+import Foundation
+
+/// One notification as received, with the host's receive times.
+public struct GattNotification: Hashable, Sendable {
+    /// The characteristic value.
+    public var bytes: [UInt8]
+    /// Monotonic receive time (for ordering and rate checks).
+    public var receivedAt: ContinuousClock.Instant
+    /// Wall-clock receive time (for humans and the recording's time base).
+    public var wallClock: Date
+
+    public init(bytes: [UInt8], receivedAt: ContinuousClock.Instant, wallClock: Date) {
+        self.bytes = bytes
+        self.receivedAt = receivedAt
+        self.wallClock = wallClock
+    }
+}
+
+/// How notifications are delivered.
+public enum NotificationDelivery: Hashable, Sendable {
+    /// `AcquireNotify` where BlueZ offers it, else `StartNotify`.
+    case automatic
+    /// Always `StartNotify` + `PropertiesChanged(Value)` (bleak's default since 2026).
+    case propertiesChanged
+}
+
+/// GATT I/O for one BLE session on its own D-Bus connection (reference §1.6.1: closing it
+/// ends BlueZ's notify sessions for us, so a reconnect never inherits stale subscriptions).
+///
+/// Writes are serialised in call order and paced: at most one `WriteValue` in flight, a
+/// minimum gap between writes, and `InProgress` answered with a short retry (metawear-protocol
+/// §9.2, bluez-dbus §2.3 step 10).
+public actor GattLink {
+    /// The link's own connection.
+    public nonisolated let connection: DBusConnection
+    /// Minimum time between two writes.
+    public let minimumWriteInterval: Duration
+    /// Timeout of each call.
+    public let callTimeout: Duration
+    /// How notifications are actually delivered (after ``notifications(from:delivery:)``).
+    public private(set) var activeDelivery: String?
+
+    private var tail: Task<Void, any Error>?
+    private var lastWrite: ContinuousClock.Instant?
+    private var readers: [DatagramReader] = []
+    private var notifyPaths: [DBusObjectPath] = []
+    private var forwarders: [Task<Void, Never>] = []
+    private var closed = false
+
+    /// Opens a fresh connection to `busAddress` (nil: system bus).
+    public static func open(busAddress: String?, minimumWriteInterval: Duration = .milliseconds(2),
+                            callTimeout: Duration = .seconds(10)) async throws -> GattLink {
+        GattLink(connection: try await BlueZClient.openConnection(busAddress),
+                 minimumWriteInterval: minimumWriteInterval, callTimeout: callTimeout)
+    }
+
+    init(connection: DBusConnection, minimumWriteInterval: Duration, callTimeout: Duration) {
+        self.connection = connection
+        self.minimumWriteInterval = minimumWriteInterval
+        self.callTimeout = callTimeout
+    }
+
+    // MARK: Writes
+
+    /// Writes `bytes` to `characteristic`: `type=command` (write without response) unless
+    /// `withResponse`. Returns once BlueZ accepted the write; writes leave in call order.
+    public func write(_ bytes: [UInt8], to characteristic: DBusObjectPath, withResponse: Bool = false) async throws {
+        let previous = tail
+        let task = Task {
+            _ = await previous?.result
+            try await self.performWrite(bytes, to: characteristic, withResponse: withResponse)
+        }
+        tail = task
+        try await task.value
+    }
+
+    private func performWrite(_ bytes: [UInt8], to characteristic: DBusObjectPath, withResponse: Bool) async throws {
+        guard !closed else { throw DBusError.disconnected("the GATT link is closed") }
+        if let lastWrite {
+            let due = lastWrite.advanced(by: minimumWriteInterval)
+            if due > .now { try await Task.sleep(until: due, clock: .continuous) }
+        }
+        let options: [String: DBusValue] = ["type": .string(withResponse ? "request" : "command")]
+        var attempts = 0
+        while true {
+            do {
+                _ = try await connection.call(destination: BlueZNames.service, path: characteristic,
+                                              interface: BlueZNames.gattCharacteristic, member: "WriteValue",
+                                              arguments: [bytes.dbusValue, options.dbusValue], timeout: callTimeout)
+                lastWrite = .now
+                return
+            } catch let error as DBusError where BlueZErrorClass(error) == .inProgress && attempts < 50 {
+                // One write per characteristic may be in flight in BlueZ; try again shortly.
+                attempts += 1
+                try await Task.sleep(for: .milliseconds(10))
+            }
+        }
+    }
+
+    // MARK: Reads
+
+    /// `ReadValue` (used for the Device Information strings).
+    public func read(_ characteristic: DBusObjectPath) async throws -> [UInt8] {
+        let reply = try await connection.call(destination: BlueZNames.service, path: characteristic,
+                                              interface: BlueZNames.gattCharacteristic, member: "ReadValue",
+                                              arguments: [[String: DBusValue]().dbusValue], timeout: callTimeout)
+        return try reply.decode([UInt8].self)
+    }
+
+    // MARK: Notifications
+
+    /// Enables notifications on `characteristic` and returns them in arrival order. The
+    /// handler is installed before the CCCD is written, so the first notifications are not
+    /// missed. The stream ends when the link goes away (fd hang-up) or the link is closed.
+    public func notifications(from characteristic: GattCharacteristicInfo,
+                              delivery: NotificationDelivery = .automatic) async throws -> AsyncStream<GattNotification> {
+        let (stream, continuation) = AsyncStream.makeStream(of: GattNotification.self, bufferingPolicy: .unbounded)
+        if delivery == .automatic, characteristic.offersAcquireNotify, connection.canPassFileDescriptors {
+            do {
+                let reply = try await connection.call(destination: BlueZNames.service, path: characteristic.path,
+                                                      interface: BlueZNames.gattCharacteristic, member: "AcquireNotify",
+                                                      arguments: [[String: DBusValue]().dbusValue], timeout: callTimeout)
+                let (descriptor, _) = try reply.decode(DBusFileDescriptor.self, UInt16.self)
+                let fd = descriptor.duplicate()
+                if fd >= 0 {
+                    readers.append(DatagramReader(owning: fd, continuation: continuation))
+                    activeDelivery = "AcquireNotify"
+                    return stream
+                }
+            } catch let error as DBusError where BlueZErrorClass(error) == .noReply {
+                throw error
+            } catch {
+                // NotSupported / NotPermitted / odd reply: fall back to StartNotify below.
+            }
+        }
+        let changes = try await connection.propertiesChanged(sender: BlueZNames.service, pathNamespace: characteristic.path,
+                                                             interface: BlueZNames.gattCharacteristic)
+        let path = characteristic.path
+        forwarders.append(Task {
+            do {
+                for try await change in changes where change.path == path {
+                    guard let value = change.changed["Value"], let bytes = try? value.as([UInt8].self) else { continue }
+                    continuation.yield(GattNotification(bytes: bytes, receivedAt: .now, wallClock: Date()))
+                }
+            } catch {}
+            continuation.finish()
+        })
+        _ = try await connection.call(destination: BlueZNames.service, path: characteristic.path,
+                                      interface: BlueZNames.gattCharacteristic, member: "StartNotify", timeout: callTimeout)
+        notifyPaths.append(characteristic.path)
+        activeDelivery = "StartNotify"
+        return stream
+    }
+
+    /// Turns notifications off (StopNotify / closing the fd) and closes the connection.
+    /// Best effort with a short timeout: the link may already be gone.
+    public func close() async {
+        guard !closed else { return }
+        closed = true
+        for path in notifyPaths {
+            _ = try? await connection.call(destination: BlueZNames.service, path: path,
+                                           interface: BlueZNames.gattCharacteristic, member: "StopNotify",
+                                           timeout: .seconds(2))
+        }
+        readers.forEach { $0.stop() }
+        forwarders.forEach { $0.cancel() }
+        connection.close()
+    }
+}

@@ -1,0 +1,120 @@
+import BlueZ
+import Foundation
+import MetaWear
+
+/// One event from a board, in the order the session produced it.
+public struct BoardEvent: Sendable {
+    /// What happened.
+    public enum Kind: Sendable {
+        /// A decoded notification (gyro/accelerometer samples and other replies).
+        case sample(MetaWearEvent)
+        /// The session's state changed.
+        case state(BoardState)
+        /// A battery reading (at handshake, then periodically).
+        case battery(BatteryState)
+        /// The board's button; `togglesSession` is true on the press edge that should start or
+        /// stop a recording session.
+        case button(ButtonEvent, togglesSession: Bool)
+    }
+
+    /// The board's address.
+    public var board: BluetoothAddress
+    public var kind: Kind
+    /// Monotonic receive time (the notification's packet for samples).
+    public var receivedAt: ContinuousClock.Instant
+    /// Wall-clock receive time.
+    public var wallClock: Date
+
+    public init(board: BluetoothAddress, kind: Kind, receivedAt: ContinuousClock.Instant, wallClock: Date) {
+        self.board = board
+        self.kind = kind
+        self.receivedAt = receivedAt
+        self.wallClock = wallClock
+    }
+}
+
+/// A board session's externally visible state.
+public enum BoardState: Hashable, Sendable, CustomStringConvertible {
+    /// Looking for the board or connecting (first time).
+    case connecting
+    /// Link up; running the MetaWear handshake.
+    case handshaking
+    /// Sensors are streaming.
+    case streaming(BoardDescription)
+    /// The link or session was lost.
+    case lost(reason: String)
+    /// Trying again after a failure; `attempt` counts failures since the last good link.
+    case reconnecting(attempt: Int, lastFailure: String?)
+    /// No data came for too long; the stream is being restarted on the same link.
+    case recoveringStream(restart: Int)
+    /// Stopped on request (sensors off, notifications off, disconnected).
+    case stopped
+
+    public var description: String {
+        switch self {
+        case .connecting: "connecting"
+        case .handshaking: "handshaking"
+        case .streaming(let description): "streaming (\(description))"
+        case .lost(let reason): "lost: \(reason)"
+        case .reconnecting(let attempt, let failure): "reconnecting (attempt \(attempt)\(failure.map { ", last failure: \($0)" } ?? ""))"
+        case .recoveringStream(let restart): "restarting the stream (restart \(restart))"
+        case .stopped: "stopped"
+        }
+    }
+}
+
+/// Everything tunable about one board session.
+public struct BoardSessionOptions: Sendable {
+    /// What to stream.
+    public var configuration: StreamingConfiguration
+    /// Handshake retries and timeouts.
+    public var handshake: HandshakeSequencer.Options
+    /// Connection/reconnection timings.
+    public var reconnection: ReconnectionPolicy
+    /// Adapter to use (nil: the first powered one).
+    public var preferredAdapter: String?
+    /// How notifications are received.
+    public var notificationDelivery: NotificationDelivery
+    /// Minimum gap between command writes.
+    public var minimumWriteInterval: Duration
+    /// Missing-data threshold in expected notification intervals (reference §9.1: ~5×).
+    public var watchdogIntervals: Double
+    /// The watchdog never fires sooner than this after the last notification.
+    public var watchdogMinimum: Duration
+    /// Stream restarts on the same link before the watchdog reconnects instead.
+    public var streamRestartsBeforeReconnect: Int
+    /// How often to read the battery while streaming (nil: only at handshake).
+    public var batteryInterval: Duration?
+    /// Subscribe to the button and report toggles.
+    public var watchButton: Bool
+    /// Seed of the reconnection jitter (tests fix it).
+    public var seed: UInt64
+
+    public init(configuration: StreamingConfiguration, handshake: HandshakeSequencer.Options = .init(),
+                reconnection: ReconnectionPolicy = .init(), preferredAdapter: String? = nil,
+                notificationDelivery: NotificationDelivery = .automatic, minimumWriteInterval: Duration = .milliseconds(2),
+                watchdogIntervals: Double = 5, watchdogMinimum: Duration = .seconds(1), streamRestartsBeforeReconnect: Int = 1,
+                batteryInterval: Duration? = .seconds(600), watchButton: Bool = true,
+                seed: UInt64 = UInt64.random(in: 0...UInt64.max)) {
+        self.configuration = configuration
+        self.handshake = handshake
+        self.reconnection = reconnection
+        self.preferredAdapter = preferredAdapter
+        self.notificationDelivery = notificationDelivery
+        self.minimumWriteInterval = minimumWriteInterval
+        self.watchdogIntervals = watchdogIntervals
+        self.watchdogMinimum = watchdogMinimum
+        self.streamRestartsBeforeReconnect = max(0, streamRestartsBeforeReconnect)
+        self.batteryInterval = batteryInterval
+        self.watchButton = watchButton
+        self.seed = seed
+    }
+
+    /// The silence after which the watchdog acts.
+    public var watchdogTimeout: Duration {
+        let rate = configuration.notificationsPerSecond
+        guard rate > 0 else { return watchdogMinimum }
+        let interval = Duration.nanoseconds(Int64(watchdogIntervals / rate * 1e9))
+        return max(interval, watchdogMinimum)
+    }
+}

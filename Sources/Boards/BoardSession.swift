@@ -1,0 +1,544 @@
+import BlueZ
+import DBus
+import Foundation
+import MetaWear
+
+/// One MetaWear board, kept streaming: finds and connects it through BlueZ (driving the pure
+/// ``ReconnectionMachine``), runs the handshake (driving MetaWear's ``HandshakeSequencer``),
+/// starts the sensors, decodes notifications, supervises the stream and reconnects on its
+/// own. ``stop()`` ends cleanly: sensors off, notifications off, disconnected.
+///
+/// Everything the session does happens in one serial loop over an inbox, so BlueZ changes,
+/// call results, notifications and timers are handled in arrival order without reentrancy.
+public actor BoardSession {
+    /// The board's address.
+    public nonisolated let address: BluetoothAddress
+    /// The options in force.
+    public nonisolated let options: BoardSessionOptions
+    /// Events in order; finishes after ``stop()``.
+    public nonisolated let events: AsyncStream<BoardEvent>
+
+    private let client: BlueZClient
+    private let eventContinuation: AsyncStream<BoardEvent>.Continuation
+    private let inbox: AsyncStream<Input>
+    private let inboxContinuation: AsyncStream<Input>.Continuation
+    private var machine: ReconnectionMachine
+    private let origin = ContinuousClock.now
+    private var facts: DeviceFacts?
+    private var state: BoardState?
+    private var runTask: Task<Void, Never>?
+    private var changeTask: Task<Void, Never>?
+    private var wakeTask: Task<Void, Never>?
+    private var stopWaiters: [CheckedContinuation<Void, Never>] = []
+    private var finished = false
+
+    // Per-link state; `generation` tells stale callbacks from current ones.
+    private var generation = 0
+    private var link: GattLink?
+    private var commandPath: DBusObjectPath?
+    private var notifyCharacteristic: GattCharacteristicInfo?
+    private var linkTasks: [Task<Void, Never>] = []
+    private var actionTail: Task<Void, Never>?
+    private var sequencer: HandshakeSequencer?
+    private var replyTimer: Task<Void, Never>?
+    private var plan: StreamingPlan?
+    private var description: BoardDescription?
+    private var buttonDetector = ButtonToggleDetector()
+    private var lastNotification: ContinuousClock.Instant?
+    private var streamRestarts = 0
+    private var ledSignal: LEDSignal = .off
+
+    enum Input: Sendable {
+        case refreshFacts
+        case machine(ReconnectionMachine.Event)
+        case wakeUp(Int)
+        case notification(GattNotification, Int)
+        case notificationsEnded(Int)
+        case deviceInformation(DeviceInformationField, String?, Int)
+        case replyTimeout(HandshakeSequencer.Step, Int)
+        case handshakeOutcome(HandshakeSequencer.Action, Int)
+        case linkOpened(GattLink, Int)
+        case linkFailed(String, Int)
+        case watchdogTick(Int)
+        case batteryTick(Int)
+        case stop
+    }
+
+    /// A session for `address` on `client`; call ``start()``.
+    public init(address: BluetoothAddress, client: BlueZClient, options: BoardSessionOptions) {
+        self.address = address
+        self.client = client
+        self.options = options
+        machine = ReconnectionMachine(policy: options.reconnection, seed: options.seed)
+        (events, eventContinuation) = AsyncStream.makeStream(of: BoardEvent.self, bufferingPolicy: .unbounded)
+        (inbox, inboxContinuation) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
+    }
+
+    /// Starts connecting and keeps the board connected until ``stop()``.
+    public func start() async {
+        guard runTask == nil else { return }
+        let changes = await client.changes()
+        let inbox = inboxContinuation
+        changeTask = Task {
+            for await _ in changes { inbox.yield(.refreshFacts) }
+        }
+        runTask = Task { await self.run() }
+        inboxContinuation.yield(.machine(.start))
+        inboxContinuation.yield(.refreshFacts)
+    }
+
+    /// Stops the board cleanly (sensors off, notifications off, disconnect) and finishes
+    /// ``events``. Returns once done.
+    public func stop() async {
+        if finished { return }
+        if runTask == nil {
+            finish()
+            return
+        }
+        await withCheckedContinuation { continuation in
+            stopWaiters.append(continuation)
+            inboxContinuation.yield(.stop)
+        }
+    }
+
+    /// Shows an LED signal now and after every reconnect (e.g. `.recording`, `.error`, `.off`).
+    public func setLED(_ signal: LEDSignal) async {
+        ledSignal = signal
+        guard plan != nil, let description else { return }
+        writeAll(signal.commands(ledRevision: description.ledRevision ?? 1))
+    }
+
+    /// The current state.
+    public var currentState: BoardState? { state }
+
+    /// The board as described by its last handshake.
+    public var boardDescription: BoardDescription? { description }
+
+    // MARK: Loop
+
+    private func run() async {
+        for await input in inbox {
+            await handle(input)
+            if finished { break }
+        }
+    }
+
+    private var now: Duration { ContinuousClock.now - origin }
+
+    private func handle(_ input: Input) async {
+        switch input {
+        case .refreshFacts:
+            await refreshFacts()
+        case .machine(let event):
+            feed(event)
+        case .wakeUp:
+            if let due = machine.wakeUpTime, now >= due { feed(.wakeUp) }
+        case .notification(let notification, let gen):
+            guard gen == generation else { return }
+            receive(notification)
+        case .notificationsEnded(let gen):
+            guard gen == generation, link != nil else { return }
+            feed(.sessionFailed("notification channel closed"))
+        case .deviceInformation(let field, let value, let gen):
+            guard gen == generation, var sequencer else { return }
+            let actions = value.map { sequencer.receive(field, value: $0) } ?? sequencer.timedOut(.deviceInformation(field))
+            self.sequencer = sequencer
+            perform(actions)
+        case .replyTimeout(let step, let gen):
+            guard gen == generation, var sequencer else { return }
+            let actions = sequencer.timedOut(step)
+            self.sequencer = sequencer
+            perform(actions)
+        case .handshakeOutcome(let outcome, let gen):
+            guard gen == generation else { return }
+            handshakeEnded(outcome)
+        case .linkOpened(let opened, let gen):
+            guard gen == generation else {
+                Task { await opened.close() }
+                return
+            }
+            link = opened
+            beginHandshake()
+        case .linkFailed(let reason, let gen):
+            guard gen == generation else { return }
+            feed(.sessionFailed(reason))
+        case .watchdogTick(let gen):
+            guard gen == generation else { return }
+            checkWatchdog()
+        case .batteryTick(let gen):
+            guard gen == generation, plan != nil else { return }
+            writeAll([Commands.readBattery])
+        case .stop:
+            await shutDown()
+        }
+    }
+
+    /// Re-reads the mirror and feeds every difference to the machine: losses first, then the
+    /// device's own facts, then rises of BlueZ and the adapter, so a board whose object is
+    /// already known is connected without a needless scan.
+    private func refreshFacts() async {
+        let adapter = options.preferredAdapter.flatMap { try? DBusObjectPath($0) }
+        let new = await client.facts(for: address, preferredAdapter: adapter)
+        let old = facts
+        facts = new
+        let adapterUp = new.adapter != nil && new.adapterPowered
+        let oldAdapterUp = old.map { $0.adapter != nil && $0.adapterPowered }
+        if old?.blueZAvailable == true, !new.blueZAvailable { feed(.blueZAvailable(false)) }
+        if oldAdapterUp == true, !adapterUp { feed(.adapterAvailable(false)) }
+        if (old?.device != nil) != (new.device != nil) || old == nil { feed(.devicePresent(new.device != nil)) }
+        if old?.connected != new.connected { feed(.connected(new.connected)) }
+        if old?.servicesResolved != new.servicesResolved { feed(.servicesResolved(new.servicesResolved)) }
+        if old?.blueZAvailable != true, new.blueZAvailable { feed(.blueZAvailable(true)) }
+        if oldAdapterUp != true, adapterUp { feed(.adapterAvailable(true)) }
+    }
+
+    private func feed(_ event: ReconnectionMachine.Event) {
+        let actions = machine.handle(event, at: now)
+        for action in actions { execute(action) }
+        reportMachineState()
+    }
+
+    private func reportMachineState() {
+        switch machine.phase {
+        case .idle, .stopped, .ready:
+            return
+        case .waitingForBlueZ, .waitingForAdapter, .locating, .connecting, .waitingForPendingConnect,
+            .resolvingServices, .awaitingLinkDown, .backingOff:
+            if machine.consecutiveFailures == 0, state == nil || state == .connecting {
+                emit(.state(.connecting))
+            } else if case .lost = state, machine.consecutiveFailures == 0 {
+                emit(.state(.reconnecting(attempt: 1, lastFailure: machine.lastFailure)))
+            } else if machine.consecutiveFailures > 0 {
+                emit(.state(.reconnecting(attempt: machine.consecutiveFailures, lastFailure: machine.lastFailure)))
+            }
+        }
+    }
+
+    private func execute(_ action: ReconnectionMachine.Action) {
+        let inbox = inboxContinuation
+        let client = client
+        let requester = address.rawValue
+        switch action {
+        case .startDiscovery:
+            Task { await client.setScanning(true, requester: requester) }
+        case .stopDiscovery:
+            Task { await client.setScanning(false, requester: requester) }
+        case .connect:
+            guard let device = facts?.device else {
+                inbox.yield(.machine(.connectFinished(.deviceGone)))
+                return
+            }
+            let timeout = options.reconnection.connectTimeout
+            Task {
+                do {
+                    try await client.connect(device, timeout: timeout)
+                    inbox.yield(.machine(.connectFinished(nil)))
+                } catch {
+                    inbox.yield(.machine(.connectFinished(BlueZErrorClass(any: error))))
+                }
+            }
+        case .disconnect:
+            guard let device = facts?.device else { return }
+            Task { try? await client.disconnect(device, timeout: .seconds(10)) }
+        case .checkGATT:
+            guard let device = facts?.device else {
+                inbox.yield(.machine(.gattChecked(complete: false)))
+                return
+            }
+            Task {
+                let command = await client.characteristic(MetaWearGATT.command, under: device)
+                let notify = await client.characteristic(MetaWearGATT.notify, under: device)
+                let usable = command.map { $0.flags.contains("write-without-response") || $0.flags.contains("write") } ?? false
+                    && notify.map { $0.flags.contains("notify") } ?? false
+                inbox.yield(.machine(.gattChecked(complete: usable)))
+            }
+        case .removeDevice:
+            guard let device = facts?.device, let adapter = facts?.adapter else { return }
+            Task { try? await client.removeDevice(device, adapter: adapter) }
+        case .powerCycleAdapter:
+            guard let adapter = facts?.adapter else { return }
+            Task {
+                try? await client.setPowered(false, adapter: adapter)
+                try? await Task.sleep(for: .seconds(1))
+                try? await client.setPowered(true, adapter: adapter)
+            }
+        case .wakeUp(let at):
+            wakeTask?.cancel()
+            let delay = at - now
+            wakeTask = Task {
+                if delay > .zero { try? await Task.sleep(for: delay) }
+                if !Task.isCancelled { inbox.yield(.wakeUp(0)) }
+            }
+        case .linkReady:
+            openLink()
+        case .linkLost(let reason):
+            tearDownLink()
+            emit(.state(.lost(reason: reason.description)))
+        }
+    }
+
+    // MARK: Link
+
+    private func openLink() {
+        generation += 1
+        let gen = generation
+        let inbox = inboxContinuation
+        let client = client
+        let options = options
+        guard let device = facts?.device else {
+            inbox.yield(.linkFailed("device vanished before the link opened", gen))
+            return
+        }
+        emit(.state(.handshaking))
+        linkTasks.append(Task {
+            guard let command = await client.characteristic(MetaWearGATT.command, under: device),
+                  let notify = await client.characteristic(MetaWearGATT.notify, under: device)
+            else {
+                inbox.yield(.linkFailed("MetaWear characteristics missing", gen))
+                return
+            }
+            do {
+                let link = try await GattLink.open(busAddress: client.busAddress,
+                                                   minimumWriteInterval: options.minimumWriteInterval)
+                let stream = try await link.notifications(from: notify, delivery: options.notificationDelivery)
+                self.linkCharacteristics(command: command.path, notify: notify, gen: gen)
+                inbox.yield(.linkOpened(link, gen))
+                for await notification in stream { inbox.yield(.notification(notification, gen)) }
+                inbox.yield(.notificationsEnded(gen))
+            } catch {
+                inbox.yield(.linkFailed("cannot enable notifications: \(error)", gen))
+            }
+        })
+    }
+
+    private func linkCharacteristics(command: DBusObjectPath, notify: GattCharacteristicInfo, gen: Int) {
+        guard gen == generation else { return }
+        commandPath = command
+        notifyCharacteristic = notify
+    }
+
+    private func tearDownLink() {
+        generation += 1
+        linkTasks.forEach { $0.cancel() }
+        linkTasks.removeAll()
+        replyTimer?.cancel()
+        replyTimer = nil
+        sequencer = nil
+        plan = nil
+        lastNotification = nil
+        streamRestarts = 0
+        buttonDetector = ButtonToggleDetector()
+        if let link {
+            Task { await link.close() }
+        }
+        link = nil
+    }
+
+    // MARK: Handshake
+
+    private func beginHandshake() {
+        var sequencer = HandshakeSequencer(configuration: options.configuration, options: options.handshake)
+        let actions = sequencer.start()
+        self.sequencer = sequencer
+        perform(actions)
+    }
+
+    /// Runs handshake actions in order on a chain, so pauses delay what follows.
+    private func perform(_ actions: [HandshakeSequencer.Action]) {
+        guard !actions.isEmpty, let link, let commandPath else { return }
+        let gen = generation
+        let inbox = inboxContinuation
+        let client = client
+        let device = facts?.device
+        let replyTimeout = Duration.milliseconds(options.handshake.replyTimeoutMilliseconds)
+        let previous = actionTail
+        actionTail = Task {
+            await previous?.value
+            for action in actions {
+                if Task.isCancelled { return }
+                switch action {
+                case .write(let packet):
+                    do {
+                        try await link.write(packet.bytes, to: commandPath, withResponse: packet.requiresWriteWithResponse)
+                    } catch {
+                        inbox.yield(.linkFailed("write failed: \(error)", gen))
+                        return
+                    }
+                case .readDeviceInformation(let field):
+                    var text: String?
+                    if let device, let characteristic = await client.characteristic(field.uuid, under: device) {
+                        if let bytes = try? await link.read(characteristic.path) {
+                            text = String(decoding: bytes, as: UTF8.self)
+                        }
+                    }
+                    inbox.yield(.deviceInformation(field, text, gen))
+                case .pause(let milliseconds):
+                    try? await Task.sleep(for: .milliseconds(milliseconds))
+                case .awaitReply(let step):
+                    self.armReplyTimer(step, after: replyTimeout, gen: gen)
+                case .finished, .failed:
+                    inbox.yield(.handshakeOutcome(action, gen))
+                }
+            }
+        }
+    }
+
+    private func armReplyTimer(_ step: HandshakeSequencer.Step, after timeout: Duration, gen: Int) {
+        guard gen == generation else { return }
+        replyTimer?.cancel()
+        let inbox = inboxContinuation
+        replyTimer = Task {
+            try? await Task.sleep(for: timeout)
+            if !Task.isCancelled { inbox.yield(.replyTimeout(step, gen)) }
+        }
+    }
+
+    private func handshakeEnded(_ outcome: HandshakeSequencer.Action) {
+        replyTimer?.cancel()
+        switch outcome {
+        case .finished(let description, let plan):
+            self.description = description
+            self.plan = plan
+            sequencer = nil
+            var commands = plan.startCommands
+            if options.watchButton, description.modules.has(.switchModule) { commands.append(Commands.subscribeButton) }
+            if ledSignal != .off { commands += ledSignal.commands(ledRevision: description.ledRevision ?? 1) }
+            writeAll(commands)
+            lastNotification = .now
+            if let battery = description.battery { emit(.battery(battery)) }
+            emit(.state(.streaming(description)))
+            startSupervision()
+        case .failed(let error):
+            sequencer = nil
+            // A board that cannot stream the configuration shows it on its LED.
+            if case .configuration = error { writeAll(LEDSignal.error.commands()) }
+            feed(.sessionFailed("handshake failed: \(error)"))
+        default:
+            break
+        }
+    }
+
+    private func writeAll(_ packets: [Packet]) {
+        guard let link, let commandPath, !packets.isEmpty else { return }
+        let gen = generation
+        let inbox = inboxContinuation
+        let previous = actionTail
+        actionTail = Task {
+            await previous?.value
+            for packet in packets {
+                do {
+                    try await link.write(packet.bytes, to: commandPath, withResponse: packet.requiresWriteWithResponse)
+                } catch {
+                    inbox.yield(.linkFailed("write failed: \(error)", gen))
+                    return
+                }
+            }
+        }
+    }
+
+    // MARK: Streaming
+
+    private func receive(_ notification: GattNotification) {
+        if var sequencer {
+            let actions = sequencer.receive(notification: notification.bytes)
+            self.sequencer = sequencer
+            perform(actions)
+            return
+        }
+        guard let plan else { return }
+        lastNotification = notification.receivedAt
+        let event = plan.decoder.decode(notification.bytes)
+        switch event {
+        case .battery(let battery):
+            emit(.battery(battery), at: notification)
+        case .button(let button):
+            let toggles = buttonDetector.shouldToggle(on: button)
+            emit(.button(button, togglesSession: toggles), at: notification)
+        case .gyro, .accelerometer:
+            streamRestarts = 0
+            emit(.sample(event), at: notification)
+        default:
+            emit(.sample(event), at: notification)
+        }
+    }
+
+    private func startSupervision() {
+        let gen = generation
+        let inbox = inboxContinuation
+        let tick = options.watchdogTimeout / 4
+        linkTasks.append(Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: tick)
+                inbox.yield(.watchdogTick(gen))
+            }
+        })
+        if let interval = options.batteryInterval {
+            linkTasks.append(Task {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: interval)
+                    inbox.yield(.batteryTick(gen))
+                }
+            })
+        }
+    }
+
+    /// No data for several expected intervals: restart the stream, then reconnect (reference
+    /// metawear-protocol §9.1, bluez-dbus §2.3 step 11).
+    private func checkWatchdog() {
+        guard let plan, let lastNotification, ContinuousClock.now - lastNotification > options.watchdogTimeout else { return }
+        if streamRestarts < options.streamRestartsBeforeReconnect {
+            streamRestarts += 1
+            emit(.state(.recoveringStream(restart: streamRestarts)))
+            writeAll(plan.stopCommands + plan.startCommands)
+            self.lastNotification = .now
+            if let description { emit(.state(.streaming(description))) }
+            return
+        }
+        feed(.sessionFailed("no data for \(options.watchdogTimeout) after \(streamRestarts) stream restart(s)"))
+    }
+
+    // MARK: Shutdown
+
+    private func shutDown() async {
+        if let link, let commandPath, let plan {
+            var commands = plan.stopCommands
+            if options.watchButton, description?.modules.has(.switchModule) == true { commands.append(Commands.unsubscribeButton) }
+            if ledSignal != .off { commands.append(LEDSignal.stopAndClear) }
+            await actionTail?.value
+            for packet in commands {
+                do {
+                    try await link.write(packet.bytes, to: commandPath, withResponse: packet.requiresWriteWithResponse)
+                } catch { break }
+            }
+        }
+        let openLink = link
+        let actions = machine.handle(.stop, at: now)
+        tearDownLink()
+        await openLink?.close()
+        for action in actions where action == .disconnect {
+            if let device = facts?.device { try? await client.disconnect(device, timeout: .seconds(5)) }
+        }
+        await client.setScanning(false, requester: address.rawValue)
+        wakeTask?.cancel()
+        changeTask?.cancel()
+        emit(.state(.stopped))
+        finish()
+    }
+
+    private func finish() {
+        finished = true
+        eventContinuation.finish()
+        inboxContinuation.finish()
+        for waiter in stopWaiters { waiter.resume() }
+        stopWaiters.removeAll()
+    }
+
+    private func emit(_ kind: BoardEvent.Kind, at notification: GattNotification? = nil) {
+        if case .state(let new) = kind {
+            guard new != state else { return }
+            state = new
+        }
+        eventContinuation.yield(BoardEvent(board: address, kind: kind, receivedAt: notification?.receivedAt ?? .now,
+                                           wallClock: notification?.wallClock ?? Date()))
+    }
+}

@@ -1,0 +1,245 @@
+import BlueZ
+import DBus
+import Foundation
+import Testing
+
+private let metaWearService = "326a9000-85cb-9195-d9dd-464cfbbae75a"
+private let commandUUID = "326a9001-85cb-9195-d9dd-464cfbbae75a"
+private let notifyUUID = "326a9006-85cb-9195-d9dd-464cfbbae75a"
+private let boardAddress = "D1:5E:AA:01:02:03"
+
+/// The BlueZ client against python3-dbusmock on a private dbus-daemon.
+@Suite("BlueZ client over D-Bus (python3-dbusmock peer)", .enabled(if: MockBlueZ.isAvailable), .serialized)
+struct BlueZClientTests {
+    private func withMock(_ body: (MockBlueZ, BlueZClient) async throws -> Void) async throws {
+        let mock = try await MockBlueZ()
+        defer { mock.stop() }
+        let client = try await BlueZClient.open(busAddress: mock.bus.address, discoveryUUIDs: [metaWearService])
+        do {
+            try await body(mock, client)
+        } catch {
+            await client.close()
+            throw error
+        }
+        await client.close()
+    }
+
+    private func connectedBoard(_ mock: MockBlueZ, _ client: BlueZClient, acquirable: Bool = false)
+        async throws -> DBusObjectPath
+    {
+        try await mock.addBoard(boardAddress)
+        try await mock.call("SetNotifyAcquirable", [.string(boardAddress), .boolean(acquirable)])
+        let address = try #require(BluetoothAddress(boardAddress))
+        var device: DeviceInfo?
+        try await waitUntil("the device object") {
+            device = await client.device(address)
+            return device != nil
+        }
+        let path = try #require(device?.path)
+        try await client.connect(path, timeout: .seconds(10))
+        try await client.waitForServicesResolved(path, timeout: eventually)
+        try await waitUntil("the GATT objects") { await client.characteristic(notifyUUID, under: path) != nil }
+        return path
+    }
+
+    @Test func discoveryUsesTheLEFilterAndReportsAdvertisements() async throws {
+        try await withMock { mock, client in
+            let adapters = await client.adapters()
+            #expect(adapters.map(\.path.rawValue) == ["/org/bluez/hci0"])
+            #expect(adapters.first?.powered == true)
+            let advertisements = await client.advertisements(namePrefix: "MetaWear")
+            try await mock.addBoard(boardAddress, name: "MetaWear")
+            let seen = try await first(advertisements)
+            #expect(seen.address.rawValue == boardAddress)
+            #expect(seen.name == "MetaWear")
+            #expect(seen.rssi == -58)
+            #expect(seen.devicePath.rawValue == "/org/bluez/hci0/dev_D1_5E_AA_01_02_03")
+            let scanning = try await mock.state(boardAddress)
+            #expect(scanning["Discovering"] == .boolean(true))
+            #expect(scanning["FilterTransport"] == .string("le"))
+            #expect(try scanning["FilterUUIDs"]?.as([String].self) == [metaWearService])
+        }
+    }
+
+    @Test func discoveryStopsWhenNobodyWantsIt() async throws {
+        try await withMock { mock, client in
+            try await mock.addBoard(boardAddress)
+            await client.setScanning(true, requester: "a")
+            await client.setScanning(true, requester: "b")
+            #expect(try await mock.state(boardAddress)["Discovering"] == .boolean(true))
+            await client.setScanning(false, requester: "a")
+            #expect(try await mock.state(boardAddress)["Discovering"] == .boolean(true))
+            await client.setScanning(false, requester: "b")
+            #expect(try await mock.state(boardAddress)["Discovering"] == .boolean(false))
+        }
+    }
+
+    @Test func connectResolvesServicesAndFindsCharacteristicsByUUID() async throws {
+        try await withMock { mock, client in
+            let device = try await connectedBoard(mock, client)
+            let facts = await client.facts(for: try #require(BluetoothAddress(boardAddress)))
+            #expect(facts.blueZAvailable && facts.adapterPowered && facts.connected && facts.servicesResolved)
+            #expect(facts.device == device)
+            let command = try #require(await client.characteristic(commandUUID.uppercased(), under: device))
+            #expect(command.path.rawValue.hasSuffix("/service000c/char000d"))
+            #expect(command.flags.contains("write-without-response"))
+            let notify = try #require(await client.characteristic(notifyUUID, under: device))
+            #expect(notify.flags.contains("notify"))
+            #expect(notify.mtu == 247)
+            #expect(notify.offersAcquireNotify == false)
+            #expect(await client.characteristic("0000ffff-0000-1000-8000-00805f9b34fb", under: device) == nil)
+        }
+    }
+
+    @Test func writesArriveWithTheExactBytesInOrderAsCommands() async throws {
+        try await withMock { mock, client in
+            let device = try await connectedBoard(mock, client)
+            let command = try #require(await client.characteristic(commandUUID, under: device))
+            let link = try await GattLink.open(busAddress: mock.bus.address)
+            let packets: [[UInt8]] = (0..<20).map { [0x13, 0x03, UInt8($0), 0xFF, 0x00] }
+            // Fire them concurrently-issued but in program order: the link keeps call order.
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for packet in packets {
+                    try await link.write(packet, to: command.path)
+                }
+                group.addTask { try await link.write([0x0F, 0x02, 0x01], to: command.path, withResponse: true) }
+                try await group.waitForAll()
+            }
+            await link.close()
+            let writes = try await mock.writes(boardAddress)
+            #expect(writes.map(\.bytes) == packets + [[0x0F, 0x02, 0x01]])
+            #expect(writes.dropLast().allSatisfy { $0.type == "command" })
+            #expect(writes.last?.type == "request")
+        }
+    }
+
+    @Test func startNotifyDeliversPropertiesChangedValues() async throws {
+        try await withMock { mock, client in
+            let device = try await connectedBoard(mock, client)
+            let notify = try #require(await client.characteristic(notifyUUID, under: device))
+            let link = try await GattLink.open(busAddress: mock.bus.address)
+            let stream = try await link.notifications(from: notify)
+            #expect(await link.activeDelivery == "StartNotify")
+            #expect(try await mock.state(boardAddress)["Notifying"] == .boolean(true))
+            let sent: [[UInt8]] = [[0x13, 0x05, 1, 0, 2, 0, 3, 0], [0x13, 0x05, 1, 0, 2, 0, 3, 0], [0x11, 0x8C, 99, 0x10, 0x10]]
+            for bytes in sent { try await mock.notify(boardAddress, bytes) }
+            var received: [[UInt8]] = []
+            for await notification in stream {
+                received.append(notification.bytes)
+                if received.count == sent.count { break }
+            }
+            // Repeated identical values still arrive once each (BlueZ resets Value first).
+            #expect(received == sent)
+            await link.close()
+            #expect(try await mock.state(boardAddress)["Notifying"] == .boolean(false))
+        }
+    }
+
+    @Test func acquireNotifyDeliversDatagramsOverTheFileDescriptor() async throws {
+        try await withMock { mock, client in
+            let device = try await connectedBoard(mock, client, acquirable: true)
+            let notify = try #require(await client.characteristic(notifyUUID, under: device))
+            #expect(notify.offersAcquireNotify)
+            let link = try await GattLink.open(busAddress: mock.bus.address)
+            let stream = try await link.notifications(from: notify)
+            #expect(await link.activeDelivery == "AcquireNotify")
+            #expect(try await mock.state(boardAddress)["Acquired"] == .boolean(true))
+            let sent: [[UInt8]] = (0..<50).map { [0x13, 0x05, UInt8($0), 0, 0, 0, 0, 0] }
+            for bytes in sent { try await mock.notify(boardAddress, bytes) }
+            // Collect everything until the stream ends (it must end when the link drops).
+            let collector = Task {
+                var received: [[UInt8]] = []
+                for await notification in stream { received.append(notification.bytes) }
+                return received
+            }
+            // Each Notify call returned after its datagram was queued, so hanging up now still
+            // lets every datagram be read before the end of the stream.
+            try await mock.call("DropLink", [.string(boardAddress)])
+            let received = try await first(AsyncStream<[[UInt8]]> { continuation in
+                Task { continuation.yield(await collector.value) }
+            })
+            #expect(received == sent)
+            await link.close()
+        }
+    }
+
+    @Test func scriptedConnectFailuresAreClassified() async throws {
+        try await withMock { mock, client in
+            try await mock.addBoard(boardAddress)
+            let address = try #require(BluetoothAddress(boardAddress))
+            try await waitUntil("the device object") { await client.device(address) != nil }
+            let device = try #require(await client.device(address)).path
+            let cases: [(String, String, BlueZErrorClass)] = [
+                ("org.bluez.Error.Failed", "le-connection-abort-by-local", .transientAbort),
+                ("org.bluez.Error.InProgress", "In Progress", .inProgress),
+                ("org.bluez.Error.NotReady", "Resource Not Ready", .adapterNotReady),
+                ("org.bluez.Error.Failed", "Host is down", .failed),
+                ("org.bluez.Error.NotPermitted", "Not Permitted", .notPermitted),
+            ]
+            for (name, message, expected) in cases {
+                try await mock.call("FailNextConnect", [.string(boardAddress), .string(name), .string(message)])
+                do {
+                    try await client.connect(device, timeout: .seconds(10))
+                    Issue.record("connect should have failed with \(name)")
+                } catch let error as DBusError {
+                    #expect(error.name == name)
+                    #expect(BlueZErrorClass(error) == expected, "\(error)")
+                }
+            }
+            // The device object vanishes: connecting on the old path means "rescan".
+            try await mock.call("RemoveBoard", [.string(boardAddress)])
+            try await waitUntil("the device to vanish") { await client.device(address) == nil }
+            do {
+                try await client.connect(device, timeout: .seconds(10))
+                Issue.record("connect on a removed device should fail")
+            } catch {
+                #expect(BlueZErrorClass(any: error) == .deviceGone, "\(error)")
+            }
+        }
+    }
+
+    @Test func waitingForServicesFailsOnLinkLossAndRemoval() async throws {
+        try await withMock { mock, client in
+            try await mock.addBoard(boardAddress)
+            let address = try #require(BluetoothAddress(boardAddress))
+            try await waitUntil("the device object") { await client.device(address) != nil }
+            let device = try #require(await client.device(address)).path
+            // Never connected: removal while waiting ends the wait with UnknownObject.
+            async let waiting: Void = client.waitForServicesResolved(device, timeout: eventually)
+            try await Task.sleep(for: .milliseconds(200))
+            try await mock.call("RemoveBoard", [.string(boardAddress)])
+            do {
+                try await waiting
+                Issue.record("the wait should fail when the device is removed")
+            } catch let error as DBusError {
+                #expect(BlueZErrorClass(error) == .deviceGone)
+            }
+            // A short timeout is honoured.
+            try await mock.addBoard(boardAddress)
+            try await waitUntil("the device object") { await client.device(address) != nil }
+            await #expect(throws: DBusError.self) {
+                try await client.waitForServicesResolved(device, timeout: .milliseconds(300))
+            }
+        }
+    }
+
+    @Test func aBluetoothdRestartIsSeenAndTheMirrorIsRebuilt() async throws {
+        try await withMock { mock, client in
+            try await mock.addBoard(boardAddress)
+            let address = try #require(BluetoothAddress(boardAddress))
+            try await waitUntil("the device object") { await client.device(address) != nil }
+            let changes = await client.changes()
+            mock.killService()
+            _ = try await first(changes) { $0 == .serviceAvailable(false) }
+            try await waitUntil("the mirror to empty") { await client.adapters().isEmpty }
+            #expect(await client.isServiceAvailable == false)
+            #expect(await client.facts(for: address).blueZAvailable == false)
+            try await mock.startService()
+            _ = try await first(changes) { $0 == .serviceAvailable(true) }
+            try await waitUntil("the adapter to come back") { await client.adapters().count == 1 }
+            #expect(await client.device(address) == nil)
+            try await mock.addBoard(boardAddress)
+            try await waitUntil("the device object again") { await client.device(address) != nil }
+        }
+    }
+}

@@ -1,0 +1,145 @@
+import BlueZ
+
+/// An in-memory BlueZ that reacts to the machine's actions, and a virtual clock. No D-Bus.
+struct ReconnectionHarness {
+    typealias Action = ReconnectionMachine.Action
+    typealias Event = ReconnectionMachine.Event
+
+    /// How the fake answers the next `Connect`.
+    enum ConnectScript {
+        case success
+        case fail(BlueZErrorClass)
+        /// `le-connection-abort-by-local`: Connected true, the error, then Connected false after a moment.
+        case abortWithBlip
+        /// Never answers (the call is outstanding until the driver's timeout).
+        case hang
+        /// Connects but ServicesResolved never comes.
+        case noServices
+    }
+
+    var machine: ReconnectionMachine
+    var now: Duration = .zero
+    var connected = false
+    var devicePresent = true
+    /// Whether scanning finds the device (after `scanDelay`).
+    var deviceAdvertising = true
+    var scanDelay: Duration = .seconds(1)
+    var gattComplete = true
+    var connectScripts: [ConnectScript] = []
+    /// Every action with its time.
+    private(set) var log: [(time: Duration, action: Action)] = []
+    private var queue: [Event] = []
+    private var delayed: [(time: Duration, event: Event)] = []
+
+    init(policy: ReconnectionPolicy = ReconnectionPolicy(), seed: UInt64 = 1) {
+        machine = ReconnectionMachine(policy: policy, seed: seed)
+    }
+
+    /// Starts with BlueZ, the device object (if `devicePresent`) and a powered adapter, in the
+    /// order the session reports facts (rises last).
+    mutating func boot() {
+        send(.start)
+        send(.blueZAvailable(true))
+        send(.devicePresent(devicePresent))
+        send(.adapterAvailable(true))
+    }
+
+    mutating func send(_ event: Event) {
+        queue.append(event)
+        drain()
+    }
+
+    /// Injects an external change after `delay`.
+    mutating func schedule(_ event: Event, after delay: Duration) {
+        delayed.append((now + delay, event))
+    }
+
+    /// Advances virtual time, delivering scheduled events and wake-ups in order.
+    mutating func advance(by duration: Duration) {
+        let end = now + duration
+        while true {
+            let nextDelayed = delayed.map(\.time).min()
+            let nextWake = machine.wakeUpTime
+            let next = [nextDelayed, nextWake].compactMap { $0 }.min()
+            guard let next, next <= end else { break }
+            now = max(now, next)
+            if let index = delayed.firstIndex(where: { $0.time <= now }) {
+                let event = delayed.remove(at: index).event
+                apply(event)
+                queue.append(event)
+            } else {
+                queue.append(.wakeUp)
+            }
+            drain()
+        }
+        now = end
+    }
+
+    /// Keeps the world's facts in line with externally injected events.
+    private mutating func apply(_ event: Event) {
+        switch event {
+        case .connected(let value): connected = value
+        case .devicePresent(let value): devicePresent = value
+        default: break
+        }
+    }
+
+    private mutating func drain() {
+        while !queue.isEmpty {
+            let event = queue.removeFirst()
+            for action in machine.handle(event, at: now) {
+                log.append((now, action))
+                react(to: action)
+            }
+        }
+    }
+
+    private mutating func react(to action: Action) {
+        switch action {
+        case .connect:
+            let script = connectScripts.isEmpty ? .success : connectScripts.removeFirst()
+            switch script {
+            case .success:
+                connected = true
+                queue += [.connected(true), .connectFinished(nil), .servicesResolved(true)]
+            case .noServices:
+                connected = true
+                queue += [.connected(true), .connectFinished(nil)]
+            case .fail(let errorClass):
+                if errorClass == .deviceGone { devicePresent = false }
+                queue.append(.connectFinished(errorClass))
+            case .abortWithBlip:
+                connected = true
+                queue += [.connected(true), .connectFinished(.transientAbort)]
+                delayed.append((now + .milliseconds(100), .connected(false)))
+            case .hang:
+                break
+            }
+        case .disconnect:
+            if connected {
+                connected = false
+                queue += [.servicesResolved(false), .connected(false)]
+            }
+        case .checkGATT:
+            queue.append(.gattChecked(complete: gattComplete))
+        case .removeDevice:
+            if devicePresent {
+                devicePresent = false
+                queue.append(.devicePresent(false))
+            }
+        case .startDiscovery:
+            if deviceAdvertising, !devicePresent { delayed.append((now + scanDelay, .devicePresent(true))) }
+        case .stopDiscovery, .powerCycleAdapter, .wakeUp, .linkReady, .linkLost:
+            break
+        }
+    }
+
+    // MARK: Queries
+
+    func count(_ predicate: (Action) -> Bool) -> Int { log.filter { predicate($0.action) }.count }
+    var connects: [Duration] { log.filter { $0.action == .connect }.map(\.time) }
+    var readyCount: Int { count { $0 == .linkReady } }
+    var losses: [LinkLossReason] {
+        log.compactMap { if case .linkLost(let reason) = $0.action { reason } else { nil } }
+    }
+}

@@ -1,0 +1,361 @@
+import BlueZ
+import DBus
+import Testing
+
+@Suite("Reconnection state machine (virtual clock, in-memory BlueZ)")
+struct ReconnectionMachineTests {
+    @Test func connectsWhenTheDeviceIsKnown() {
+        var h = ReconnectionHarness()
+        h.boot()
+        #expect(h.readyCount == 1)
+        #expect(h.machine.phase == .ready)
+        #expect(h.connects == [.zero])
+        #expect(h.count { $0 == .startDiscovery } == 0)
+    }
+
+    @Test func scansFirstWhenTheDeviceIsUnknownThenStopsScanning() {
+        var h = ReconnectionHarness()
+        h.devicePresent = false
+        h.boot()
+        #expect(h.machine.phase == .locating)
+        #expect(h.count { $0 == .startDiscovery } == 1)
+        h.advance(by: .seconds(2))
+        #expect(h.readyCount == 1)
+        #expect(h.count { $0 == .stopDiscovery } == 1)
+        #expect(h.connects == [.seconds(1)])
+    }
+
+    @Test func waitsForBlueZAndAPoweredAdapter() {
+        var h = ReconnectionHarness()
+        h.send(.start)
+        h.advance(by: .seconds(60))
+        #expect(h.log.isEmpty)
+        #expect(h.machine.phase == .waitingForBlueZ)
+        h.send(.blueZAvailable(true))
+        #expect(h.machine.phase == .waitingForAdapter)
+        h.send(.adapterAvailable(true))
+        h.send(.devicePresent(true))
+        #expect(h.readyCount == 1)
+    }
+
+    @Test func transientAbortWaitsForLinkDownThenRetriesQuickly() {
+        var h = ReconnectionHarness()
+        h.connectScripts = [.abortWithBlip, .abortWithBlip]
+        h.boot()
+        // No second Connect while the blip's Connected=true is still showing.
+        #expect(h.connects.count == 1)
+        #expect(h.machine.phase == .awaitingLinkDown)
+        h.advance(by: .seconds(2))
+        #expect(h.connects == [.zero, .milliseconds(350), .milliseconds(700)])
+        #expect(h.readyCount == 1)
+        #expect(h.machine.consecutiveFailures == 0)
+    }
+
+    @Test func tooManyTransientAbortsBecomeHardFailuresWithBackoff() {
+        let policy = ReconnectionPolicy(transientLimit: 2, escalationThreshold: 10)
+        var h = ReconnectionHarness(policy: policy)
+        h.connectScripts = Array(repeating: .fail(.transientAbort), count: 3)
+        h.boot()
+        h.advance(by: .seconds(1))
+        // Two quick retries 0.25 s apart, then the third abort backs off exponentially.
+        #expect(h.connects.prefix(3) == [.zero, .milliseconds(250), .milliseconds(500)])
+        #expect(h.count { $0 == .disconnect } == 1)
+        h.advance(by: .seconds(60))
+        #expect(h.readyCount == 1)
+    }
+
+    @Test func inProgressNeverStacksASecondConnect() {
+        var h = ReconnectionHarness()
+        h.connectScripts = [.fail(.inProgress)]
+        h.boot()
+        #expect(h.machine.phase == .waitingForPendingConnect)
+        h.advance(by: .seconds(5))
+        #expect(h.connects.count == 1)
+        // The other client's connect completes: adopt the link.
+        h.schedule(.connected(true), after: .zero)
+        h.advance(by: .milliseconds(1))
+        h.send(.servicesResolved(true))
+        #expect(h.readyCount == 1)
+        #expect(h.connects.count == 1)
+    }
+
+    @Test func inProgressThatNeverCompletesIsCancelledAndRetried() {
+        var h = ReconnectionHarness()
+        h.connectScripts = [.fail(.inProgress)]
+        h.boot()
+        h.advance(by: .seconds(20))
+        #expect(h.count { $0 == .disconnect } == 1)
+        h.advance(by: .seconds(5))
+        #expect(h.connects.count == 2)
+        #expect(h.readyCount == 1)
+    }
+
+    @Test func vanishedDeviceBacksOffThenRescans() {
+        var h = ReconnectionHarness()
+        h.connectScripts = [.fail(.deviceGone)]
+        h.boot()
+        #expect(h.machine.phase == .backingOff)
+        h.advance(by: .milliseconds(3999))
+        #expect(h.count { $0 == .startDiscovery } == 0)
+        h.advance(by: .milliseconds(1))
+        #expect(h.count { $0 == .startDiscovery } == 1)
+        h.advance(by: .seconds(1))
+        #expect(h.connects == [.zero, .seconds(5)])
+        #expect(h.readyCount == 1)
+    }
+
+    @Test func adapterNotReadyWaitsForTheAdapter() {
+        var h = ReconnectionHarness()
+        h.connectScripts = [.fail(.adapterNotReady)]
+        h.boot()
+        #expect(h.machine.phase == .waitingForAdapter)
+        h.advance(by: .seconds(30))
+        #expect(h.connects.count == 1)
+        h.send(.adapterAvailable(true))
+        #expect(h.readyCount == 1)
+    }
+
+    @Test func alreadyConnectedCountsAsSuccess() {
+        var h = ReconnectionHarness()
+        h.connectScripts = [.fail(.alreadyConnected)]
+        h.boot()
+        h.send(.connected(true))
+        h.send(.servicesResolved(true))
+        #expect(h.readyCount == 1)
+    }
+
+    @Test func noReplyDisconnectsAndBacksOffWithJitter() {
+        var h = ReconnectionHarness()
+        h.connectScripts = [.fail(.noReply)]
+        h.boot()
+        #expect(h.log.contains { $0.action == .disconnect })
+        h.advance(by: .seconds(1))
+        #expect(h.connects.count == 2)
+        // First failure: full jitter within [base/10, base].
+        let gap = h.connects[1] - h.connects[0]
+        #expect(gap >= .milliseconds(50) && gap <= .milliseconds(500))
+        #expect(h.readyCount == 1)
+    }
+
+    @Test func hardFailuresBackOffExponentiallyUpToTheCapAndEscalate() {
+        let policy = ReconnectionPolicy(baseBackoff: .seconds(1), maximumBackoff: .seconds(8), escalationThreshold: 4)
+        var h = ReconnectionHarness(policy: policy, seed: 42)
+        h.connectScripts = Array(repeating: .fail(.failed), count: 10)
+        h.boot()
+        h.advance(by: .seconds(600))
+        #expect(h.readyCount == 1)
+        let gaps = zip(h.connects.dropFirst(), h.connects).map { $0 - $1 }
+        // Windows 1, 2, 4, 8, 8, … s (plus rescans after each cache flush).
+        for (index, gap) in gaps.enumerated() {
+            let window = min(Duration.seconds(8), .seconds(1) * (1 << min(index, 10)))
+            #expect(gap <= window + .seconds(1), "gap \(index) = \(gap)")
+        }
+        // After 4 hard failures in a row the cache is flushed (twice in 10 failures).
+        #expect(h.count { $0 == .removeDevice } == 2)
+        #expect(h.count { $0 == .powerCycleAdapter } == 0)
+    }
+
+    @Test func adapterPowerCycleIsOptIn() {
+        let policy = ReconnectionPolicy(baseBackoff: .milliseconds(100), escalationThreshold: 2, allowAdapterPowerCycle: true)
+        var h = ReconnectionHarness(policy: policy)
+        h.connectScripts = Array(repeating: .fail(.failed), count: 4)
+        h.boot()
+        h.advance(by: .seconds(60))
+        #expect(h.count { $0 == .removeDevice } == 1)
+        #expect(h.count { $0 == .powerCycleAdapter } == 1)
+        #expect(h.readyCount == 1)
+    }
+
+    @Test func linkDropWhileReadyReconnectsAtOnce() {
+        var h = ReconnectionHarness()
+        h.boot()
+        h.schedule(.connected(false), after: .seconds(10))
+        h.advance(by: .seconds(10))
+        #expect(h.losses == [.linkDropped])
+        #expect(h.connects == [.zero, .seconds(10)])
+        #expect(h.readyCount == 2)
+    }
+
+    @Test func deviceRemovalWhileReadyRescans() {
+        var h = ReconnectionHarness()
+        h.boot()
+        h.connected = false
+        h.schedule(.devicePresent(false), after: .seconds(5))
+        h.advance(by: .seconds(5))
+        #expect(h.losses == [.deviceRemoved])
+        #expect(h.machine.phase == .locating)
+        #expect(h.count { $0 == .startDiscovery } == 1)
+        h.advance(by: .seconds(2))
+        #expect(h.readyCount == 2)
+    }
+
+    @Test func blueZRestartDropsEverythingAndStartsOver() {
+        var h = ReconnectionHarness()
+        h.boot()
+        h.connected = false
+        h.devicePresent = false
+        h.send(.blueZAvailable(false))
+        #expect(h.losses == [.blueZRestarted])
+        #expect(h.machine.phase == .waitingForBlueZ)
+        let before = h.log.count
+        h.advance(by: .seconds(30))
+        #expect(h.log.count == before)
+        h.send(.blueZAvailable(true))
+        h.send(.adapterAvailable(true))
+        #expect(h.count { $0 == .startDiscovery } == 1)
+        h.advance(by: .seconds(2))
+        #expect(h.readyCount == 2)
+    }
+
+    @Test func adapterPowerCycleWhileReadyReconnects() {
+        var h = ReconnectionHarness()
+        h.boot()
+        h.connected = false
+        h.send(.adapterAvailable(false))
+        #expect(h.losses == [.adapterOff])
+        #expect(h.machine.phase == .waitingForAdapter)
+        h.send(.connected(false))
+        h.advance(by: .seconds(3))
+        h.send(.adapterAvailable(true))
+        #expect(h.readyCount == 2)
+    }
+
+    @Test func servicesThatNeverResolveAreAbandoned() {
+        let policy = ReconnectionPolicy(servicesTimeout: .seconds(10))
+        var h = ReconnectionHarness(policy: policy)
+        h.connectScripts = [.noServices]
+        h.boot()
+        #expect(h.machine.phase == .resolvingServices)
+        h.advance(by: .seconds(10))
+        #expect(h.count { $0 == .disconnect } == 1)
+        h.advance(by: .seconds(2))
+        #expect(h.readyCount == 1)
+        #expect(h.connects.count == 2)
+    }
+
+    @Test func linkLossDuringServiceDiscoveryRetries() {
+        var h = ReconnectionHarness()
+        h.connectScripts = [.noServices]
+        h.boot()
+        h.schedule(.connected(false), after: .seconds(1))
+        h.advance(by: .seconds(3))
+        #expect(h.connects.count == 2)
+        #expect(h.readyCount == 1)
+        #expect(h.losses.isEmpty)
+    }
+
+    @Test func incompleteGattIsRecheckedThenFlushed() {
+        var h = ReconnectionHarness()
+        h.gattComplete = false
+        h.boot()
+        #expect(h.count { $0 == .checkGATT } == 1)
+        h.advance(by: .seconds(1))
+        #expect(h.count { $0 == .checkGATT } == 2)
+        #expect(h.count { $0 == .removeDevice } == 1)
+        h.gattComplete = true
+        h.advance(by: .seconds(10))
+        #expect(h.readyCount == 1)
+    }
+
+    @Test func sessionFailureForcesAFreshLink() {
+        var h = ReconnectionHarness()
+        h.boot()
+        h.send(.sessionFailed("stream stalled"))
+        #expect(h.losses == [.sessionFailed("stream stalled")])
+        #expect(h.count { $0 == .disconnect } == 1)
+        h.advance(by: .seconds(5))
+        #expect(h.connects.count == 2)
+        #expect(h.readyCount == 2)
+    }
+
+    @Test func adoptsALinkLeftOverFromBefore() {
+        var h = ReconnectionHarness()
+        h.send(.start)
+        h.send(.blueZAvailable(true))
+        h.send(.adapterAvailable(true))
+        h.send(.connected(true))
+        h.send(.servicesResolved(true))
+        h.send(.devicePresent(true))
+        #expect(h.readyCount == 1)
+        #expect(h.connects.isEmpty)
+    }
+
+    @Test func stopDisconnectsAndGoesQuiet() {
+        var h = ReconnectionHarness()
+        h.boot()
+        h.send(.stop)
+        #expect(h.losses == [.stopped])
+        #expect(h.log.last?.action == .disconnect)
+        let before = h.log.count
+        h.send(.connected(false))
+        h.send(.blueZAvailable(false))
+        h.advance(by: .seconds(100))
+        #expect(h.log.count == before)
+        #expect(h.machine.phase == .stopped)
+    }
+
+    @Test func stopWhileScanningStopsDiscovery() {
+        var h = ReconnectionHarness()
+        h.devicePresent = false
+        h.deviceAdvertising = false
+        h.boot()
+        h.send(.stop)
+        #expect(h.log.last?.action == .stopDiscovery)
+    }
+
+    @Test func scanThatFindsNothingIsRestarted() {
+        let policy = ReconnectionPolicy(scanRestartInterval: .seconds(10))
+        var h = ReconnectionHarness(policy: policy)
+        h.devicePresent = false
+        h.deviceAdvertising = false
+        h.boot()
+        h.advance(by: .seconds(25))
+        #expect(h.count { $0 == .startDiscovery } == 3)
+        #expect(h.count { $0 == .stopDiscovery } == 2)
+    }
+
+    @Test func staleConnectResultsAreIgnored() {
+        var h = ReconnectionHarness()
+        h.boot()
+        let before = h.log.count
+        h.send(.connectFinished(.transientAbort))
+        h.send(.gattChecked(complete: false))
+        #expect(h.log.count == before)
+        #expect(h.machine.phase == .ready)
+    }
+}
+
+@Suite("BlueZ error classes")
+struct BlueZErrorClassTests {
+    @Test(arguments: [
+        ("org.bluez.Error.Failed", "le-connection-abort-by-local", BlueZErrorClass.transientAbort),
+        ("org.bluez.Error.Failed", "Software caused connection abort", .transientAbort),
+        ("org.bluez.Error.Failed", "br-connection-canceled", .transientAbort),
+        ("org.bluez.Error.Failed", "Host is down", .failed),
+        ("org.bluez.Error.InProgress", "In Progress", .inProgress),
+        ("org.bluez.Error.InProgress", "Operation already in progress", .inProgress),
+        ("org.freedesktop.DBus.Error.UnknownObject", "Method \"Connect\" doesn't exist", .deviceGone),
+        ("org.bluez.Error.DoesNotExist", "Does Not Exist", .deviceGone),
+        ("org.bluez.Error.NotReady", "Resource Not Ready", .adapterNotReady),
+        ("org.bluez.Error.AlreadyConnected", "Already Connected", .alreadyConnected),
+        ("org.freedesktop.DBus.Error.NoReply", "", .noReply),
+        ("org.freedesktop.DBus.Error.Timeout", "", .noReply),
+        ("org.freedesktop.DBus.Error.ServiceUnknown", "", .noReply),
+        ("org.bluez.Error.NotPermitted", "Write acquired", .notPermitted),
+        ("org.bluez.Error.NotAuthorized", "", .notPermitted),
+        ("org.bluez.Error.NotConnected", "Not Connected", .notConnected),
+        ("org.bluez.Error.ImproperlyConfigured", "", .failed),
+    ])
+    func classifies(name: String, message: String, expected: BlueZErrorClass) {
+        #expect(BlueZErrorClass(DBusError(name: name, message: message)) == expected)
+    }
+
+    @Test func addressesAreNormalisedAndMapToDevicePaths() throws {
+        let address = try #require(BluetoothAddress("c4:7c:8d:6a:11:22"))
+        #expect(address.rawValue == "C4:7C:8D:6A:11:22")
+        #expect(address.devicePath(on: "/org/bluez/hci0")?.rawValue == "/org/bluez/hci0/dev_C4_7C_8D_6A_11_22")
+        #expect(BluetoothAddress("C4:7C:8D:6A:11") == nil)
+        #expect(BluetoothAddress("C4:7C:8D:6A:11:2G") == nil)
+        #expect(BluetoothAddress("") == nil)
+    }
+}
