@@ -2,6 +2,10 @@
 #define MWGATE_CDBUS_SHIM_H
 
 #include <dbus/dbus.h>
+#include <sys/eventfd.h>
+
+/* The I/O thread's wake-up fd (Glibc's Swift module does not export sys/eventfd.h). */
+static inline int cdbus_eventfd(void) { return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); }
 
 /* libdbus writes its type codes as ((int) 's'); Swift's importer drops such macros,
  * so they are re-exported here as constants. */

@@ -1,0 +1,180 @@
+import CDBus
+
+/// Flags for ``DBusConnection/requestName(_:flags:)``.
+public struct DBusNameFlags: OptionSet, Sendable, Hashable {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+    /// Let another connection take the name with `replaceExisting`.
+    public static let allowReplacement = DBusNameFlags(rawValue: CDBUS_NAME_FLAG_ALLOW_REPLACEMENT)
+    /// Take the name from its owner if the owner allowed replacement.
+    public static let replaceExisting = DBusNameFlags(rawValue: CDBUS_NAME_FLAG_REPLACE_EXISTING)
+    /// Fail instead of waiting in the queue when the name is taken.
+    public static let doNotQueue = DBusNameFlags(rawValue: CDBUS_NAME_FLAG_DO_NOT_QUEUE)
+}
+
+/// The bus's answer to RequestName.
+public enum DBusRequestNameReply: UInt32, Sendable {
+    case primaryOwner = 1, inQueue = 2, exists = 3, alreadyOwner = 4
+}
+
+/// The bus's answer to ReleaseName.
+public enum DBusReleaseNameReply: UInt32, Sendable {
+    case released = 1, nonExistent = 2, notOwner = 3
+}
+
+/// A private connection to a D-Bus bus, driven by its own I/O thread.
+///
+/// Everything is safe to use from any task. Method calls are `async` with an explicit
+/// timeout; signals arrive as `AsyncThrowingStream`s; exported objects answer calls from
+/// handler tasks. The connection never exits the process when the bus goes away (libdbus's
+/// default): calls fail with ``DBusError/Name/disconnected`` and signal streams end with
+/// that error instead. Call ``close()`` when done; releasing the last reference also closes.
+public final class DBusConnection: Sendable {
+    let core: ConnectionCore
+
+    private init(core: ConnectionCore) { self.core = core }
+
+    /// Connects to the system bus (`DBUS_SYSTEM_BUS_ADDRESS` when set, else the standard
+    /// socket).
+    public static func system() async throws -> DBusConnection {
+        DBusConnection(core: try await ConnectionCore.open(.system))
+    }
+
+    /// Connects to the session bus (`DBUS_SESSION_BUS_ADDRESS`).
+    public static func session() async throws -> DBusConnection {
+        DBusConnection(core: try await ConnectionCore.open(.session))
+    }
+
+    /// Connects to the bus at `address` (e.g. `unix:path=/run/x/bus`) and registers on it.
+    public init(address: String) async throws {
+        core = try await ConnectionCore.open(.address(address))
+    }
+
+    deinit { core.close() }
+
+    /// This connection's unique bus name, e.g. `:1.42`.
+    public var uniqueName: String { core.uniqueName }
+    /// Whether the connection is still open.
+    public var isConnected: Bool { core.isConnected }
+    /// Whether Unix file descriptors can be passed (negotiated on Unix transports).
+    public var canPassFileDescriptors: Bool { core.canPassFileDescriptors }
+
+    /// Closes the connection. Outstanding calls fail with `Disconnected`; signal streams
+    /// finish normally.
+    public func close() { core.close() }
+
+    // MARK: Names
+
+    /// Requests a well-known name. With the default `.doNotQueue`, anything but
+    /// `.primaryOwner`/`.alreadyOwner` means someone else holds it.
+    @discardableResult
+    public func requestName(_ name: String, flags: DBusNameFlags = [.doNotQueue]) async throws -> DBusRequestNameReply {
+        try DBusNames.validateBusName(name)
+        let reply = try await core.busCall("RequestName", [.string(name), .uint32(flags.rawValue)])
+        let code = try reply.decode(UInt32.self)
+        guard let result = DBusRequestNameReply(rawValue: code) else {
+            throw DBusError(name: DBusError.Name.failed, message: "unknown RequestName reply \(code)")
+        }
+        return result
+    }
+
+    /// Releases a well-known name.
+    @discardableResult
+    public func releaseName(_ name: String) async throws -> DBusReleaseNameReply {
+        try DBusNames.validateBusName(name)
+        let reply = try await core.busCall("ReleaseName", [.string(name)])
+        let code = try reply.decode(UInt32.self)
+        guard let result = DBusReleaseNameReply(rawValue: code) else {
+            throw DBusError(name: DBusError.Name.failed, message: "unknown ReleaseName reply \(code)")
+        }
+        return result
+    }
+
+    /// The unique name currently owning `name`, or nil when nobody owns it.
+    public func nameOwner(_ name: String) async throws -> String? {
+        do {
+            return try await core.busCall("GetNameOwner", [.string(name)]).decode(String.self)
+        } catch let error as DBusError where error.name == DBusError.Name.nameHasNoOwner {
+            return nil
+        }
+    }
+
+    // MARK: Calls
+
+    /// Calls a method and returns the reply message.
+    ///
+    /// - Throws: ``DBusError`` for an error reply (with the peer's name and message),
+    ///   `NoReply` when `timeout` passes or the peer leaves the bus, `Disconnected` when this
+    ///   connection closes; `CancellationError` when the task is cancelled.
+    public func call(destination: String?, path: DBusObjectPath, interface: String?, member: String,
+                     arguments: [DBusValue] = [], timeout: Duration) async throws -> DBusMessage {
+        try await core.call(.methodCall(destination: destination, path: path, interface: interface,
+                                        member: member, body: arguments), timeout: timeout)
+    }
+
+    /// Calls a method described by a prepared message (see ``DBusMessage/methodCall(destination:path:interface:member:body:)``).
+    public func call(_ message: DBusMessage, timeout: Duration) async throws -> DBusMessage {
+        try await core.call(message, timeout: timeout)
+    }
+
+    /// Sends any message without waiting for a reply (a method call is flagged no-reply).
+    public func send(_ message: DBusMessage) throws {
+        var message = message
+        if message.kind == .methodCall { message.noReplyExpected = true }
+        try core.send(message)
+    }
+
+    // MARK: Signals
+
+    /// Emits a signal. Signals emitted from one task leave in the order emitted.
+    public func emit(path: DBusObjectPath, interface: String, member: String, arguments: [DBusValue] = [],
+                     destination: String? = nil) throws {
+        try core.send(.signal(path: path, interface: interface, member: member, body: arguments, destination: destination))
+    }
+
+    /// Emits `org.freedesktop.DBus.Properties.PropertiesChanged` for `path`.
+    public func emitPropertiesChanged(path: DBusObjectPath, interface: String, changed: [String: DBusValue],
+                                      invalidated: [String] = []) throws {
+        try core.send(ObjectRegistry.propertiesChanged(path: path, interface: interface, changed: changed,
+                                                       invalidated: invalidated))
+    }
+
+    /// Subscribes to signals matching `rule`. Returns after the bus has installed the match,
+    /// so every matching signal sent afterwards is delivered, in order. The stream ends when
+    /// the connection closes (normally after ``close()``, with `Disconnected` when lost);
+    /// dropping or cancelling the iteration removes the match.
+    public func signals(matching rule: DBusMatchRule) async throws -> AsyncThrowingStream<DBusSignal, any Error> {
+        try await core.subscribe(rule)
+    }
+
+    // MARK: Exporting objects
+
+    /// Exports `object` at `path` (adding its interfaces to any already there). If an
+    /// ObjectManager is registered above `path`, it emits InterfacesAdded.
+    public func export(_ object: DBusExportedObject, at path: DBusObjectPath) async throws {
+        guard let manager = try core.registry.add(object, at: path) else { return }
+        let value = try await ObjectRegistry.interfacesAndProperties(object.interfaces, includeStandard: false)
+        try emit(path: manager, interface: DBusStandardInterface.objectManager, member: "InterfacesAdded",
+                 arguments: [.objectPath(path), value])
+    }
+
+    /// Removes the named interfaces (all when nil) from `path`. If an ObjectManager is
+    /// registered above `path`, it emits InterfacesRemoved.
+    public func unexport(_ path: DBusObjectPath, interfaces: [String]? = nil) throws {
+        let (removed, manager) = core.registry.remove(at: path, interfaces: interfaces)
+        guard let manager, !removed.isEmpty else { return }
+        try emit(path: manager, interface: DBusStandardInterface.objectManager, member: "InterfacesRemoved",
+                 arguments: [.objectPath(path), .array(element: .string, removed.map { .string($0) })])
+    }
+
+    /// Serves `org.freedesktop.DBus.ObjectManager` at `path` for every object exported below
+    /// it (BlueZ uses `/`).
+    public func exportObjectManager(at path: DBusObjectPath) {
+        core.registry.addManager(at: path)
+    }
+
+    /// Stops serving the ObjectManager at `path`.
+    public func unexportObjectManager(at path: DBusObjectPath) {
+        core.registry.removeManager(at: path)
+    }
+}

@@ -1,0 +1,322 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CDBus
+import Foundation
+import Synchronization
+
+/// The engine behind ``DBusConnection``: owns the libdbus connection, its I/O thread, the
+/// outstanding calls, the signal subscriptions and the exported objects.
+///
+/// State marked "I/O thread" is only touched from jobs and libdbus callbacks on that thread.
+final class ConnectionCore: @unchecked Sendable {
+    enum Target: Sendable {
+        case system, session
+        case address(String)
+    }
+
+    private struct Subscription {
+        let rule: DBusMatchRule
+        let continuation: AsyncThrowingStream<DBusSignal, any Error>.Continuation
+    }
+
+    let loop: EventLoop
+    let registry = ObjectRegistry()
+    private(set) var uniqueName = ""
+    private(set) var canPassFileDescriptors = false
+    private let connected = Atomic<Bool>(false)
+    private let nextSubscriptionID = Atomic<UInt64>(1)
+
+    // I/O thread.
+    private var subscriptions: [UInt64: Subscription] = [:]
+    private var trackedNames: [String: Int] = [:]
+    private var nameOwners: [String: String] = [:]
+    private var waiters: [ObjectIdentifier: ReplyWaiter] = [:]
+    private var closedByUser = false
+    private var disconnectSeen = false
+
+    private init() throws { loop = try EventLoop() }
+
+    var isConnected: Bool { connected.load(ordering: .acquiring) }
+
+    /// Opens the connection on a new I/O thread; returns once registered on the bus.
+    static func open(_ target: Target) async throws -> ConnectionCore {
+        let core = try ConnectionCore()
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let thread = Thread { core.threadMain(target, continuation) }
+            thread.name = "dbus-io"
+            thread.start()
+        }
+        return core
+    }
+
+    private func threadMain(_ target: Target, _ ready: CheckedContinuation<Void, any Error>) {
+        var error = CDBus.DBusError()
+        dbus_error_init(&error)
+        defer { dbus_error_free(&error) }
+        let opened: OpaquePointer?
+        switch target {
+        case .system: opened = dbus_bus_get_private(DBUS_BUS_SYSTEM, &error)
+        case .session: opened = dbus_bus_get_private(DBUS_BUS_SESSION, &error)
+        case .address(let address):
+            opened = dbus_connection_open_private(address, &error)
+            if let opened, dbus_error_is_set(&error) == 0, dbus_bus_register(opened, &error) == 0 {
+                dbus_connection_close(opened)
+                dbus_connection_unref(opened)
+                ready.resume(throwing: Self.swiftError(&error, fallback: "cannot register on the bus at \(address)"))
+                return
+            }
+        }
+        guard let connection = opened else {
+            ready.resume(throwing: Self.swiftError(&error, fallback: "cannot connect to the bus"))
+            return
+        }
+        // The default would _exit() the whole gateway when the bus restarts.
+        dbus_connection_set_exit_on_disconnect(connection, 0)
+        uniqueName = dbus_bus_get_unique_name(connection).map { String(cString: $0) } ?? ""
+        canPassFileDescriptors = dbus_connection_can_send_type(connection, CDBUS_TYPE_UNIX_FD) != 0
+        loop.install(on: connection)
+        dbus_connection_add_filter(connection, { _, message, data in
+            guard let message, let data else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
+            return Unmanaged<ConnectionCore>.fromOpaque(data).takeUnretainedValue().filter(message)
+        }, Unmanaged.passUnretained(self).toOpaque(), nil)
+        connected.store(true, ordering: .releasing)
+        ready.resume()
+
+        loop.run(connection: connection) { !disconnectSeen && dbus_connection_get_is_connected(connection) != 0 }
+        shutDown(connection)
+    }
+
+    private static func swiftError(_ error: inout CDBus.DBusError, fallback: String) -> DBusError {
+        guard dbus_error_is_set(&error) != 0 else { return DBusError(name: DBusError.Name.failed, message: fallback) }
+        return DBusError(name: error.name.map { String(cString: $0) } ?? DBusError.Name.failed,
+                         message: error.message.map { String(cString: $0) } ?? fallback)
+    }
+
+    private func shutDown(_ connection: OpaquePointer) {
+        connected.store(false, ordering: .releasing)
+        if dbus_connection_get_is_connected(connection) != 0 {
+            dbus_connection_flush(connection)
+            dbus_connection_close(connection)
+        }
+        while dbus_connection_dispatch(connection) == DBUS_DISPATCH_DATA_REMAINS {}
+        loop.drainAfterStop(connection)
+        while dbus_connection_dispatch(connection) == DBUS_DISPATCH_DATA_REMAINS {}
+        for waiter in waiters.values {
+            waiter.cancelPending()
+            waiter.finish(.failure(DBusError.disconnected()))
+        }
+        waiters.removeAll()
+        for subscription in subscriptions.values {
+            if closedByUser {
+                subscription.continuation.finish()
+            } else {
+                subscription.continuation.finish(throwing: DBusError.disconnected("the D-Bus connection was lost"))
+            }
+        }
+        subscriptions.removeAll()
+        dbus_connection_unref(connection)
+    }
+
+    // MARK: Jobs from any thread
+
+    /// Closes the connection; outstanding calls fail with `Disconnected`, signal streams end.
+    func close() {
+        loop.enqueue { [self] _ in
+            closedByUser = true
+            loop.requestStop()
+        }
+    }
+
+    /// Sends a message that expects no reply.
+    func send(_ message: DBusMessage) throws {
+        let raw = RawMessage(pointer: try MessageWriter.make(message))
+        let accepted = loop.enqueue { connection in
+            dbus_connection_send(connection, raw.pointer, nil)
+            dbus_message_unref(raw.pointer)
+        }
+        if !accepted {
+            dbus_message_unref(raw.pointer)
+            throw DBusError.disconnected()
+        }
+    }
+
+    /// Sends a method call and waits for its reply, an error reply, the timeout, or
+    /// cancellation of the calling task.
+    func call(_ message: DBusMessage, timeout: Duration) async throws -> DBusMessage {
+        var message = message
+        message.kind = .methodCall
+        message.noReplyExpected = false
+        let raw = RawMessage(pointer: try MessageWriter.make(message))
+        let milliseconds = Self.milliseconds(timeout)
+        let waiter = ReplyWaiter()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                waiter.install(continuation)
+                let accepted = loop.enqueue { [self] connection in
+                    startCall(connection, raw, milliseconds, waiter)
+                }
+                if !accepted {
+                    dbus_message_unref(raw.pointer)
+                    waiter.finish(.failure(DBusError.disconnected()))
+                }
+            }
+        } onCancel: {
+            waiter.finish(.failure(CancellationError()))
+            loop.enqueue { [self] _ in
+                waiter.cancelPending()
+                waiters[ObjectIdentifier(waiter)] = nil
+            }
+        }
+    }
+
+    private static func milliseconds(_ duration: Duration) -> Int32 {
+        let (seconds, attoseconds) = duration.components
+        let total = Double(seconds) * 1000 + Double(attoseconds) / 1e15
+        return Int32(max(1, min(total.rounded(.up), Double(Int32.max - 1))))
+    }
+
+    /// I/O thread.
+    private func startCall(_ connection: OpaquePointer, _ raw: RawMessage, _ milliseconds: Int32, _ waiter: ReplyWaiter) {
+        var pending: OpaquePointer?
+        let sent = dbus_connection_send_with_reply(connection, raw.pointer, &pending, milliseconds)
+        let carriesFDs = dbus_message_contains_unix_fds(raw.pointer) != 0
+        dbus_message_unref(raw.pointer)
+        guard sent != 0, let pending else {
+            let reason = carriesFDs && !canPassFileDescriptors
+                ? "this connection cannot pass Unix file descriptors" : "the D-Bus connection is closed"
+            waiter.finish(.failure(DBusError.disconnected(reason)))
+            return
+        }
+        if waiter.isFinished {
+            dbus_pending_call_cancel(pending)
+            dbus_pending_call_unref(pending)
+            return
+        }
+        waiter.pending = pending
+        waiter.core = self
+        let key = ObjectIdentifier(waiter)
+        waiters[key] = waiter
+        dbus_pending_call_set_notify(pending, { _, data in
+            guard let data else { return }
+            let waiter = Unmanaged<ReplyWaiter>.fromOpaque(data).retain().takeRetainedValue()
+            waiter.complete()
+            waiter.core?.forget(waiter)
+        }, Unmanaged.passRetained(waiter).toOpaque(), { data in
+            guard let data else { return }
+            Unmanaged<ReplyWaiter>.fromOpaque(data).release()
+        })
+        if dbus_pending_call_get_completed(pending) != 0 { waiter.complete() }
+        // The reply may complete later; forget the waiter once it has an outcome.
+        if waiter.isFinished { waiters[key] = nil }
+    }
+
+    /// I/O thread: the waiter has its outcome.
+    func forget(_ waiter: ReplyWaiter) { waiters[ObjectIdentifier(waiter)] = nil }
+
+    // MARK: Signals
+
+    /// Registers a subscription locally, then with the bus (AddMatch), and returns once the
+    /// bus has acknowledged it: signals sent after this returns are delivered.
+    func subscribe(_ rule: DBusMatchRule) async throws -> AsyncThrowingStream<DBusSignal, any Error> {
+        try rule.validate()
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: DBusSignal.self, bufferingPolicy: .unbounded)
+        let id = nextSubscriptionID.wrappingAdd(1, ordering: .relaxed).oldValue
+        let wellKnown = rule.wellKnownSender
+        let added = loop.enqueue { [self] _ in
+            subscriptions[id] = Subscription(rule: rule, continuation: continuation)
+            if let wellKnown { trackedNames[wellKnown, default: 0] += 1 }
+        }
+        guard added else { throw DBusError.disconnected() }
+        continuation.onTermination = { [weak self] _ in
+            guard let self else { return }
+            loop.enqueue { [self] connection in
+                guard subscriptions.removeValue(forKey: id) != nil else { return }
+                sendBusCall(connection, "RemoveMatch", rule.description)
+                if let wellKnown {
+                    trackedNames[wellKnown, default: 1] -= 1
+                    if trackedNames[wellKnown] == 0 {
+                        trackedNames[wellKnown] = nil
+                        nameOwners[wellKnown] = nil
+                        sendBusCall(connection, "RemoveMatch", Self.ownerRule(wellKnown).description)
+                    }
+                }
+            }
+        }
+        do {
+            if let wellKnown {
+                _ = try await busCall("AddMatch", [.string(Self.ownerRule(wellKnown).description)])
+                let owner = try? await busCall("GetNameOwner", [.string(wellKnown)])
+                let ownerName: String = if case .string(let name)? = owner?.body.first { name } else { "" }
+                loop.enqueue { [self] _ in
+                    // A NameOwnerChanged processed meanwhile is newer than this answer.
+                    if trackedNames[wellKnown] != nil, nameOwners[wellKnown] == nil { nameOwners[wellKnown] = ownerName }
+                }
+            }
+            _ = try await busCall("AddMatch", [.string(rule.description)])
+        } catch {
+            continuation.finish(throwing: error)
+            throw error
+        }
+        return stream
+    }
+
+    private static func ownerRule(_ name: String) -> DBusMatchRule {
+        DBusMatchRule(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus",
+                      member: "NameOwnerChanged", arguments: [0: name])
+    }
+
+    func busCall(_ member: String, _ arguments: [DBusValue]) async throws -> DBusMessage {
+        try await call(.methodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                   interface: "org.freedesktop.DBus", member: member, body: arguments),
+                       timeout: .seconds(25))
+    }
+
+    /// I/O thread: a bus call whose reply is not needed.
+    private func sendBusCall(_ connection: OpaquePointer, _ member: String, _ argument: String) {
+        var message = DBusMessage.methodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                             interface: "org.freedesktop.DBus", member: member, body: [.string(argument)])
+        message.noReplyExpected = true
+        guard let raw = try? MessageWriter.make(message) else { return }
+        dbus_connection_send(connection, raw, nil)
+        dbus_message_unref(raw)
+    }
+
+    // MARK: Incoming messages (I/O thread, from dispatch)
+
+    private func filter(_ raw: OpaquePointer) -> DBusHandlerResult {
+        switch dbus_message_get_type(raw) {
+        case CDBUS_MESSAGE_TYPE_SIGNAL:
+            if dbus_message_is_signal(raw, "org.freedesktop.DBus.Local", "Disconnected") != 0 {
+                disconnectSeen = true
+                return DBUS_HANDLER_RESULT_HANDLED
+            }
+            routeSignal(raw)
+            return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+        case CDBUS_MESSAGE_TYPE_METHOD_CALL:
+            guard let message = try? MessageReader.read(raw) else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
+            registry.handle(message, core: self)
+            return DBUS_HANDLER_RESULT_HANDLED
+        default:
+            return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+        }
+    }
+
+    private func routeSignal(_ raw: OpaquePointer) {
+        guard !subscriptions.isEmpty, let message = try? MessageReader.read(raw) else { return }
+        if message.sender == "org.freedesktop.DBus", message.member == "NameOwnerChanged",
+           message.body.count == 3, case .string(let name) = message.body[0], trackedNames[name] != nil,
+           case .string(let newOwner) = message.body[2]
+        {
+            nameOwners[name] = newOwner
+        }
+        let signal = DBusSignal(message: message)
+        for id in subscriptions.keys.sorted() {
+            guard let subscription = subscriptions[id] else { continue }
+            let owner = subscription.rule.wellKnownSender.flatMap { nameOwners[$0] }
+            if subscription.rule.matches(message, senderOwner: owner) {
+                subscription.continuation.yield(signal)
+            }
+        }
+    }
+}

@@ -1,0 +1,192 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CDBus
+import Foundation
+import Synchronization
+
+/// A libdbus message pointer handed from a caller's thread to the I/O thread. libdbus
+/// messages have no lock, so exactly one thread touches it at a time: the builder until it
+/// is enqueued, then the I/O thread, which releases it.
+struct RawMessage: @unchecked Sendable {
+    let pointer: OpaquePointer
+}
+
+/// The dedicated I/O thread of one connection.
+///
+/// Every `dbus_connection_*` call happens on this thread, either during start-up or inside a
+/// job enqueued with ``enqueue(_:)``. The thread sleeps in `poll()` over the libdbus watch
+/// fds plus an eventfd for wake-ups, with the poll timeout taken from the earliest enabled
+/// libdbus timeout, so an idle connection uses no CPU. The watch and timeout callbacks only
+/// record state (libdbus holds the connection lock while calling them).
+final class EventLoop: @unchecked Sendable {
+    typealias Job = @Sendable (OpaquePointer) -> Void
+
+    private struct Queue {
+        var jobs: [Job] = []
+        var accepting = true
+        var wakePending = false
+    }
+
+    private struct Timer {
+        var interval: UInt64
+        var deadline: UInt64?
+    }
+
+    private let queue = Mutex(Queue())
+    private let wakeFD: Int32
+    // I/O-thread state.
+    private var watches: [OpaquePointer] = []
+    private var timers: [OpaquePointer: Timer] = [:]
+    private var stopRequested = false
+
+    init() throws {
+        let fd = cdbus_eventfd()
+        guard fd >= 0 else { throw DBusError(name: DBusError.Name.failed, message: "eventfd failed: errno \(errno)") }
+        wakeFD = fd
+    }
+
+    deinit { close(wakeFD) }
+
+    /// Runs `job` on the I/O thread; false when the loop has stopped.
+    @discardableResult
+    func enqueue(_ job: @escaping Job) -> Bool {
+        let (accepted, needsWake): (Bool, Bool) = queue.withLock { state in
+            guard state.accepting else { return (false, false) }
+            state.jobs.append(job)
+            if state.wakePending { return (true, false) }
+            state.wakePending = true
+            return (true, true)
+        }
+        if needsWake {
+            var one: UInt64 = 1
+            _ = write(wakeFD, &one, 8)
+        }
+        return accepted
+    }
+
+    /// Called on the I/O thread to end the loop after the current iteration.
+    func requestStop() { stopRequested = true }
+
+    /// Installs the watch and timeout functions on `connection` (I/O thread, before `run`).
+    func install(on connection: OpaquePointer) {
+        let data = Unmanaged.passUnretained(self).toOpaque()
+        dbus_connection_set_watch_functions(connection, { watch, data in
+            guard let watch, let data else { return 0 }
+            Unmanaged<EventLoop>.fromOpaque(data).takeUnretainedValue().watches.append(watch)
+            return 1
+        }, { watch, data in
+            guard let watch, let data else { return }
+            let loop = Unmanaged<EventLoop>.fromOpaque(data).takeUnretainedValue()
+            loop.watches.removeAll { $0 == watch }
+        }, nil, data, nil)
+        dbus_connection_set_timeout_functions(connection, { timeout, data in
+            guard let timeout, let data else { return 0 }
+            Unmanaged<EventLoop>.fromOpaque(data).takeUnretainedValue().timeoutChanged(timeout)
+            return 1
+        }, { timeout, data in
+            guard let timeout, let data else { return }
+            Unmanaged<EventLoop>.fromOpaque(data).takeUnretainedValue().timers[timeout] = nil
+        }, { timeout, data in
+            guard let timeout, let data else { return }
+            Unmanaged<EventLoop>.fromOpaque(data).takeUnretainedValue().timeoutChanged(timeout)
+        }, data, nil)
+    }
+
+    private func timeoutChanged(_ timeout: OpaquePointer) {
+        guard dbus_timeout_get_enabled(timeout) != 0 else {
+            timers[timeout] = nil
+            return
+        }
+        let interval = UInt64(max(0, dbus_timeout_get_interval(timeout))) * 1_000_000
+        timers[timeout] = Timer(interval: interval, deadline: Self.now() + interval)
+    }
+
+    static func now() -> UInt64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
+    }
+
+    /// The loop. `dispatch` drains libdbus's incoming queue; returns when the connection is
+    /// gone or a job called ``requestStop()``.
+    func run(connection: OpaquePointer, isAlive: () -> Bool) {
+        var pollFDs: [pollfd] = []
+        var polledWatches: [OpaquePointer?] = []
+        while true {
+            runJobs(connection)
+            while dbus_connection_dispatch(connection) == DBUS_DISPATCH_DATA_REMAINS {}
+            if stopRequested || !isAlive() { return }
+            if hasQueuedJobs() { continue }
+
+            pollFDs.removeAll(keepingCapacity: true)
+            polledWatches.removeAll(keepingCapacity: true)
+            pollFDs.append(pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0))
+            polledWatches.append(nil)
+            for watch in watches where dbus_watch_get_enabled(watch) != 0 {
+                let flags = dbus_watch_get_flags(watch)
+                var events: Int16 = 0
+                if flags & DBUS_WATCH_READABLE.rawValue != 0 { events |= Int16(POLLIN) }
+                if flags & DBUS_WATCH_WRITABLE.rawValue != 0 { events |= Int16(POLLOUT) }
+                pollFDs.append(pollfd(fd: dbus_watch_get_unix_fd(watch), events: events, revents: 0))
+                polledWatches.append(watch)
+            }
+            var timeoutMs: Int32 = -1
+            if let earliest = timers.values.compactMap(\.deadline).min() {
+                let now = Self.now()
+                timeoutMs = earliest <= now ? 0 : Int32(min(UInt64(Int32.max), (earliest - now + 999_999) / 1_000_000))
+            }
+            let ready = poll(&pollFDs, nfds_t(pollFDs.count), timeoutMs)
+            if ready < 0 && errno != EINTR { return }
+            if ready > 0 {
+                if pollFDs[0].revents != 0 { drainWake() }
+                for index in 1..<pollFDs.count where pollFDs[index].revents != 0 {
+                    // An earlier handle may have removed this watch.
+                    guard let watch = polledWatches[index], watches.contains(watch) else { continue }
+                    let revents = Int32(pollFDs[index].revents)
+                    var flags: UInt32 = 0
+                    if revents & Int32(POLLIN) != 0 { flags |= DBUS_WATCH_READABLE.rawValue }
+                    if revents & Int32(POLLOUT) != 0 { flags |= DBUS_WATCH_WRITABLE.rawValue }
+                    if revents & Int32(POLLERR) != 0 { flags |= DBUS_WATCH_ERROR.rawValue }
+                    if revents & Int32(POLLHUP) != 0 { flags |= DBUS_WATCH_HANGUP.rawValue }
+                    dbus_watch_handle(watch, flags)
+                }
+            }
+            fireTimers()
+        }
+    }
+
+    private func fireTimers() {
+        guard !timers.isEmpty else { return }
+        let now = Self.now()
+        let due = timers.filter { ($0.value.deadline ?? .max) <= now }.map(\.key)
+        for timeout in due {
+            guard var timer = timers[timeout] else { continue }
+            timer.deadline = now + timer.interval
+            timers[timeout] = timer
+            dbus_timeout_handle(timeout)
+        }
+    }
+
+    private func hasQueuedJobs() -> Bool { queue.withLock { !$0.jobs.isEmpty } }
+
+    private func drainWake() {
+        var value: UInt64 = 0
+        _ = read(wakeFD, &value, 8)
+    }
+
+    private func runJobs(_ connection: OpaquePointer) {
+        let jobs: [Job] = queue.withLock { state in
+            state.wakePending = false
+            defer { state.jobs.removeAll(keepingCapacity: true) }
+            return state.jobs
+        }
+        for job in jobs { job(connection) }
+    }
+
+    /// Stops accepting jobs and runs the ones already queued (I/O thread, at shutdown).
+    func drainAfterStop(_ connection: OpaquePointer) {
+        queue.withLock { $0.accepting = false }
+        runJobs(connection)
+    }
+}

@@ -1,0 +1,135 @@
+/// A live mirror of a remote ObjectManager (e.g. BlueZ's on `/`): objects, their
+/// interfaces and property values, kept current by InterfacesAdded/Removed and
+/// PropertiesChanged.
+///
+/// ``start()`` subscribes first and only then takes the GetManagedObjects snapshot, so no
+/// change is lost; signals that the service sent before its snapshot reply (lower serial)
+/// are already in the snapshot and skipped. When the service leaves the bus every object is
+/// reported removed; when it comes back a fresh snapshot is taken.
+public actor DBusObjectManagerClient {
+    /// Interface name → property name → value.
+    public typealias Interfaces = [String: [String: DBusValue]]
+
+    /// A change to the mirror, in the order the service sent it.
+    public enum Event: Sendable, Hashable {
+        case interfacesAdded(DBusObjectPath, Interfaces)
+        case interfacesRemoved(DBusObjectPath, [String])
+        case propertiesChanged(DBusObjectPath, interface: String, changed: [String: DBusValue], invalidated: [String])
+    }
+
+    public let service: String
+    public let managerPath: DBusObjectPath
+    private let connection: DBusConnection
+    private let timeout: Duration
+    /// The current objects.
+    public private(set) var objects: [DBusObjectPath: Interfaces] = [:]
+    private var owner: String?
+    private var tasks: [Task<Void, Never>] = []
+    private let eventContinuation: AsyncStream<Event>.Continuation
+    /// Every change, starting with `interfacesAdded` for each object of the first snapshot.
+    public nonisolated let events: AsyncStream<Event>
+
+    public init(connection: DBusConnection, service: String, managerPath: DBusObjectPath = .root,
+                timeout: Duration = .seconds(25)) {
+        self.connection = connection
+        self.service = service
+        self.managerPath = managerPath
+        self.timeout = timeout
+        (events, eventContinuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)
+    }
+
+    /// Subscribes, takes the snapshot and starts following changes. Throws if the service
+    /// cannot be reached (the subscriptions stay, so a later start of the service is seen).
+    public func start() async throws {
+        guard tasks.isEmpty else { return }
+        let rule = DBusMatchRule(sender: service, pathNamespace: managerPath)
+        let signals = try await connection.signals(matching: rule)
+        let owners = try await connection.nameOwnerChanged(name: service)
+        tasks.append(Task { [weak self] in
+            do {
+                for try await signal in signals { await self?.apply(signal) }
+            } catch {}
+        })
+        tasks.append(Task { [weak self] in
+            do {
+                for try await change in owners { await self?.ownerChanged(change.newOwner) }
+            } catch {}
+        })
+        try await refresh()
+    }
+
+    /// Stops following changes and ends ``events``.
+    public func stop() {
+        tasks.forEach { $0.cancel() }
+        tasks.removeAll()
+        eventContinuation.finish()
+    }
+
+    /// Interfaces of one object, or nil.
+    public func object(at path: DBusObjectPath) -> Interfaces? { objects[path] }
+
+    /// Paths of the objects implementing `interface`.
+    public func paths(implementing interface: String) -> [DBusObjectPath] {
+        objects.filter { $0.value[interface] != nil }.keys.sorted()
+    }
+
+    private var snapshotSerial: UInt32 = 0
+
+    /// Takes a new GetManagedObjects snapshot and reports differences as events.
+    public func refresh() async throws {
+        let reply = try await connection.call(destination: service, path: managerPath,
+                                              interface: DBusStandardInterface.objectManager,
+                                              member: "GetManagedObjects", timeout: timeout)
+        let snapshot = try reply.decode([DBusObjectPath: Interfaces].self)
+        owner = reply.sender
+        snapshotSerial = reply.serial
+        for (path, interfaces) in objects where snapshot[path] == nil {
+            objects[path] = nil
+            eventContinuation.yield(.interfacesRemoved(path, interfaces.keys.sorted()))
+        }
+        for (path, interfaces) in snapshot.sorted(by: { $0.key < $1.key }) where objects[path] != interfaces {
+            objects[path] = interfaces
+            eventContinuation.yield(.interfacesAdded(path, interfaces))
+        }
+    }
+
+    private func ownerChanged(_ newOwner: String) async {
+        owner = newOwner.isEmpty ? nil : newOwner
+        snapshotSerial = 0
+        if newOwner.isEmpty {
+            for (path, interfaces) in objects.sorted(by: { $0.key < $1.key }) {
+                eventContinuation.yield(.interfacesRemoved(path, interfaces.keys.sorted()))
+            }
+            objects.removeAll()
+        } else {
+            try? await refresh()
+        }
+    }
+
+    private func apply(_ signal: DBusSignal) {
+        // Already contained in the snapshot when sent before its reply.
+        if signal.sender == owner, signal.message.serial < snapshotSerial { return }
+        switch (signal.interface, signal.member) {
+        case (DBusStandardInterface.objectManager, "InterfacesAdded") where signal.path == managerPath:
+            guard let added = try? DBusInterfacesAdded(signal) else { return }
+            objects[added.path, default: [:]].merge(added.interfaces) { _, new in new }
+            eventContinuation.yield(.interfacesAdded(added.path, added.interfaces))
+        case (DBusStandardInterface.objectManager, "InterfacesRemoved") where signal.path == managerPath:
+            guard let removed = try? DBusInterfacesRemoved(signal) else { return }
+            guard var interfaces = objects[removed.path] else { return }
+            for name in removed.interfaces { interfaces[name] = nil }
+            objects[removed.path] = interfaces.isEmpty ? nil : interfaces
+            eventContinuation.yield(.interfacesRemoved(removed.path, removed.interfaces))
+        case (DBusStandardInterface.properties, "PropertiesChanged"):
+            guard let change = try? DBusPropertiesChanged(signal),
+                  var properties = objects[change.path]?[change.interface] else { return }
+            properties.merge(change.changed) { _, new in new }
+            for name in change.invalidated { properties[name] = nil }
+            objects[change.path]?[change.interface] = properties
+            eventContinuation.yield(.propertiesChanged(change.path, interface: change.interface,
+                                                       changed: change.changed, invalidated: change.invalidated))
+        default:
+            break
+        }
+    }
+}

@@ -1,0 +1,264 @@
+import Synchronization
+
+/// The exported objects of one connection and the dispatcher for incoming method calls:
+/// user interfaces plus Introspectable, Properties and the ObjectManager server.
+///
+/// Each incoming call runs its handler in its own task, so a slow handler never blocks the
+/// I/O thread or other calls.
+final class ObjectRegistry: Sendable {
+    private struct State {
+        var objects: [DBusObjectPath: DBusExportedObject] = [:]
+        var managers: Set<DBusObjectPath> = []
+    }
+
+    private let state = Mutex(State())
+
+    static let managedObjectsType = DBusType.dictionary(
+        key: .objectPath, value: .dictionary(key: .string, value: .dictionary(key: .string, value: .variant)))
+
+    // MARK: Registration
+
+    /// Adds `object`'s interfaces at `path` (merging with interfaces already there) and
+    /// returns the ObjectManager root that must announce them, if any.
+    func add(_ object: DBusExportedObject, at path: DBusObjectPath) throws -> DBusObjectPath? {
+        for interface in object.interfaces {
+            try DBusNames.validateInterface(interface.name)
+            for method in interface.methods { try DBusNames.validateMember(method.name) }
+            for property in interface.properties { try DBusNames.validateMember(property.name) }
+            for signal in interface.signals { try DBusNames.validateMember(signal.name) }
+        }
+        return try state.withLock { state throws -> DBusObjectPath? in
+            var merged = state.objects[path] ?? DBusExportedObject(interfaces: [])
+            for interface in object.interfaces {
+                guard merged.interface(interface.name) == nil else {
+                    throw DBusError(name: DBusError.Name.failed,
+                                    message: "interface \(interface.name) is already exported at \(path)")
+                }
+                merged.interfaces.append(interface)
+            }
+            state.objects[path] = merged
+            return Self.manager(for: path, in: state.managers)
+        }
+    }
+
+    /// Removes the named interfaces (all when nil) at `path`; returns the removed interface
+    /// names and the ObjectManager root that must announce the removal.
+    func remove(at path: DBusObjectPath, interfaces names: [String]?) -> ([String], DBusObjectPath?) {
+        state.withLock { state in
+            guard var object = state.objects[path] else { return ([], nil) }
+            let removed = object.interfaces.map(\.name).filter { names?.contains($0) ?? true }
+            object.interfaces.removeAll { removed.contains($0.name) }
+            state.objects[path] = object.interfaces.isEmpty ? nil : object
+            return (removed, Self.manager(for: path, in: state.managers))
+        }
+    }
+
+    func addManager(at path: DBusObjectPath) { _ = state.withLock { $0.managers.insert(path) } }
+    func removeManager(at path: DBusObjectPath) { _ = state.withLock { $0.managers.remove(path) } }
+
+    private static func manager(for path: DBusObjectPath, in managers: Set<DBusObjectPath>) -> DBusObjectPath? {
+        managers.filter { path.isDescendant(of: $0, includingSelf: false) }.max { $0.rawValue.count < $1.rawValue.count }
+    }
+
+    /// The ObjectManager's view of the tree below `root`: `a{oa{sa{sv}}}`.
+    func managedObjects(under root: DBusObjectPath) async throws -> DBusValue {
+        let objects = state.withLock { $0.objects.filter { $0.key.isDescendant(of: root, includingSelf: false) } }
+        var entries: [DBusDictionaryEntry] = []
+        for (path, object) in objects.sorted(by: { $0.key < $1.key }) {
+            entries.append(DBusDictionaryEntry(key: .objectPath(path), value: try await Self.interfacesAndProperties(object.interfaces)))
+        }
+        return .dictionary(key: .objectPath, value: .dictionary(key: .string, value: .dictionary(key: .string, value: .variant)), entries)
+    }
+
+    /// `a{sa{sv}}` for InterfacesAdded and GetManagedObjects.
+    static func interfacesAndProperties(_ interfaces: [DBusInterface], includeStandard: Bool = true) async throws -> DBusValue {
+        var entries: [DBusDictionaryEntry] = []
+        if includeStandard {
+            for name in [DBusStandardInterface.introspectable, DBusStandardInterface.properties] {
+                entries.append(DBusDictionaryEntry(key: .string(name), value: .dictionary(key: .string, value: .variant, [])))
+            }
+        }
+        for interface in interfaces {
+            entries.append(DBusDictionaryEntry(key: .string(interface.name), value: try await DBusExportedObject.propertyValues(interface)))
+        }
+        return .dictionary(key: .string, value: .dictionary(key: .string, value: .variant), entries)
+    }
+
+    // MARK: Dispatch
+
+    /// I/O thread: starts handling an incoming call; the reply is sent when ready.
+    func handle(_ call: DBusMessage, core: ConnectionCore) {
+        Task {
+            var reply = await self.reply(to: call, core: core)
+            guard !call.noReplyExpected else { return }
+            reply.destination = call.sender
+            reply.replySerial = call.serial
+            do {
+                try core.send(reply)
+            } catch {
+                // The handler's result could not be encoded (e.g. a string with NUL).
+                let failure = Self.errorReply(DBusError(name: DBusError.Name.failed,
+                                                        message: "cannot encode the reply: \(error)"))
+                var fallback = failure
+                fallback.destination = call.sender
+                fallback.replySerial = call.serial
+                try? core.send(fallback)
+            }
+        }
+    }
+
+    static func errorReply(_ error: DBusError) -> DBusMessage {
+        DBusMessage(kind: .error, errorName: error.name, body: [.string(error.message)])
+    }
+
+    static func returnReply(_ body: [DBusValue]) -> DBusMessage {
+        DBusMessage(kind: .methodReturn, body: body)
+    }
+
+    static func dbusError(from error: any Error) -> DBusError {
+        switch error {
+        case let error as DBusError: error
+        case let error as DBusTypeMismatch: DBusError(name: DBusError.Name.invalidArgs, message: error.description)
+        case let error as DBusValidationError: DBusError(name: DBusError.Name.invalidArgs, message: error.description)
+        case let error as DBusSignatureError: DBusError(name: DBusError.Name.invalidSignature, message: error.description)
+        default: DBusError(name: DBusError.Name.failed, message: String(describing: error))
+        }
+    }
+
+    private func reply(to call: DBusMessage, core: ConnectionCore) async -> DBusMessage {
+        do {
+            return Self.returnReply(try await dispatch(call, core: core))
+        } catch {
+            return Self.errorReply(Self.dbusError(from: error))
+        }
+    }
+
+    private func children(of path: DBusObjectPath, in state: State) -> [String] {
+        let prefix = path.rawValue == "/" ? "/" : path.rawValue + "/"
+        var names = Set<String>()
+        for candidate in Array(state.objects.keys) + Array(state.managers) where candidate.rawValue.hasPrefix(prefix) && candidate != path {
+            if let first = candidate.rawValue.dropFirst(prefix.count).split(separator: "/").first {
+                names.insert(String(first))
+            }
+        }
+        return names.sorted()
+    }
+
+    private func dispatch(_ call: DBusMessage, core: ConnectionCore) async throws -> [DBusValue] {
+        let path = call.path ?? .root
+        let member = call.member ?? ""
+        let (object, isManager, children) = state.withLock { state in
+            (state.objects[path], state.managers.contains(path), self.children(of: path, in: state))
+        }
+        let unknownObject = DBusError(name: DBusError.Name.unknownObject, message: "no object at path \(path)")
+
+        switch (call.interface, member) {
+        case (DBusStandardInterface.introspectable?, "Introspect"), (nil, "Introspect"):
+            guard object != nil || isManager || !children.isEmpty || path == .root else { throw unknownObject }
+            try call.expect(signature: .empty)
+            return [.string(Introspection.xml(object: object, isObjectManager: isManager, children: children))]
+        case (DBusStandardInterface.objectManager?, "GetManagedObjects") where isManager,
+             (nil, "GetManagedObjects") where isManager:
+            try call.expect(signature: .empty)
+            return [try await managedObjects(under: path)]
+        case (DBusStandardInterface.properties?, _):
+            guard let object else { throw unknownObject }
+            return try await properties(call, object: object, core: core)
+        default:
+            break
+        }
+        guard let object else { throw unknownObject }
+        let interface: DBusInterface
+        if let name = call.interface {
+            guard let found = object.interface(name) else {
+                throw DBusError(name: DBusError.Name.unknownInterface, message: "object \(path) has no interface \(name)")
+            }
+            interface = found
+        } else {
+            guard let found = object.interfaces.first(where: { $0.method(member) != nil }) else {
+                throw DBusError(name: DBusError.Name.unknownMethod, message: "object \(path) has no method \(member)")
+            }
+            interface = found
+        }
+        guard let method = interface.method(member) else {
+            throw DBusError(name: DBusError.Name.unknownMethod, message: "interface \(interface.name) has no method \(member)")
+        }
+        guard call.signature == method.inSignature else {
+            throw DBusError(name: DBusError.Name.invalidArgs,
+                            message: "\(interface.name).\(member) expects arguments '\(method.inSignature)', got '\(call.signature)'")
+        }
+        let result = try await method.handler(DBusMethodCall(message: call))
+        let produced = DBusSignature(types: result.map(\.type))
+        guard produced == method.outSignature else {
+            throw DBusError(name: DBusError.Name.failed,
+                            message: "\(interface.name).\(member) produced '\(produced)' but declares '\(method.outSignature)'")
+        }
+        return result
+    }
+
+    private func properties(_ call: DBusMessage, object: DBusExportedObject, core: ConnectionCore) async throws -> [DBusValue] {
+        func lookup(_ interfaceName: String) throws -> DBusInterface {
+            guard let interface = object.interface(interfaceName) else {
+                throw DBusError(name: DBusError.Name.unknownInterface, message: "no interface \(interfaceName) at \(call.path ?? .root)")
+            }
+            return interface
+        }
+        func property(_ interface: DBusInterface, _ name: String) throws -> DBusProperty {
+            guard let property = interface.property(name) else {
+                throw DBusError(name: DBusError.Name.unknownProperty, message: "\(interface.name) has no property \(name)")
+            }
+            return property
+        }
+        switch call.member {
+        case "Get":
+            let (interfaceName, name) = try call.decode(String.self, String.self)
+            return [.variant(try await property(try lookup(interfaceName), name).getter())]
+        case "GetAll":
+            let interfaceName = try call.decode(String.self)
+            // The empty name means "all interfaces"; no property names clash in practice.
+            if interfaceName.isEmpty {
+                var entries: [DBusDictionaryEntry] = []
+                for interface in object.interfaces {
+                    if case .dictionary(_, _, let items) = try await DBusExportedObject.propertyValues(interface) { entries += items }
+                }
+                return [.dictionary(key: .string, value: .variant, entries)]
+            }
+            return [try await DBusExportedObject.propertyValues(try lookup(interfaceName))]
+        case "Set":
+            let (interfaceName, name, value) = try call.decode(String.self, String.self, DBusValue.self)
+            let interface = try lookup(interfaceName)
+            let target = try property(interface, name)
+            guard let setter = target.setter else {
+                throw DBusError(name: DBusError.Name.propertyReadOnly, message: "\(interfaceName).\(name) is read-only")
+            }
+            guard value.type == target.type else {
+                throw DBusError(name: DBusError.Name.invalidArgs,
+                                message: "\(interfaceName).\(name) has type '\(target.type)', got '\(value.type)'")
+            }
+            try await setter(value)
+            switch target.changeSignal {
+            case .value:
+                let current = try await target.getter()
+                try core.send(Self.propertiesChanged(path: call.path ?? .root, interface: interfaceName,
+                                                     changed: [name: current], invalidated: []))
+            case .invalidates:
+                try core.send(Self.propertiesChanged(path: call.path ?? .root, interface: interfaceName,
+                                                     changed: [:], invalidated: [name]))
+            case .none: break
+            }
+            return []
+        default:
+            throw DBusError(name: DBusError.Name.unknownMethod, message: "\(DBusStandardInterface.properties) has no method \(call.member ?? "")")
+        }
+    }
+
+    static func propertiesChanged(path: DBusObjectPath, interface: String, changed: [String: DBusValue],
+                                  invalidated: [String]) -> DBusMessage {
+        let entries = changed.sorted { $0.key < $1.key }.map {
+            DBusDictionaryEntry(key: .string($0.key), value: .variant($0.value))
+        }
+        return .signal(path: path, interface: DBusStandardInterface.properties, member: "PropertiesChanged",
+                       body: [.string(interface), .dictionary(key: .string, value: .variant, entries),
+                              .array(element: .string, invalidated.map { .string($0) })])
+    }
+}

@@ -1,0 +1,197 @@
+import Foundation
+import Testing
+@testable import DBus
+
+private let service = "org.mwgate.TestService"
+private let path: DBusObjectPath = "/org/mwgate/test"
+
+/// Exports the test service on `server` under `service`.
+@discardableResult
+func exportTestService(on server: DBusConnection) async throws -> TestService {
+    let implementation = TestService()
+    try await server.export(implementation.object(), at: path)
+    #expect(try await server.requestName(service) == .primaryOwner)
+    return implementation
+}
+
+@Suite(.enabled(if: TestBus.isAvailable)) struct CallTests {
+    @Test func connectsAndOwnsNames() async throws {
+        try await withBus { bus, connection in
+            #expect(connection.uniqueName.hasPrefix(":"))
+            #expect(connection.canPassFileDescriptors)
+            #expect(try await connection.requestName("org.mwgate.Names") == .primaryOwner)
+            let other = try await DBusConnection(address: bus.address)
+            defer { other.close() }
+            #expect(try await other.requestName("org.mwgate.Names") == .exists)
+            #expect(try await other.nameOwner("org.mwgate.Names") == connection.uniqueName)
+            #expect(try await connection.releaseName("org.mwgate.Names") == .released)
+            #expect(try await other.nameOwner("org.mwgate.Names") == nil)
+        }
+    }
+
+    @Test func systemBusHonoursEnvironment() async throws {
+        let bus = try TestBus()
+        defer { bus.stop() }
+        setenv("DBUS_SYSTEM_BUS_ADDRESS", bus.address, 1)
+        let connection = try await DBusConnection.system()
+        defer { connection.close() }
+        #expect(try await connection.nameOwner("org.freedesktop.DBus") == "org.freedesktop.DBus")
+    }
+
+    @Test func everyTypeRoundTripsThroughTheBus() async throws {
+        try await withBus { bus, server in
+            try await exportTestService(on: server)
+            let client = try await DBusConnection(address: bus.address)
+            defer { client.close() }
+            for value in everyType {
+                let reply = try await client.call(destination: service, path: path, interface: "org.mwgate.Test",
+                                                  member: "EchoVariant", arguments: [.variant(value)], timeout: eventually)
+                #expect(reply.body == [.variant(value)], "round trip of \(value.type)")
+            }
+            let many: [DBusValue] = [
+                .byte(1), .array(element: .int16, [.int16(-1)]), .uint16(2), .int32(3), .uint32(4), .int64(5), .uint64(6),
+                .double(7.5), .string("s"), .objectPath("/o"), .signature(try DBusSignature("(ii)")),
+                .unixFD(try DBusFileDescriptor(duplicating: 1)),
+                .dictionary(key: .string, value: .variant, [DBusDictionaryEntry(key: .string("k"), value: .variant(.uint64(1)))]),
+                .structure([.int32(-1), .array(element: .byte, [.byte(0), .byte(1)])]),
+                .array(element: .dictionary(key: .string, value: .structure([.boolean, .variant])), [
+                    .dictionary(key: .string, value: .structure([.boolean, .variant]), [
+                        DBusDictionaryEntry(key: .string("x"), value: .structure([.boolean(true), .variant(.string("v"))])),
+                    ]),
+                ]),
+            ]
+            let reply = try await client.call(destination: service, path: path, interface: "org.mwgate.Test",
+                                              member: "EchoMany", arguments: many, timeout: eventually)
+            #expect(reply.signature.description == "yanqiuxtdsogha{sv}(iay)aa{s(bv)}")
+            // Descriptors come back as new descriptors; compare everything else.
+            var expected = many
+            var actual = reply.body
+            expected.remove(at: 11)
+            actual.remove(at: 11)
+            #expect(actual == expected)
+        }
+    }
+
+    @Test func fileDescriptorsPassBothWays() async throws {
+        try await withBus { bus, server in
+            try await exportTestService(on: server)
+            let client = try await DBusConnection(address: bus.address)
+            defer { client.close() }
+            // Our write end goes to the service, which writes through it.
+            var ends: [Int32] = [0, 0]
+            #expect(pipe(&ends) == 0)
+            let writeEnd = try DBusFileDescriptor(duplicating: ends[1])
+            close(ends[1])
+            _ = try await client.call(destination: service, path: path, interface: "org.mwgate.Test", member: "WriteToFD",
+                                      arguments: [.unixFD(writeEnd), .string("hello fd")], timeout: eventually)
+            var buffer = [UInt8](repeating: 0, count: 64)
+            let count = read(ends[0], &buffer, 64)
+            #expect(String(decoding: buffer.prefix(max(0, count)), as: UTF8.self) == "hello fd")
+            close(ends[0])
+            // A descriptor returned by the service.
+            let reply = try await client.call(destination: service, path: path, interface: "org.mwgate.Test",
+                                              member: "OpenPipe", timeout: eventually)
+            let received = try reply.decode(DBusFileDescriptor.self)
+            let got = read(received.rawValue, &buffer, 64)
+            #expect(String(decoding: buffer.prefix(max(0, got)), as: UTF8.self) == "through-the-pipe")
+        }
+    }
+
+    @Test func timeoutFires() async throws {
+        try await withBus { bus, server in
+            try await exportTestService(on: server)
+            let client = try await DBusConnection(address: bus.address)
+            defer { client.close() }
+            let start = ContinuousClock.now
+            let error = await #expect(throws: DBusError.self) {
+                try await client.call(destination: service, path: path, interface: "org.mwgate.Test", member: "Sleep",
+                                      arguments: [.uint32(60_000)], timeout: .milliseconds(300))
+            }
+            #expect(error?.name == DBusError.Name.noReply)
+            #expect(ContinuousClock.now - start < .seconds(20))
+            // The connection still works afterwards.
+            let reply = try await client.call(destination: service, path: path, interface: "org.mwgate.Test",
+                                              member: "EchoVariant", arguments: [.variant(.int32(1))], timeout: eventually)
+            #expect(reply.body == [.variant(.int32(1))])
+        }
+    }
+
+    @Test func errorsMapBothWays() async throws {
+        try await withBus { bus, server in
+            try await exportTestService(on: server)
+            let client = try await DBusConnection(address: bus.address)
+            defer { client.close() }
+            let error = await #expect(throws: DBusError.self) {
+                try await client.call(destination: service, path: path, interface: "org.mwgate.Test", member: "Fail",
+                                      timeout: eventually)
+            }
+            #expect(error == DBusError(name: "org.mwgate.Error.Boom", message: "it broke"))
+            let unknown = await #expect(throws: DBusError.self) {
+                try await client.call(destination: service, path: "/nowhere", interface: "org.mwgate.Test", member: "Fail",
+                                      timeout: eventually)
+            }
+            #expect(unknown?.name == DBusError.Name.unknownObject)
+            let badArgs = await #expect(throws: DBusError.self) {
+                try await client.call(destination: service, path: path, interface: "org.mwgate.Test", member: "Sleep",
+                                      arguments: [.string("x")], timeout: eventually)
+            }
+            #expect(badArgs?.name == DBusError.Name.invalidArgs)
+            #expect(badArgs?.message.contains("'u'") == true)
+            let badReply = await #expect(throws: DBusError.self) {
+                try await client.call(destination: service, path: path, interface: "org.mwgate.Test", member: "WrongType",
+                                      timeout: eventually)
+            }
+            #expect(badReply?.name == DBusError.Name.failed)
+        }
+    }
+
+    @Test func cancellationEndsTheCall() async throws {
+        try await withBus { bus, server in
+            try await exportTestService(on: server)
+            let client = try await DBusConnection(address: bus.address)
+            defer { client.close() }
+            let task = Task {
+                try await client.call(destination: service, path: path, interface: "org.mwgate.Test", member: "Sleep",
+                                      arguments: [.uint32(60_000)], timeout: .seconds(120))
+            }
+            try await Task.sleep(for: .milliseconds(100))
+            task.cancel()
+            await #expect(throws: CancellationError.self) { try await task.value }
+        }
+    }
+
+    @Test func closingFailsPendingCallsAndLaterCalls() async throws {
+        try await withBus { bus, server in
+            try await exportTestService(on: server)
+            let client = try await DBusConnection(address: bus.address)
+            let task = Task {
+                try await client.call(destination: service, path: path, interface: "org.mwgate.Test", member: "Sleep",
+                                      arguments: [.uint32(60_000)], timeout: .seconds(120))
+            }
+            try await Task.sleep(for: .milliseconds(200))
+            client.close()
+            let error = await #expect(throws: DBusError.self) { try await task.value }
+            #expect(error != nil)
+            await #expect(throws: DBusError.self) {
+                try await client.call(destination: service, path: path, interface: "org.mwgate.Test", member: "Fail",
+                                      timeout: eventually)
+            }
+        }
+    }
+
+    @Test func lostBusEndsCallsAndStreams() async throws {
+        let bus = try TestBus()
+        let client = try await DBusConnection(address: bus.address)
+        defer { client.close() }
+        let stream = try await client.signals(matching: DBusMatchRule(interface: "org.mwgate.Nothing"))
+        bus.stop()
+        var ended = false
+        do {
+            for try await _ in stream {}
+        } catch let error as DBusError {
+            ended = error.name == DBusError.Name.disconnected
+        }
+        #expect(ended)
+        #expect(!client.isConnected)
+    }
+}
