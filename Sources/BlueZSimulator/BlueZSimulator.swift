@@ -173,24 +173,27 @@ public actor BlueZSimulator {
             if writable.contains(key) {
                 setter = { [weak self] newValue in try await self?.setProperty(path, name, key, newValue) }
             }
-            properties.append(DBusProperty(key, type: value.type, changeSignal: .none, get: getter, set: setter))
+            properties.append(DBusProperty(key, type: value.type, get: getter, set: setter))
         }
         return DBusInterface(name, methods: methods, properties: properties, signals: signals)
     }
 
-    /// Properties.Set for writable properties (the type was checked by the exporter).
+    /// Properties.Set for writable properties (the exporter checked the type and announces
+    /// the new value itself after this returns).
     func setProperty(_ path: DBusObjectPath, _ interface: String, _ name: String, _ value: DBusValue) async throws {
+        var stored = value
         switch (interface, name, value) {
         case (Self.adapterInterface, "Powered", .boolean(let on)):
-            await setPowered(on)
-        case (Self.adapterInterface, "Alias", .string(let alias)):
-            update(path, interface, ["Alias": .string(alias.isEmpty ? "mwsim" : alias)])
-        case (Self.deviceInterface, "Alias", .string(let alias)):
-            let fallback = properties[path]?[interface]?["Name"] ?? .string("MetaWear")
-            update(path, interface, ["Alias": alias.isEmpty ? fallback : .string(alias)])
+            await setPowered(on, announcePowered: false)
+        case (Self.adapterInterface, "Alias", .string(let alias)) where alias.isEmpty:
+            stored = .string("mwsim")
+        case (Self.deviceInterface, "Alias", .string(let alias)) where alias.isEmpty:
+            stored = properties[path]?[interface]?["Name"] ?? .string("MetaWear")
         default:
-            update(path, interface, [name: value])
+            break
         }
+        guard properties[path]?[interface] != nil else { throw DBusError(name: DBusError.Name.unknownObject, message: "\(path) is gone") }
+        properties[path]?[interface]?[name] = stored
     }
 
     func method(_ name: String, in inSignature: DBusSignature = .empty, out outSignature: DBusSignature = .empty,

@@ -89,11 +89,8 @@ extension BlueZSimulator {
     // MARK: Power
 
     /// Powers the adapter on or off. Off drops every link and ends discovery, like BlueZ.
-    func setPowered(_ on: Bool) async {
-        guard on != powered else {
-            update(Self.adapterPath, Self.adapterInterface, ["Powered": .boolean(on)])
-            return
-        }
+    func setPowered(_ on: Bool, announcePowered: Bool = true) async {
+        guard on != powered else { return }
         if !on {
             update(Self.adapterPath, Self.adapterInterface, ["PowerState": .string("on-disabling")])
             for device in devices where device.connected || device.connecting { linkLost(device, reason: "adapter powered off") }
@@ -103,7 +100,9 @@ extension BlueZSimulator {
             update(Self.adapterPath, Self.adapterInterface, ["PowerState": .string("off-enabling")])
         }
         powered = on
-        update(Self.adapterPath, Self.adapterInterface, ["Powered": .boolean(on), "PowerState": .string(on ? "on" : "off")])
+        var changes: [String: DBusValue] = ["PowerState": .string(on ? "on" : "off")]
+        if announcePowered { changes["Powered"] = .boolean(on) } else { properties[Self.adapterPath]?[Self.adapterInterface]?["Powered"] = .boolean(on) }
+        update(Self.adapterPath, Self.adapterInterface, changes)
     }
 
     /// Adapter off, then on after half a second.
