@@ -86,7 +86,7 @@ let package = Package(
         .testTarget(name: "DBusTests", dependencies: ["DBus"], swiftSettings: strict),
         .testTarget(
             name: "BlueZSimulatorTests",
-            dependencies: ["BlueZSimulator", "DBus", "MetaWearBoardModel"],
+            dependencies: ["BlueZSimulator", "DBus", "MetaWearBoardModel", "mwsim"],
             exclude: ["Scripts"],
             swiftSettings: strict
         ),
