@@ -16,6 +16,8 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "mwctl", targets: ["mwctl"]),
+        .executable(name: "mwsim", targets: ["mwsim"]),
+        .library(name: "BlueZSimulator", targets: ["BlueZSimulator"]),
         .library(name: "DBus", targets: ["DBus"]),
         .library(name: "GNSS", targets: ["GNSS"]),
         .library(name: "MetaWear", targets: ["MetaWear"]),
@@ -48,6 +50,14 @@ let package = Package(
         // A simulated board's brain, written only from the reference byte tables (it must not
         // share code with MetaWear, so symmetric encoder/decoder bugs are caught by tests).
         .target(name: "MetaWearBoardModel", swiftSettings: strict),
+        // BlueZ 5.66 as seen over D-Bus, with simulated MetaWear boards behind it (mwsim).
+        // Depends on the board model, never on MetaWear: replies must not come from our encoder.
+        .target(name: "BlueZSimulator", dependencies: ["DBus", "MetaWearBoardModel"], swiftSettings: strict),
+        .executableTarget(
+            name: "mwsim",
+            dependencies: ["BlueZSimulator", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: strict
+        ),
         // Time base, gyro+GNSS merge, sessions and the upstream document model. Pure: values
         // in, values out, clocks injected.
         .target(name: "Recording", dependencies: ["MetaWear", "GNSS"], swiftSettings: strict),
@@ -89,6 +99,12 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "BoardsTests", dependencies: ["Boards", "BlueZ", "MetaWear"], swiftSettings: strict),
+        .testTarget(
+            name: "BlueZSimulatorTests",
+            dependencies: ["BlueZSimulator", "DBus", "MetaWearBoardModel", "mwsim"],
+            exclude: ["Scripts"],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "GNSSTests",
             dependencies: ["GNSS"],

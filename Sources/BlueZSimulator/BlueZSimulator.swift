@@ -1,0 +1,248 @@
+import DBus
+import MetaWearBoardModel
+
+/// BlueZ 5.66 as a GATT central sees it over D-Bus, with simulated MetaWear boards behind it.
+///
+/// Owns `org.bluez` on the configured bus, exports `/org/bluez/hci0` and one device per board,
+/// runs discovery, connections, the GATT tree and streaming with BLE-like batching, and
+/// serves the control interface `io.mwgate.Simulator1` (see ``SimulatorControlInterface``) on a
+/// second connection so it survives a simulated bluetoothd restart.
+///
+/// ```swift
+/// let simulator = BlueZSimulator(configuration: SimulatorConfiguration(busAddress: bus, boards: 2))
+/// try await simulator.start()
+/// defer { Task { await simulator.stop() } }
+/// ```
+public actor BlueZSimulator {
+    static let busName = "org.bluez"
+    static let adapterInterface = "org.bluez.Adapter1"
+    static let deviceInterface = "org.bluez.Device1"
+    static let serviceInterface = "org.bluez.GattService1"
+    static let characteristicInterface = "org.bluez.GattCharacteristic1"
+    static let descriptorInterface = "org.bluez.GattDescriptor1"
+    static let adapterPath: DBusObjectPath = "/org/bluez/hci0"
+    /// ATT MTU negotiated on every simulated link.
+    static let mtu: UInt16 = 247
+
+    /// The configuration in use.
+    public nonisolated let configuration: SimulatorConfiguration
+    let clock = ContinuousClock()
+    let epoch: ContinuousClock.Instant
+
+    var bluez: DBusConnection?
+    var control: DBusConnection?
+    /// Bumped when bluetoothd "restarts", so tasks of the old instance stop.
+    var daemonGeneration = 0
+    var devices: [SimulatedDevice] = []
+    /// Property values by path, interface and name: the single source for Get, GetAll,
+    /// InterfacesAdded and PropertiesChanged.
+    var properties: [DBusObjectPath: [String: [String: DBusValue]]] = [:]
+
+    var powered = true
+    var discoverySessions: [String: DiscoveryFilter] = [:]
+    /// Filters set before StartDiscovery, by sender.
+    var discoveryFilters: [String: DiscoveryFilter] = [:]
+    var scanTask: Task<Void, Never>?
+    var backgroundTasks: [Task<Void, Never>] = []
+    var random: SeededRandom
+    var stopped = false
+
+    /// A simulator for `configuration`; nothing happens until ``start()``.
+    public init(configuration: SimulatorConfiguration) {
+        self.configuration = configuration
+        let start = ContinuousClock.now
+        epoch = start
+        random = SeededRandom(seed: configuration.seed)
+        devices = configuration.profiles.enumerated().map { index, profile in
+            SimulatedDevice(index: index, profile: profile, seed: configuration.seed, adapterPath: Self.adapterPath, now: start)
+        }
+    }
+
+    /// Connects to the bus, takes `org.bluez` and the control name, exports the adapter and
+    /// schedules the configured faults.
+    public func start() async throws {
+        let control = try await DBusConnection(address: configuration.busAddress)
+        self.control = control
+        try await SimulatorControlInterface.export(on: control, simulator: self)
+        guard try await control.requestName(configuration.controlBusName) == .primaryOwner else {
+            throw DBusError(name: DBusError.Name.failed, message: "\(configuration.controlBusName) is already owned on this bus")
+        }
+        try await startDaemon()
+        let owners = try await control.nameOwnerChanged()
+        backgroundTasks.append(Task { [weak self] in
+            do {
+                for try await change in owners where change.newOwner.isEmpty && change.name.hasPrefix(":") {
+                    await self?.clientLeft(change.name)
+                }
+            } catch {}
+        })
+        backgroundTasks.append(Task { [weak self] in await self?.housekeeping() })
+        for step in configuration.faults.steps {
+            backgroundTasks.append(Task { [weak self, epoch] in
+                try? await Task.sleep(until: epoch + .milliseconds(Int64(step.at * 1000)), clock: .continuous)
+                guard !Task.isCancelled else { return }
+                await self?.apply(step)
+            })
+        }
+        log("mwsim: org.bluez on \(configuration.busAddress) with \(devices.count) board(s): "
+            + devices.map { "\($0.index)=\($0.address) \($0.model.profile.name)" }.joined(separator: ", "))
+    }
+
+    /// Releases the names, drops every link and closes both connections.
+    public func stop() {
+        guard !stopped else { return }
+        stopped = true
+        for device in devices { tearDownLink(device, announce: false) }
+        scanTask?.cancel()
+        for task in backgroundTasks { task.cancel() }
+        backgroundTasks.removeAll()
+        bluez?.close()
+        control?.close()
+        bluez = nil
+        control = nil
+    }
+
+    /// The unique bus name currently acting as bluetoothd.
+    public var bluezUniqueName: String? { bluez?.uniqueName }
+
+    // MARK: bluetoothd lifetime
+
+    func startDaemon() async throws {
+        let connection = try await DBusConnection(address: configuration.busAddress)
+        connection.exportObjectManager(at: .root)
+        bluez = connection
+        try await exportAdapter()
+        guard try await connection.requestName(Self.busName) == .primaryOwner else {
+            throw DBusError(name: DBusError.Name.failed, message: "org.bluez is already owned on this bus")
+        }
+    }
+
+    /// bluetoothd exits (its name and objects vanish without InterfacesRemoved, as when the
+    /// process dies) and starts again with only the adapter; boards must be rediscovered.
+    public func restartBluetoothd() async throws {
+        log("mwsim: fault restart-bluetoothd")
+        daemonGeneration += 1
+        for device in devices {
+            tearDownLink(device, announce: false)
+            device.deviceExported = false
+            device.gattExported = false
+            device.notifySessions = []
+        }
+        scanTask?.cancel()
+        scanTask = nil
+        discoverySessions = [:]
+        discoveryFilters = [:]
+        properties = [:]
+        bluez?.close()
+        bluez = nil
+        try await Task.sleep(for: .milliseconds(300))
+        guard !stopped else { return }
+        try await startDaemon()
+    }
+
+    // MARK: Property store
+
+    func property(_ path: DBusObjectPath, _ interface: String, _ name: String) throws -> DBusValue {
+        guard let value = properties[path]?[interface]?[name] else {
+            throw DBusError(name: DBusError.Name.unknownProperty, message: "\(interface).\(name) is not available at \(path)")
+        }
+        return value
+    }
+
+    /// Stores new values and announces them with PropertiesChanged.
+    func update(_ path: DBusObjectPath, _ interface: String, _ changes: [String: DBusValue], invalidated: [String] = []) {
+        for (name, value) in changes { properties[path, default: [:]][interface, default: [:]][name] = value }
+        guard properties[path]?[interface] != nil else { return }
+        try? bluez?.emitPropertiesChanged(path: path, interface: interface, changed: changes, invalidated: invalidated)
+    }
+
+    /// Builds an interface whose properties read from the store; `writable` names get a
+    /// setter routed to ``setProperty(_:_:_:_:)``.
+    func storedInterface(_ name: String, path: DBusObjectPath, values: [(String, DBusValue)], writable: Set<String> = [],
+                         methods: [DBusMethod] = [], signals: [DBusSignalDescription] = []) -> DBusInterface {
+        var store: [String: DBusValue] = [:]
+        for (key, value) in values { store[key] = value }
+        properties[path, default: [:]][name] = store
+        var properties: [DBusProperty] = []
+        for (key, value) in values {
+            let getter: DBusProperty.Getter = { [weak self] in
+                guard let self else { throw DBusError.disconnected() }
+                return try await self.property(path, name, key)
+            }
+            var setter: DBusProperty.Setter?
+            if writable.contains(key) {
+                setter = { [weak self] newValue in try await self?.setProperty(path, name, key, newValue) }
+            }
+            properties.append(DBusProperty(key, type: value.type, get: getter, set: setter))
+        }
+        return DBusInterface(name, methods: methods, properties: properties, signals: signals)
+    }
+
+    /// Properties.Set for writable properties (the exporter checked the type and announces
+    /// the new value itself after this returns).
+    func setProperty(_ path: DBusObjectPath, _ interface: String, _ name: String, _ value: DBusValue) async throws {
+        var stored = value
+        switch (interface, name, value) {
+        case (Self.adapterInterface, "Powered", .boolean(let on)):
+            await setPowered(on, announcePowered: false)
+        case (Self.adapterInterface, "Alias", .string(let alias)) where alias.isEmpty:
+            stored = .string("mwsim")
+        case (Self.deviceInterface, "Alias", .string(let alias)) where alias.isEmpty:
+            stored = properties[path]?[interface]?["Name"] ?? .string("MetaWear")
+        default:
+            break
+        }
+        guard properties[path]?[interface] != nil else { throw DBusError(name: DBusError.Name.unknownObject, message: "\(path) is gone") }
+        properties[path]?[interface]?[name] = stored
+    }
+
+    func method(_ name: String, in inSignature: DBusSignature = .empty, out outSignature: DBusSignature = .empty,
+                inNames: [String] = [], outNames: [String] = [],
+                _ body: @escaping @Sendable (BlueZSimulator, DBusMethodCall) async throws -> [DBusValue]) -> DBusMethod {
+        DBusMethod(name, in: inSignature, out: outSignature, inNames: inNames, outNames: outNames) { [weak self] call in
+            guard let self else { throw DBusError.disconnected() }
+            return try await body(self, call)
+        }
+    }
+
+    // MARK: Helpers
+
+    func device(_ index: Int) throws -> SimulatedDevice {
+        guard devices.indices.contains(index) else {
+            throw DBusError(name: DBusError.Name.invalidArgs, message: "no board \(index) (this simulator has \(devices.count))")
+        }
+        return devices[index]
+    }
+
+    func nanosecondsSinceStart(_ instant: ContinuousClock.Instant) -> UInt64 {
+        let (seconds, attoseconds) = (instant - epoch).components
+        return UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
+    }
+
+    nonisolated func log(_ line: String) { configuration.log(line) }
+
+    /// A sender left the bus: BlueZ drops its discovery session, filter and notify sessions.
+    func clientLeft(_ name: String) {
+        discoveryFilters[name] = nil
+        if discoverySessions.removeValue(forKey: name) != nil, discoverySessions.isEmpty { stopScanning() }
+        for device in devices where device.notifySessions.remove(name) != nil {
+            refreshNotifying(device)
+        }
+    }
+
+    /// Periodic work: temporary-device expiry and AcquireNotify peers that closed their fd.
+    func housekeeping() async {
+        while !Task.isCancelled && !stopped {
+            try? await Task.sleep(for: min(.milliseconds(250), configuration.temporaryTimeout / 4))
+            let now = clock.now
+            for device in devices {
+                if let pipe = device.notifyPipe, pipe.peerClosed { releaseNotifyPipe(device) }
+                guard device.deviceExported, !device.connected, !device.connecting else { continue }
+                let beingSeen = !device.vanished && !discoverySessions.isEmpty && matchesAnyFilter(device)
+                if !beingSeen && now - device.lastSeen >= configuration.temporaryTimeout {
+                    removeDevice(device)
+                }
+            }
+        }
+    }
+}

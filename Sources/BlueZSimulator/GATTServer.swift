@@ -1,0 +1,212 @@
+import DBus
+import MetaWearBoardModel
+
+/// The GATT objects of a connected board and their methods (bluez-dbus.md §1.4).
+extension BlueZSimulator {
+    func exportGATT(_ device: SimulatedDevice) async throws {
+        guard let bluez else { return }
+        device.gattExported = true
+        let index = device.index
+        for service in GATTLayout.services {
+            let servicePath = device.servicePath(service)
+            let serviceInterface = storedInterface(Self.serviceInterface, path: servicePath, values: [
+                ("UUID", .string(service.uuid)),
+                ("Device", .objectPath(device.path)),
+                ("Primary", .boolean(true)),
+                ("Includes", .array(element: .objectPath, [])),
+                ("Handle", .uint16(service.handle)),
+            ])
+            try await bluez.export(DBusExportedObject(serviceInterface), at: servicePath)
+            for characteristic in service.characteristics {
+                let path = device.characteristicPath(service, characteristic)
+                let notifies = characteristic.flags.contains("notify")
+                var values: [(String, DBusValue)] = [
+                    ("UUID", .string(characteristic.uuid)),
+                    ("Service", .objectPath(servicePath)),
+                    ("Value", .array(element: .byte, [])),
+                    ("Flags", .array(element: .string, characteristic.flags.map { .string($0) })),
+                    ("MTU", .uint16(Self.mtu)),
+                    ("Handle", .uint16(characteristic.handle)),
+                ]
+                if notifies {
+                    values.append(("Notifying", .boolean(false)))
+                    values.append(("NotifyAcquired", .boolean(false)))
+                }
+                let role = characteristic.role
+                var methods = [
+                    method("ReadValue", in: [.dictionary(key: .string, value: .variant)], out: [.array(.byte)],
+                           inNames: ["options"], outNames: ["value"]) { simulator, call in
+                        let options = try call.decode([String: DBusValue].self)
+                        let bytes = try await simulator.readValue(index, role, path: path, options: options)
+                        return [.array(element: .byte, bytes.map { .byte($0) })]
+                    },
+                    method("WriteValue", in: [.array(.byte), .dictionary(key: .string, value: .variant)],
+                           inNames: ["value", "options"]) { simulator, call in
+                        let (bytes, options) = try call.decode([UInt8].self, [String: DBusValue].self)
+                        try await simulator.writeValue(index, role, bytes, options: options)
+                        return []
+                    },
+                ]
+                if notifies {
+                    methods += [
+                        method("StartNotify") { simulator, call in
+                            try await simulator.startNotify(index, role, sender: call.sender); return []
+                        },
+                        method("StopNotify") { simulator, call in
+                            try await simulator.stopNotify(index, role, sender: call.sender); return []
+                        },
+                        method("AcquireNotify", in: [.dictionary(key: .string, value: .variant)], out: [.unixFD, .uint16],
+                               inNames: ["options"], outNames: ["fd", "mtu"]) { simulator, _ in
+                            let fd = try await simulator.acquireNotify(index, role)
+                            return [.unixFD(fd), .uint16(Self.mtu)]
+                        },
+                    ]
+                }
+                let interface = storedInterface(Self.characteristicInterface, path: path, values: values, methods: methods)
+                try await bluez.export(DBusExportedObject(interface), at: path)
+                if let handle = characteristic.descriptorHandle {
+                    let descriptorPath = device.descriptorPath(service, characteristic, handle)
+                    let descriptor = storedInterface(Self.descriptorInterface, path: descriptorPath, values: [
+                        ("UUID", .string(GATTLayout.clientConfiguration)),
+                        ("Characteristic", .objectPath(path)),
+                        ("Value", .array(element: .byte, [])),
+                        ("Flags", .array(element: .string, ["read", "write"].map { .string($0) })),
+                        ("Handle", .uint16(handle)),
+                    ], methods: [
+                        method("ReadValue", in: [.dictionary(key: .string, value: .variant)], out: [.array(.byte)],
+                               inNames: ["options"], outNames: ["value"]) { simulator, _ in
+                            let on = try await simulator.isNotifying(index, role)
+                            return [.array(element: .byte, [.byte(on ? 1 : 0), .byte(0)])]
+                        },
+                        method("WriteValue", in: [.array(.byte), .dictionary(key: .string, value: .variant)],
+                               inNames: ["value", "options"]) { _, _ in
+                            // BlueZ owns the CCCD; clients must use StartNotify.
+                            throw BlueZError.notPermitted("Write not permitted")
+                        },
+                    ])
+                    try await bluez.export(DBusExportedObject(descriptor), at: descriptorPath)
+                }
+            }
+        }
+    }
+
+    // MARK: Characteristic methods
+
+    func readValue(_ index: Int, _ role: GATTLayout.Role, path: DBusObjectPath, options: [String: DBusValue]) throws -> [UInt8] {
+        let device = try device(index)
+        guard device.connected else { throw BlueZError.failed("Not connected") }
+        var offset = 0
+        if let raw = options["offset"] {
+            guard case .uint16(let value) = raw.unwrappingVariants else { throw BlueZError.invalidArguments() }
+            offset = Int(value)
+        }
+        let value: [UInt8]
+        switch role {
+        case .deviceInformation(let short): value = Array((device.model.readDeviceInformation(short) ?? "").utf8)
+        case .batteryLevel: value = [device.model.batteryPercent]
+        case .command, .notify: throw BlueZError.notPermitted("Read not permitted")
+        }
+        guard offset <= value.count else { throw BlueZError.invalidOffset() }
+        let result = Array(value[offset...])
+        update(path, Self.characteristicInterface, ["Value": .array(element: .byte, result.map { .byte($0) })])
+        return result
+    }
+
+    func writeValue(_ index: Int, _ role: GATTLayout.Role, _ bytes: [UInt8], options: [String: DBusValue]) async throws {
+        let device = try device(index)
+        var type = "request"
+        if let raw = options["type"] {
+            guard case .string(let text) = raw.unwrappingVariants, ["command", "request", "reliable"].contains(text) else {
+                throw BlueZError.invalidArguments()
+            }
+            type = text
+        }
+        if let raw = options["offset"] {
+            guard case .uint16 = raw.unwrappingVariants else { throw BlueZError.invalidArguments() }
+        }
+        guard role == .command else { throw BlueZError.notPermitted("Write not permitted") }
+        guard device.connected else { throw BlueZError.failed("Not connected") }
+        if type != "command" {
+            // One acknowledged write in flight per characteristic; the response takes a
+            // connection event.
+            guard !device.requestWriteInFlight else { throw BlueZError.inProgress() }
+            device.requestWriteInFlight = true
+            let generation = device.linkGeneration
+            try? await Task.sleep(for: .milliseconds(Int64(configuration.connectionIntervalMilliseconds)))
+            guard device.connected, generation == device.linkGeneration else { throw BlueZError.failed("Not connected") }
+            device.requestWriteInFlight = false
+        }
+        log("mwsim: write \(device.address) board=\(index) type=\(type) \(hexString(bytes))")
+        advanceBoard(device)
+        let result = device.model.write(bytes)
+        for reply in result.notifications {
+            device.stats.notificationsEmitted += 1
+            enqueue(device, reply)
+        }
+        if let effect = result.linkEffect {
+            // The board ends the link after the write is acknowledged.
+            let generation = device.linkGeneration
+            Task { [weak self] in
+                try? await Task.sleep(for: .milliseconds(20))
+                await self?.boardEndedLink(index, generation, effect)
+            }
+        }
+    }
+
+    func boardEndedLink(_ index: Int, _ generation: Int, _ effect: SimulatedBoard.LinkEffect) {
+        guard let device = try? device(index), generation == device.linkGeneration else { return }
+        linkLost(device, reason: "board \(effect)")
+    }
+
+    func startNotify(_ index: Int, _ role: GATTLayout.Role, sender: String) throws {
+        let device = try device(index)
+        guard role == .notify else { return }  // battery level: accepted, never changes
+        guard device.notifyPipe == nil else { throw BlueZError.notPermitted("Notify acquired") }
+        guard device.notifySessions.insert(sender).inserted else { return }
+        // Not connected: BlueZ answers success and arms the session when GATT is ready.
+        refreshNotifying(device)
+    }
+
+    func stopNotify(_ index: Int, _ role: GATTLayout.Role, sender: String) throws {
+        let device = try device(index)
+        guard role == .notify else { return }
+        guard device.notifySessions.remove(sender) != nil else { throw BlueZError.failed("No notify session started") }
+        refreshNotifying(device)
+    }
+
+    func acquireNotify(_ index: Int, _ role: GATTLayout.Role) throws -> DBusFileDescriptor {
+        let device = try device(index)
+        guard role == .notify else { throw BlueZError.notSupported() }
+        guard device.connected else { throw BlueZError.notConnected() }
+        guard device.notifyPipe == nil else { throw BlueZError.notPermitted("Notify acquired") }
+        guard device.notifySessions.isEmpty else { throw BlueZError.inProgress() }
+        let pipe = try NotifyPipe()
+        device.notifyPipe = pipe
+        update(device.notifyCharacteristicPath, Self.characteristicInterface, ["NotifyAcquired": .boolean(true), "Notifying": .boolean(true)])
+        return pipe.clientEnd
+    }
+
+    func isNotifying(_ index: Int, _ role: GATTLayout.Role) throws -> Bool {
+        let device = try device(index)
+        return role == .notify && (!device.notifySessions.isEmpty || device.notifyPipe != nil)
+    }
+
+    /// Announces Notifying when it differs from the sessions' state.
+    func refreshNotifying(_ device: SimulatedDevice) {
+        let path = device.notifyCharacteristicPath
+        guard let current = properties[path]?[Self.characteristicInterface]?["Notifying"] else { return }
+        let notifying = !device.notifySessions.isEmpty || device.notifyPipe != nil
+        if current != .boolean(notifying) {
+            update(path, Self.characteristicInterface, ["Notifying": .boolean(notifying)])
+        }
+    }
+
+    /// Closes the AcquireNotify channel (HUP at the client) and clears NotifyAcquired.
+    func releaseNotifyPipe(_ device: SimulatedDevice, announce: Bool = true) {
+        device.notifyPipe?.close()
+        device.notifyPipe = nil
+        guard announce else { return }
+        update(device.notifyCharacteristicPath, Self.characteristicInterface, ["NotifyAcquired": .boolean(false)])
+        refreshNotifying(device)
+    }
+}

@@ -1,0 +1,113 @@
+import DBus
+import MetaWearBoardModel
+
+/// The simulator's state for one board: its brain, its BlueZ object and its link.
+/// Owned by (and only touched from) the ``BlueZSimulator`` actor.
+final class SimulatedDevice {
+    let index: Int
+    var model: SimulatedBoard
+    /// `AA:BB:CC:DD:EE:FF`, upper case.
+    let address: String
+    let path: DBusObjectPath
+
+    var deviceExported = false
+    var gattExported = false
+    /// Out of radio range: not advertised, not connectable.
+    var vanished = false
+    var connected = false
+    var connecting = false
+    var servicesResolved = false
+    /// Error for the next Connect (fault injection).
+    var refuseNextConnect: String?
+    /// Last advertisement seen or link activity (temporary-device timer).
+    var lastSeen: ContinuousClock.Instant
+    var rssi: Int16 = -60
+
+    /// StartNotify sessions on 326a9006, by sender.
+    var notifySessions: Set<String> = []
+    /// AcquireNotify channel.
+    var notifyPipe: NotifyPipe?
+    /// Bumped on every link change so stale link tasks stop.
+    var linkGeneration = 0
+    var linkTask: Task<Void, Never>?
+    var connectedAt: ContinuousClock.Instant?
+    /// Notifications waiting for a connection event.
+    var linkQueue: [[UInt8]] = []
+    var tokens = 0.0
+    var lastEvent: ContinuousClock.Instant?
+    var dropFraction = 0.0
+    var stallTask: Task<Void, Never>?
+    var requestWriteInFlight = false
+    var stats = BoardStats()
+    var releases: [LinkRelease] = []
+    var random: SeededRandom
+
+    init(index: Int, profile: BoardProfile, seed: UInt64, adapterPath: DBusObjectPath, now: ContinuousClock.Instant) {
+        self.index = index
+        model = SimulatedBoard(profile: profile, seed: UInt32(truncatingIfNeeded: index + 1))
+        address = profile.macAddress.map { hexString([$0]).uppercased() }.joined(separator: ":")
+        let element = "dev_" + address.replacingColons()
+        path = (try? adapterPath.appending(element)) ?? adapterPath
+        lastSeen = now
+        random = SeededRandom(seed: seed &+ UInt64(index) &* 0x1000_0001)
+        rssi = Int16(-50 - Int(random.next() % 20))
+    }
+
+    func servicePath(_ service: GATTLayout.Service) -> DBusObjectPath {
+        (try? path.appending("service" + GATTLayout.hex4(service.handle))) ?? path
+    }
+
+    func characteristicPath(_ service: GATTLayout.Service, _ characteristic: GATTLayout.Characteristic) -> DBusObjectPath {
+        (try? servicePath(service).appending("char" + GATTLayout.hex4(characteristic.handle))) ?? path
+    }
+
+    func descriptorPath(_ service: GATTLayout.Service, _ characteristic: GATTLayout.Characteristic, _ handle: UInt16) -> DBusObjectPath {
+        (try? characteristicPath(service, characteristic).appending("desc" + GATTLayout.hex4(handle))) ?? path
+    }
+
+    /// Path of the MetaWear notify characteristic 326a9006.
+    var notifyCharacteristicPath: DBusObjectPath {
+        let service = GATTLayout.services[0]
+        return characteristicPath(service, service.characteristics[1])
+    }
+
+    /// All GATT object paths, deepest first (for removal).
+    var gattPaths: [DBusObjectPath] {
+        var paths: [DBusObjectPath] = []
+        for service in GATTLayout.services {
+            for characteristic in service.characteristics {
+                if let descriptor = characteristic.descriptorHandle { paths.append(descriptorPath(service, characteristic, descriptor)) }
+                paths.append(characteristicPath(service, characteristic))
+            }
+            paths.append(servicePath(service))
+        }
+        return paths
+    }
+
+    /// Counts the samples in one stream notification and remembers the last index.
+    func account(_ bytes: [UInt8]) {
+        stats.notificationsEmitted += 1
+        guard bytes.count >= 8 else { return }
+        let sensor: SimulatedSensorKind
+        switch bytes[0] {
+        case 0x13: sensor = .gyro
+        case 0x03: sensor = .accelerometer
+        default: return
+        }
+        guard bytes[1] >= 0x04, bytes[1] != 0x80 else { return }
+        let samples = (bytes.count - 2) / 6
+        stats.samplesEmitted[sensor, default: 0] += samples
+        // x of the newest sample is its index mod 2^16; the board's counter gives the rest.
+        let offset = 2 + (samples - 1) * 6
+        let low = UInt64(bytes[offset]) | UInt64(bytes[offset + 1]) << 8
+        let next = model.state(sensor).nextSampleIndex
+        guard next > 0 else { return }
+        let newest = next - 1
+        let candidate = (newest & ~0xFFFF) | low
+        stats.lastSampleIndex[sensor] = candidate <= newest ? candidate : candidate &- 0x1_0000
+    }
+}
+
+extension String {
+    fileprivate func replacingColons() -> String { String(map { $0 == ":" ? "_" : $0 }) }
+}

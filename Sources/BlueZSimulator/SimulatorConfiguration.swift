@@ -1,0 +1,83 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import MetaWearBoardModel
+
+/// Everything that shapes one simulator run.
+public struct SimulatorConfiguration: Sendable {
+    /// Which boards to simulate.
+    public enum Model: String, Sendable, CaseIterable {
+        /// MetaMotion R (BMI160).
+        case metamotionR = "metamotion-r"
+        /// MetaMotion S (BMI270).
+        case metamotionS = "metamotion-s"
+        /// R and S alternating, starting with R.
+        case mixed
+    }
+
+    /// D-Bus address of the bus to own `org.bluez` on.
+    public var busAddress: String
+    /// One profile per board (index = board number).
+    public var profiles: [BoardProfile]
+    /// Maximum notifications per second per board on the link; nil = no cap. Excess waits in a
+    /// link queue of `linkQueueLimit` notifications; what does not fit is dropped and counted.
+    public var rateCap: Int?
+    /// Notifications a board can hold while the link is slower than the sensor.
+    public var linkQueueLimit = 256
+    /// BlueZ's TemporaryTimeout: an unconnected device not seen for this long is removed.
+    public var temporaryTimeout: Duration = .seconds(30)
+    /// Time from StartDiscovery until the first advertisement is seen.
+    public var discoveryDelay: Duration = .milliseconds(300)
+    /// Period of RSSI updates while discovering.
+    public var rssiInterval: Duration = .seconds(1)
+    /// Connection interval in ms (7.5…30); a board's `11 09` request overrides it.
+    public var connectionIntervalMilliseconds: Double = 15
+    /// Relative jitter applied to each connection event (0.1 = ±10 %), clamped to 7.5…30 ms.
+    public var connectionIntervalJitter: Double = 0.1
+    /// Time from Connect's reply until ServicesResolved.
+    public var servicesResolveDelay: Duration = .milliseconds(40)
+    /// Seed for jitter, RSSI and injected loss; each board's signal seed is `index + 1`.
+    public var seed: UInt64 = 1
+    /// Faults to inject at scheduled times.
+    public var faults = FaultPlan()
+    /// The adapter's public address.
+    public var adapterAddress = "00:1A:7D:DA:71:13"
+    /// Well-known name of the control interface (own connection, so it survives a simulated
+    /// bluetoothd restart).
+    public var controlBusName = "io.mwgate.Simulator"
+    /// Receives one line per event worth logging (every central write, faults, links).
+    public var log: @Sendable (String) -> Void
+
+    /// A configuration for `count` boards of `model`; logs go to standard error.
+    public init(busAddress: String, boards count: Int = 1, model: Model = .metamotionR) {
+        self.busAddress = busAddress
+        self.profiles = Self.profiles(model: model, count: count)
+        self.log = writeToStandardError
+    }
+
+    /// Profiles with distinct random-static addresses and serial numbers per board.
+    public static func profiles(model: Model, count: Int) -> [BoardProfile] {
+        (0..<max(0, count)).map { index in
+            var profile: BoardProfile = switch model {
+            case .metamotionR: .metaMotionR
+            case .metamotionS: .metaMotionS
+            case .mixed: index % 2 == 0 ? .metaMotionR : .metaMotionS
+            }
+            var mac = profile.macAddress
+            if mac.count == 6 {
+                mac[4] = mac[4] &+ UInt8(truncatingIfNeeded: index >> 8)
+                mac[5] = mac[5] &+ UInt8(truncatingIfNeeded: index)
+            }
+            profile.macAddress = mac
+            profile.serialNumber = String(profile.serialNumber.prefix(4)) + hexString([UInt8(truncatingIfNeeded: index)]).uppercased()
+            return profile
+        }
+    }
+}
+
+/// Writes one line to standard error (fd 2) in a single write, so lines from several tasks
+/// never interleave.
+public func writeToStandardError(_ line: String) {
+    let bytes = Array((line + "\n").utf8)
+    bytes.withUnsafeBytes { buffer in _ = write(2, buffer.baseAddress, buffer.count) }
+}

@@ -1,0 +1,138 @@
+import ArgumentParser
+import BlueZSimulator
+import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `mwsim`: BlueZ plus simulated MetaWear boards on a private D-Bus bus.
+@main
+struct MWSim: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "mwsim",
+        abstract: "Simulate BlueZ (org.bluez, hci0) and MetaWear boards on a D-Bus bus, for tests and benchmarks.",
+        discussion: """
+            Owns org.bluez on --bus and behaves like BlueZ 5.66 for a GATT central: discovery,
+            Connect, the MetaWear GATT tree (326a9000 service, 326a9001 command, 326a9006 notify,
+            DIS 180a, battery 180f), StartNotify / AcquireNotify, streaming at the rate the board
+            was configured for, in batches per connection interval (7.5-30 ms, seeded jitter).
+            Every write the central makes is logged on stderr as one hex line with the board's
+            address.
+
+            Control interface: io.mwgate.Simulator1 at /io/mwgate/Simulator1 (bus name
+            io.mwgate.Simulator), boards numbered from 0: DropLink(u), Stall(u,d seconds),
+            RefuseNextConnect(u,s error), VanishDevice(u), RestoreDevice(u), RestartBluetoothd(),
+            PowerCycleAdapter(), DropNotifications(u,d fraction), PressButton(u),
+            GetCommandLog(u) -> aay, GetStats(u) -> a{sv}, ListBoards() -> a(uoss).
+
+            Fault grammar (--fault, repeatable, or ';'-separated): KIND@TIME[,key=value...]
+              TIME: seconds since start: 10s, 1.5s, 250ms or a bare number
+              keys: board=N (default 0), seconds=S (stall, default 5),
+                    error=TEXT (refuse-connect: a reason for org.bluez.Error.Failed such as
+                    le-connection-abort-by-local, or a full error name such as
+                    org.bluez.Error.InProgress), fraction=F (drop-notifications, 0...1)
+              kinds: link-drop, stall, refuse-connect, vanish, restart-bluetoothd,
+                     power-cycle, drop-notifications, press-button
+              example: --fault 'link-drop@10s,board=1' --fault 'stall@3s,seconds=2'
+
+            Rate cap: --rate-cap N lets at most N notifications per second per board through
+            the link; the excess waits in a queue of --link-queue notifications (delayed, as a
+            real link does) and what does not fit is dropped and counted (GetStats
+            DroppedByRateCap).
+            """
+    )
+
+    @Option(help: "D-Bus address of the bus to own org.bluez on (default: $DBUS_SYSTEM_BUS_ADDRESS).")
+    var bus: String?
+
+    @Option(help: "Number of simulated boards.")
+    var boards = 1
+
+    @Option(help: "Board model: metamotion-r (BMI160), metamotion-s (BMI270) or mixed (alternating, R first).")
+    var model = "metamotion-r"
+
+    @Option(name: .customLong("rate-cap"), help: "Maximum notifications per second per board on the link (default: no cap).")
+    var rateCap: Int?
+
+    @Option(name: .customLong("link-queue"), help: "Notifications a board holds while the link is slower than the sensor.")
+    var linkQueue = 256
+
+    @Option(name: .customLong("fault"), help: "Scheduled fault, KIND@TIME[,key=value...] (see above); repeatable.")
+    var faults: [String] = []
+
+    @Option(name: .customLong("connection-interval"), help: "Connection interval in ms, 7.5...30 (a board's 11 09 request overrides).")
+    var connectionInterval = 15.0
+
+    @Option(name: .customLong("temporary-timeout"), help: "Seconds until an unconnected device no longer seen is removed (BlueZ TemporaryTimeout).")
+    var temporaryTimeout = 30.0
+
+    @Option(name: .customLong("discovery-delay"), help: "Seconds from StartDiscovery until boards are seen.")
+    var discoveryDelay = 0.3
+
+    @Option(help: "Seed for jitter, RSSI and injected loss.")
+    var seed: UInt64 = 1
+
+    @Option(help: "Exit after this many seconds (default: run until SIGTERM/SIGINT).")
+    var duration: Double?
+
+    @Flag(help: "Do not log every write on stderr.")
+    var quiet = false
+
+    func validate() throws {
+        guard boards >= 0 && boards <= 64 else { throw ValidationError("--boards must be within 0...64") }
+        guard SimulatorConfiguration.Model(rawValue: model) != nil else {
+            throw ValidationError("--model must be one of \(SimulatorConfiguration.Model.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        if let rateCap, rateCap <= 0 { throw ValidationError("--rate-cap must be > 0") }
+        guard (7.5...30).contains(connectionInterval) else { throw ValidationError("--connection-interval must be within 7.5...30 ms") }
+        guard temporaryTimeout > 0, discoveryDelay >= 0, linkQueue > 0 else { throw ValidationError("timeouts and queue sizes must be positive") }
+        for fault in faults {
+            do { _ = try FaultPlan(parsing: fault) } catch { throw ValidationError(error.description) }
+        }
+    }
+
+    func run() async throws {
+        let environmentBus = getenv("DBUS_SYSTEM_BUS_ADDRESS").map { String(cString: $0) }
+        guard let address = bus ?? environmentBus, !address.isEmpty else {
+            throw ValidationError("no bus: pass --bus or set DBUS_SYSTEM_BUS_ADDRESS")
+        }
+        var configuration = SimulatorConfiguration(busAddress: address, boards: boards,
+                                                   model: SimulatorConfiguration.Model(rawValue: model) ?? .metamotionR)
+        configuration.rateCap = rateCap
+        configuration.linkQueueLimit = linkQueue
+        configuration.connectionIntervalMilliseconds = connectionInterval
+        configuration.temporaryTimeout = .milliseconds(Int64(temporaryTimeout * 1000))
+        configuration.discoveryDelay = .milliseconds(Int64(discoveryDelay * 1000))
+        configuration.seed = seed
+        configuration.faults = FaultPlan(steps: try faults.flatMap { try FaultPlan(parsing: $0).steps })
+        if quiet {
+            configuration.log = { line in if !line.hasPrefix("mwsim: write ") { writeToStandardError(line) } }
+        }
+        let simulator = BlueZSimulator(configuration: configuration)
+        try await simulator.start()
+        await waitForTermination(duration)
+        await simulator.stop()
+        writeToStandardError("mwsim: stopped")
+    }
+
+    /// Returns on SIGTERM, SIGINT or after `seconds`.
+    private func waitForTermination(_ seconds: Double?) async {
+        let (stream, continuation) = AsyncStream.makeStream(of: Void.self)
+        var sources: [any DispatchSourceSignal] = []
+        for signalNumber in [SIGTERM, SIGINT] {
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+            source.setEventHandler { continuation.yield() }
+            source.resume()
+            sources.append(source)
+        }
+        if let seconds {
+            Task {
+                try? await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
+                continuation.yield()
+            }
+        }
+        for await _ in stream { break }
+        sources.forEach { $0.cancel() }
+    }
+}

@@ -1,0 +1,159 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import DBus
+import Foundation
+import MetaWearBoardModel
+import Testing
+@testable import BlueZSimulator
+
+/// Each fault as a client observes it on the bus.
+@Suite(.serialized, .enabled(if: TestBus.isAvailable))
+struct FaultTests {
+    @Test func linkDropAnnouncesDisconnectKeepsGATTAndHangsUpTheNotifyFD() async throws {
+        try await SimulatorHarness.with { harness in
+            let path = try await harness.connect(0)
+            let changes = try await harness.client.propertiesChanged(sender: "org.bluez", pathNamespace: path, interface: "org.bluez.Device1")
+            let reply = try await harness.call(try harness.notifyPath(path), "org.bluez.GattCharacteristic1", "AcquireNotify",
+                                               [.dictionary(key: .string, value: .variant, [])])
+            let (fd, mtu) = try reply.decode(DBusFileDescriptor.self, UInt16.self)
+            #expect(mtu == 247)
+            #expect(try await harness.property(try harness.notifyPath(path), "org.bluez.GattCharacteristic1", "NotifyAcquired") == .boolean(true))
+            _ = try await harness.control("DropLink", [.uint32(0)])
+            var order: [String] = []
+            for try await change in changes {
+                order += change.changed.keys.sorted()
+                if change.changed["Connected"] == .boolean(false) { break }
+            }
+            #expect(order == ["ServicesResolved", "Connected"])
+            var entry = pollfd(fd: fd.rawValue, events: Int16(POLLIN), revents: 0)
+            #expect(poll(&entry, 1, 5000) == 1 && entry.revents & Int16(POLLHUP) != 0, "notify fd must see HUP")
+            // Cache=always: the GATT objects stay.
+            #expect(try await harness.property(try harness.notifyPath(path), "org.bluez.GattCharacteristic1", "UUID")
+                    == .string("326a9006-85cb-9195-d9dd-464cfbbae75a"))
+            #expect(try await harness.stats(0)["Disconnections"]?.uint64Value == 1)
+        }
+    }
+
+    @Test func refusedConnectUsesBlueZErrorNamesThenSucceeds() async throws {
+        try await SimulatorHarness.with { harness in
+            let path = try await harness.simulator.boardInfo(0).path
+            _ = try await harness.call("/org/bluez/hci0", "org.bluez.Adapter1", "StartDiscovery")
+            try await harness.eventually("device") { (try? await harness.property(path, "org.bluez.Device1", "Address")) != nil }
+            _ = try await harness.control("RefuseNextConnect", [.uint32(0), .string("le-connection-abort-by-local")])
+            let blip = try await harness.client.propertiesChanged(sender: "org.bluez", pathNamespace: path, interface: "org.bluez.Device1")
+            await #expect { _ = try await harness.call(path, "org.bluez.Device1", "Connect") } throws: { error in
+                let error = error as? DBusError
+                return error?.name == "org.bluez.Error.Failed" && error?.message == "le-connection-abort-by-local"
+            }
+            var seen: [DBusValue] = []
+            for try await change in blip {
+                if let connected = change.changed["Connected"] { seen.append(connected) }
+                if seen.count == 2 { break }
+            }
+            #expect(seen == [.boolean(true), .boolean(false)])
+            _ = try await harness.control("RefuseNextConnect", [.uint32(0), .string("org.bluez.Error.InProgress")])
+            await #expect { _ = try await harness.call(path, "org.bluez.Device1", "Connect") } throws: { error in
+                (error as? DBusError)?.name == "org.bluez.Error.InProgress"
+            }
+            _ = try await harness.call(path, "org.bluez.Device1", "Connect")
+            #expect(try await harness.property(path, "org.bluez.Device1", "Connected") == .boolean(true))
+        }
+    }
+
+    @Test func vanishRemovesTheDevice() async throws {
+        try await SimulatorHarness.with(boards: 2) { harness in
+            let path = try await harness.connect(1)
+            let removed = try await harness.client.interfacesRemoved(sender: "org.bluez", managerPath: .root)
+            _ = try await harness.control("VanishDevice", [.uint32(1)])
+            var removedPaths: Set<DBusObjectPath> = []
+            for try await event in removed {
+                removedPaths.insert(event.path)
+                if event.path == path {
+                    #expect(event.interfaces.contains("org.bluez.Device1"))
+                    break
+                }
+            }
+            #expect(removedPaths.contains(try DBusObjectPath(path.rawValue + "/service000c/char000f")))
+            await #expect(throws: DBusError.self) { _ = try await harness.call(path, "org.bluez.Device1", "Connect") }
+        }
+    }
+
+    @Test func bluetoothdRestartDropsEverythingAndComesBack() async throws {
+        try await SimulatorHarness.with { harness in
+            let path = try await harness.connect(0)
+            let owners = try await harness.client.nameOwnerChanged(name: "org.bluez")
+            let before = try await harness.client.nameOwner("org.bluez")
+            _ = try await harness.control("RestartBluetoothd")
+            var changes: [DBusNameOwnerChanged] = []
+            for try await change in owners {
+                changes.append(change)
+                if !change.newOwner.isEmpty { break }
+            }
+            #expect(changes.first?.oldOwner == before && changes.first?.newOwner == "")
+            #expect(changes.last?.newOwner.isEmpty == false && changes.last?.newOwner != before)
+            let objects = try await harness.call("/", DBusStandardInterface.objectManager, "GetManagedObjects")
+                .decode([DBusObjectPath: [String: [String: DBusValue]]].self)
+            #expect(objects["/org/bluez/hci0"]?["org.bluez.Adapter1"]?["Powered"] == .boolean(true))
+            #expect(objects[path] == nil, "temporary devices are gone until rediscovered")
+            _ = try await harness.connect(0)
+        }
+    }
+
+    @Test func stallSilencesTheStreamForThePeriod() async throws {
+        try await SimulatorHarness.with { harness in
+            let path = try await harness.connect(0)
+            let values = try await harness.client.propertiesChanged(sender: "org.bluez", pathNamespace: try harness.notifyPath(path),
+                                                                     interface: "org.bluez.GattCharacteristic1")
+            _ = try await harness.call(try harness.notifyPath(path), "org.bluez.GattCharacteristic1", "StartNotify")
+            for command in gyroStart100HzBMI160 { try await harness.write(path, command) }
+            var times: [ContinuousClock.Instant] = []
+            var stalled = false
+            for try await change in values where change.changed["Value"] != nil {
+                times.append(.now)
+                if times.count == 20 && !stalled {
+                    stalled = true
+                    _ = try await harness.control("Stall", [.uint32(0), .double(1.0)])
+                }
+                if times.count == 60 { break }
+            }
+            let gaps = zip(times, times.dropFirst()).map { $1 - $0 }
+            #expect(gaps.max() ?? .zero >= .milliseconds(800), "expected a silent second, largest gap \(String(describing: gaps.max()))")
+            #expect(try await harness.stats(0)["WithheldByStall"]?.uint64Value ?? 0 >= 50)
+        }
+    }
+
+    @Test func buttonPressArrivesAsNotification() async throws {
+        try await SimulatorHarness.with(model: .metamotionS) { harness in
+            let path = try await harness.connect(0)
+            let values = try await harness.client.propertiesChanged(sender: "org.bluez", pathNamespace: try harness.notifyPath(path),
+                                                                     interface: "org.bluez.GattCharacteristic1")
+            _ = try await harness.call(try harness.notifyPath(path), "org.bluez.GattCharacteristic1", "StartNotify")
+            try await harness.write(path, [0x01, 0x01, 0x01], type: "request")
+            _ = try await harness.control("PressButton", [.uint32(0)])
+            var received: [[UInt8]] = []
+            for try await change in values {
+                guard let value = change.changed["Value"], let bytes = try? value.unwrappingVariants.as([UInt8].self) else { continue }
+                received.append(bytes)
+                if received.count == 2 { break }
+            }
+            #expect(received == [[0x01, 0x01, 0x01], [0x01, 0x01, 0x00]])
+        }
+    }
+
+    @Test func powerCycleDropsLinksAndReportsPowerState() async throws {
+        try await SimulatorHarness.with { harness in
+            let path = try await harness.connect(0)
+            let adapter = try await harness.client.propertiesChanged(sender: "org.bluez", pathNamespace: "/org/bluez/hci0",
+                                                                      interface: "org.bluez.Adapter1")
+            _ = try await harness.control("PowerCycleAdapter")
+            var states: [String] = []
+            for try await change in adapter {
+                if case .string(let state)? = change.changed["PowerState"]?.unwrappingVariants { states.append(state) }
+                if states.last == "on" { break }
+            }
+            #expect(states == ["on-disabling", "off", "off-enabling", "on"])
+            #expect(try await harness.property(path, "org.bluez.Device1", "Connected") == .boolean(false))
+        }
+    }
+}
