@@ -66,12 +66,15 @@ public final class BufferStore: Sendable {
     public let configuration: Configuration
     let writer: any DatabaseWriter
     let reader: any DatabaseReader
+    /// Throttled statvfs readings for the free-space floor.
+    let freeSpace: FreeSpaceProbe
 
     /// Opens (creating and migrating) the database for recording, sets `synchronous=FULL`
     /// on the writer and checks it stuck, and returns in-flight outbox items to pending.
     public init(path: String, configuration: Configuration) throws {
         self.path = path
         self.configuration = configuration
+        freeSpace = FreeSpaceProbe(databasePath: path)
         var config = GRDB.Configuration()
         config.busyMode = .timeout(10)
         config.prepareDatabase { db in
@@ -103,6 +106,7 @@ public final class BufferStore: Sendable {
         guard FileManager.default.fileExists(atPath: path) else { throw StoreError.missingDatabase(path) }
         self.path = path
         self.configuration = configuration
+        freeSpace = FreeSpaceProbe(databasePath: path)
         var config = GRDB.Configuration()
         config.readonly = true
         config.busyMode = .timeout(5)
@@ -224,6 +228,29 @@ public final class BufferStore: Sendable {
                     unsynced INTEGER NOT NULL,
                     lost INTEGER NOT NULL
                 );
+                """)
+        }
+        m.registerMigration("v2-stored-bytes") { db in
+            // The disk budget is checked after every seal; a running total kept by triggers
+            // (in the same transaction as the change, so it is exact after a crash too)
+            // replaces a SUM over every chunk. Nothing may write chunks or open_chunks with
+            // INSERT OR REPLACE: its implicit delete would not fire the delete triggers.
+            try db.execute(sql: """
+                CREATE TABLE stored_bytes (id INTEGER PRIMARY KEY CHECK (id = 0), bytes INTEGER NOT NULL);
+                INSERT INTO stored_bytes (id, bytes) VALUES (0,
+                    (SELECT coalesce(sum(size), 0) FROM chunks) + (SELECT coalesce(sum(size), 0) FROM open_chunks));
+                CREATE TRIGGER chunks_bytes_insert AFTER INSERT ON chunks
+                    BEGIN UPDATE stored_bytes SET bytes = bytes + NEW.size WHERE id = 0; END;
+                CREATE TRIGGER chunks_bytes_update AFTER UPDATE OF size ON chunks WHEN NEW.size != OLD.size
+                    BEGIN UPDATE stored_bytes SET bytes = bytes + NEW.size - OLD.size WHERE id = 0; END;
+                CREATE TRIGGER chunks_bytes_delete AFTER DELETE ON chunks
+                    BEGIN UPDATE stored_bytes SET bytes = bytes - OLD.size WHERE id = 0; END;
+                CREATE TRIGGER open_chunks_bytes_insert AFTER INSERT ON open_chunks
+                    BEGIN UPDATE stored_bytes SET bytes = bytes + NEW.size WHERE id = 0; END;
+                CREATE TRIGGER open_chunks_bytes_update AFTER UPDATE OF size ON open_chunks WHEN NEW.size != OLD.size
+                    BEGIN UPDATE stored_bytes SET bytes = bytes + NEW.size - OLD.size WHERE id = 0; END;
+                CREATE TRIGGER open_chunks_bytes_delete AFTER DELETE ON open_chunks
+                    BEGIN UPDATE stored_bytes SET bytes = bytes - OLD.size WHERE id = 0; END;
                 """)
         }
         return m

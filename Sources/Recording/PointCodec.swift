@@ -130,17 +130,49 @@ public enum PointCodec {
 }
 
 /// CRC-32 (IEEE 802.3), stored beside each sealed chunk so a damaged blob is detected.
+///
+/// Slice-by-8: eight table lookups per 8 input bytes instead of one per byte, because the
+/// checksum of a 106 kB chunk was the largest CPU cost of a seal.
 public enum CRC32 {
-    private static let table: [UInt32] = (0..<256).map { i -> UInt32 in
-        var c = UInt32(i)
-        for _ in 0..<8 { c = c & 1 != 0 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
-        return c
-    }
+    /// `tables[k * 256 + i]`: the CRC of byte `i` followed by `k` zero bytes.
+    private static let tables: [UInt32] = {
+        var t = [UInt32](repeating: 0, count: 8 * 256)
+        for i in 0..<256 {
+            var c = UInt32(i)
+            for _ in 0..<8 { c = c & 1 != 0 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
+            t[i] = c
+        }
+        for k in 1..<8 {
+            for i in 0..<256 {
+                let previous = t[(k - 1) * 256 + i]
+                t[k * 256 + i] = t[Int(previous & 0xFF)] ^ (previous >> 8)
+            }
+        }
+        return t
+    }()
 
     /// Checksum of `bytes`.
     public static func checksum(_ bytes: [UInt8]) -> UInt32 {
-        var c: UInt32 = 0xFFFF_FFFF
-        for b in bytes { c = table[Int((c ^ UInt32(b)) & 0xFF)] ^ (c >> 8) }
-        return c ^ 0xFFFF_FFFF
+        bytes.withUnsafeBufferPointer { data in
+            tables.withUnsafeBufferPointer { t in
+                var c: UInt32 = 0xFFFF_FFFF
+                var i = 0
+                let n = data.count
+                while i + 8 <= n {
+                    let lo = c ^ (UInt32(data[i]) | UInt32(data[i + 1]) << 8 | UInt32(data[i + 2]) << 16 | UInt32(data[i + 3]) << 24)
+                    let hi = UInt32(data[i + 4]) | UInt32(data[i + 5]) << 8 | UInt32(data[i + 6]) << 16 | UInt32(data[i + 7]) << 24
+                    c = t[7 * 256 + Int(lo & 0xFF)] ^ t[6 * 256 + Int((lo >> 8) & 0xFF)]
+                        ^ t[5 * 256 + Int((lo >> 16) & 0xFF)] ^ t[4 * 256 + Int(lo >> 24)]
+                        ^ t[3 * 256 + Int(hi & 0xFF)] ^ t[2 * 256 + Int((hi >> 8) & 0xFF)]
+                        ^ t[256 + Int((hi >> 16) & 0xFF)] ^ t[Int(hi >> 24)]
+                    i += 8
+                }
+                while i < n {
+                    c = t[Int((c ^ UInt32(data[i])) & 0xFF)] ^ (c >> 8)
+                    i += 1
+                }
+                return c ^ 0xFFFF_FFFF
+            }
+        }
     }
 }
