@@ -93,6 +93,7 @@ public final class BufferStore: Sendable {
         }
         guard synchronous == 2 else { throw StoreError.durabilityNotApplied(synchronous) }
         try Self.migrator.migrate(pool)
+        try pool.writeWithoutTransaction { db in try Self.installStoredBytesTotal(db) }
         writer = pool
         reader = pool
         try pool.write { db in
@@ -230,30 +231,35 @@ public final class BufferStore: Sendable {
                 );
                 """)
         }
-        m.registerMigration("v2-stored-bytes") { db in
-            // The disk budget is checked after every seal; a running total kept by triggers
-            // (in the same transaction as the change, so it is exact after a crash too)
-            // replaces a SUM over every chunk. Nothing may write chunks or open_chunks with
-            // INSERT OR REPLACE: its implicit delete would not fire the delete triggers.
-            try db.execute(sql: """
-                CREATE TABLE stored_bytes (id INTEGER PRIMARY KEY CHECK (id = 0), bytes INTEGER NOT NULL);
-                INSERT INTO stored_bytes (id, bytes) VALUES (0,
-                    (SELECT coalesce(sum(size), 0) FROM chunks) + (SELECT coalesce(sum(size), 0) FROM open_chunks));
-                CREATE TRIGGER chunks_bytes_insert AFTER INSERT ON chunks
-                    BEGIN UPDATE stored_bytes SET bytes = bytes + NEW.size WHERE id = 0; END;
-                CREATE TRIGGER chunks_bytes_update AFTER UPDATE OF size ON chunks WHEN NEW.size != OLD.size
-                    BEGIN UPDATE stored_bytes SET bytes = bytes + NEW.size - OLD.size WHERE id = 0; END;
-                CREATE TRIGGER chunks_bytes_delete AFTER DELETE ON chunks
-                    BEGIN UPDATE stored_bytes SET bytes = bytes - OLD.size WHERE id = 0; END;
-                CREATE TRIGGER open_chunks_bytes_insert AFTER INSERT ON open_chunks
-                    BEGIN UPDATE stored_bytes SET bytes = bytes + NEW.size WHERE id = 0; END;
-                CREATE TRIGGER open_chunks_bytes_update AFTER UPDATE OF size ON open_chunks WHEN NEW.size != OLD.size
-                    BEGIN UPDATE stored_bytes SET bytes = bytes + NEW.size - OLD.size WHERE id = 0; END;
-                CREATE TRIGGER open_chunks_bytes_delete AFTER DELETE ON open_chunks
-                    BEGIN UPDATE stored_bytes SET bytes = bytes - OLD.size WHERE id = 0; END;
-                """)
-        }
         return m
+    }
+
+    /// The disk budget is checked after every seal. Instead of a SUM over every chunk, the
+    /// writer connection keeps a running total of stored point bytes: summed once here, then
+    /// kept by TEMP triggers. They run inside each writing transaction (a rollback undoes
+    /// their change too), and living in the connection's in-memory temp schema they add no
+    /// page to the WAL or to the seal's fsync. Every write goes through this one writer
+    /// connection. Nothing may write chunks or open_chunks with INSERT OR REPLACE: its
+    /// implicit delete would not fire the delete triggers.
+    static func installStoredBytesTotal(_ db: Database) throws {
+        try db.execute(sql: """
+            PRAGMA temp_store = MEMORY;
+            CREATE TEMP TABLE stored_bytes_total (id INTEGER PRIMARY KEY CHECK (id = 0), bytes INTEGER NOT NULL);
+            INSERT INTO temp.stored_bytes_total (id, bytes) VALUES (0,
+                (SELECT coalesce(sum(size), 0) FROM main.chunks) + (SELECT coalesce(sum(size), 0) FROM main.open_chunks));
+            CREATE TEMP TRIGGER chunks_bytes_insert AFTER INSERT ON main.chunks
+                BEGIN UPDATE stored_bytes_total SET bytes = bytes + NEW.size WHERE id = 0; END;
+            CREATE TEMP TRIGGER chunks_bytes_update AFTER UPDATE OF size ON main.chunks WHEN NEW.size != OLD.size
+                BEGIN UPDATE stored_bytes_total SET bytes = bytes + NEW.size - OLD.size WHERE id = 0; END;
+            CREATE TEMP TRIGGER chunks_bytes_delete AFTER DELETE ON main.chunks
+                BEGIN UPDATE stored_bytes_total SET bytes = bytes - OLD.size WHERE id = 0; END;
+            CREATE TEMP TRIGGER open_chunks_bytes_insert AFTER INSERT ON main.open_chunks
+                BEGIN UPDATE stored_bytes_total SET bytes = bytes + NEW.size WHERE id = 0; END;
+            CREATE TEMP TRIGGER open_chunks_bytes_update AFTER UPDATE OF size ON main.open_chunks WHEN NEW.size != OLD.size
+                BEGIN UPDATE stored_bytes_total SET bytes = bytes + NEW.size - OLD.size WHERE id = 0; END;
+            CREATE TEMP TRIGGER open_chunks_bytes_delete AFTER DELETE ON main.open_chunks
+                BEGIN UPDATE stored_bytes_total SET bytes = bytes - OLD.size WHERE id = 0; END;
+            """)
     }
 
     func nowMilliseconds() -> Double { configuration.now().timeIntervalSince1970 * 1000 }

@@ -85,13 +85,16 @@ final class FreeSpaceProbe: @unchecked Sendable {
 }
 
 extension BufferStore {
-    /// Stored point bytes (sealed and open chunks), from the running total the triggers keep.
+    /// Stored point bytes (sealed and open chunks): the writer's running total, or a sum
+    /// over the tables for a read-only store.
     public func storedBytes() throws -> Int64 {
-        try reader.read { try Self.storedBytes($0) }
+        if reader is DatabaseQueue { return try storedBytesFromScratch() }
+        return try writer.writeWithoutTransaction { try Self.storedBytes($0) }
     }
 
+    /// The writer connection's running total (see `installStoredBytesTotal`).
     static func storedBytes(_ db: Database) throws -> Int64 {
-        try Int64.fetchOne(db.cachedStatement(sql: "SELECT bytes FROM stored_bytes WHERE id = 0")) ?? 0
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT bytes FROM temp.stored_bytes_total WHERE id = 0")) ?? 0
     }
 
     /// Stored point bytes summed over the tables (what the running total must equal).

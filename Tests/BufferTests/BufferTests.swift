@@ -106,6 +106,16 @@ struct BufferStoreTests {
         #expect(throws: BufferStore.StoreError.expired(s2)) { try store.dataset(sessionID: s2) }
         #expect(try store.dataset(sessionID: s3).points.count == 1000)
         #expect(try store.storedBytes() == store.storedBytesFromScratch())
+        // A seal that fails (a duplicate seq) rolls back, running total included; a reopened
+        // store starts from the same total.
+        let before = try store.storedBytes()
+        let p = points(500, t0: 0)
+        #expect(throws: (any Error).self) {
+            try store.seal(ChunkToSeal(sessionID: s3, board: "B1", seq: 0, bytes: PointCodec.encode(p), pointCount: 500,
+                                       firstTimestamp: 0, lastTimestamp: 4990, timeSource: .gnssCorrected, missedSamples: 0))
+        }
+        #expect(try store.storedBytes() == before)
+        #expect(try openStore(dir).storedBytes() == before)
         #expect(try store.integrityCheck() == "ok")
         #expect(logged.lines.contains { $0.contains("evicted unsent session S2") })
         #expect(try store.history().first?.lost == 1)
