@@ -41,6 +41,18 @@ ours_ms=$(awk '{ print $4 }' "$work/rounds" | median)
 theirs_ms=$(awk '{ print $5 }' "$work/rounds" | median)
 same=$(awk '{ print $6 }' "$work/rounds" | median)
 same_ratio=$(awk '{ print $7 }' "$work/rounds" | median | awk '{ printf "%.2f", $1 }')
+# A round whose peer needs over 1 ms per chunk timed the disk's flush queue (other tenants'
+# I/O), not the code: both sides then wait ~4 ms per fsync and the ratio drifts to ~1. The
+# goal is judged on the other rounds; with fewer than 3 of them it is inconclusive.
+fast_rounds=$(awk '$5 <= 1.0' "$work/rounds" | wc -l)
+slow_rounds=$(( rounds - fast_rounds ))
+if (( fast_rounds >= 3 )); then
+    fast_ratio=$(awk '$5 <= 1.0 { print $3 }' "$work/rounds" | median | awk '{ printf "%.2f", $1 }')
+    ratio_ok=$(awk -v r="$fast_ratio" 'BEGIN { print (r >= 0.8) ? "met" : "NOT met" }')
+    ratio_note="$ratio_ok (median ratio $fast_ratio over the $fast_rounds rounds not bound by fsync latency; all $rounds rounds: $ratio)"
+else
+    ratio_note="inconclusive: only $fast_rounds of $rounds rounds were not bound by fsync latency (all rounds: $ratio); rerun on a quieter disk"
+fi
 # mwctl history over a year (1,100 sessions): best of 10 process runs, so process start-up
 # is included but the page cache is warm.
 state=$(value history_state_dir)
@@ -53,7 +65,6 @@ for _ in 1 2 3 4 5 6 7 8 9 10; do
     (( ms < best )) && best=$ms
 done
 hist_ok=$(awk -v a="$best" 'BEGIN { print (a < 50) ? "met" : "NOT met" }')
-ratio_ok=$(awk -v r="$ratio" 'BEGIN { print (r >= 0.8) ? "met" : "NOT met" }')
 {
     echo "### Recording and buffer"
     echo
@@ -65,7 +76,7 @@ ratio_ok=$(awk -v r="$ratio" 'BEGIN { print (r >= 0.8) ? "met" : "NOT met" }')
     echo "| diagnostic: python3 sqlite3 running our seal's transaction (our schema, same statements, zlib CRC-32) | | $same | $same_ratio of the plain peer |"
     echo "| \`mwctl history --days 366\` over 1,100 sessions (process, best of 10) | $best ms (in-process read $(value history_inprocess_median_ms) ms) | n/a | n/a |"
     echo
-    echo "Goals: seal throughput ≥ 0.8 × plain SQLite: $ratio_ok ($ratio). \`mwctl history\` over a year < 50 ms: $hist_ok ($best ms)."
+    echo "Goals: seal throughput ≥ 0.8 × plain SQLite: $ratio_note. \`mwctl history\` over a year < 50 ms: $hist_ok ($best ms)."
     echo "Our seal does more than the peer's insert (CRC-32, outbox row, open-chunk replace, session and history-index update, disk-budget check) in the same single transaction, one fsync per seal."
     echo "Load average (1/5/15 min) before the seal rounds: $load_before; after: $load_after. Per round (ours, peer chunks/s, ratio, our median ms, peer median ms, same-transaction python chunks/s, its ratio to the peer):"
     echo
