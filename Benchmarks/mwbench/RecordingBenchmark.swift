@@ -7,11 +7,16 @@ import Recording
 /// latency; history over a year of sessions; seal throughput for the peer comparison.
 /// Prints `key=value` lines; scripts/bench/recording.sh turns them into Markdown.
 enum RecordingBenchmark {
+    /// `recording [DIR] [--seals-only]`: `--seals-only` repeats just the seal case, which the
+    /// script alternates with the peer several times on a shared machine.
     static func run(_ arguments: [String]) {
-        let root = arguments.first ?? FileManager.default.temporaryDirectory.appendingPathComponent("mwbench-recording-\(getpid())").path
+        let sealsOnly = arguments.contains("--seals-only")
+        let root = arguments.first { !$0.hasPrefix("--") }
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("mwbench-recording-\(getpid())").path
         try? FileManager.default.removeItem(atPath: root)
         try? FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         do {
+            if sealsOnly { return try seals(root + "/seals") }
             try pipeline(root + "/pipeline")
             try seals(root + "/seals")
             try history(root + "/history")

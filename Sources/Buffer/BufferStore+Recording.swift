@@ -16,65 +16,76 @@ extension BufferStore: RecordingStore {
 
     /// Replaces the board's open chunk (one small FULL-synchronous transaction).
     public func checkpoint(_ chunk: ChunkCheckpoint) throws {
-        try writer.write { db in
-            try db.execute(sql: """
-                INSERT INTO open_chunks (session_id, board, seq, point_count, time_source, updated_at, size, points)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (session_id, board) DO UPDATE SET seq = excluded.seq, point_count = excluded.point_count,
-                    time_source = excluded.time_source, updated_at = excluded.updated_at, size = excluded.size,
-                    points = excluded.points
-                """, arguments: [chunk.sessionID, chunk.board, chunk.seq, chunk.pointCount, chunk.timeSource.rawValue,
-                                 nowMilliseconds(), chunk.bytes.count, Data(chunk.bytes)])
-        }
+        try writer.write { db in try writeOpenChunk(db, chunk, at: nowMilliseconds()) }
+        freeSpace.stored(chunk.bytes.count)
     }
 
-    /// Seals a chunk: names it (uppercase UUID v4), stores its blob and checksum, drops the
-    /// board's open chunk and queues the document for upload, in one transaction. Then
-    /// enforces the disk budget.
+    /// Seals a chunk: names it (uppercase UUID v4), stores its blob and checksum, replaces the
+    /// board's open chunk, queues the document for upload and updates the session and the
+    /// history index, in one transaction (one fsync). The disk budget is checked in that
+    /// transaction from the running byte total; only when it is exceeded does eviction run
+    /// (in transactions of its own) after the commit.
     @discardableResult
     public func seal(_ chunk: ChunkToSeal) throws -> String {
-        let name = try writer.write { db in try sealInTransaction(db, chunk) }
-        try enforceBudget()
+        // Checksummed before taking the writer, so the lock is held only for SQLite work.
+        let crc = CRC32.checksum(chunk.bytes)
+        let (name, over) = try writer.write { db -> (String, Bool) in
+            let name = try sealInTransaction(db, chunk, crc: crc)
+            return (name, try overBudget(db, freshFreeSpace: false))
+        }
+        freeSpace.stored(chunk.bytes.count + (chunk.followingCheckpoint?.bytes.count ?? 0))
+        if over { try enforceBudget() }
         return name
     }
 
-    func sealInTransaction(_ db: Database, _ chunk: ChunkToSeal) throws -> String {
+    func sealInTransaction(_ db: Database, _ chunk: ChunkToSeal, crc: UInt32? = nil) throws -> String {
         let name = UUID().uuidString.uppercased()
-        try db.execute(sql: """
+        let now = nowMilliseconds()
+        try db.cachedStatement(sql: """
             INSERT INTO chunks (name, session_id, board, seq, point_count, first_ts, last_ts, time_source, missed,
                                 crc32, sealed_at, size, points)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, arguments: [name, chunk.sessionID, chunk.board, chunk.seq, chunk.pointCount, chunk.firstTimestamp,
-                             chunk.lastTimestamp, chunk.timeSource.rawValue, chunk.missedSamples,
-                             Int64(CRC32.checksum(chunk.bytes)), nowMilliseconds(), chunk.bytes.count, Data(chunk.bytes)])
-        try db.execute(sql: "DELETE FROM open_chunks WHERE session_id = ? AND board = ?",
-                       arguments: [chunk.sessionID, chunk.board])
+            """).execute(arguments: [name, chunk.sessionID, chunk.board, chunk.seq, chunk.pointCount, chunk.firstTimestamp,
+                                     chunk.lastTimestamp, chunk.timeSource.rawValue, chunk.missedSamples,
+                                     Int64(crc ?? CRC32.checksum(chunk.bytes)), now, chunk.bytes.count, Data(chunk.bytes)])
         if let next = chunk.followingCheckpoint {
-            try db.execute(sql: """
-                INSERT INTO open_chunks (session_id, board, seq, point_count, time_source, updated_at, size, points)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [next.sessionID, next.board, next.seq, next.pointCount, next.timeSource.rawValue,
-                                 nowMilliseconds(), next.bytes.count, Data(next.bytes)])
+            try writeOpenChunk(db, next, at: now)
+        } else {
+            try db.cachedStatement(sql: "DELETE FROM open_chunks WHERE session_id = ? AND board = ?")
+                .execute(arguments: [chunk.sessionID, chunk.board])
         }
         try enqueue(db, kind: "realtime_data", name: name, sessionID: chunk.sessionID, bytes: chunk.bytes.count)
-        try db.execute(sql: """
-            UPDATE sessions SET point_count = point_count + ?,
-                boards = (SELECT json_group_array(board) FROM (SELECT DISTINCT board FROM chunks WHERE session_id = ?
-                          ORDER BY board))
-            WHERE id = ?
-            """, arguments: [chunk.pointCount, chunk.sessionID, chunk.sessionID])
+        // The boards list grows by this board if it is new (chunks are only ever added to a
+        // session by a seal), instead of a DISTINCT over all the session's chunks.
+        try db.cachedStatement(sql: """
+            UPDATE sessions SET point_count = point_count + ?1,
+                boards = CASE WHEN EXISTS (SELECT 1 FROM json_each(boards) WHERE value = ?2) THEN boards
+                         ELSE (SELECT json_group_array(value) FROM
+                               (SELECT value FROM json_each(boards) UNION SELECT ?2 ORDER BY 1)) END
+            WHERE id = ?3
+            """).execute(arguments: [chunk.pointCount, chunk.board, chunk.sessionID])
         try refreshSummary(db, sessionID: chunk.sessionID)
         return name
     }
 
+    /// Replaces the board's open chunk.
+    func writeOpenChunk(_ db: Database, _ chunk: ChunkCheckpoint, at now: Double) throws {
+        try db.cachedStatement(sql: """
+            INSERT INTO open_chunks (session_id, board, seq, point_count, time_source, updated_at, size, points)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (session_id, board) DO UPDATE SET seq = excluded.seq, point_count = excluded.point_count,
+                time_source = excluded.time_source, updated_at = excluded.updated_at, size = excluded.size,
+                points = excluded.points
+            """).execute(arguments: [chunk.sessionID, chunk.board, chunk.seq, chunk.pointCount, chunk.timeSource.rawValue,
+                                     now, chunk.bytes.count, Data(chunk.bytes)])
+    }
+
     func enqueue(_ db: Database, kind: String, name: String, sessionID: String, bytes: Int) throws {
-        let seq = try Int.fetchOne(db, sql: "SELECT coalesce(max(seq), -1) + 1 FROM outbox WHERE session_id = ?",
-                                   arguments: [sessionID]) ?? 0
         let now = nowMilliseconds()
-        try db.execute(sql: """
+        try db.cachedStatement(sql: """
             INSERT INTO outbox (kind, doc_name, session_id, seq, state, bytes, enqueued_at, updated_at)
-            VALUES (?, ?, ?, ?, 'pending', ?, ?, ?)
-            """, arguments: [kind, name, sessionID, seq, bytes, now, now])
+            VALUES (?1, ?2, ?3, (SELECT coalesce(max(seq), -1) + 1 FROM outbox WHERE session_id = ?3), 'pending', ?4, ?5, ?5)
+            """).execute(arguments: [kind, name, sessionID, bytes, now])
     }
 
     /// Marks the session stopped: it now awaits its hazard survey.

@@ -66,12 +66,15 @@ public final class BufferStore: Sendable {
     public let configuration: Configuration
     let writer: any DatabaseWriter
     let reader: any DatabaseReader
+    /// Throttled statvfs readings for the free-space floor.
+    let freeSpace: FreeSpaceProbe
 
     /// Opens (creating and migrating) the database for recording, sets `synchronous=FULL`
     /// on the writer and checks it stuck, and returns in-flight outbox items to pending.
     public init(path: String, configuration: Configuration) throws {
         self.path = path
         self.configuration = configuration
+        freeSpace = FreeSpaceProbe(databasePath: path)
         var config = GRDB.Configuration()
         config.busyMode = .timeout(10)
         config.prepareDatabase { db in
@@ -90,6 +93,7 @@ public final class BufferStore: Sendable {
         }
         guard synchronous == 2 else { throw StoreError.durabilityNotApplied(synchronous) }
         try Self.migrator.migrate(pool)
+        try pool.writeWithoutTransaction { db in try Self.installStoredBytesTotal(db) }
         writer = pool
         reader = pool
         try pool.write { db in
@@ -103,6 +107,7 @@ public final class BufferStore: Sendable {
         guard FileManager.default.fileExists(atPath: path) else { throw StoreError.missingDatabase(path) }
         self.path = path
         self.configuration = configuration
+        freeSpace = FreeSpaceProbe(databasePath: path)
         var config = GRDB.Configuration()
         config.readonly = true
         config.busyMode = .timeout(5)
@@ -227,6 +232,34 @@ public final class BufferStore: Sendable {
                 """)
         }
         return m
+    }
+
+    /// The disk budget is checked after every seal. Instead of a SUM over every chunk, the
+    /// writer connection keeps a running total of stored point bytes: summed once here, then
+    /// kept by TEMP triggers. They run inside each writing transaction (a rollback undoes
+    /// their change too), and living in the connection's in-memory temp schema they add no
+    /// page to the WAL or to the seal's fsync. Every write goes through this one writer
+    /// connection. Nothing may write chunks or open_chunks with INSERT OR REPLACE: its
+    /// implicit delete would not fire the delete triggers.
+    static func installStoredBytesTotal(_ db: Database) throws {
+        try db.execute(sql: """
+            PRAGMA temp_store = MEMORY;
+            CREATE TEMP TABLE stored_bytes_total (id INTEGER PRIMARY KEY CHECK (id = 0), bytes INTEGER NOT NULL);
+            INSERT INTO temp.stored_bytes_total (id, bytes) VALUES (0,
+                (SELECT coalesce(sum(size), 0) FROM main.chunks) + (SELECT coalesce(sum(size), 0) FROM main.open_chunks));
+            CREATE TEMP TRIGGER chunks_bytes_insert AFTER INSERT ON main.chunks
+                BEGIN UPDATE stored_bytes_total SET bytes = bytes + NEW.size WHERE id = 0; END;
+            CREATE TEMP TRIGGER chunks_bytes_update AFTER UPDATE OF size ON main.chunks WHEN NEW.size != OLD.size
+                BEGIN UPDATE stored_bytes_total SET bytes = bytes + NEW.size - OLD.size WHERE id = 0; END;
+            CREATE TEMP TRIGGER chunks_bytes_delete AFTER DELETE ON main.chunks
+                BEGIN UPDATE stored_bytes_total SET bytes = bytes - OLD.size WHERE id = 0; END;
+            CREATE TEMP TRIGGER open_chunks_bytes_insert AFTER INSERT ON main.open_chunks
+                BEGIN UPDATE stored_bytes_total SET bytes = bytes + NEW.size WHERE id = 0; END;
+            CREATE TEMP TRIGGER open_chunks_bytes_update AFTER UPDATE OF size ON main.open_chunks WHEN NEW.size != OLD.size
+                BEGIN UPDATE stored_bytes_total SET bytes = bytes + NEW.size - OLD.size WHERE id = 0; END;
+            CREATE TEMP TRIGGER open_chunks_bytes_delete AFTER DELETE ON main.open_chunks
+                BEGIN UPDATE stored_bytes_total SET bytes = bytes - OLD.size WHERE id = 0; END;
+            """)
     }
 
     func nowMilliseconds() -> Double { configuration.now().timeIntervalSince1970 * 1000 }

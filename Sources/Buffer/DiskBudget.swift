@@ -29,30 +29,93 @@ public struct EvictionReport: Hashable, Sendable {
     public var stillOverBudget = false
 }
 
-extension BufferStore {
-    /// Stored point bytes (sealed and open chunks).
-    public func storedBytes() throws -> Int64 {
-        try reader.read { try Self.storedBytes($0) }
+/// Reads the file system's free space (statvfs) at most every `interval` or every `stride`
+/// bytes stored, whichever comes first, and at every check while close to the floor. A seal
+/// stores ~100 kB; probing the file system for each would cost a syscall per seal for an
+/// answer that only moves when something writes a lot.
+final class FreeSpaceProbe: @unchecked Sendable {
+    /// Longest time between two readings.
+    static let interval: UInt64 = 1_000_000_000
+    /// Most bytes stored between two readings.
+    static let stride: Int64 = 4 << 20
+    /// Within this distance of the floor, every check reads the file system.
+    static let nearFloor: Int64 = 64 << 20
+
+    private let directory: String
+    private let lock = NSLock()
+    private var lastFree: Int64?
+    private var lastReadAt: UInt64 = 0
+    private var storedSinceRead: Int64 = 0
+
+    init(databasePath: String) {
+        directory = URL(fileURLWithPath: databasePath).deletingLastPathComponent().path
     }
 
+    /// Free bytes now (statvfs), nil if it cannot be read.
+    func read() -> Int64? {
+        var s = statvfs()
+        guard statvfs(directory, &s) == 0 else { return nil }
+        return Int64(s.f_bavail) * Int64(s.f_frsize)
+    }
+
+    /// Counts bytes just stored against the next reading.
+    func stored(_ bytes: Int) {
+        lock.lock()
+        storedSinceRead += Int64(bytes)
+        lock.unlock()
+    }
+
+    /// Whether free space is below `floor`: a fresh reading when `fresh`, when the last one
+    /// is old, when much was stored since, or when it was near the floor; otherwise the last.
+    func isBelow(_ floor: Int64, fresh: Bool) -> Bool {
+        guard floor > 0 else { return false }
+        lock.lock()
+        defer { lock.unlock() }
+        let now = DispatchTime.now().uptimeNanoseconds
+        let due = fresh || lastFree.map { $0 - storedSinceRead < floor + Self.nearFloor } ?? true
+            || now &- lastReadAt >= Self.interval || storedSinceRead >= Self.stride
+        if due {
+            lastFree = read()
+            lastReadAt = now
+            storedSinceRead = 0
+        }
+        guard let free = lastFree else { return false }
+        return free < floor
+    }
+}
+
+extension BufferStore {
+    /// Stored point bytes (sealed and open chunks): the writer's running total, or a sum
+    /// over the tables for a read-only store.
+    public func storedBytes() throws -> Int64 {
+        if reader is DatabaseQueue { return try storedBytesFromScratch() }
+        return try writer.writeWithoutTransaction { try Self.storedBytes($0) }
+    }
+
+    /// The writer connection's running total (see `installStoredBytesTotal`).
     static func storedBytes(_ db: Database) throws -> Int64 {
-        try Int64.fetchOne(db, sql: """
-            SELECT (SELECT coalesce(sum(size), 0) FROM chunks) + (SELECT coalesce(sum(size), 0) FROM open_chunks)
-            """) ?? 0
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT bytes FROM temp.stored_bytes_total WHERE id = 0")) ?? 0
+    }
+
+    /// Stored point bytes summed over the tables (what the running total must equal).
+    public func storedBytesFromScratch() throws -> Int64 {
+        try reader.read { db in
+            try Int64.fetchOne(db, sql: """
+                SELECT (SELECT coalesce(sum(size), 0) FROM chunks) + (SELECT coalesce(sum(size), 0) FROM open_chunks)
+                """) ?? 0
+        }
     }
 
     /// Free bytes on the database's file system (statvfs), nil if it cannot be read.
     public func freeBytes() -> Int64? {
-        var s = statvfs()
-        let dir = URL(fileURLWithPath: path).deletingLastPathComponent().path
-        guard statvfs(dir, &s) == 0 else { return nil }
-        return Int64(s.f_bavail) * Int64(s.f_frsize)
+        freeSpace.read()
     }
 
-    private func overBudget(_ db: Database) throws -> Bool {
+    /// Over the byte cap or under the free-space floor. `freshFreeSpace` forces a statvfs
+    /// reading (eviction just freed pages); otherwise a recent one may be used.
+    func overBudget(_ db: Database, freshFreeSpace: Bool) throws -> Bool {
         if try Self.storedBytes(db) > configuration.budget.maxBytes { return true }
-        if let free = freeBytes(), free < configuration.budget.minFreeBytes { return true }
-        return false
+        return freeSpace.isBelow(configuration.budget.minFreeBytes, fresh: freshFreeSpace)
     }
 
     /// Enforces the budget: first drops points already synced (oldest first), then evicts the
@@ -63,8 +126,8 @@ extension BufferStore {
         var report = EvictionReport()
         let budget = configuration.budget
         try writer.writeWithoutTransaction { db in
-            guard try overBudget(db) else { return }
-            while try overBudget(db) {
+            guard try overBudget(db, freshFreeSpace: true) else { return }
+            while try overBudget(db, freshFreeSpace: true) {
                 if let row = try Row.fetchOne(db, sql: """
                     SELECT c.id, c.session_id, c.size FROM chunks c JOIN outbox o ON o.doc_name = c.name
                     WHERE o.state = 'sent' AND c.points IS NOT NULL ORDER BY c.id LIMIT 1

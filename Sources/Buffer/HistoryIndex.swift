@@ -35,7 +35,7 @@ public struct HistoryDay: Hashable, Sendable, Codable {
 extension BufferStore {
     /// The summary of one session, computed from the base tables.
     func computeSummary(_ db: Database, sessionID: String) throws -> Row? {
-        try Row.fetchOne(db, sql: """
+        try Row.fetchOne(db.cachedStatement(sql: """
             SELECT s.id AS session_id, s.day AS day,
                    CASE WHEN s.ended_at IS NULL THEN 0 ELSE s.ended_at - s.started_at END AS walking_ms,
                    s.distance_m AS distance_m, s.point_count AS samples, coalesce(s.hazards, '{}') AS hazards,
@@ -44,25 +44,54 @@ extension BufferStore {
                             SELECT 1 FROM outbox o WHERE o.session_id = s.id AND o.state != 'sent') THEN 'synced'
                         ELSE 'unsynced' END AS sync
             FROM sessions s WHERE s.id = ?
-            """, arguments: [sessionID])
+            """), arguments: [sessionID])
     }
 
-    /// Updates one session's summary and recomputes its day (and the day it left, if any).
+    /// Updates one session's summary and its day (and the day it left, if any).
+    ///
+    /// When only the sample count or the sync state changed (every seal, most uploads), the
+    /// day is adjusted by the integer difference in place; anything else (a new session,
+    /// a stop, a survey, a deletion) recomputes the day from its summaries, so the
+    /// floating-point totals never accumulate rounding from repeated deltas.
     func refreshSummary(_ db: Database, sessionID: String) throws {
-        let oldDay = try String.fetchOne(db, sql: "SELECT day FROM session_summaries WHERE session_id = ?", arguments: [sessionID])
-        if let row = try computeSummary(db, sessionID: sessionID) {
-            try db.execute(sql: """
-                INSERT OR REPLACE INTO session_summaries (session_id, day, walking_ms, distance_m, samples, hazards, sync)
-                VALUES (?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [row["session_id"], row["day"], row["walking_ms"], row["distance_m"], row["samples"],
-                                 row["hazards"], row["sync"]])
-            let day: String = row["day"]
-            try recomputeDay(db, day: day)
-            if let old = oldDay, old != day { try recomputeDay(db, day: old) }
-        } else {
+        let old = try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM session_summaries WHERE session_id = ?"),
+                                   arguments: [sessionID])
+        guard let row = try computeSummary(db, sessionID: sessionID) else {
             try db.execute(sql: "DELETE FROM session_summaries WHERE session_id = ?", arguments: [sessionID])
-            if let old = oldDay { try recomputeDay(db, day: old) }
+            if let old { try recomputeDay(db, day: old["day"]) }
+            return
         }
+        let day: String = row["day"]
+        if let old, try applySummaryDelta(db, old: old, new: row) { return }
+        try db.execute(sql: """
+            INSERT OR REPLACE INTO session_summaries (session_id, day, walking_ms, distance_m, samples, hazards, sync)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            """, arguments: [row["session_id"], day, row["walking_ms"], row["distance_m"], row["samples"],
+                             row["hazards"], row["sync"]])
+        try recomputeDay(db, day: day)
+        if let oldDay = old?["day"] as String?, oldDay != day { try recomputeDay(db, day: oldDay) }
+    }
+
+    /// Applies a samples/sync-only change of a session's summary to it and its day in place;
+    /// false (nothing written) when another field changed, so the caller recomputes.
+    private func applySummaryDelta(_ db: Database, old: Row, new: Row) throws -> Bool {
+        let day: String = new["day"]
+        guard old["day"] as String == day, old["walking_ms"] as Double == new["walking_ms"] as Double,
+              old["distance_m"] as Double == new["distance_m"] as Double,
+              old["hazards"] as String == new["hazards"] as String else { return false }
+        let oldSamples: Int = old["samples"], newSamples: Int = new["samples"]
+        let oldSync: String = old["sync"], newSync: String = new["sync"]
+        if oldSamples == newSamples && oldSync == newSync { return true }
+        func count(_ state: String) -> Int { (newSync == state ? 1 : 0) - (oldSync == state ? 1 : 0) }
+        try db.cachedStatement(sql: """
+            UPDATE history_days SET samples = samples + ?, synced = synced + ?, unsynced = unsynced + ?, lost = lost + ?
+            WHERE day = ?
+            """).execute(arguments: [newSamples - oldSamples, count("synced"), count("unsynced"), count("lost"), day])
+        // A missing day row means the index was damaged; the caller rebuilds it.
+        guard db.changesCount == 1 else { return false }
+        try db.cachedStatement(sql: "UPDATE session_summaries SET samples = ?, sync = ? WHERE session_id = ?")
+            .execute(arguments: [newSamples, newSync, new["session_id"]])
+        return true
     }
 
     /// Recomputes one day's totals from its session summaries.

@@ -105,6 +105,17 @@ struct BufferStoreTests {
         #expect(counts["unsent_session"] == 1)
         #expect(throws: BufferStore.StoreError.expired(s2)) { try store.dataset(sessionID: s2) }
         #expect(try store.dataset(sessionID: s3).points.count == 1000)
+        #expect(try store.storedBytes() == store.storedBytesFromScratch())
+        // A seal that fails (a duplicate seq) rolls back, running total included; a reopened
+        // store starts from the same total.
+        let before = try store.storedBytes()
+        let p = points(500, t0: 0)
+        #expect(throws: (any Error).self) {
+            try store.seal(ChunkToSeal(sessionID: s3, board: "B1", seq: 0, bytes: PointCodec.encode(p), pointCount: 500,
+                                       firstTimestamp: 0, lastTimestamp: 4990, timeSource: .gnssCorrected, missedSamples: 0))
+        }
+        #expect(try store.storedBytes() == before)
+        #expect(try openStore(dir).storedBytes() == before)
         #expect(try store.integrityCheck() == "ok")
         #expect(logged.lines.contains { $0.contains("evicted unsent session S2") })
         #expect(try store.history().first?.lost == 1)
@@ -127,7 +138,7 @@ struct BufferStoreTests {
         #expect(try store.history().isEmpty == false)
     }
 
-    @Test("history index equals a recomputation from scratch after random edits")
+    @Test("history index and stored-bytes total equal a recomputation from scratch after random edits")
     func historyIncremental() throws {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -158,8 +169,31 @@ struct BufferStoreTests {
                 try store.requeueDead()
             }
             #expect(try rounded(store.history()) == rounded(store.historyFromScratch()), "after step \(step)")
+            #expect(try store.storedBytes() == store.storedBytesFromScratch(), "after step \(step)")
         }
         #expect(try store.history().count == 5)
+    }
+
+    @Test("records document lists each board once, sorted, whatever the seal order")
+    func boardsList() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = try openStore(dir)
+        let id = "BOARDS"
+        try store.beginSession(SessionStart(sessionID: id, startedAt: 1_800_000_000_000, trigger: .controlAPI))
+        for (n, board) in ["C3", "A1", "C3", "B2", "A1"].enumerated() {
+            let p = points(10, t0: 1_800_000_000_000 + Double(n) * 100)
+            let seq = ["C3", "A1", "C3", "B2", "A1"][..<n].filter { $0 == board }.count
+            try store.seal(ChunkToSeal(sessionID: id, board: board, seq: seq, bytes: PointCodec.encode(p), pointCount: 10,
+                                       firstTimestamp: p[0].gyroscope.timestamp, lastTimestamp: p[9].gyroscope.timestamp,
+                                       timeSource: .gnssCorrected, missedSamples: 0))
+        }
+        try store.endSession(SessionEnd(sessionID: id, endedAt: 1_800_000_001_000, trigger: .controlAPI, boards: ["A1", "B2", "C3"],
+                                        pointCount: 50, distance: 0, timeSource: .gnssCorrected))
+        let record = try store.submitSurvey(sessionID: id, survey: .noHazard, submittedAt: Date(timeIntervalSince1970: 1_800_000_100))
+        #expect(record.boards == ["A1", "B2", "C3"])
+        #expect(record.pointCount == 50)
+        #expect(try store.history().first?.samples == 50)
     }
 
     @Test("export: json, csv, geojson, gpx of one session, ordered across chunks and boards")

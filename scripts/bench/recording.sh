@@ -10,11 +10,49 @@ trap 'rm -rf "$work"' EXIT
 raw=$("$bench" recording "$work")
 value() { printf '%s\n' "$raw" | sed -n "s/^$1=//p"; }
 # Peer: Debian's python3 sqlite3 module (libsqlite3 3.40.1, the same library GRDB links).
-peer=$(/usr/bin/python3 "$(dirname "$0")/recording_peer.py" "$(value seal_blob_path)" "$work/peer.sqlite" "$(value seal_count)")
-pvalue() { printf '%s\n' "$peer" | sed -n "s/^$1=//p"; }
-ours=$(value seal_chunks_per_s)
-theirs=$(pvalue peer_chunks_per_s)
-ratio=$(awk -v a="$ours" -v b="$theirs" 'BEGIN { printf "%.2f", a / b }')
+# The seal comparison is fsync-bound, and this machine's fsync latency moves with whatever
+# else runs; so ours and the peer alternate for $rounds rounds (200 seals each, fresh
+# databases) and the report gives medians, the median of the per-round ratios, and the load.
+peer_py="$(dirname "$0")/recording_peer.py"
+same_py="$(dirname "$0")/recording_peer_samework.py"
+count=$(value seal_count)
+rounds=${SEAL_ROUNDS:-5}
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+: > "$work/rounds"
+for r in $(seq "$rounds"); do
+    mine=$("$bench" recording "$work/round" --seals-only)
+    theirs_raw=$(/usr/bin/python3 "$peer_py" "$work/round/seals/chunk.bin" "$work/peer-$r.sqlite" "$count")
+    rm -f "$work/peer-$r.sqlite"*
+    same_raw=$(/usr/bin/python3 "$same_py" "$work/round/seals/chunk.bin" "$work/round/seals/buffer.sqlite" "$work/same-$r.sqlite" "$count")
+    rm -f "$work/same-$r.sqlite"*
+    s=$(printf '%s\n' "$same_raw" | sed -n 's/^samework_chunks_per_s=//p')
+    m=$(printf '%s\n' "$mine" | sed -n 's/^seal_chunks_per_s=//p')
+    mm=$(printf '%s\n' "$mine" | sed -n 's/^seal_median_ms=//p')
+    t=$(printf '%s\n' "$theirs_raw" | sed -n 's/^peer_chunks_per_s=//p')
+    tm=$(printf '%s\n' "$theirs_raw" | sed -n 's/^peer_median_ms=//p')
+    echo "$m $t $(awk -v a="$m" -v b="$t" 'BEGIN { printf "%.3f", a / b }') $mm $tm $s $(awk -v a="$s" -v b="$t" 'BEGIN { printf "%.3f", a / b }')" >> "$work/rounds"
+done
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+ours=$(awk '{ print $1 }' "$work/rounds" | median)
+theirs=$(awk '{ print $2 }' "$work/rounds" | median)
+ratio=$(awk '{ print $3 }' "$work/rounds" | median | awk '{ printf "%.2f", $1 }')
+ours_ms=$(awk '{ print $4 }' "$work/rounds" | median)
+theirs_ms=$(awk '{ print $5 }' "$work/rounds" | median)
+same=$(awk '{ print $6 }' "$work/rounds" | median)
+same_ratio=$(awk '{ print $7 }' "$work/rounds" | median | awk '{ printf "%.2f", $1 }')
+# A round whose peer needs over 1 ms per chunk timed the disk's flush queue (other tenants'
+# I/O), not the code: both sides then wait ~4 ms per fsync and the ratio drifts to ~1. The
+# goal is judged on the other rounds; with fewer than 3 of them it is inconclusive.
+fast_rounds=$(awk '$5 <= 1.0' "$work/rounds" | wc -l)
+slow_rounds=$(( rounds - fast_rounds ))
+if (( fast_rounds >= 3 )); then
+    fast_ratio=$(awk '$5 <= 1.0 { print $3 }' "$work/rounds" | median | awk '{ printf "%.2f", $1 }')
+    ratio_ok=$(awk -v r="$fast_ratio" 'BEGIN { print (r >= 0.8) ? "met" : "NOT met" }')
+    ratio_note="$ratio_ok (median ratio $fast_ratio over the $fast_rounds rounds not bound by fsync latency; all $rounds rounds: $ratio)"
+else
+    ratio_note="inconclusive: only $fast_rounds of $rounds rounds were not bound by fsync latency (all rounds: $ratio); rerun on a quieter disk"
+fi
 # mwctl history over a year (1,100 sessions): best of 10 process runs, so process start-up
 # is included but the page cache is warm.
 state=$(value history_state_dir)
@@ -27,23 +65,26 @@ for _ in 1 2 3 4 5 6 7 8 9 10; do
     (( ms < best )) && best=$ms
 done
 hist_ok=$(awk -v a="$best" 'BEGIN { print (a < 50) ? "met" : "NOT met" }')
-ratio_ok=$(awk -v r="$ratio" 'BEGIN { print (r >= 0.8) ? "met" : "NOT met" }')
 {
     echo "### Recording and buffer"
     echo
     echo "| case | ours | peer | ratio |"
     echo "|---|---:|---:|---:|"
     echo "| time rebuild + merge + chunking + checkpoints + seals, 100 Hz gyro, 1 core | $(value pipeline_samples_per_s) samples/s ($(value pipeline_realtime_factor)× real time) | n/a | n/a |"
-    echo "| seal of a 2,000-point chunk ($(value seal_blob_bytes) B), WAL + synchronous=FULL | median $(value seal_median_ms) ms, p99 $(value seal_p99_ms) ms | median $(pvalue peer_median_ms) ms | |"
-    echo "| seal throughput (chunks/s) | $ours | $theirs (python3 sqlite3, same blob, same durability, 1 txn/chunk) | $ratio |"
+    echo "| seal of a 2,000-point chunk ($(value seal_blob_bytes) B), WAL + synchronous=FULL | median $ours_ms ms (first run: p99 $(value seal_p99_ms) ms) | median $theirs_ms ms | |"
+    echo "| seal throughput (chunks/s), median of $rounds alternating rounds | $ours | $theirs (python3 sqlite3, same blob, same durability, 1 txn/chunk) | $ratio (median of per-round ratios) |"
+    echo "| diagnostic: python3 sqlite3 running our seal's transaction (our schema, same statements, zlib CRC-32) | | $same | $same_ratio of the plain peer |"
     echo "| \`mwctl history --days 366\` over 1,100 sessions (process, best of 10) | $best ms (in-process read $(value history_inprocess_median_ms) ms) | n/a | n/a |"
     echo
-    echo "Goals: seal throughput ≥ 0.8 × plain SQLite: $ratio_ok ($ratio). \`mwctl history\` over a year < 50 ms: $hist_ok ($best ms)."
-    echo "Our seal does more than the peer's insert (checksum, outbox row, open-chunk delete, session and history-index update) in the same single transaction."
+    echo "Goals: seal throughput ≥ 0.8 × plain SQLite: $ratio_note. \`mwctl history\` over a year < 50 ms: $hist_ok ($best ms)."
+    echo "Our seal does more than the peer's insert (CRC-32, outbox row, open-chunk replace, session and history-index update, disk-budget check) in the same single transaction, one fsync per seal."
+    echo "Load average (1/5/15 min) before the seal rounds: $load_before; after: $load_after. Per round (ours, peer chunks/s, ratio, our median ms, peer median ms, same-transaction python chunks/s, its ratio to the peer):"
+    echo
+    sed 's/^/    /' "$work/rounds"
     echo
     echo "<details><summary>raw</summary>"
     echo
-    printf '%s\n%s\n' "$raw" "$peer" | sed 's/^/    /'
+    printf '%s\n' "$raw" | sed 's/^/    /'
     echo
     echo "</details>"
 } > "$out"
