@@ -153,7 +153,7 @@ public final class DBusConnection: Sendable {
     /// ObjectManager is registered above `path`, it emits InterfacesAdded.
     public func export(_ object: DBusExportedObject, at path: DBusObjectPath) async throws {
         guard let manager = try core.registry.add(object, at: path) else { return }
-        let value = try await ObjectRegistry.interfacesAndProperties(object.interfaces, includeStandard: false)
+        let value = try await ObjectRegistry.interfacesAndProperties(object.interfaces)
         try emit(path: manager, interface: DBusStandardInterface.objectManager, member: "InterfacesAdded",
                  arguments: [.objectPath(path), value])
     }
