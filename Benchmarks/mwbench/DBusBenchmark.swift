@@ -115,5 +115,11 @@ enum DBusBenchmark {
             if expected == UInt32(signals) { break }
         }
         report("signals", count: signals, from: start, to: CPU.now(daemonPID: daemonPID))
+
+        // Idle: a connection with a live subscription and nothing to do should not wake up.
+        start = CPU.now(daemonPID: daemonPID)
+        try await Task.sleep(for: .seconds(3))
+        let idle = CPU.now(daemonPID: daemonPID)
+        print("idle_own_ms_per_s=\(String(format: "%.3f", (idle.own - start.own) / 3 * 1000))")
     }
 }

@@ -109,6 +109,8 @@ get() { echo "$1" | sed -n "s/^$2=//p"; }
         echo "| $key | $a | $b | $ratio |"
     done
     echo
+    echo "Idle: our connection (with a live signal subscription) used $(get "$ours" idle_own_ms_per_s) ms CPU per second while idle for 3 s."
+    echo
     met=$(awk -v c="$(get "$ours" calls_own_us)" -v cd="$(get "$ours" calls_daemon_us)" \
               -v s="$(get "$ours" signals_own_us)" -v sd="$(get "$ours" signals_daemon_us)" \
               'BEGIN { print (c < cd && s < sd) ? "met" : "NOT met" }')
