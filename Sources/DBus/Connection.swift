@@ -3,6 +3,7 @@ import CDBus
 /// Flags for ``DBusConnection/requestName(_:flags:)``.
 public struct DBusNameFlags: OptionSet, Sendable, Hashable {
     public let rawValue: UInt32
+    /// Flags from their libdbus bit values.
     public init(rawValue: UInt32) { self.rawValue = rawValue }
     /// Let another connection take the name with `replaceExisting`.
     public static let allowReplacement = DBusNameFlags(rawValue: CDBUS_NAME_FLAG_ALLOW_REPLACEMENT)
