@@ -85,6 +85,37 @@ private let path: DBusObjectPath = "/org/mwgate/test"
         }
     }
 
+    @Test func snapshotTakenWhileObjectsChangeLosesNothing() async throws {
+        try await withBus { bus, server in
+            server.exportObjectManager(at: "/")
+            #expect(try await server.requestName("org.mwgate.Busy") == .primaryOwner)
+            let client = try await DBusConnection(address: bus.address)
+            defer { client.close() }
+            let added = try await client.interfacesAdded(sender: "org.mwgate.Busy", managerPath: "/")
+            let removed = try await client.interfacesRemoved(sender: "org.mwgate.Busy", managerPath: "/")
+            let churn = Task {
+                for index in 0..<200 {
+                    try await server.export(device("d\(index)"), at: try DBusObjectPath("/dev_\(index)"))
+                    if index % 3 == 0 { try server.unexport(try DBusObjectPath("/dev_\(index)")) }
+                }
+            }
+            let mirror = DBusObjectManagerClient(connection: client, service: "org.mwgate.Busy")
+            try await mirror.start()
+            try await churn.value
+            let expected = Set((0..<200).filter { $0 % 3 != 0 }.map { try! DBusObjectPath("/dev_\($0)") })
+            // The last change is /dev_199's InterfacesAdded; once it is mirrored, all are.
+            let deadline = ContinuousClock.now + eventually
+            while await mirror.object(at: "/dev_199") == nil, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(Set(await mirror.paths(implementing: "org.mwgate.Device")) == expected)
+            #expect(try await first(added).path == "/dev_0")
+            let firstRemoval = try await first(removed)
+            #expect(firstRemoval.path == "/dev_0" && firstRemoval.interfaces == ["org.mwgate.Device"])
+            await mirror.stop()
+        }
+    }
+
     @Test(.enabled(if: PythonPeer.isAvailable)) func clientFollowsPythonDBusmock() async throws {
         try await withBus { bus, client in
             let mock = try bus.startChild(PythonPeer.python, ["-m", "dbusmock", "--session", "-m", "org.mwgate.Mock", "/", "org.mwgate.Mock"])
