@@ -3,6 +3,7 @@ import CDBus
 /// Flags for ``DBusConnection/requestName(_:flags:)``.
 public struct DBusNameFlags: OptionSet, Sendable, Hashable {
     public let rawValue: UInt32
+    /// Flags from their libdbus bit values.
     public init(rawValue: UInt32) { self.rawValue = rawValue }
     /// Let another connection take the name with `replaceExisting`.
     public static let allowReplacement = DBusNameFlags(rawValue: CDBUS_NAME_FLAG_ALLOW_REPLACEMENT)
@@ -153,7 +154,7 @@ public final class DBusConnection: Sendable {
     /// ObjectManager is registered above `path`, it emits InterfacesAdded.
     public func export(_ object: DBusExportedObject, at path: DBusObjectPath) async throws {
         guard let manager = try core.registry.add(object, at: path) else { return }
-        let value = try await ObjectRegistry.interfacesAndProperties(object.interfaces, includeStandard: false)
+        let value = try await ObjectRegistry.interfacesAndProperties(object.interfaces)
         try emit(path: manager, interface: DBusStandardInterface.objectManager, member: "InterfacesAdded",
                  arguments: [.objectPath(path), value])
     }

@@ -27,11 +27,17 @@ final class ConnectionCore: @unchecked Sendable {
     private let connected = Atomic<Bool>(false)
     private let nextSubscriptionID = Atomic<UInt64>(1)
 
+    /// The libdbus connection for senders on other threads; nil once shutting down, so no
+    /// thread can use it after it is released.
+    private let connectionLock = NSLock()
+    private var liveConnection: OpaquePointer?
+    private let waitersLock = NSLock()
+    private var waiters: [ObjectIdentifier: ReplyWaiter] = [:]
+
     // I/O thread.
     private var subscriptions: [UInt64: Subscription] = [:]
     private var trackedNames: [String: Int] = [:]
     private var nameOwners: [String: String] = [:]
-    private var waiters: [ObjectIdentifier: ReplyWaiter] = [:]
     private var closedByUser = false
     private var disconnectSeen = false
 
@@ -80,6 +86,9 @@ final class ConnectionCore: @unchecked Sendable {
             guard let message, let data else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
             return Unmanaged<ConnectionCore>.fromOpaque(data).takeUnretainedValue().filter(message)
         }, Unmanaged.passUnretained(self).toOpaque(), nil)
+        connectionLock.lock()
+        liveConnection = connection
+        connectionLock.unlock()
         connected.store(true, ordering: .releasing)
         ready.resume()
 
@@ -93,8 +102,19 @@ final class ConnectionCore: @unchecked Sendable {
                          message: error.message.map { String(cString: $0) } ?? fallback)
     }
 
+    /// Runs `body` with the connection unless it is shutting down. libdbus is thread-safe,
+    /// so any thread may send; reading and dispatching stay on the I/O thread.
+    private func withConnection<T>(_ body: (OpaquePointer) -> T) -> T? {
+        connectionLock.lock()
+        defer { connectionLock.unlock() }
+        return liveConnection.map(body)
+    }
+
     private func shutDown(_ connection: OpaquePointer) {
         connected.store(false, ordering: .releasing)
+        connectionLock.lock()
+        liveConnection = nil
+        connectionLock.unlock()
         if dbus_connection_get_is_connected(connection) != 0 {
             dbus_connection_flush(connection)
             dbus_connection_close(connection)
@@ -102,11 +122,14 @@ final class ConnectionCore: @unchecked Sendable {
         while dbus_connection_dispatch(connection) == DBUS_DISPATCH_DATA_REMAINS {}
         loop.drainAfterStop(connection)
         while dbus_connection_dispatch(connection) == DBUS_DISPATCH_DATA_REMAINS {}
-        for waiter in waiters.values {
+        waitersLock.lock()
+        let remaining = waiters.values
+        waiters.removeAll()
+        waitersLock.unlock()
+        for waiter in remaining {
             waiter.cancelPending()
             waiter.finish(.failure(DBusError.disconnected()))
         }
-        waiters.removeAll()
         for subscription in subscriptions.values {
             if closedByUser {
                 subscription.continuation.finish()
@@ -130,13 +153,9 @@ final class ConnectionCore: @unchecked Sendable {
 
     /// Sends a message that expects no reply.
     func send(_ message: DBusMessage) throws {
-        let raw = RawMessage(pointer: try MessageWriter.make(message))
-        let accepted = loop.enqueue { connection in
-            dbus_connection_send(connection, raw.pointer, nil)
-            dbus_message_unref(raw.pointer)
-        }
-        if !accepted {
-            dbus_message_unref(raw.pointer)
+        let raw = try MessageWriter.make(message)
+        defer { dbus_message_unref(raw) }
+        guard withConnection({ dbus_connection_send($0, raw, nil) }) != nil else {
             throw DBusError.disconnected()
         }
     }
@@ -153,19 +172,14 @@ final class ConnectionCore: @unchecked Sendable {
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 waiter.install(continuation)
-                let accepted = loop.enqueue { [self] connection in
-                    startCall(connection, raw, milliseconds, waiter)
-                }
-                if !accepted {
-                    dbus_message_unref(raw.pointer)
-                    waiter.finish(.failure(DBusError.disconnected()))
-                }
+                startCall(raw, milliseconds, waiter)
             }
         } onCancel: {
             waiter.finish(.failure(CancellationError()))
+            // Cancelling removes the call's timeout, which must happen on the I/O thread.
             loop.enqueue { [self] _ in
                 waiter.cancelPending()
-                waiters[ObjectIdentifier(waiter)] = nil
+                forget(waiter)
             }
         }
     }
@@ -176,27 +190,36 @@ final class ConnectionCore: @unchecked Sendable {
         return Int32(max(1, min(total.rounded(.up), Double(Int32.max - 1))))
     }
 
-    /// I/O thread.
-    private func startCall(_ connection: OpaquePointer, _ raw: RawMessage, _ milliseconds: Int32, _ waiter: ReplyWaiter) {
-        var pending: OpaquePointer?
-        let sent = dbus_connection_send_with_reply(connection, raw.pointer, &pending, milliseconds)
+    /// Sends the call from the caller's thread (libdbus writes it at once) and arranges for
+    /// the I/O thread to deliver the reply.
+    private func startCall(_ raw: RawMessage, _ milliseconds: Int32, _ waiter: ReplyWaiter) {
+        let outcome: OpaquePointer?? = withConnection { connection in
+            var pending: OpaquePointer?
+            guard dbus_connection_send_with_reply(connection, raw.pointer, &pending, milliseconds) != 0 else { return nil }
+            return pending
+        }
         let carriesFDs = dbus_message_contains_unix_fds(raw.pointer) != 0
         dbus_message_unref(raw.pointer)
-        guard sent != 0, let pending else {
-            let reason = carriesFDs && !canPassFileDescriptors
+        guard let sent = outcome, let pending = sent else {
+            let reason = carriesFDs && !canPassFileDescriptors && outcome != nil
                 ? "this connection cannot pass Unix file descriptors" : "the D-Bus connection is closed"
             waiter.finish(.failure(DBusError.disconnected(reason)))
             return
         }
+        waiter.setPending(pending)
+        waiter.core = self
+        waitersLock.lock()
+        waiters[ObjectIdentifier(waiter)] = waiter
+        waitersLock.unlock()
         if waiter.isFinished {
-            dbus_pending_call_cancel(pending)
-            dbus_pending_call_unref(pending)
+            // Cancelled meanwhile.
+            if !loop.enqueue({ [self] _ in waiter.cancelPending(); forget(waiter) }) { waiter.cancelPending() }
             return
         }
-        waiter.pending = pending
-        waiter.core = self
-        let key = ObjectIdentifier(waiter)
-        waiters[key] = waiter
+        // Our own reference keeps the call alive should the I/O thread complete and release
+        // it between installing the notification and the check below.
+        dbus_pending_call_ref(pending)
+        defer { dbus_pending_call_unref(pending) }
         dbus_pending_call_set_notify(pending, { _, data in
             guard let data else { return }
             let waiter = Unmanaged<ReplyWaiter>.fromOpaque(data).retain().takeRetainedValue()
@@ -206,13 +229,18 @@ final class ConnectionCore: @unchecked Sendable {
             guard let data else { return }
             Unmanaged<ReplyWaiter>.fromOpaque(data).release()
         })
-        if dbus_pending_call_get_completed(pending) != 0 { waiter.complete() }
-        // The reply may complete later; forget the waiter once it has an outcome.
-        if waiter.isFinished { waiters[key] = nil }
+        if dbus_pending_call_get_completed(pending) != 0 {
+            waiter.complete()
+            forget(waiter)
+        }
     }
 
-    /// I/O thread: the waiter has its outcome.
-    func forget(_ waiter: ReplyWaiter) { waiters[ObjectIdentifier(waiter)] = nil }
+    /// The waiter has its outcome.
+    func forget(_ waiter: ReplyWaiter) {
+        waitersLock.lock()
+        waiters[ObjectIdentifier(waiter)] = nil
+        waitersLock.unlock()
+    }
 
     // MARK: Signals
 

@@ -9,6 +9,7 @@ public struct DBusError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The message text (may be empty).
     public var message: String
 
+    /// An error with a dotted name (e.g. `org.bluez.Error.Failed`) and a message.
     public init(name: String, message: String = "") {
         self.name = name
         self.message = message
@@ -53,6 +54,7 @@ public struct DBusTypeMismatch: Error, Sendable, Hashable, CustomStringConvertib
     /// Where the mismatch was found (e.g. a member name or a property), if known.
     public var context: String
 
+    /// A mismatch between the `expected` and `actual` signatures, found in `context`.
     public init(expected: String, actual: String, context: String = "") {
         self.expected = expected
         self.actual = actual

@@ -14,11 +14,14 @@ struct RawMessage: @unchecked Sendable {
 
 /// The dedicated I/O thread of one connection.
 ///
-/// Every `dbus_connection_*` call happens on this thread, either during start-up or inside a
-/// job enqueued with ``enqueue(_:)``. The thread sleeps in `poll()` over the libdbus watch
-/// fds plus an eventfd for wake-ups, with the poll timeout taken from the earliest enabled
-/// libdbus timeout, so an idle connection uses no CPU. The watch and timeout callbacks only
-/// record state (libdbus holds the connection lock while calling them).
+/// The thread owns reading and dispatching: it sleeps in `poll()` over the libdbus watch fds
+/// plus an eventfd for wake-ups, with the poll timeout taken from the earliest enabled
+/// libdbus timeout, so an idle connection uses no CPU. Other threads may *send* directly
+/// (libdbus is thread-safe and writes at once); when that adds a timeout earlier than the
+/// one the loop sleeps until, or enables a watch (a write that could not finish), the
+/// callback wakes the loop through the eventfd. The callbacks only record state and write
+/// the eventfd: libdbus holds the connection lock while calling them, so they never call
+/// back into libdbus.
 final class EventLoop: @unchecked Sendable {
     typealias Job = @Sendable (OpaquePointer) -> Void
 
@@ -30,14 +33,28 @@ final class EventLoop: @unchecked Sendable {
 
     private struct Timer {
         var interval: UInt64
-        var deadline: UInt64?
+        var deadline: UInt64
+    }
+
+    /// Watches and timeouts, shared between the I/O thread and senders' callbacks.
+    private struct Tables {
+        var watches: [OpaquePointer] = []
+        var timers: [OpaquePointer: Timer] = [:]
+        /// The deadline of the most recently removed timeout. The loop keeps waking at it
+        /// once, so that a sender adding a later timeout (the next call) need not wake it.
+        var lingering: UInt64 = 0
+        /// While the loop sleeps in poll(): the time it will wake by itself.
+        var sleepingUntil: UInt64?
     }
 
     private let queue = Mutex(Queue())
+    // NSLock rather than Mutex: the tables hold raw libdbus pointers, which region-based
+    // isolation checking cannot follow through Mutex's `sending` closures.
+    private let tablesLock = NSLock()
+    private var tablesStorage = Tables()
     private let wakeFD: Int32
+    private var ioThread = pthread_self()
     // I/O-thread state.
-    private var watches: [OpaquePointer] = []
-    private var timers: [OpaquePointer: Timer] = [:]
     private var stopRequested = false
 
     init() throws {
@@ -58,48 +75,80 @@ final class EventLoop: @unchecked Sendable {
             state.wakePending = true
             return (true, true)
         }
-        if needsWake {
-            var one: UInt64 = 1
-            _ = write(wakeFD, &one, 8)
-        }
+        if needsWake { wake() }
         return accepted
     }
+
+    private func withTables<T>(_ body: (inout Tables) -> T) -> T {
+        tablesLock.lock()
+        defer { tablesLock.unlock() }
+        return body(&tablesStorage)
+    }
+
+    private func wake() {
+        var one: UInt64 = 1
+        _ = write(wakeFD, &one, 8)
+    }
+
+    private var onIOThread: Bool { pthread_equal(pthread_self(), ioThread) != 0 }
 
     /// Called on the I/O thread to end the loop after the current iteration.
     func requestStop() { stopRequested = true }
 
     /// Installs the watch and timeout functions on `connection` (I/O thread, before `run`).
     func install(on connection: OpaquePointer) {
+        ioThread = pthread_self()
         let data = Unmanaged.passUnretained(self).toOpaque()
         dbus_connection_set_watch_functions(connection, { watch, data in
             guard let watch, let data else { return 0 }
-            Unmanaged<EventLoop>.fromOpaque(data).takeUnretainedValue().watches.append(watch)
+            Unmanaged<EventLoop>.fromOpaque(data).takeUnretainedValue().watchChanged(watch, added: true)
             return 1
         }, { watch, data in
             guard let watch, let data else { return }
-            let loop = Unmanaged<EventLoop>.fromOpaque(data).takeUnretainedValue()
-            loop.watches.removeAll { $0 == watch }
-        }, nil, data, nil)
+            Unmanaged<EventLoop>.fromOpaque(data).takeUnretainedValue().withTables { $0.watches.removeAll { $0 == watch } }
+        }, { watch, data in
+            guard let watch, let data else { return }
+            Unmanaged<EventLoop>.fromOpaque(data).takeUnretainedValue().watchChanged(watch, added: false)
+        }, data, nil)
         dbus_connection_set_timeout_functions(connection, { timeout, data in
             guard let timeout, let data else { return 0 }
             Unmanaged<EventLoop>.fromOpaque(data).takeUnretainedValue().timeoutChanged(timeout)
             return 1
         }, { timeout, data in
             guard let timeout, let data else { return }
-            Unmanaged<EventLoop>.fromOpaque(data).takeUnretainedValue().timers[timeout] = nil
+            Unmanaged<EventLoop>.fromOpaque(data).takeUnretainedValue().withTables { tables in
+                if let removed = tables.timers.removeValue(forKey: timeout) {
+                    tables.lingering = max(tables.lingering, removed.deadline)
+                }
+            }
         }, { timeout, data in
             guard let timeout, let data else { return }
             Unmanaged<EventLoop>.fromOpaque(data).takeUnretainedValue().timeoutChanged(timeout)
         }, data, nil)
     }
 
-    private func timeoutChanged(_ timeout: OpaquePointer) {
-        guard dbus_timeout_get_enabled(timeout) != 0 else {
-            timers[timeout] = nil
-            return
+    private func watchChanged(_ watch: OpaquePointer, added: Bool) {
+        let sleeping: Bool = withTables { tables in
+            if added { tables.watches.append(watch) }
+            return tables.sleepingUntil != nil
         }
+        if sleeping && !onIOThread { wake() }
+    }
+
+    private func timeoutChanged(_ timeout: OpaquePointer) {
+        let enabled = dbus_timeout_get_enabled(timeout) != 0
         let interval = UInt64(max(0, dbus_timeout_get_interval(timeout))) * 1_000_000
-        timers[timeout] = Timer(interval: interval, deadline: Self.now() + interval)
+        let deadline = Self.now() + interval
+        let needsWake: Bool = withTables { tables in
+            guard enabled else {
+                tables.timers[timeout] = nil
+                return false
+            }
+            tables.timers[timeout] = Timer(interval: interval, deadline: deadline)
+            guard let sleepingUntil = tables.sleepingUntil else { return false }
+            return deadline < sleepingUntil
+        }
+        if needsWake && !onIOThread { wake() }
     }
 
     static func now() -> UInt64 {
@@ -108,8 +157,7 @@ final class EventLoop: @unchecked Sendable {
         return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
     }
 
-    /// The loop. `dispatch` drains libdbus's incoming queue; returns when the connection is
-    /// gone or a job called ``requestStop()``.
+    /// The loop: returns when the connection is gone or a job called ``requestStop()``.
     func run(connection: OpaquePointer, isAlive: () -> Bool) {
         var pollFDs: [pollfd] = []
         var polledWatches: [OpaquePointer?] = []
@@ -123,26 +171,37 @@ final class EventLoop: @unchecked Sendable {
             polledWatches.removeAll(keepingCapacity: true)
             pollFDs.append(pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0))
             polledWatches.append(nil)
-            for watch in watches where dbus_watch_get_enabled(watch) != 0 {
-                let flags = dbus_watch_get_flags(watch)
-                var events: Int16 = 0
-                if flags & DBUS_WATCH_READABLE.rawValue != 0 { events |= Int16(POLLIN) }
-                if flags & DBUS_WATCH_WRITABLE.rawValue != 0 { events |= Int16(POLLOUT) }
-                pollFDs.append(pollfd(fd: dbus_watch_get_unix_fd(watch), events: events, revents: 0))
-                polledWatches.append(watch)
+            let now = Self.now()
+            let earliest: UInt64? = withTables { tables in
+                for watch in tables.watches where dbus_watch_get_enabled(watch) != 0 {
+                    let flags = dbus_watch_get_flags(watch)
+                    var events: Int16 = 0
+                    if flags & DBUS_WATCH_READABLE.rawValue != 0 { events |= Int16(POLLIN) }
+                    if flags & DBUS_WATCH_WRITABLE.rawValue != 0 { events |= Int16(POLLOUT) }
+                    pollFDs.append(pollfd(fd: dbus_watch_get_unix_fd(watch), events: events, revents: 0))
+                    polledWatches.append(watch)
+                }
+                var earliest = tables.timers.values.map(\.deadline).min()
+                if tables.lingering > now {
+                    earliest = min(earliest ?? .max, tables.lingering)
+                } else {
+                    tables.lingering = 0
+                }
+                tables.sleepingUntil = earliest ?? .max
+                return earliest
             }
             var timeoutMs: Int32 = -1
-            if let earliest = timers.values.compactMap(\.deadline).min() {
-                let now = Self.now()
+            if let earliest {
                 timeoutMs = earliest <= now ? 0 : Int32(min(UInt64(Int32.max), (earliest - now + 999_999) / 1_000_000))
             }
             let ready = poll(&pollFDs, nfds_t(pollFDs.count), timeoutMs)
+            withTables { $0.sleepingUntil = nil }
             if ready < 0 && errno != EINTR { return }
             if ready > 0 {
                 if pollFDs[0].revents != 0 { drainWake() }
                 for index in 1..<pollFDs.count where pollFDs[index].revents != 0 {
                     // An earlier handle may have removed this watch.
-                    guard let watch = polledWatches[index], watches.contains(watch) else { continue }
+                    guard let watch = polledWatches[index], withTables({ $0.watches.contains(watch) }) else { continue }
                     let revents = Int32(pollFDs[index].revents)
                     var flags: UInt32 = 0
                     if revents & Int32(POLLIN) != 0 { flags |= DBUS_WATCH_READABLE.rawValue }
@@ -156,14 +215,21 @@ final class EventLoop: @unchecked Sendable {
         }
     }
 
+    /// Handles due timeouts. Timeouts are only removed on this thread (pending calls
+    /// complete or are cancelled here), so a due pointer stays valid until handled.
     private func fireTimers() {
-        guard !timers.isEmpty else { return }
         let now = Self.now()
-        let due = timers.filter { ($0.value.deadline ?? .max) <= now }.map(\.key)
-        for timeout in due {
-            guard var timer = timers[timeout] else { continue }
-            timer.deadline = now + timer.interval
-            timers[timeout] = timer
+        let due: [OpaquePointer] = withTables { tables in
+            let due = tables.timers.filter { $0.value.deadline <= now }.map(\.key)
+            for timeout in due {
+                if var timer = tables.timers[timeout] {
+                    timer.deadline = now + timer.interval
+                    tables.timers[timeout] = timer
+                }
+            }
+            return due
+        }
+        for timeout in due where withTables({ $0.timers[timeout] != nil }) {
             dbus_timeout_handle(timeout)
         }
     }

@@ -33,6 +33,7 @@ public struct DBusMethod: Sendable {
     /// produces `InvalidArgs`; any other error produces `org.freedesktop.DBus.Error.Failed`.
     public let handler: Handler
 
+    /// A method `name` taking `inSignature` and answering `outSignature`, run by `handler`.
     public init(_ name: String, in inSignature: DBusSignature = .empty, out outSignature: DBusSignature = .empty,
                 inNames: [String] = [], outNames: [String] = [], handler: @escaping Handler) {
         self.name = name
@@ -66,6 +67,8 @@ public struct DBusProperty: Sendable {
     public let setter: Setter?
     public let changeSignal: ChangeSignal
 
+    /// A property of `type`; read-only unless `setter` is given. A successful remote Set is
+    /// followed by PropertiesChanged according to `changeSignal`.
     public init(_ name: String, type: DBusType, changeSignal: ChangeSignal = .value,
                 get getter: @escaping Getter, set setter: Setter? = nil) {
         self.name = name
@@ -85,6 +88,7 @@ public struct DBusSignalDescription: Sendable {
     public let signature: DBusSignature
     public let argumentNames: [String]
 
+    /// A signal `name` with arguments of `signature`.
     public init(_ name: String, signature: DBusSignature = .empty, argumentNames: [String] = []) {
         self.name = name
         self.signature = signature
@@ -99,6 +103,7 @@ public struct DBusInterface: Sendable {
     public var properties: [DBusProperty]
     public var signals: [DBusSignalDescription]
 
+    /// An interface `name` with its members.
     public init(_ name: String, methods: [DBusMethod] = [], properties: [DBusProperty] = [],
                 signals: [DBusSignalDescription] = []) {
         self.name = name
@@ -116,7 +121,9 @@ public struct DBusInterface: Sendable {
 public struct DBusExportedObject: Sendable {
     public var interfaces: [DBusInterface]
 
+    /// An object implementing `interfaces`.
     public init(interfaces: [DBusInterface]) { self.interfaces = interfaces }
+    /// An object implementing `interfaces`.
     public init(_ interfaces: DBusInterface...) { self.interfaces = interfaces }
 
     func interface(_ name: String) -> DBusInterface? { interfaces.first { $0.name == name } }

@@ -22,6 +22,7 @@ public struct DBusMatchRule: Sendable, Hashable, CustomStringConvertible {
     /// prefix of the other.
     public var argumentPaths: [Int: String]
 
+    /// A signal rule; nil fields match anything.
     public init(sender: String? = nil, interface: String? = nil, member: String? = nil,
                 path: DBusObjectPath? = nil, pathNamespace: DBusObjectPath? = nil, destination: String? = nil,
                 arguments: [Int: String] = [:], argumentPaths: [Int: String] = [:]) {
@@ -121,5 +122,6 @@ public struct DBusSignal: Sendable, Hashable {
     /// The signal's arguments.
     public var body: [DBusValue] { message.body }
 
+    /// Wraps a received signal message.
     public init(message: DBusMessage) { self.message = message }
 }

@@ -70,14 +70,10 @@ final class ObjectRegistry: Sendable {
         return .dictionary(key: .objectPath, value: .dictionary(key: .string, value: .dictionary(key: .string, value: .variant)), entries)
     }
 
-    /// `a{sa{sv}}` for InterfacesAdded and GetManagedObjects.
-    static func interfacesAndProperties(_ interfaces: [DBusInterface], includeStandard: Bool = true) async throws -> DBusValue {
+    /// `a{sa{sv}}` for InterfacesAdded and GetManagedObjects. The standard interfaces are
+    /// left out (as GDBus does), so InterfacesAdded, InterfacesRemoved and the snapshot agree.
+    static func interfacesAndProperties(_ interfaces: [DBusInterface]) async throws -> DBusValue {
         var entries: [DBusDictionaryEntry] = []
-        if includeStandard {
-            for name in [DBusStandardInterface.introspectable, DBusStandardInterface.properties] {
-                entries.append(DBusDictionaryEntry(key: .string(name), value: .dictionary(key: .string, value: .variant, [])))
-            }
-        }
         for interface in interfaces {
             entries.append(DBusDictionaryEntry(key: .string(interface.name), value: try await DBusExportedObject.propertyValues(interface)))
         }

@@ -1,4 +1,5 @@
 import CDBus
+import Foundation
 import Synchronization
 
 /// One outstanding method call: bridges libdbus's pending-call notification (I/O thread) to
@@ -12,8 +13,9 @@ final class ReplyWaiter: @unchecked Sendable {
     }
 
     private let state = Mutex<(State, Result<DBusMessage, any Error>?)>((.waiting, nil))
-    /// The libdbus pending call; touched only on the I/O thread.
-    var pending: OpaquePointer?
+    /// The libdbus pending call, taken exactly once by whoever finishes it.
+    private let pendingLock = NSLock()
+    private var pending: OpaquePointer?
     /// The connection that tracks this waiter until it completes (I/O thread).
     weak var core: ConnectionCore?
 
@@ -45,10 +47,24 @@ final class ReplyWaiter: @unchecked Sendable {
         continuation?.resume(with: result)
     }
 
-    /// I/O thread: takes the reply from the completed pending call.
+    func setPending(_ call: OpaquePointer) {
+        pendingLock.lock()
+        pending = call
+        pendingLock.unlock()
+    }
+
+    private func takePending() -> OpaquePointer? {
+        pendingLock.lock()
+        defer { pendingLock.unlock() }
+        let call = pending
+        pending = nil
+        return call
+    }
+
+    /// Takes the reply from the completed pending call (I/O thread, or the sending thread
+    /// when the reply beat the notification's installation).
     func complete() {
-        guard let pending else { return }
-        self.pending = nil
+        guard let pending = takePending() else { return }
         let reply = dbus_pending_call_steal_reply(pending)
         dbus_pending_call_unref(pending)
         guard let reply else {
@@ -70,8 +86,7 @@ final class ReplyWaiter: @unchecked Sendable {
 
     /// I/O thread: abandons the pending call (task cancelled or connection closing).
     func cancelPending() {
-        guard let pending else { return }
-        self.pending = nil
+        guard let pending = takePending() else { return }
         dbus_pending_call_cancel(pending)
         dbus_pending_call_unref(pending)
     }

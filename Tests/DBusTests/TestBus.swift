@@ -88,9 +88,16 @@ final class TestBus: @unchecked Sendable {
     }
 
     /// Runs a command with this bus in its environment and returns its standard output.
-    /// Throws when it exits non-zero.
+    /// Throws when it exits non-zero. The waiting happens on a dedicated thread: blocking a
+    /// cooperative-pool thread could starve the in-process D-Bus handlers the command calls.
     @discardableResult
-    func run(_ executable: String, _ arguments: [String]) throws -> String {
+    func run(_ executable: String, _ arguments: [String]) async throws -> String {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try self.runBlocking(executable, arguments) }) }.start()
+        }
+    }
+
+    private func runBlocking(_ executable: String, _ arguments: [String]) throws -> String {
         let child = try startChild(executable, arguments)
         // The tools used here write little to stderr, so reading the pipes in turn is safe.
         let output = child.output.readDataToEndOfFile()

@@ -1,0 +1,169 @@
+import Foundation
+import Testing
+@testable import DBus
+
+private let service = "org.mwgate.TestService"
+private let path: DBusObjectPath = "/org/mwgate/test"
+
+@Suite(.enabled(if: TestBus.isAvailable)) struct PropertyTests {
+    @Test func getSetGetAllAndPropertiesChanged() async throws {
+        try await withBus { bus, server in
+            let implementation = try await exportTestService(on: server)
+            let client = try await DBusConnection(address: bus.address)
+            defer { client.close() }
+            let changes = try await client.propertiesChanged(sender: service, pathNamespace: path, interface: "org.mwgate.Test")
+            let properties = "org.freedesktop.DBus.Properties"
+            let got = try await client.call(destination: service, path: path, interface: properties, member: "Get",
+                                            arguments: [.string("org.mwgate.Test"), .string("Level")], timeout: eventually)
+            let level: DBusValue = try got.decode(DBusValue.self)
+            #expect(level == .int32(5))
+            _ = try await client.call(destination: service, path: path, interface: properties, member: "Set",
+                                      arguments: [.string("org.mwgate.Test"), .string("Level"), .variant(.int32(42))],
+                                      timeout: eventually)
+            #expect(await implementation.level == 42)
+            let change = try await first(changes)
+            #expect(change.changed == ["Level": .int32(42)])
+            #expect(change.path == path)
+            let all = try await client.call(destination: service, path: path, interface: properties, member: "GetAll",
+                                            arguments: [.string("org.mwgate.Test")], timeout: eventually)
+            let values: [String: DBusValue] = try all.decode([String: DBusValue].self)
+            #expect(values == ["Level": .int32(42), "Name": .string("tester")])
+            let readOnly = await #expect(throws: DBusError.self) {
+                try await client.call(destination: service, path: path, interface: properties, member: "Set",
+                                      arguments: [.string("org.mwgate.Test"), .string("Name"), .variant(.string("x"))],
+                                      timeout: eventually)
+            }
+            #expect(readOnly?.name == DBusError.Name.propertyReadOnly)
+            let wrongType = await #expect(throws: DBusError.self) {
+                try await client.call(destination: service, path: path, interface: properties, member: "Set",
+                                      arguments: [.string("org.mwgate.Test"), .string("Level"), .variant(.string("x"))],
+                                      timeout: eventually)
+            }
+            #expect(wrongType?.name == DBusError.Name.invalidArgs)
+            // Changes announced by the application itself.
+            try server.emitPropertiesChanged(path: path, interface: "org.mwgate.Test", changed: ["Level": .int32(7)],
+                                             invalidated: ["Name"])
+            let announced = try await first(changes)
+            #expect(announced.changed == ["Level": .int32(7)] && announced.invalidated == ["Name"])
+        }
+    }
+}
+
+@Suite(.enabled(if: TestBus.isAvailable)) struct ObjectManagerTests {
+    private func device(_ name: String) -> DBusExportedObject {
+        DBusExportedObject(DBusInterface("org.mwgate.Device", properties: [
+            DBusProperty("Name", type: .string, get: { .string(name) }),
+        ]))
+    }
+
+    @Test func clientFollowsOurServer() async throws {
+        try await withBus { bus, server in
+            server.exportObjectManager(at: "/org/mwgate")
+            try await server.export(device("first"), at: "/org/mwgate/dev_1")
+            #expect(try await server.requestName("org.mwgate.Manager") == .primaryOwner)
+            let client = try await DBusConnection(address: bus.address)
+            defer { client.close() }
+            let mirror = DBusObjectManagerClient(connection: client, service: "org.mwgate.Manager", managerPath: "/org/mwgate")
+            try await mirror.start()
+                        #expect(try await first(mirror.events) == .interfacesAdded("/org/mwgate/dev_1", ["org.mwgate.Device": ["Name": .string("first")]]))
+            try await server.export(device("second"), at: "/org/mwgate/dev_2")
+            #expect(try await first(mirror.events) == .interfacesAdded("/org/mwgate/dev_2", ["org.mwgate.Device": ["Name": .string("second")]]))
+            try server.emitPropertiesChanged(path: "/org/mwgate/dev_2", interface: "org.mwgate.Device",
+                                             changed: ["Name": .string("renamed")])
+            #expect(try await first(mirror.events) == .propertiesChanged("/org/mwgate/dev_2", interface: "org.mwgate.Device",
+                                                              changed: ["Name": .string("renamed")], invalidated: []))
+            try server.unexport("/org/mwgate/dev_1")
+            #expect(try await first(mirror.events) == .interfacesRemoved("/org/mwgate/dev_1", ["org.mwgate.Device"]))
+            #expect(await mirror.paths(implementing: "org.mwgate.Device") == ["/org/mwgate/dev_2"])
+            #expect(await mirror.object(at: "/org/mwgate/dev_2")?["org.mwgate.Device"]?["Name"] == .string("renamed"))
+            // The service leaving the bus removes everything.
+            server.close()
+            let gone = try await first(mirror.events)
+            #expect(gone == .interfacesRemoved("/org/mwgate/dev_2", ["org.mwgate.Device"]))
+            #expect(await mirror.objects.isEmpty)
+            await mirror.stop()
+        }
+    }
+
+    @Test func snapshotTakenWhileObjectsChangeLosesNothing() async throws {
+        try await withBus { bus, server in
+            server.exportObjectManager(at: "/")
+            #expect(try await server.requestName("org.mwgate.Busy") == .primaryOwner)
+            let client = try await DBusConnection(address: bus.address)
+            defer { client.close() }
+            let added = try await client.interfacesAdded(sender: "org.mwgate.Busy", managerPath: "/")
+            let removed = try await client.interfacesRemoved(sender: "org.mwgate.Busy", managerPath: "/")
+            let churn = Task {
+                for index in 0..<200 {
+                    try await server.export(device("d\(index)"), at: try DBusObjectPath("/dev_\(index)"))
+                    if index % 3 == 0 { try server.unexport(try DBusObjectPath("/dev_\(index)")) }
+                }
+            }
+            let mirror = DBusObjectManagerClient(connection: client, service: "org.mwgate.Busy")
+            try await mirror.start()
+            try await churn.value
+            let expected = Set((0..<200).filter { $0 % 3 != 0 }.map { try! DBusObjectPath("/dev_\($0)") })
+            // The last change is /dev_199's InterfacesAdded; once it is mirrored, all are.
+            let deadline = ContinuousClock.now + eventually
+            while await mirror.object(at: "/dev_199") == nil, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(Set(await mirror.paths(implementing: "org.mwgate.Device")) == expected)
+            #expect(try await first(added).path == "/dev_0")
+            let firstRemoval = try await first(removed)
+            #expect(firstRemoval.path == "/dev_0" && firstRemoval.interfaces == ["org.mwgate.Device"])
+            await mirror.stop()
+        }
+    }
+
+    @Test(.enabled(if: PythonPeer.isAvailable)) func clientFollowsPythonDBusmock() async throws {
+        try await withBus { bus, client in
+            let mock = try bus.startChild(PythonPeer.python, ["-m", "dbusmock", "--session", "-m", "org.mwgate.Mock", "/", "org.mwgate.Mock"])
+            defer { mock.terminate() }
+            let owners = try await client.nameOwnerChanged(name: "org.mwgate.Mock")
+            if try await client.nameOwner("org.mwgate.Mock") == nil { _ = try await first(owners) }
+            let mirror = DBusObjectManagerClient(connection: client, service: "org.mwgate.Mock")
+            try await mirror.start()
+                        _ = try await client.call(destination: "org.mwgate.Mock", path: "/", interface: "org.freedesktop.DBus.Mock",
+                                      member: "AddObject", arguments: [
+                                          .string("/org/mwgate/dev_9"), .string("org.mwgate.Device"),
+                                          ["Name": DBusValue.string("py"), "RSSI": .int16(-60)].dbusValue,
+                                          .array(element: .structure([.string, .string, .string, .string]), []),
+                                      ], timeout: eventually)
+            // dbusmock leaves emitting InterfacesAdded/Removed to its user (see its AddObject docs).
+            let properties: DBusValue = ["org.mwgate.Device": ["Name": DBusValue.string("py"), "RSSI": .int16(-60)]].dbusValue
+            _ = try await client.call(destination: "org.mwgate.Mock", path: "/", interface: "org.freedesktop.DBus.Mock",
+                                      member: "EmitSignal", arguments: [
+                                          .string("org.freedesktop.DBus.ObjectManager"), .string("InterfacesAdded"),
+                                          .signature(try DBusSignature("oa{sa{sv}}")),
+                                          .array(element: .variant, [.variant(.objectPath("/org/mwgate/dev_9")), .variant(properties)]),
+                                      ], timeout: eventually)
+            var added = try await first(mirror.events)
+            // dbusmock's own root object may be announced first.
+            while case .interfacesAdded(let path, _) = added, path != "/org/mwgate/dev_9" { added = try await first(mirror.events) }
+            guard case .interfacesAdded(_, let interfaces) = added else {
+                Issue.record("no InterfacesAdded from dbusmock: \(String(describing: added))")
+                return
+            }
+            #expect(interfaces["org.mwgate.Device"]?["RSSI"] == .int16(-60))
+            _ = try await client.call(destination: "org.mwgate.Mock", path: "/", interface: "org.freedesktop.DBus.Mock",
+                                      member: "RemoveObject", arguments: [.objectPath("/org/mwgate/dev_9")], timeout: eventually)
+            _ = try await client.call(destination: "org.mwgate.Mock", path: "/", interface: "org.freedesktop.DBus.Mock",
+                                      member: "EmitSignal", arguments: [
+                                          .string("org.freedesktop.DBus.ObjectManager"), .string("InterfacesRemoved"),
+                                          .signature(try DBusSignature("oas")),
+                                          .array(element: .variant, [.variant(.objectPath("/org/mwgate/dev_9")),
+                                                                     .variant(.array(element: .string, [.string("org.mwgate.Device")]))]),
+                                      ], timeout: eventually)
+            var removed = try await first(mirror.events)
+            while case .propertiesChanged = removed { removed = try await first(mirror.events) }
+            guard case .interfacesRemoved(let path, let names) = removed else {
+                Issue.record("no InterfacesRemoved from dbusmock: \(String(describing: removed))")
+                return
+            }
+            #expect(path == "/org/mwgate/dev_9" && names.contains("org.mwgate.Device"))
+            #expect(await mirror.object(at: "/org/mwgate/dev_9") == nil)
+            await mirror.stop()
+        }
+    }
+}

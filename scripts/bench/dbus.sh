@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# D-Bus benchmark: method-call round trips and signal throughput through one private
+# dbus-daemon, for our client (mwbench dbus client) and for python3-dbus in the same run,
+# with CPU time per message of each client process and of dbus-daemon.
+# Usage: MWBENCH=path/to/mwbench bash scripts/bench/dbus.sh OUT.md
+set -euo pipefail
+out=${1:?usage: dbus.sh OUT.md}
+mwbench=${MWBENCH:?MWBENCH must point to the release mwbench binary}
+calls=${DBUS_BENCH_CALLS:-20000}
+signals=${DBUS_BENCH_SIGNALS:-50000}
+python=/usr/bin/python3
+
+dir=$(mktemp -d)
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$dir"
+}
+trap cleanup EXIT
+
+cat > "$dir/bus.conf" <<CONF
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>unix:path=$dir/bus</listen>
+  <auth>EXTERNAL</auth>
+  <limit name="max_incoming_bytes">1000000000</limit>
+  <limit name="max_outgoing_bytes">1000000000</limit>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+    <allow user="*"/>
+  </policy>
+</busconfig>
+CONF
+dbus-daemon --config-file="$dir/bus.conf" --nofork --print-address=1 > "$dir/address" 2>/dev/null &
+daemon=$!
+pids+=("$daemon")
+for _ in $(seq 100); do [ -s "$dir/address" ] && break; sleep 0.05; done
+address=$(head -1 "$dir/address")
+
+"$mwbench" dbus serve --address "$address" > "$dir/server.out" &
+pids+=("$!")
+for _ in $(seq 200); do grep -q ready "$dir/server.out" 2>/dev/null && break; sleep 0.05; done
+
+cat > "$dir/client.py" <<'PY'
+import os, sys, time, resource, dbus, dbus.mainloop.glib
+from gi.repository import GLib
+address, calls, signals, daemon_pid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
+bus = dbus.bus.BusConnection(address)
+proxy = bus.get_object("org.mwgate.Bench", "/org/mwgate/bench")
+ping = proxy.get_dbus_method("Ping", "org.mwgate.Bench")
+tick = os.sysconf("SC_CLK_TCK")
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    with open(f"/proc/{daemon_pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return r.ru_utime + r.ru_stime, (int(fields[11]) + int(fields[12])) / tick, time.monotonic()
+def report(name, count, a, b):
+    print(f"{name}_count={count}")
+    print(f"{name}_per_second={int(count / (b[2] - a[2]))}")
+    print(f"{name}_own_us={(b[0] - a[0]) / count * 1e6:.2f}")
+    print(f"{name}_daemon_us={(b[1] - a[1]) / count * 1e6:.2f}")
+for i in range(200):
+    ping(dbus.UInt32(i))
+a = cpu()
+for i in range(calls):
+    if ping(dbus.UInt32(i)) != i:
+        sys.exit("wrong Ping answer")
+report("calls", calls, a, cpu())
+window = 16
+pipe = {"sent": 0, "done": 0}
+pipe_loop = GLib.MainLoop()
+def pipe_error(e):
+    sys.exit(str(e))
+def pipe_send():
+    i = pipe["sent"]
+    pipe["sent"] += 1
+    ping(dbus.UInt32(i), reply_handler=pipe_reply, error_handler=pipe_error)
+def pipe_reply(value):
+    pipe["done"] += 1
+    if pipe["sent"] < calls:
+        pipe_send()
+    elif pipe["done"] == calls:
+        pipe_loop.quit()
+a = cpu()
+for _ in range(window):
+    pipe_send()
+pipe_loop.run()
+report("pipelined", calls, a, cpu())
+loop = GLib.MainLoop()
+state = {"next": 0}
+def on_tick(value):
+    if value != state["next"]:
+        sys.exit(f"signal {value} arrived, expected {state['next']}")
+    state["next"] += 1
+    if state["next"] == signals:
+        loop.quit()
+bus.add_signal_receiver(on_tick, signal_name="Tick", dbus_interface="org.mwgate.Bench",
+                        bus_name="org.mwgate.Bench", path="/org/mwgate/bench")
+bus.call_blocking("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetId", "", [])
+a = cpu()
+proxy.Blast(dbus.UInt32(signals), dbus_interface="org.mwgate.Bench", timeout=120,
+            reply_handler=lambda: None, error_handler=lambda e: sys.exit(str(e)))
+loop.run()
+report("signals", signals, a, cpu())
+PY
+
+ours=$("$mwbench" dbus client --address "$address" --calls "$calls" --signals "$signals" --daemon-pid "$daemon")
+theirs=$("$python" "$dir/client.py" "$address" "$calls" "$signals" "$daemon")
+get() { echo "$1" | sed -n "s/^$2=//p"; }
+
+{
+    echo "### D-Bus (libdbus wrapper vs python3-dbus, same dbus-daemon)"
+    echo
+    echo "$calls sequential method-call round trips (Ping u→u), the same with 16 calls in flight (pipelined), then $signals signals (Tick u) received;"
+    echo "server: mwbench dbus serve. CPU per message: getrusage of the client, /proc/PID/stat utime+stime of dbus-daemon"
+    echo "(a round trip counts as one message: the daemon routes the call and the reply)."
+    echo
+    echo "| measure | ours | python3-dbus | ratio (ours/python) |"
+    echo "|---|---|---|---|"
+    for key in calls_per_second calls_own_us calls_daemon_us pipelined_per_second pipelined_own_us pipelined_daemon_us signals_per_second signals_own_us signals_daemon_us; do
+        a=$(get "$ours" "$key"); b=$(get "$theirs" "$key")
+        ratio=$(awk -v a="$a" -v b="$b" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')
+        echo "| $key | $a | $b | $ratio |"
+    done
+    echo
+    echo "Idle: our connection (with a live signal subscription) used $(get "$ours" idle_own_ms_per_s) ms CPU per second while idle for 3 s."
+    echo
+    verdict() { awk -v a="$(get "$ours" "$1_own_us")" -v b="$(get "$ours" "$1_daemon_us")" 'BEGIN { print (a < b) ? "met" : "NOT met" }'; }
+    echo "Goal: our process spends less CPU per message than dbus-daemon spends routing it:"
+    echo "sequential calls $(get "$ours" calls_own_us) µs vs $(get "$ours" calls_daemon_us) µs — **$(verdict calls)**;"
+    echo "pipelined calls $(get "$ours" pipelined_own_us) µs vs $(get "$ours" pipelined_daemon_us) µs — **$(verdict pipelined)**;"
+    echo "signals $(get "$ours" signals_own_us) µs vs $(get "$ours" signals_daemon_us) µs — **$(verdict signals)**."
+} > "$out"
+cat "$out"
