@@ -113,6 +113,17 @@ final class GatewayHarness: @unchecked Sendable {
         try await simulator.stats(index).samplesEmitted[.gyro] ?? 0
     }
 
+    /// Waits until board `index` has button notifications on: BoardSession reports
+    /// `streaming` when it starts writing the start sequence, and the button subscription
+    /// is written last, a few connection events later.
+    func waitForButton(_ index: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while try await !simulator.buttonSubscribed(index) {
+            guard ContinuousClock.now < deadline else { throw TestBusError(message: "board \(index) never subscribed to its button") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
     /// Whether board `index`'s gyro and accelerometer are off (not sampling).
     func sensorsOff(_ index: Int) async throws -> Bool {
         try await simulator.sensorsOff(index)
@@ -120,6 +131,11 @@ final class GatewayHarness: @unchecked Sendable {
 }
 
 extension BlueZSimulator {
+    /// Whether the central asked board `index` for button notifications (`01 01 01`).
+    func buttonSubscribed(_ index: Int) throws -> Bool {
+        try device(index).model.commandLog.contains([0x01, 0x01, 0x01])
+    }
+
     func sensorsOff(_ index: Int) throws -> Bool {
         let model = try device(index).model
         return !model.gyro.isSampling && !model.accelerometer.isSampling

@@ -68,6 +68,7 @@ struct GatewayPipelineTests {
             let first = try await h.eventually("an always-mode session") { $0.session.isRecording }
             #expect(first.session.trigger == "always")
             let firstID = try #require(first.session.sessionID)
+            try await h.waitForButton(0)
             // Let both boards contribute before the button ends the walk.
             try await h.eventually("samples in the session") { s in s.boards.count == 2 && s.boards.allSatisfy { $0.gyroSamplesInSession > 50 } }
             try await h.simulator.pressButton(0)
@@ -89,6 +90,7 @@ struct GatewayPipelineTests {
         try await GatewayHarness.with(mode: .manual, gnss: false) { h in
             try await h.eventually("both boards streaming") { s in s.boards.count == 2 && s.boards.allSatisfy(\.isStreaming) }
             #expect(await h.gateway.pipeline.status.session.isRecording == false)
+            try await h.waitForButton(1)
             try await h.simulator.pressButton(1)
             let recording = try await h.eventually("the button to start a session") { $0.session.isRecording }
             #expect(recording.session.trigger == "button:\(h.addresses[1].rawValue)")
