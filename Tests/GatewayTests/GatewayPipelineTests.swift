@@ -101,6 +101,34 @@ struct GatewayPipelineTests {
         }
     }
 
+    @Test func aBoardThatReconnectsMidSessionContinuesItsChunks() async throws {
+        try await GatewayHarness.with(mode: .manual, gnss: false) { h in
+            try await h.eventually("both boards streaming") { s in s.boards.count == 2 && s.boards.allSatisfy(\.isStreaming) }
+            let pipeline = h.gateway.pipeline
+            let sessionID = try await pipeline.startSession()
+            let board = h.addresses[0].rawValue
+            try await h.eventually("samples before the drop") { s in s.boards.allSatisfy { $0.gyroSamplesInSession >= 100 } }
+            try await h.simulator.dropLink(0)
+            try await h.eventually("board 0 to lose its link") { s in s.boards.first { $0.address == board }?.isStreaming == false }
+            let before = try #require(await pipeline.status.boards.first { $0.address == board }).gyroSamplesInSession
+            try await h.eventually("board 0 streaming again with new samples", timeout: .seconds(45)) { s in
+                guard let b = s.boards.first(where: { $0.address == board }) else { return false }
+                return b.isStreaming && b.gyroSamplesInSession >= before + 100
+            }
+            try await pipeline.stopSession()
+            let status = await pipeline.status
+            #expect(status.lastErrors.filter { $0.area == "buffer" }.isEmpty, "\(status.lastErrors)")
+            let dataset = try h.gateway.store.dataset(sessionID: sessionID)
+            for address in h.addresses {
+                let accepted = try #require(status.boards.first { $0.address == address.rawValue }).gyroSamplesInSession
+                let sealed = dataset.points.filter { $0.board == address.rawValue }.count
+                #expect(sealed == accepted, "board \(address): \(sealed) sealed of \(accepted) accepted")
+            }
+            // The chunk sealed at the drop and the one after the reconnect are both kept.
+            #expect(dataset.chunkNames.count >= 3)
+        }
+    }
+
     @Test func gracefulShutdownSealsTheOpenSessionAndTurnsTheSensorsOff() async throws {
         let h = try await GatewayHarness(mode: .manual)
         h.start()
