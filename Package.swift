@@ -25,10 +25,13 @@ let package = Package(
         .library(name: "Buffer", targets: ["Buffer"]),
         .library(name: "BlueZ", targets: ["BlueZ"]),
         .library(name: "Boards", targets: ["Boards"]),
+        .library(name: "Gateway", targets: ["Gateway"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
     ],
     targets: [
         // libdbus-1, with a shim that re-exports the type-code macros Swift cannot import.
@@ -76,6 +79,18 @@ let package = Package(
             path: "Tests/Fixtures/RecorderFixture",
             swiftSettings: strict
         ),
+        // The daemon's pipeline: boards, GNSS and the session controller under one actor,
+        // as swift-service-lifecycle services.
+        .target(
+            name: "Gateway",
+            dependencies: [
+                "Boards", "BlueZ", "GNSS", "MetaWear", "Recording", "Buffer",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "mwctl",
             dependencies: [
@@ -118,6 +133,16 @@ let package = Package(
         .testTarget(
             name: "BufferTests",
             dependencies: ["Buffer", "Recording", "MetaWear", "GNSS", "mwrecord-fixture"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "GatewayTests",
+            dependencies: [
+                "Gateway", "Boards", "BlueZ", "GNSS", "MetaWear", "Recording", "Buffer",
+                "BlueZSimulator", "MetaWearBoardModel",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(

@@ -10,14 +10,17 @@ public enum SessionTrigger: Hashable, Sendable, CustomStringConvertible {
     case always
     /// Startup recovery closed a session interrupted by a crash or power loss.
     case recovered
+    /// The gateway was shut down gracefully (SIGTERM) while recording.
+    case shutdown
 
-    /// The stored name: `control_api`, `button:<board>`, `always`, `recovered`.
+    /// The stored name: `control_api`, `button:<board>`, `always`, `recovered`, `shutdown`.
     public var description: String {
         switch self {
         case .controlAPI: "control_api"
         case let .button(board): "button:\(board)"
         case .always: "always"
         case .recovered: "recovered"
+        case .shutdown: "shutdown"
         }
     }
 }

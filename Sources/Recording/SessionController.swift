@@ -96,6 +96,9 @@ public final class SessionController {
     private var boards: [String: BoardStream] = [:]
     private var session: Session?
     private var failedSeals: [ChunkToSeal] = []
+    /// Next chunk seq of boards detached during the session, so a board that reconnects
+    /// continues its numbering instead of colliding with its sealed chunks.
+    private var resumeSeq: [String: Int] = [:]
     /// Sessions stopped and awaiting their hazard survey, oldest first.
     public private(set) var awaitingSurvey: [String] = []
     /// The last store error (recording goes on; failed seals are retried on `tick`).
@@ -125,6 +128,7 @@ public final class SessionController {
             gyroRate: gyroRateHertz, accelerometerRate: accelerometerRateHertz,
             gyro: SampleTimestamper(configuration: gyro), accelerometer: accel,
             merger: LocationMerger(maxWait: configuration.fixWait, freshness: configuration.fixFreshness))
+        if session != nil, let seq = resumeSeq.removeValue(forKey: board) { boards[board]!.seq = seq }
     }
 
     /// Removes a board (disconnect): its held samples are committed and its chunk sealed.
@@ -132,6 +136,7 @@ public final class SessionController {
         guard boards[board] != nil else { return }
         drainAll(board: board, now: now)
         sealOpenChunk(board: board)
+        if session != nil, let seq = boards[board]?.seq { resumeSeq[board] = seq }
         boards[board] = nil
     }
 
@@ -143,6 +148,7 @@ public final class SessionController {
         let started = timeBase.epochMilliseconds(monotonic: now)
         try store.beginSession(SessionStart(sessionID: id, startedAt: started, trigger: trigger))
         session = Session(id: id, startedAt: started, trigger: trigger, worstSource: timeBase.source)
+        resumeSeq.removeAll()
         for key in boards.keys { resetBoard(key) }
         return id
     }

@@ -1,0 +1,54 @@
+import BlueZ
+import Boards
+import Logging
+import ServiceLifecycle
+
+/// The boards' lifetime as a service: adds the configured boards (or starts discovery),
+/// feeds their events to the pipeline, and on graceful shutdown or cancellation stops every
+/// board cleanly (sensors off, notifications off, disconnected) before returning.
+public struct BoardService: Service, CustomStringConvertible {
+    /// The fleet.
+    public let manager: BoardManager
+    private let pipeline: RecordingPipeline
+    private let selection: GatewaySettings.BoardSelection
+    private let logger: Logger
+
+    /// A service running `manager`'s boards into `pipeline`.
+    public init(manager: BoardManager, selection: GatewaySettings.BoardSelection, pipeline: RecordingPipeline, logger: Logger) {
+        self.manager = manager
+        self.selection = selection
+        self.pipeline = pipeline
+        self.logger = logger
+    }
+
+    public var description: String { "BoardService" }
+
+    public func run() async throws {
+        let manager = manager
+        let pipeline = pipeline
+        let logger = logger
+        let stopping = OnceTask {
+            logger.info("stopping the boards (sensors off, disconnect)")
+            await manager.shutdown()
+            logger.info("boards stopped")
+        }
+        switch selection {
+        case .addresses(let addresses):
+            for address in addresses { await manager.add(address) }
+            logger.info("running \(addresses.count) configured board(s): \(addresses.map(\.rawValue).joined(separator: ", "))")
+        case .discovery(let allowList, let namePrefix):
+            await manager.startDiscovery(BoardManager.Discovery(allowList: allowList, namePrefix: namePrefix))
+            logger.info("discovering boards\(allowList.map { " (allow list: \($0.count) address(es))" } ?? "")")
+        }
+        await withGracefulShutdownHandler {
+            await withTaskCancellationHandler {
+                await pipeline.consume(boardEvents: manager.events)
+            } onCancel: {
+                stopping.begin()
+            }
+        } onGracefulShutdown: {
+            stopping.begin()
+        }
+        await stopping.finish()
+    }
+}

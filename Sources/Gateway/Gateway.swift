@@ -1,0 +1,115 @@
+import BlueZ
+import Boards
+import Buffer
+import Foundation
+import GNSS
+import Logging
+import MetaWear
+import Recording
+import ServiceLifecycle
+import UnixSignals
+
+/// The gateway assembled from ``GatewaySettings``: the buffer, the boards, the GNSS source
+/// and the recording pipeline, as services for one `ServiceGroup`.
+///
+/// Startup order (``assemble(settings:logger:clockProbe:)``): open the buffer and close
+/// sessions a crash left open (`recoverInterruptedSessions`) → open the BlueZ client for the
+/// boards → make the GNSS source → the pipeline. ``serviceGroup(adding:gracefulShutdownSignals:onRunning:)``
+/// runs them in that order; graceful shutdown runs in reverse: added services (the sync
+/// service) stop first, then recording seals, then GNSS, then the boards are stopped.
+///
+/// Where the other parts plug in: the configuration produces ``GatewaySettings``; the
+/// logging backend (journald) is bootstrapped by the executable before it builds the
+/// `Logger` passed here; the upload service (Uplink's `SyncService`, reading ``store``) and
+/// the control API are passed to `serviceGroup(adding:)`; readiness (sd_notify) goes in
+/// `onRunning`.
+public struct Gateway: Sendable {
+    /// The settings in force.
+    public let settings: GatewaySettings
+    /// The durable buffer (shared with the sync service and the control API).
+    public let store: BufferStore
+    /// This gateway's device UUID (`user_id` of records documents).
+    public let deviceID: String
+    /// Sessions closed at startup because a crash or power loss interrupted them.
+    public let recoveredSessions: [String]
+    /// Where board events and fixes meet; the control API's commands and status.
+    public let pipeline: RecordingPipeline
+    /// The services, in start order.
+    public let boards: BoardService
+    public let gnss: GNSSService
+    public let recording: RecordingService
+    private let logger: Logger
+
+    /// Opens everything in startup order; errors name what could not be opened.
+    public static func assemble(settings: GatewaySettings, logger: Logger,
+                                clockProbe: any ClockSynchronisationProbe = KernelClockSynchronisation()) async throws -> Gateway {
+        do { try settings.validate() } catch { throw GatewayError("bad settings: \(error)") }
+        let directory = settings.stateDirectory
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw GatewayError("cannot create the state directory \(directory): \(error.localizedDescription)")
+        }
+        let deviceID: String
+        do { deviceID = try DeviceIdentity.loadOrCreate(stateDirectory: directory) } catch {
+            throw GatewayError("cannot load the device identity in \(directory): \(error)")
+        }
+        let bufferLogger = logger
+        let configuration = BufferStore.Configuration(
+            userID: deviceID,
+            budget: DiskBudget(maxBytes: settings.budget.maxBytes, minFreeBytes: settings.budget.minFreeBytes),
+            retentionDays: settings.budget.retentionDays,
+            log: { bufferLogger.info("buffer: \($0)") })
+        let path = BufferStore.path(inStateDirectory: directory)
+        let store: BufferStore
+        let recovered: [String]
+        do {
+            store = try BufferStore(path: path, configuration: configuration)
+            recovered = try store.recoverInterruptedSessions()
+        } catch {
+            throw GatewayError("cannot open the buffer \(path): \(error)")
+        }
+        if !recovered.isEmpty {
+            logger.notice("recovered \(recovered.count) interrupted session(s); they await their survey: \(recovered.joined(separator: ", "))")
+        }
+
+        let options = BoardSessionOptions(configuration: settings.streaming, batteryInterval: settings.batteryInterval)
+        let manager: BoardManager
+        do { manager = try await BoardManager.open(busAddress: settings.busAddress, defaultOptions: options) } catch {
+            throw GatewayError("cannot reach BlueZ on \(settings.busAddress ?? "the system bus"): \(error)")
+        }
+
+        let pipeline = RecordingPipeline(settings: settings, store: store, logger: logger, clockProbe: clockProbe)
+        let gnssLogger = logger
+        let source = settings.gnss?.makeSource(configuration: FixSourceConfiguration(events: { gnssLogger.info("gnss: \($0)") }))
+
+        return Gateway(
+            settings: settings, store: store, deviceID: deviceID, recoveredSessions: recovered, pipeline: pipeline,
+            boards: BoardService(manager: manager, selection: settings.boards, pipeline: pipeline, logger: logger),
+            gnss: GNSSService(source: source, pipeline: pipeline, logger: logger),
+            recording: RecordingService(pipeline: pipeline, logger: logger),
+            logger: logger)
+    }
+
+    /// The gateway's services in start order, then `extra` (sync, control API). `onRunning`
+    /// is called once the pipeline ticks (readiness).
+    public func services(adding extra: [any Service] = [], onRunning: (@Sendable () async -> Void)? = nil) -> [any Service] {
+        let recording = onRunning.map { RecordingService(pipeline: pipeline, logger: logger, onRunning: $0) } ?? recording
+        return [boards, gnss, recording] + extra
+    }
+
+    /// A service group running ``services(adding:onRunning:)``, shut down gracefully by
+    /// `gracefulShutdownSignals`.
+    public func serviceGroup(adding extra: [any Service] = [], gracefulShutdownSignals: [UnixSignal] = [.sigterm, .sigint],
+                             onRunning: (@Sendable () async -> Void)? = nil) -> ServiceGroup {
+        ServiceGroup(services: services(adding: extra, onRunning: onRunning),
+                     gracefulShutdownSignals: gracefulShutdownSignals, logger: logger)
+    }
+}
+
+/// The gateway could not start; the message names what failed.
+public struct GatewayError: Error, CustomStringConvertible {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}

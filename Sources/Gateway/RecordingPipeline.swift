@@ -1,0 +1,460 @@
+import BlueZ
+import Boards
+import Buffer
+import Foundation
+import GNSS
+import Logging
+import MetaWear
+import Recording
+
+/// The one place where board events and GNSS fixes meet: owns the ``SessionController``
+/// (which is not thread-safe) and serialises everything that touches it: samples, fixes,
+/// the 250 ms tick, board attach/detach, buttons and control-API commands.
+///
+/// Recording never waits on the network: the pipeline only calls the local buffer
+/// (synchronous SQLite) and never awaits anything upstream.
+public actor RecordingPipeline {
+    /// Why a control-API command was refused; the message is meant for the user.
+    public struct CommandError: Error, Equatable, CustomStringConvertible {
+        public let message: String
+        public init(_ message: String) { self.message = message }
+        public var description: String { message }
+    }
+
+    /// One session as listed by the control API.
+    public struct SessionListing: Sendable, Equatable {
+        public var sessionID: String
+        /// Epoch milliseconds.
+        public var startedAt: Double
+        /// `recording`, `awaiting_survey`, `submitted`.
+        public var state: String
+        public var pointCount: Int
+    }
+
+    /// How often ``tick()`` runs in ``runTicks()``.
+    public static let tickInterval: Duration = .milliseconds(250)
+
+    private let settings: GatewaySettings
+    private let store: BufferStore
+    private let controller: SessionController
+    private let timeline: MonotonicTimeline
+    private let clockProbe: any ClockSynchronisationProbe
+    private let logger: Logger
+
+    private var boards: [String: BoardStatus] = [:]
+    private var attached: Set<String> = []
+    private var lastBoardDetachedAt: Int64?
+    private var gnss: GNSSStatus
+    private var sessionStartedAt: Date?
+    private var sessionTrigger: String?
+    private var awaitingFromStore: [String] = []
+    private var problems: [GatewayProblem] = []
+    private var backlog: BacklogStats?
+    private var systemClockSynchronised: Bool
+    private var lastClockCheck: Int64 = .min
+    private var lastBacklogRead: Int64 = .min
+    private var lastReportedStoreError: String?
+    private var isShutDown = false
+    private var subscribers: [UInt64: AsyncStream<GatewayStatus>.Continuation] = [:]
+    private var nextSubscriber: UInt64 = 0
+
+    /// A pipeline writing into `store`. `timeline` maps event instants to the Recording clock.
+    public init(settings: GatewaySettings, store: BufferStore, logger: Logger,
+                clockProbe: any ClockSynchronisationProbe = KernelClockSynchronisation(),
+                timeline: MonotonicTimeline = MonotonicTimeline()) {
+        self.settings = settings
+        self.store = store
+        self.logger = logger
+        self.clockProbe = clockProbe
+        self.timeline = timeline
+        let synchronised = clockProbe.isSynchronised()
+        systemClockSynchronised = synchronised
+        let nowNs = timeline.now
+        let wall = Date().timeIntervalSince1970
+        let timeBase = TimeBase(wallNanoseconds: Int64(wall * 1e9), monotonicNanoseconds: nowNs,
+                                systemClockSynchronised: synchronised)
+        var configuration = SessionController.Configuration()
+        configuration.alwaysMode = settings.sessionMode == .always
+        controller = SessionController(store: store, timeBase: timeBase, configuration: configuration)
+        gnss = GNSSStatus(source: settings.gnss?.description, mode: nil, hasPosition: false, latitude: nil, longitude: nil,
+                          satellitesUsed: nil, lastFixAt: nil, fixesReceived: 0, isRunning: false)
+        awaitingFromStore = (try? store.sessionsAwaitingSurvey()) ?? []
+        backlog = try? store.backlogStats()
+    }
+
+    // MARK: Inputs
+
+    /// Feeds every event of `events` until the stream finishes (the board manager shut down).
+    public func consume(boardEvents events: AsyncStream<BoardEvent>) async {
+        for await event in events { handle(event) }
+    }
+
+    /// Handles one board event.
+    public func handle(_ event: BoardEvent) {
+        guard !isShutDown else { return }
+        let key = event.board.rawValue
+        switch event.kind {
+        case .sample(let sample):
+            let wasIdle = controller.state == .idle
+            controller.ingest(board: key, event: sample, receivedAt: timeline.nanoseconds(event.receivedAt))
+            if wasIdle, case .recording(let id) = controller.state { sessionDidStart(id, trigger: .always) }
+            boards[key]?.lastSampleAt = event.wallClock
+            if case .gyro(let samples) = sample {
+                boards[key]?.gyroSamplesReceived += samples.count
+                if attached.contains(key), controller.state != .idle { boards[key]?.gyroSamplesInSession += samples.count }
+            }
+        case .state(let state):
+            boardStateChanged(key, state, at: event.receivedAt)
+        case .battery(let battery):
+            ensureBoard(key)
+            boards[key]?.battery = battery
+            publish()
+        case .button(_, let togglesSession):
+            guard togglesSession else { return }
+            buttonPressed(board: key, at: timeline.nanoseconds(event.receivedAt))
+        }
+        reportStoreErrorIfNew()
+    }
+
+    /// Feeds every fix of `fixes` until the stream ends; returns the error that ended it, if any.
+    public func consume(fixes: AsyncThrowingStream<GNSSFix, any Error>) async -> (any Error)? {
+        setGNSSRunning(true)
+        defer { setGNSSRunning(false) }
+        do {
+            for try await fix in fixes { ingest(fix) }
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    /// Feeds one fix received now.
+    public func ingest(_ fix: GNSSFix) {
+        guard !isShutDown else { return }
+        controller.ingest(fix: fix, now: timeline.now)
+        gnss.mode = fix.mode
+        gnss.hasPosition = fix.hasPosition
+        if fix.hasPosition {
+            gnss.latitude = fix.latitude
+            gnss.longitude = fix.longitude
+        }
+        gnss.satellitesUsed = fix.satellitesUsed
+        gnss.lastFixAt = fix.arrival
+        gnss.fixesReceived += 1
+        publish()
+    }
+
+    /// Marks the GNSS source as running or not (the GNSS service reports its lifetime).
+    public func setGNSSRunning(_ running: Bool) {
+        guard gnss.isRunning != running else { return }
+        gnss.isRunning = running
+        publish()
+    }
+
+    /// Records a problem for the status (and logs it).
+    public func report(area: String, _ message: String) {
+        logger.warning("\(area): \(message)")
+        problems.append(GatewayProblem(at: Date(), area: area, message: message))
+        if problems.count > GatewayStatus.maximumErrors { problems.removeFirst(problems.count - GatewayStatus.maximumErrors) }
+        publish()
+    }
+
+    // MARK: Tick
+
+    /// Periodic work: releases samples whose fix wait is over, checkpoints open chunks
+    /// (≤ 1 s), re-reads the clock's synchronisation and the backlog, ends an idle
+    /// `always` session.
+    public func tick() {
+        guard !isShutDown else { return }
+        let now = timeline.now
+        if lastClockCheck == .min || now - lastClockCheck >= nanoseconds(settings.clockCheckInterval) {
+            lastClockCheck = now
+            let synchronised = clockProbe.isSynchronised()
+            if synchronised != systemClockSynchronised {
+                systemClockSynchronised = synchronised
+                logger.info("system clock is \(synchronised ? "now" : "no longer") synchronised")
+                publish()
+            }
+            controller.setSystemClockSynchronised(synchronised)
+        }
+        controller.tick(now: now)
+        if settings.sessionMode == .always, attached.isEmpty, case .recording = controller.state,
+           let detachedAt = lastBoardDetachedAt, now - detachedAt >= nanoseconds(settings.alwaysModeIdleStop) {
+            logger.info("no board streamed for \(settings.alwaysModeIdleStop): ending the always-mode session")
+            _ = try? stop(trigger: .always, now: now)
+        }
+        if lastBacklogRead == .min || now - lastBacklogRead >= 2_000_000_000 {
+            lastBacklogRead = now
+            do {
+                let fresh = try store.backlogStats()
+                if fresh != backlog {
+                    backlog = fresh
+                    publish()
+                }
+            } catch {
+                report(area: "buffer", "cannot read the upload backlog: \(error)")
+            }
+        }
+        reportStoreErrorIfNew()
+    }
+
+    /// Ticks every ``tickInterval`` until the calling task is cancelled.
+    public func runTicks() async {
+        let clock = ContinuousClock()
+        var next = clock.now
+        while !Task.isCancelled {
+            tick()
+            next += Self.tickInterval
+            if next < clock.now { next = clock.now }
+            do { try await clock.sleep(until: next) } catch { return }
+        }
+    }
+
+    // MARK: Commands (control API)
+
+    /// Starts a session now; returns its ID.
+    @discardableResult
+    public func startSession() throws(CommandError) -> String {
+        try refuseIfShutDown()
+        do {
+            let id = try controller.start(trigger: .controlAPI, now: timeline.now)
+            sessionDidStart(id, trigger: .controlAPI)
+            return id
+        } catch let error as SessionController.CommandError {
+            throw CommandError(error.description)
+        } catch {
+            report(area: "buffer", "cannot start a session: \(error)")
+            throw CommandError("cannot start a session: \(error)")
+        }
+    }
+
+    /// Stops the recording session: everything accepted is sealed and the session awaits its survey.
+    @discardableResult
+    public func stopSession() throws(CommandError) -> SessionEnd {
+        try refuseIfShutDown()
+        return try stop(trigger: .controlAPI, now: timeline.now)
+    }
+
+    /// Submits the hazard survey of a stopped session (the oldest awaiting one when
+    /// `sessionID` is nil). Hazards must come from the configured catalogue.
+    @discardableResult
+    public func submitSurvey(_ survey: HazardSurvey, sessionID: String? = nil) throws(CommandError) -> RecordsDocument {
+        try refuseIfShutDown()
+        if case .hazards(let map) = survey, !settings.hazardCatalogue.isEmpty {
+            let unknown = map.keys.filter { !settings.hazardCatalogue.contains($0) }.sorted()
+            guard unknown.isEmpty else {
+                throw CommandError("unknown hazard\(unknown.count > 1 ? "s" : "") \(unknown.joined(separator: ", ")) (known: \(settings.hazardCatalogue.joined(separator: ", ")))")
+            }
+        }
+        let target = sessionID ?? awaitingSurvey.first
+        guard let target else { throw CommandError("no session is awaiting a survey") }
+        do {
+            let record: RecordsDocument
+            if controller.awaitingSurvey.contains(target) {
+                record = try controller.submitSurvey(survey, sessionID: target, submittedAt: Date())
+            } else if awaitingFromStore.contains(target) {
+                // Stopped before this start (recovered after a crash, or ended at shutdown).
+                do { _ = try survey.validated() } catch { throw CommandError("invalid survey: \(error.description)") }
+                record = try store.submitSurvey(sessionID: target, survey: survey, submittedAt: Date())
+                awaitingFromStore.removeAll { $0 == target }
+            } else {
+                throw CommandError("session \(target) is not awaiting a survey")
+            }
+            logger.info("survey submitted for session \(target): \(record.name)")
+            publish()
+            return record
+        } catch let error as CommandError {
+            throw error
+        } catch let error as SessionController.CommandError {
+            throw CommandError(error.description)
+        } catch {
+            report(area: "buffer", "cannot store the survey of \(target): \(error)")
+            throw CommandError("cannot store the survey of \(target): \(error)")
+        }
+    }
+
+    /// Sessions in the buffer, newest first.
+    public func sessions(limit: Int = 100) throws(CommandError) -> [SessionListing] {
+        do {
+            return try store.sessions(limit: limit).map {
+                SessionListing(sessionID: $0.id, startedAt: $0.startedAt, state: $0.state, pointCount: $0.points)
+            }
+        } catch {
+            throw CommandError("cannot read the sessions: \(error)")
+        }
+    }
+
+    /// Sessions waiting for their survey, oldest first.
+    public var awaitingSurvey: [String] { awaitingFromStore + controller.awaitingSurvey }
+
+    /// The current snapshot.
+    public var status: GatewayStatus { snapshot() }
+
+    /// Snapshots on every change, starting with the current one. Only the newest undelivered
+    /// snapshot is kept for a slow reader.
+    public func statusUpdates() -> AsyncStream<GatewayStatus> {
+        let (stream, continuation) = AsyncStream.makeStream(of: GatewayStatus.self, bufferingPolicy: .bufferingNewest(1))
+        let id = nextSubscriber
+        nextSubscriber += 1
+        subscribers[id] = continuation
+        continuation.yield(snapshot())
+        continuation.onTermination = { [weak self] _ in
+            Task { await self?.unsubscribe(id) }
+        }
+        return stream
+    }
+
+    // MARK: Shutdown
+
+    /// Graceful shutdown: a recording session is stopped with trigger `shutdown`, so every
+    /// accepted sample is sealed and the session waits for its survey (the walk is over
+    /// when the gateway goes down; the survey is asked for at the next start). Later
+    /// events are ignored. Idempotent.
+    public func shutdown() {
+        guard !isShutDown else { return }
+        let now = timeline.now
+        controller.tick(now: now)
+        if case .recording(let id) = controller.state {
+            do {
+                let end = try stop(trigger: .shutdown, now: now)
+                logger.notice("shutdown: session \(id) stopped with \(end.pointCount) points sealed; it awaits its survey")
+            } catch {
+                logger.error("shutdown: session \(id) could not be stopped: \(error); startup recovery will seal its checkpoints")
+            }
+        }
+        for key in attached.sorted() { controller.detach(board: key, now: now) }
+        attached.removeAll()
+        isShutDown = true
+        reportStoreErrorIfNew()
+        publish()
+        for continuation in subscribers.values { continuation.finish() }
+        subscribers.removeAll()
+    }
+
+    // MARK: Internals
+
+    private func refuseIfShutDown() throws(CommandError) {
+        if isShutDown { throw CommandError("the gateway is shutting down") }
+    }
+
+    private func stop(trigger: SessionTrigger, now: Int64) throws(CommandError) -> SessionEnd {
+        do {
+            let end = try controller.stop(trigger: trigger, now: now)
+            logger.info("session \(end.sessionID) stopped (\(trigger)): \(end.pointCount) points from \(end.boards.count) board(s)")
+            sessionStartedAt = nil
+            sessionTrigger = nil
+            publish()
+            return end
+        } catch let error as SessionController.CommandError {
+            throw CommandError(error.description)
+        } catch {
+            report(area: "buffer", "cannot stop the session: \(error)")
+            throw CommandError("cannot stop the session: \(error)")
+        }
+    }
+
+    private func sessionDidStart(_ id: String, trigger: SessionTrigger) {
+        sessionStartedAt = Date()
+        sessionTrigger = trigger.description
+        for key in boards.keys { boards[key]?.gyroSamplesInSession = 0 }
+        logger.info("session \(id) started (\(trigger))")
+        publish()
+    }
+
+    private func buttonPressed(board key: String, at now: Int64) {
+        let wasRecording = controller.state != .idle
+        do {
+            try controller.buttonPressed(board: key, now: now)
+        } catch {
+            report(area: "recording", "button of \(key): \(error)")
+            return
+        }
+        switch controller.state {
+        case .recording(let id): sessionDidStart(id, trigger: .button(board: key))
+        case .idle:
+            if wasRecording {
+                logger.info("session stopped by the button of \(key)")
+                sessionStartedAt = nil
+                sessionTrigger = nil
+                publish()
+            }
+        }
+    }
+
+    private func ensureBoard(_ key: String) {
+        guard boards[key] == nil else { return }
+        boards[key] = BoardStatus(address: key, state: "connecting", isStreaming: false, model: nil, battery: nil,
+                                  gyroRateHertz: settings.gyroRateHertz,
+                                  accelerometerRateHertz: settings.accelerometerRateHertz,
+                                  gyroSamplesReceived: 0, gyroSamplesInSession: 0, lastSampleAt: nil)
+    }
+
+    private func boardStateChanged(_ key: String, _ state: BoardState, at instant: ContinuousClock.Instant) {
+        ensureBoard(key)
+        let now = timeline.nanoseconds(instant)
+        boards[key]?.state = state.description
+        switch state {
+        case .streaming(let description):
+            // A restarted stream starts a new sample sequence: seal what the old one gave.
+            if attached.contains(key) { controller.detach(board: key, now: now) }
+            controller.attach(board: key, gyroRateHertz: settings.gyroRateHertz,
+                              accelerometerRateHertz: settings.accelerometerRateHertz)
+            attached.insert(key)
+            boards[key]?.isStreaming = true
+            boards[key]?.model = description.description
+            if let battery = description.battery { boards[key]?.battery = battery }
+            logger.info("board \(key) streaming: \(description)")
+        case .lost(let reason):
+            detach(key, now: now)
+            report(area: "board", "\(key) lost: \(reason)")
+            return
+        default:
+            detach(key, now: now)
+            logger.info("board \(key): \(state)")
+        }
+        publish()
+    }
+
+    private func detach(_ key: String, now: Int64) {
+        boards[key]?.isStreaming = false
+        guard attached.remove(key) != nil else { return }
+        controller.detach(board: key, now: now)
+        if attached.isEmpty { lastBoardDetachedAt = now }
+    }
+
+    private func reportStoreErrorIfNew() {
+        guard let error = controller.lastStoreError, error != lastReportedStoreError else { return }
+        lastReportedStoreError = error
+        report(area: "buffer", error)
+    }
+
+    private func unsubscribe(_ id: UInt64) {
+        subscribers[id] = nil
+    }
+
+    private func publish() {
+        guard !subscribers.isEmpty else { return }
+        let status = snapshot()
+        for continuation in subscribers.values { continuation.yield(status) }
+    }
+
+    private func snapshot() -> GatewayStatus {
+        var sessionID: String?
+        if case .recording(let id) = controller.state { sessionID = id }
+        return GatewayStatus(
+            generatedAt: Date(),
+            boards: boards.values.sorted { $0.address < $1.address },
+            gnss: gnss,
+            session: SessionStatus(isRecording: sessionID != nil, sessionID: sessionID, trigger: sessionTrigger,
+                                   startedAt: sessionStartedAt, awaitingSurvey: awaitingSurvey,
+                                   chunksSealed: controller.sealedCount, mode: settings.sessionMode),
+            clock: ClockStatus(systemClockSynchronised: systemClockSynchronised, timeSource: controller.timeBase.source),
+            backlog: backlog,
+            lastErrors: problems)
+    }
+
+    private func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds &* 1_000_000_000 &+ attoseconds / 1_000_000_000
+    }
+}

@@ -1,0 +1,143 @@
+import BlueZ
+import Buffer
+import Foundation
+import Gateway
+import GNSS
+import Logging
+import MetaWear
+import MetaWearBoardModel
+import ServiceLifecycle
+import Testing
+@testable import BlueZSimulator
+
+/// A private bus with an in-process BlueZ simulator (one MetaMotion R / BMI160 and one
+/// MetaMotion S / BMI270), a temporary state directory and a gateway assembled on them,
+/// running in a `ServiceGroup`.
+final class GatewayHarness: @unchecked Sendable {
+    let bus: TestBus
+    let simulator: BlueZSimulator
+    let addresses: [BluetoothAddress]
+    let stateDirectory: URL
+    let gateway: Gateway
+    let group: ServiceGroup
+    private(set) var running: Task<Void, any Error>?
+
+    static let nmeaCapture: String = {
+        // Tests/GatewayTests/GatewayHarness.swift -> repo root -> ../shared/testdata/nmea
+        let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return repo.deletingLastPathComponent().appendingPathComponent("shared/testdata/nmea/quectel-l76k-nmea.log").path
+    }()
+
+    static let streaming: StreamingConfiguration = {
+        // 50 Hz gyro + 50 Hz accelerometer = 100 notifications/s, the link budget.
+        (try? StreamingConfiguration(gyro: GyroConfiguration(rate: .hz50, range: .dps2000),
+                                     accelerometer: AccelerometerConfiguration(rate: .hz50, range: .g4)))!
+    }()
+
+    init(mode: GatewaySettings.SessionMode, gnss: Bool = true) async throws {
+        bus = try TestBus()
+        var configuration = SimulatorConfiguration(busAddress: bus.address, boards: 2, model: .mixed)
+        configuration.discoveryDelay = .milliseconds(50)
+        configuration.log = { _ in }
+        simulator = BlueZSimulator(configuration: configuration)
+        try await simulator.start()
+        var found: [BluetoothAddress] = []
+        for index in 0..<2 {
+            let info = try await simulator.boardInfo(index)
+            guard let address = BluetoothAddress(info.address) else { throw TestBusError(message: "bad address \(info.address)") }
+            found.append(address)
+        }
+        addresses = found
+        stateDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("mwgate-gw-\(UUID().uuidString.prefix(8))")
+        let settings = GatewaySettings(
+            boards: .addresses(found), streaming: Self.streaming,
+            gnss: gnss ? .file(path: Self.nmeaCapture, pacing: .realtime) : nil,
+            sessionMode: mode, stateDirectory: stateDirectory.path, busAddress: bus.address,
+            alwaysModeIdleStop: .seconds(30))
+        var logger = Logger(label: "mwgate.test")
+        logger.logLevel = .warning
+        // A Pi without NTP: the GNSS UTC offset corrects the clock (the capture is from 2026-08-05).
+        gateway = try await Gateway.assemble(settings: settings, logger: logger, clockProbe: FixedClockSynchronisation(false))
+        group = gateway.serviceGroup(gracefulShutdownSignals: [])
+    }
+
+    func start() {
+        let group = group
+        running = Task { try await group.run() }
+    }
+
+    /// Triggers a graceful shutdown and waits for every service to end.
+    func shutDown() async throws {
+        await group.triggerGracefulShutdown()
+        try await running?.value
+        running = nil
+    }
+
+    /// Stops everything (also after a failed test).
+    func tearDown() async {
+        if running != nil { try? await shutDown() }
+        await simulator.stop()
+        bus.stop()
+        try? FileManager.default.removeItem(at: stateDirectory)
+    }
+
+    /// Runs `body` with a started harness and always tears it down.
+    static func with(mode: GatewaySettings.SessionMode, gnss: Bool = true,
+                     _ body: (GatewayHarness) async throws -> Void) async throws {
+        let harness = try await GatewayHarness(mode: mode, gnss: gnss)
+        harness.start()
+        do { try await body(harness) } catch {
+            await harness.tearDown()
+            throw error
+        }
+        await harness.tearDown()
+    }
+
+    /// Polls the pipeline's status until `condition` holds (generous: a loaded 2-core machine).
+    @discardableResult
+    func eventually(_ what: String, timeout: Duration = .seconds(30),
+                    _ condition: (GatewayStatus) -> Bool) async throws -> GatewayStatus {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let status = await gateway.pipeline.status
+            if condition(status) { return status }
+            guard ContinuousClock.now < deadline else {
+                throw TestBusError(message: "timed out waiting for \(what); status: \(status)")
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    /// Gyro samples board `index` has sent over the air.
+    func gyroEmitted(_ index: Int) async throws -> Int {
+        try await simulator.stats(index).samplesEmitted[.gyro] ?? 0
+    }
+
+    /// Waits until board `index` has button notifications on: BoardSession reports
+    /// `streaming` when it starts writing the start sequence, and the button subscription
+    /// is written last, a few connection events later.
+    func waitForButton(_ index: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while try await !simulator.buttonSubscribed(index) {
+            guard ContinuousClock.now < deadline else { throw TestBusError(message: "board \(index) never subscribed to its button") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    /// Whether board `index`'s gyro and accelerometer are off (not sampling).
+    func sensorsOff(_ index: Int) async throws -> Bool {
+        try await simulator.sensorsOff(index)
+    }
+}
+
+extension BlueZSimulator {
+    /// Whether the central asked board `index` for button notifications (`01 01 01`).
+    func buttonSubscribed(_ index: Int) throws -> Bool {
+        try device(index).model.commandLog.contains([0x01, 0x01, 0x01])
+    }
+
+    func sensorsOff(_ index: Int) throws -> Bool {
+        let model = try device(index).model
+        return !model.gyro.isSampling && !model.accelerometer.isSampling
+    }
+}

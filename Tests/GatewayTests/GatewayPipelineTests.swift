@@ -1,0 +1,163 @@
+import BlueZ
+import Buffer
+import Foundation
+import Gateway
+import MetaWear
+import Recording
+import Testing
+
+/// End-to-end: two simulated boards over a private D-Bus, an NMEA replay, a real buffer.
+@Suite(.serialized, .enabled(if: TestBus.isAvailable, "needs /usr/bin/dbus-daemon"))
+struct GatewayPipelineTests {
+    /// Samples a board may have in flight at a session edge: emitted before the edge but
+    /// delivered after it, or the reverse (BLE batching at 7.5–30 ms connection events plus a
+    /// loaded scheduler). 10 samples = 200 ms at 50 Hz, per edge.
+    static let edgeSlack = 10
+
+    @Test func walkingSessionIsSealedPerBoardWithLocationsAndARecordsDocument() async throws {
+        try await GatewayHarness.with(mode: .manual) { h in
+            try await h.eventually("both boards streaming and a GNSS position") { s in
+                s.boards.count == 2 && s.boards.allSatisfy(\.isStreaming) && s.gnss.hasPosition
+            }
+            let pipeline = h.gateway.pipeline
+            let emittedBefore = [try await h.gyroEmitted(0), try await h.gyroEmitted(1)]
+            let sessionID = try await pipeline.startSession()
+            try await Task.sleep(for: .seconds(10))
+            let end = try await pipeline.stopSession()
+            let emittedAfter = [try await h.gyroEmitted(0), try await h.gyroEmitted(1)]
+            let status = await pipeline.status
+            #expect(!status.session.isRecording)
+            #expect(status.session.awaitingSurvey == [sessionID])
+
+            let record = try await pipeline.submitSurvey(.hazards(["pothole": 3, "crack": 1]))
+            let dataset = try h.gateway.store.dataset(sessionID: sessionID)
+            #expect(dataset.state == "submitted")
+            #expect(record.gscopeData == dataset.chunkNames, "gscope_data lists the chunks in seal order")
+            #expect(record.pointCount == dataset.points.count)
+            #expect(end.pointCount == dataset.points.count)
+            #expect(Set(record.boards) == Set(h.addresses.map(\.rawValue)))
+            #expect(record.survey == .hazards(["pothole": 3, "crack": 1]))
+
+            for (index, address) in h.addresses.enumerated() {
+                let points = dataset.points.filter { $0.board == address.rawValue }.map(\.point)
+                let accepted = try #require(status.boards.first { $0.address == address.rawValue }).gyroSamplesInSession
+                let emitted = emittedAfter[index] - emittedBefore[index]
+                // Every sample the pipeline accepted is in a sealed chunk, nothing more.
+                #expect(points.count == accepted, "board \(address): \(points.count) points, \(accepted) samples accepted")
+                // ~10 s at 50 Hz, within the in-flight samples at both edges of what the board sent.
+                #expect(abs(accepted - emitted) <= 2 * Self.edgeSlack, "board \(address): accepted \(accepted), emitted \(emitted)")
+                #expect(emitted >= 400)
+                // The session started after the first fix: every point is located on the track.
+                let located = points.filter { $0.location != nil }
+                #expect(located.count == points.count, "board \(address): \(points.count - located.count) points without location")
+                for p in located.prefix(1) + located.suffix(1) {
+                    let l = try #require(p.location)
+                    #expect(abs(l.latitude - 47.6619) < 0.001 && abs(l.longitude + 122.3264) < 0.001)
+                }
+                // Points of one board are in time order and carry the accelerometer.
+                #expect(zip(points, points.dropFirst()).allSatisfy { $0.gyroscope.timestamp < $1.gyroscope.timestamp })
+                #expect(points.filter { $0.accelerometer != nil }.count >= points.count * 9 / 10)
+            }
+            let chunks = try h.gateway.store.sessions().first { $0.id == sessionID }
+            #expect(chunks?.state == "submitted")
+        }
+    }
+
+    @Test func alwaysModeRecordsWhenBoardsStreamAndTheButtonEndsTheSession() async throws {
+        try await GatewayHarness.with(mode: .always, gnss: false) { h in
+            let first = try await h.eventually("an always-mode session") { $0.session.isRecording }
+            #expect(first.session.trigger == "always")
+            let firstID = try #require(first.session.sessionID)
+            try await h.waitForButton(0)
+            // Let both boards contribute before the button ends the walk.
+            try await h.eventually("samples in the session") { s in s.boards.count == 2 && s.boards.allSatisfy { $0.gyroSamplesInSession > 50 } }
+            try await h.simulator.pressButton(0)
+            let after = try await h.eventually("the button to end the session") { $0.session.awaitingSurvey.contains(firstID) }
+            #expect(after.session.awaitingSurvey == [firstID])
+            // Boards still stream, so always mode starts the next session.
+            let next = try await h.eventually("the next always-mode session") { s in
+                s.session.isRecording && s.session.sessionID != firstID
+            }
+            #expect(next.session.trigger == "always")
+            let dataset = try h.gateway.store.dataset(sessionID: firstID)
+            #expect(dataset.state == "awaiting_survey")
+            #expect(Set(dataset.points.map(\.board)) == Set(h.addresses.map(\.rawValue)))
+            #expect(dataset.points.allSatisfy { $0.point.location == nil && $0.point.missingLocation != nil })
+        }
+    }
+
+    @Test func manualModeButtonStartsAndStopsASession() async throws {
+        try await GatewayHarness.with(mode: .manual, gnss: false) { h in
+            try await h.eventually("both boards streaming") { s in s.boards.count == 2 && s.boards.allSatisfy(\.isStreaming) }
+            #expect(await h.gateway.pipeline.status.session.isRecording == false)
+            try await h.waitForButton(1)
+            try await h.simulator.pressButton(1)
+            let recording = try await h.eventually("the button to start a session") { $0.session.isRecording }
+            #expect(recording.session.trigger == "button:\(h.addresses[1].rawValue)")
+            try await h.eventually("samples") { s in s.boards.allSatisfy { $0.gyroSamplesInSession > 25 } }
+            try await h.simulator.pressButton(1)
+            let stopped = try await h.eventually("the button to stop it") { !$0.session.isRecording }
+            #expect(stopped.session.awaitingSurvey == [try #require(recording.session.sessionID)])
+        }
+    }
+
+    @Test func aBoardThatReconnectsMidSessionContinuesItsChunks() async throws {
+        try await GatewayHarness.with(mode: .manual, gnss: false) { h in
+            try await h.eventually("both boards streaming") { s in s.boards.count == 2 && s.boards.allSatisfy(\.isStreaming) }
+            let pipeline = h.gateway.pipeline
+            let sessionID = try await pipeline.startSession()
+            let board = h.addresses[0].rawValue
+            try await h.eventually("samples before the drop") { s in s.boards.allSatisfy { $0.gyroSamplesInSession >= 100 } }
+            try await h.simulator.dropLink(0)
+            try await h.eventually("board 0 to lose its link") { s in s.boards.first { $0.address == board }?.isStreaming == false }
+            let before = try #require(await pipeline.status.boards.first { $0.address == board }).gyroSamplesInSession
+            try await h.eventually("board 0 streaming again with new samples", timeout: .seconds(45)) { s in
+                guard let b = s.boards.first(where: { $0.address == board }) else { return false }
+                return b.isStreaming && b.gyroSamplesInSession >= before + 100
+            }
+            try await pipeline.stopSession()
+            let status = await pipeline.status
+            #expect(status.lastErrors.filter { $0.area == "buffer" }.isEmpty, "\(status.lastErrors)")
+            let dataset = try h.gateway.store.dataset(sessionID: sessionID)
+            for address in h.addresses {
+                let accepted = try #require(status.boards.first { $0.address == address.rawValue }).gyroSamplesInSession
+                let sealed = dataset.points.filter { $0.board == address.rawValue }.count
+                #expect(sealed == accepted, "board \(address): \(sealed) sealed of \(accepted) accepted")
+            }
+            // The chunk sealed at the drop and the one after the reconnect are both kept.
+            #expect(dataset.chunkNames.count >= 3)
+        }
+    }
+
+    @Test func gracefulShutdownSealsTheOpenSessionAndTurnsTheSensorsOff() async throws {
+        let h = try await GatewayHarness(mode: .manual)
+        h.start()
+        do {
+            try await h.eventually("both boards streaming") { s in s.boards.count == 2 && s.boards.allSatisfy(\.isStreaming) }
+            let sessionID = try await h.gateway.pipeline.startSession()
+            try await h.eventually("a few seconds of samples") { s in s.boards.allSatisfy { $0.gyroSamplesInSession >= 150 } }
+            try await h.shutDown()
+
+            let status = await h.gateway.pipeline.status
+            #expect(!status.session.isRecording)
+            #expect(status.session.awaitingSurvey == [sessionID])
+            let dataset = try h.gateway.store.dataset(sessionID: sessionID)
+            #expect(dataset.state == "awaiting_survey")
+            for address in h.addresses {
+                let accepted = try #require(status.boards.first { $0.address == address.rawValue }).gyroSamplesInSession
+                let sealed = dataset.points.filter { $0.board == address.rawValue }.count
+                #expect(sealed == accepted, "board \(address): \(sealed) sealed of \(accepted) accepted")
+                #expect(accepted >= 150)
+            }
+            #expect(!dataset.chunkNames.isEmpty)
+            #expect(try await h.sensorsOff(0))
+            #expect(try await h.sensorsOff(1))
+            // Commands after shutdown are refused with a reason, never a crash.
+            await #expect(throws: RecordingPipeline.CommandError.self) { try await h.gateway.pipeline.startSession() }
+        } catch {
+            await h.tearDown()
+            throw error
+        }
+        await h.tearDown()
+    }
+}
