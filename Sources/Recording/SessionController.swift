@@ -96,6 +96,10 @@ public final class SessionController {
     private var boards: [String: BoardStream] = [:]
     private var session: Session?
     private var failedSeals: [ChunkToSeal] = []
+    private var nextSealRetry: Int64 = .min
+    private var sealRetryDelay = SessionController.firstSealRetryDelay
+    private static let firstSealRetryDelay: Int64 = 1_000_000_000
+    private static let maxSealRetryDelay: Int64 = 30_000_000_000
     /// Next chunk seq of boards detached during the session, so a board that reconnects
     /// continues its numbering instead of colliding with its sealed chunks.
     private var resumeSeq: [String: Int] = [:]
@@ -166,7 +170,7 @@ public final class SessionController {
         let end = SessionEnd(sessionID: s.id, endedAt: timeBase.epochMilliseconds(monotonic: now), trigger: trigger,
                              boards: s.boards.sorted(), pointCount: s.pointCount, distance: s.distance.metres,
                              timeSource: s.worstSource)
-        retryFailedSeals()
+        retryFailedSeals(now: now, force: true)
         try store.endSession(end)
         session = nil
         awaitingSurvey.append(s.id)
@@ -225,7 +229,7 @@ public final class SessionController {
     /// Periodic work (call at least every second): releases samples whose fix wait is over,
     /// checkpoints open chunks, retries failed seals.
     public func tick(now: Int64) {
-        retryFailedSeals()
+        retryFailedSeals(now: now)
         guard session != nil else { return }
         let nowMs = timeBase.epochMilliseconds(monotonic: now)
         for key in boards.keys {
@@ -392,6 +396,11 @@ public final class SessionController {
                 sessionID: s.id, board: board, seq: chunk.seq + 1, bytes: PointCodec.encode(provisional),
                 pointCount: provisional.count, timeSource: timeBase.source)
         }
+        // An earlier chunk of this board still waiting to be sealed must land first.
+        if failedSeals.contains(where: { $0.board == board }) {
+            failedSeals.append(chunk)
+            return
+        }
         do {
             try store.seal(sealing)
             sealedCount += 1
@@ -401,16 +410,34 @@ public final class SessionController {
         }
     }
 
-    private func retryFailedSeals() {
-        while let chunk = failedSeals.first {
+    /// Retries seals that failed (disk full, I/O error). A failure holds back only the later
+    /// chunks of the same board, so seal order per board (the `gscope_data` order) is kept
+    /// while the other boards go on; retries back off to at most every 30 s so a store that
+    /// keeps failing is not hammered from every tick.
+    private func retryFailedSeals(now: Int64, force: Bool = false) {
+        guard !failedSeals.isEmpty, force || now >= nextSealRetry else { return }
+        var blockedBoards: Set<String> = []
+        var stillFailing: [ChunkToSeal] = []
+        for chunk in failedSeals {
+            if blockedBoards.contains(chunk.board) {
+                stillFailing.append(chunk)
+                continue
+            }
             do {
                 try store.seal(chunk)
                 sealedCount += 1
-                failedSeals.removeFirst()
             } catch {
-                lastStoreError = "seal retry failed: \(error)"
-                return
+                lastStoreError = "seal retry of \(chunk.board) chunk \(chunk.seq) failed: \(error)"
+                blockedBoards.insert(chunk.board)
+                stillFailing.append(chunk)
             }
+        }
+        failedSeals = stillFailing
+        if failedSeals.isEmpty {
+            sealRetryDelay = Self.firstSealRetryDelay
+        } else {
+            nextSealRetry = now + sealRetryDelay
+            sealRetryDelay = min(sealRetryDelay * 2, Self.maxSealRetryDelay)
         }
     }
 

@@ -100,10 +100,19 @@ final class MemoryStore: RecordingStore {
     var sealed: [(name: String, chunk: ChunkToSeal)] = []
     var ended: [SessionEnd] = []
     var records: [RecordsDocument] = []
+    /// Seal attempts to refuse per board, as a full or failing disk would.
+    var refusedSeals: [String: Int] = [:]
+    var sealAttempts: [String: Int] = [:]
+    struct DiskError: Error {}
 
     func beginSession(_ start: SessionStart) throws { sessions.append(start.sessionID) }
     func checkpoint(_ chunk: ChunkCheckpoint) throws { checkpoints.append(chunk) }
     func seal(_ chunk: ChunkToSeal) throws -> String {
+        sealAttempts[chunk.board, default: 0] += 1
+        if let left = refusedSeals[chunk.board], left > 0 {
+            refusedSeals[chunk.board] = left - 1
+            throw DiskError()
+        }
         let name = UUID().uuidString
         sealed.append((name, chunk))
         return name
@@ -187,6 +196,28 @@ struct SessionTests {
         #expect(end.distance > 40 && end.distance < 70)  // 1.1 m/s for 50 s
         // Checkpoints came at least once a second of stream time.
         #expect(store.checkpoints.count >= 2 * 45)
+    }
+
+    @Test("a store that refuses seals is retried with backoff; other boards go on; order is kept after it recovers")
+    func refusedSealsAreRetriedInOrder() throws {
+        let store = MemoryStore()
+        store.refusedSeals = ["B0": .max]
+        let controller = try record(boards: 2, seconds: 50.5, store: store)
+        #expect(controller.lastStoreError?.contains("B0") == true)
+        // B0's first chunk failed at about 20 s: retries at 1, 2, 4, 8 s intervals, then the
+        // forced one at stop, not one per tick (thousands).
+        let attempts = store.sealAttempts["B0", default: 0]
+        #expect(attempts >= 3 && attempts <= 10, "B0 seal attempts: \(attempts)")
+        #expect(!store.sealed.contains { $0.chunk.board == "B0" })
+        let b1 = store.sealed.map(\.chunk).filter { $0.board == "B1" }
+        #expect(b1.map(\.seq) == [0, 1, 2])
+
+        // The disk recovers: the next tick seals B0's chunks, in their order.
+        store.refusedSeals["B0"] = 0
+        controller.tick(now: 120_000_000_000)
+        let b0 = store.sealed.map(\.chunk).filter { $0.board == "B0" }
+        #expect(b0.map(\.seq) == [0, 1, 2])
+        #expect(b0.reduce(0) { $0 + $1.pointCount } == 5050)
     }
 
     @Test("accelerometer samples ride along with the nearest gyro sample")
