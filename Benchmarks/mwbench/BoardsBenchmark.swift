@@ -80,7 +80,8 @@ enum BoardsBenchmark {
         let gyro = try GyroConfiguration(rateHertz: settings.rate, rangeDegreesPerSecond: 2000)
         let configuration = try StreamingConfiguration(gyro: gyro, gyroMode: settings.packed ? .packed : .single,
                                                        allowExceedingLinkBudget: true)
-        let options = BoardSessionOptions(configuration: configuration, batteryInterval: nil, watchButton: false, seed: 1)
+        let options = BoardSessionOptions(configuration: configuration, notificationDelivery: settings.delivery,
+                                          batteryInterval: nil, watchButton: false, seed: 1)
         let client = try await BlueZClient.open(busAddress: settings.bus, discoveryUUIDs: [MetaWearGATT.service])
         let address: BluetoothAddress
         if let board = settings.board {
@@ -166,7 +167,7 @@ enum BoardsBenchmark {
     /// User + system CPU seconds of this process.
     static func ownCPUSeconds() -> Double {
         var usage = rusage()
-        getrusage(RUSAGE_SELF, &usage)
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
         return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
             + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
     }
