@@ -102,7 +102,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "mwbench",
-            dependencies: ["DBus", "GNSS", "MetaWear", "MetaWearBoardModel", "Recording", "Buffer"],
+            dependencies: ["DBus", "GNSS", "MetaWear", "MetaWearBoardModel", "Recording", "Buffer", "BlueZ", "Boards"],
             path: "Benchmarks/mwbench",
             swiftSettings: strict
         ),
@@ -118,6 +118,12 @@ let package = Package(
             name: "BlueZSimulatorTests",
             dependencies: ["BlueZSimulator", "DBus", "MetaWearBoardModel", "mwsim"],
             exclude: ["Scripts"],
+            swiftSettings: strict
+        ),
+        // Our Boards stack against the in-process BlueZ simulator on a private dbus-daemon.
+        .testTarget(
+            name: "BoardsEndToEndTests",
+            dependencies: ["Boards", "BlueZ", "BlueZSimulator", "MetaWear", "MetaWearBoardModel", "DBus"],
             swiftSettings: strict
         ),
         .testTarget(

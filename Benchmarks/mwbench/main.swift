@@ -9,14 +9,15 @@ func fail(_ message: String) -> Never {
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 guard let area = arguments.first else {
-    fail("usage: mwbench dbus|gnss|metawear|recording [options]")
+    fail("usage: mwbench boards|dbus|gnss|metawear|recording [options]")
 }
 let rest = Array(arguments.dropFirst())
 switch area {
+case "boards": await BoardsBenchmark.run(rest)
 case "dbus": await DBusBenchmark.run(rest)
 case "gnss": GNSSBenchmark.run(rest)
 case "metawear": MetaWearBenchmark.run(rest)
 case "recording": RecordingBenchmark.run(rest)
 default:
-    fail("mwbench: unknown area '\(area)' (expected dbus, gnss, metawear or recording)")
+    fail("mwbench: unknown area '\(area)' (expected boards, dbus, gnss, metawear or recording)")
 }

@@ -80,7 +80,12 @@ public actor BoardSession {
         let changes = await client.changes()
         let inbox = inboxContinuation
         changeTask = Task {
-            for await _ in changes { inbox.yield(.refreshFacts) }
+            for await change in changes {
+                // Characteristic values (every StartNotify notification) never change the
+                // device facts; refreshing on them cost more CPU than decoding the samples.
+                if case .object(.propertiesChanged(_, BlueZNames.gattCharacteristic, _, _)) = change { continue }
+                inbox.yield(.refreshFacts)
+            }
         }
         runTask = Task { await self.run() }
         inboxContinuation.yield(.machine(.start))

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Boards benchmark -> Markdown section in $1. Called by scripts/bench.sh with MWBENCH set.
+# One private dbus-daemon and one mwsim process (one MetaMotion R streaming packed gyro at
+# 800 Hz = 267 notifications/s, no rate cap); then, one after the other on the same board:
+# our BoardSession with StartNotify, with AcquireNotify, and bleak (PyPI, venv under
+# .build-venv/boards) with its default notification path. Each measures its own CPU and
+# dbus-daemon's (/proc/PID/stat) over the same-length window.
+set -euo pipefail
+out=${1:?usage: boards.sh OUT.md}
+bench=${MWBENCH:?MWBENCH must point at the release mwbench binary}
+mwsim=${MWSIM:-$(dirname "$bench")/mwsim}
+seconds=${BOARDS_BENCH_SECONDS:-15}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+venv="$root/.build-venv/boards"
+[[ -x "$mwsim" ]] || { echo "boards.sh: $mwsim missing (swift build -c release)" >&2; exit 1; }
+if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -c 'import bleak' 2>/dev/null; then
+    /usr/bin/python3 -m venv "$venv"
+    "$venv/bin/pip" install -q bleak
+fi
+bleak_version=$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("bleak"))')
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+cat > "$work/bus.conf" <<CONF
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>unix:path=$work/bus</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+    <allow user="*"/>
+  </policy>
+</busconfig>
+CONF
+/usr/bin/dbus-daemon --config-file="$work/bus.conf" --nofork --nopidfile --print-address=1 > "$work/address" &
+dbus_pid=$!
+pids+=("$dbus_pid")
+for _ in $(seq 100); do [[ -s "$work/address" ]] && break; sleep 0.05; done
+address=$(head -1 "$work/address")
+"$mwsim" --bus "$address" --boards 1 --model metamotion-r --quiet --discovery-delay 0.1 2> "$work/mwsim.log" &
+sim_pid=$!
+pids+=("$sim_pid")
+sleep 1
+board=$(DBUS_SYSTEM_BUS_ADDRESS="$address" gdbus call --system --dest io.mwgate.Simulator --object-path /io/mwgate/Simulator1 \
+    --method io.mwgate.Simulator1.ListBoards | grep -oE '([0-9A-F]{2}:){5}[0-9A-F]{2}' | head -1)
+[[ -n "$board" ]] || { echo "boards.sh: mwsim lists no board" >&2; cat "$work/mwsim.log" >&2; exit 1; }
+
+raw=""
+for delivery in startnotify acquirenotify; do
+    raw+=$("$bench" boards --bus "$address" --delivery "$delivery" --seconds "$seconds" --rate 800 --packed \
+        --dbus-pid "$dbus_pid" --sim-pid "$sim_pid" --board "$board" 2>> "$work/mwbench.log")$'\n'
+    sleep 1
+done
+# gyro 800 Hz = ODR code 11.
+raw+=$(DBUS_SYSTEM_BUS_ADDRESS="$address" "$venv/bin/python" "$here/boards_peer.py" "$board" "$seconds" 11 "$dbus_pid" "$sim_pid" \
+    2>> "$work/bleak.log")$'\n'
+
+value() { printf '%s\n' "$raw" | sed -n "s/^$1=//p" | tail -1; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0) printf "%.1f", b / a; else print "inf" }'; }
+sn=$(value startnotify_ms_per_1000); an=$(value acquirenotify_ms_per_1000); bl=$(value bleak_ms_per_1000)
+snd=$(value startnotify_dbus_ms_per_1000); and=$(value acquirenotify_dbus_ms_per_1000); bld=$(value bleak_dbus_ms_per_1000)
+r_sn=$(ratio "$sn" "$bl"); r_an=$(ratio "$an" "$bl")
+goal_bleak=$(awk -v a="$r_sn" -v b="$r_an" 'BEGIN { print (a >= 10 && b >= 10) ? "met" : "NOT met" }')
+goal_dbus=$(awk -v o="$sn" -v d="$snd" 'BEGIN { print (o < d) ? "met" : "NOT met" }')
+{
+    echo "### Boards: CPU per 1,000 samples through dbus-daemon"
+    echo
+    echo "One simulated MetaMotion R (mwsim, separate process) streaming packed gyro at 800 Hz (3 samples per notification, ~267 notifications/s, no rate cap) through a private dbus-daemon; ${seconds} s window per case after 1 s of settling; CPU = user + system time. bleak $bleak_version (PyPI) on the same board in the same run."
+    echo
+    echo "| case | samples/s | ours (ms CPU / 1,000 samples) | bleak (ms CPU / 1,000 samples) | bleak ÷ ours | dbus-daemon (ms / 1,000 samples) |"
+    echo "|---|---:|---:|---:|---:|---:|"
+    echo "| our BoardSession, StartNotify (PropertiesChanged) | $(value startnotify_samples_per_s) | $sn | $bl | $r_sn | $snd |"
+    echo "| our BoardSession, AcquireNotify (socket fd) | $(value acquirenotify_samples_per_s) | $an | $bl | $r_an | $and |"
+    echo "| bleak (its default path), same board | $(value bleak_samples_per_s) | | $bl | | $bld |"
+    echo
+    echo "Goal ≥ 10× less CPU than bleak: $goal_bleak (StartNotify ${r_sn}×, AcquireNotify ${r_an}×)."
+    echo "Goal: our CPU below dbus-daemon's cost of routing the same notifications (StartNotify, where it routes them): $goal_dbus (ours $sn vs dbus-daemon $snd ms per 1,000 samples; with AcquireNotify dbus-daemon routes none: $and)."
+    echo
+    echo "<details><summary>raw</summary>"
+    echo
+    printf '%s\n' "$raw" | sed '/^$/d; s/^/    /'
+    echo
+    echo "</details>"
+} > "$out"
