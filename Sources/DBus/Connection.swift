@@ -136,8 +136,10 @@ public final class DBusConnection: Sendable {
     /// Emits `org.freedesktop.DBus.Properties.PropertiesChanged` for `path`.
     public func emitPropertiesChanged(path: DBusObjectPath, interface: String, changed: [String: DBusValue],
                                       invalidated: [String] = []) throws {
-        try core.send(ObjectRegistry.propertiesChanged(path: path, interface: interface, changed: changed,
-                                                       invalidated: invalidated))
+        try core.registry.announcePropertyChange {
+            try core.send(ObjectRegistry.propertiesChanged(path: path, interface: interface, changed: changed,
+                                                           invalidated: invalidated))
+        }
     }
 
     /// Subscribes to signals matching `rule`. Returns after the bus has installed the match,
@@ -153,19 +155,21 @@ public final class DBusConnection: Sendable {
     /// Exports `object` at `path` (adding its interfaces to any already there). If an
     /// ObjectManager is registered above `path`, it emits InterfacesAdded.
     public func export(_ object: DBusExportedObject, at path: DBusObjectPath) async throws {
-        guard let manager = try core.registry.add(object, at: path) else { return }
+        // Property values are read first: the change and its signal then happen as one step.
         let value = try await ObjectRegistry.interfacesAndProperties(object.interfaces)
-        try emit(path: manager, interface: DBusStandardInterface.objectManager, member: "InterfacesAdded",
-                 arguments: [.objectPath(path), value])
+        try core.registry.add(object, at: path) { manager in
+            try emit(path: manager, interface: DBusStandardInterface.objectManager, member: "InterfacesAdded",
+                     arguments: [.objectPath(path), value])
+        }
     }
 
     /// Removes the named interfaces (all when nil) from `path`. If an ObjectManager is
     /// registered above `path`, it emits InterfacesRemoved.
     public func unexport(_ path: DBusObjectPath, interfaces: [String]? = nil) throws {
-        let (removed, manager) = core.registry.remove(at: path, interfaces: interfaces)
-        guard let manager, !removed.isEmpty else { return }
-        try emit(path: manager, interface: DBusStandardInterface.objectManager, member: "InterfacesRemoved",
-                 arguments: [.objectPath(path), .array(element: .string, removed.map { .string($0) })])
+        try core.registry.remove(at: path, interfaces: interfaces) { removed, manager in
+            try emit(path: manager, interface: DBusStandardInterface.objectManager, member: "InterfacesRemoved",
+                     arguments: [.objectPath(path), .array(element: .string, removed.map { .string($0) })])
+        }
     }
 
     /// Serves `org.freedesktop.DBus.ObjectManager` at `path` for every object exported below

@@ -74,9 +74,22 @@ public actor DBusObjectManagerClient {
     }
 
     private var snapshotSerial: UInt32 = 0
+    /// Snapshots in flight. Signals that arrive meanwhile are held back: applied before the
+    /// snapshot lands, a change sent after it would be undone by the snapshot's diff.
+    private var snapshotsInFlight = 0
+    private var heldBack: [DBusSignal] = []
 
     /// Takes a new GetManagedObjects snapshot and reports differences as events.
     public func refresh() async throws {
+        snapshotsInFlight += 1
+        defer {
+            snapshotsInFlight -= 1
+            if snapshotsInFlight == 0 {
+                let held = heldBack
+                heldBack.removeAll()
+                for signal in held { apply(signal) }
+            }
+        }
         let reply = try await connection.call(destination: service, path: managerPath,
                                               interface: DBusStandardInterface.objectManager,
                                               member: "GetManagedObjects", timeout: timeout)
@@ -107,6 +120,10 @@ public actor DBusObjectManagerClient {
     }
 
     private func apply(_ signal: DBusSignal) {
+        guard snapshotsInFlight == 0 else {
+            heldBack.append(signal)
+            return
+        }
         // Already contained in the snapshot when sent before its reply.
         if signal.sender == owner, signal.message.serial < snapshotSerial { return }
         switch (signal.interface, signal.member) {

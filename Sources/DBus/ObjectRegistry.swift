@@ -9,6 +9,9 @@ final class ObjectRegistry: Sendable {
     private struct State {
         var objects: [DBusObjectPath: DBusExportedObject] = [:]
         var managers: Set<DBusObjectPath> = []
+        /// Bumped with every change of the tree or of a property, under the same lock that
+        /// sends the signal announcing it (see ``managedObjectsReply(to:under:core:)``).
+        var generation: UInt64 = 0
     }
 
     private let state = Mutex(State())
@@ -18,16 +21,18 @@ final class ObjectRegistry: Sendable {
 
     // MARK: Registration
 
-    /// Adds `object`'s interfaces at `path` (merging with interfaces already there) and
-    /// returns the ObjectManager root that must announce them, if any.
-    func add(_ object: DBusExportedObject, at path: DBusObjectPath) throws -> DBusObjectPath? {
+    /// Adds `object`'s interfaces at `path` (merging with interfaces already there). When an
+    /// ObjectManager is registered above `path`, `announce` sends InterfacesAdded for that
+    /// root while the lock is held, so no snapshot can fall between the change and its signal.
+    func add(_ object: DBusExportedObject, at path: DBusObjectPath,
+             announce: (DBusObjectPath) throws -> Void) throws {
         for interface in object.interfaces {
             try DBusNames.validateInterface(interface.name)
             for method in interface.methods { try DBusNames.validateMember(method.name) }
             for property in interface.properties { try DBusNames.validateMember(property.name) }
             for signal in interface.signals { try DBusNames.validateMember(signal.name) }
         }
-        return try state.withLock { state throws -> DBusObjectPath? in
+        try state.withLock { state throws in
             var merged = state.objects[path] ?? DBusExportedObject(interfaces: [])
             for interface in object.interfaces {
                 guard merged.interface(interface.name) == nil else {
@@ -37,19 +42,32 @@ final class ObjectRegistry: Sendable {
                 merged.interfaces.append(interface)
             }
             state.objects[path] = merged
-            return Self.manager(for: path, in: state.managers)
+            state.generation &+= 1
+            if let manager = Self.manager(for: path, in: state.managers) { try announce(manager) }
         }
     }
 
-    /// Removes the named interfaces (all when nil) at `path`; returns the removed interface
-    /// names and the ObjectManager root that must announce the removal.
-    func remove(at path: DBusObjectPath, interfaces names: [String]?) -> ([String], DBusObjectPath?) {
-        state.withLock { state in
-            guard var object = state.objects[path] else { return ([], nil) }
+    /// Removes the named interfaces (all when nil) at `path`; `announce` sends
+    /// InterfacesRemoved (removed names, ObjectManager root) under the lock, as in ``add``.
+    func remove(at path: DBusObjectPath, interfaces names: [String]?,
+                announce: ([String], DBusObjectPath) throws -> Void) throws {
+        try state.withLock { state throws in
+            guard var object = state.objects[path] else { return }
             let removed = object.interfaces.map(\.name).filter { names?.contains($0) ?? true }
+            guard !removed.isEmpty else { return }
             object.interfaces.removeAll { removed.contains($0.name) }
             state.objects[path] = object.interfaces.isEmpty ? nil : object
-            return (removed, Self.manager(for: path, in: state.managers))
+            state.generation &+= 1
+            if let manager = Self.manager(for: path, in: state.managers) { try announce(removed, manager) }
+        }
+    }
+
+    /// Sends a property change under the registry lock, bumping the generation, so a
+    /// GetManagedObjects reply never goes out with values older than a change it precedes.
+    func announcePropertyChange(_ send: () throws -> Void) throws {
+        try state.withLock { state throws in
+            state.generation &+= 1
+            try send()
         }
     }
 
@@ -58,6 +76,40 @@ final class ObjectRegistry: Sendable {
 
     private static func manager(for path: DBusObjectPath, in managers: Set<DBusObjectPath>) -> DBusObjectPath? {
         managers.filter { path.isDescendant(of: $0, includingSelf: false) }.max { $0.rawValue.count < $1.rawValue.count }
+    }
+
+    /// Sends the GetManagedObjects reply for the tree below `root`.
+    ///
+    /// A client takes the snapshot as holding every change whose signal the service sent
+    /// before the reply (BlueZ's single-threaded loop guarantees that). Property values are
+    /// read asynchronously here, so the snapshot is built, then sent under the lock only if
+    /// nothing changed meanwhile; otherwise it is built again (a few times at most: under
+    /// constant property churn the last build is sent).
+    func sendManagedObjectsReply(to call: DBusMessage, under root: DBusObjectPath, core: ConnectionCore) async {
+        func send(_ message: DBusMessage) throws {
+            var message = message
+            message.destination = call.sender
+            message.replySerial = call.serial
+            try core.send(message)
+        }
+        let attempts = 8
+        for attempt in 1...attempts {
+            let generation = state.withLock { $0.generation }
+            let reply: DBusMessage
+            do {
+                try call.expect(signature: .empty)
+                reply = Self.returnReply([try await managedObjects(under: root)])
+            } catch {
+                try? send(Self.errorReply(Self.dbusError(from: error)))
+                return
+            }
+            let sent = (try? state.withLock { state throws -> Bool in
+                guard state.generation == generation || attempt == attempts else { return false }
+                try send(reply)
+                return true
+            }) ?? true
+            if sent { return }
+        }
     }
 
     /// The ObjectManager's view of the tree below `root`: `a{oa{sa{sv}}}`.
@@ -84,6 +136,13 @@ final class ObjectRegistry: Sendable {
 
     /// I/O thread: starts handling an incoming call; the reply is sent when ready.
     func handle(_ call: DBusMessage, core: ConnectionCore) {
+        let path = call.path ?? .root
+        if call.member == "GetManagedObjects",
+           call.interface == nil || call.interface == DBusStandardInterface.objectManager,
+           state.withLock({ $0.managers.contains(path) }) {
+            Task { await self.sendManagedObjectsReply(to: call, under: path, core: core) }
+            return
+        }
         Task {
             var reply = await self.reply(to: call, core: core)
             guard !call.noReplyExpected else { return }
@@ -153,10 +212,6 @@ final class ObjectRegistry: Sendable {
             guard object != nil || isManager || !children.isEmpty || path == .root else { throw unknownObject }
             try call.expect(signature: .empty)
             return [.string(Introspection.xml(object: object, isObjectManager: isManager, children: children))]
-        case (DBusStandardInterface.objectManager?, "GetManagedObjects") where isManager,
-             (nil, "GetManagedObjects") where isManager:
-            try call.expect(signature: .empty)
-            return [try await managedObjects(under: path)]
         case (DBusStandardInterface.properties?, _):
             guard let object else { throw unknownObject }
             return try await properties(call, object: object, core: core)
@@ -235,11 +290,15 @@ final class ObjectRegistry: Sendable {
             switch target.changeSignal {
             case .value:
                 let current = try await target.getter()
-                try core.send(Self.propertiesChanged(path: call.path ?? .root, interface: interfaceName,
-                                                     changed: [name: current], invalidated: []))
+                try announcePropertyChange {
+                    try core.send(Self.propertiesChanged(path: call.path ?? .root, interface: interfaceName,
+                                                         changed: [name: current], invalidated: []))
+                }
             case .invalidates:
-                try core.send(Self.propertiesChanged(path: call.path ?? .root, interface: interfaceName,
-                                                     changed: [:], invalidated: [name]))
+                try announcePropertyChange {
+                    try core.send(Self.propertiesChanged(path: call.path ?? .root, interface: interfaceName,
+                                                         changed: [:], invalidated: [name]))
+                }
             case .none: break
             }
             return []
