@@ -106,24 +106,25 @@ let package = Package(
             path: "Benchmarks/mwbench",
             swiftSettings: strict
         ),
-        .testTarget(name: "DBusTests", dependencies: ["DBus"], swiftSettings: strict),
+        // Test fixtures shared by the test targets: a private dbus-daemon and child processes.
+        .target(name: "TestSupport", dependencies: ["DBus"], path: "Tests/TestSupport", exclude: ["Fixtures"], swiftSettings: strict),
+        .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "BlueZTests",
-            dependencies: ["BlueZ", "DBus"],
-            exclude: ["Fixtures"],
+            dependencies: ["BlueZ", "DBus", "TestSupport"],
             swiftSettings: strict
         ),
-        .testTarget(name: "BoardsTests", dependencies: ["Boards", "BlueZ", "MetaWear"], swiftSettings: strict),
+        .testTarget(name: "BoardsTests", dependencies: ["Boards", "BlueZ", "MetaWear", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "BlueZSimulatorTests",
-            dependencies: ["BlueZSimulator", "DBus", "MetaWearBoardModel", "mwsim"],
+            dependencies: ["BlueZSimulator", "DBus", "MetaWearBoardModel", "mwsim", "TestSupport"],
             exclude: ["Scripts"],
             swiftSettings: strict
         ),
         // Our Boards stack against the in-process BlueZ simulator on a private dbus-daemon.
         .testTarget(
             name: "BoardsEndToEndTests",
-            dependencies: ["Boards", "BlueZ", "BlueZSimulator", "MetaWear", "MetaWearBoardModel", "DBus"],
+            dependencies: ["Boards", "BlueZ", "BlueZSimulator", "MetaWear", "MetaWearBoardModel", "DBus", "TestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
@@ -145,7 +146,7 @@ let package = Package(
             name: "GatewayTests",
             dependencies: [
                 "Gateway", "Boards", "BlueZ", "GNSS", "MetaWear", "Recording", "Buffer",
-                "BlueZSimulator", "MetaWearBoardModel",
+                "BlueZSimulator", "MetaWearBoardModel", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

@@ -10,7 +10,7 @@ status=${PIPESTATUS[0]}
 # XCTest's empty "Executed 0 tests" summary is left out here on purpose.
 summary=$(grep -E 'Test run with [0-9]+ tests?' "$log" | tail -n 1)
 total=$(sed -E 's/.*Test run with ([0-9]+) tests?.*/\1/' <<<"$summary")
-failed=$(grep -E '^✘ Test ' "$log" | grep -vcE '^✘ Test run with' || true)
+failed=$(grep -E '^✘ Test .* failed after' "$log" | grep -vcE '^✘ Test run with' || true)
 skipped=$(grep -cE '^[^ ]+ Test .*[")] skipped' "$log" || true)
 echo
 echo "== summary =="

@@ -4,6 +4,7 @@ import Glibc
 import DBus
 import Foundation
 import Testing
+import TestSupport
 
 /// The mwsim executable: help, scheduled faults from the command line, clean exit on SIGTERM.
 @Suite(.serialized, .enabled(if: TestBus.isAvailable))
@@ -28,13 +29,13 @@ struct CommandLineTests {
     @Test func helpDocumentsEveryOptionAndTheFaultGrammar() throws {
         let bus = try TestBus()
         defer { bus.stop() }
-        let help = try bus.run(try Self.mwsimPath(), ["--help"])
+        let help = try bus.runBlocking(try Self.mwsimPath(), ["--help"])
         for text in ["--bus", "--boards", "--model", "metamotion-r", "metamotion-s", "mixed", "--rate-cap", "--fault",
                      "KIND@TIME", "link-drop", "restart-bluetoothd", "drop-notifications", "io.mwgate.Simulator1",
                      "GetStats", "--connection-interval", "--temporary-timeout", "--duration"] {
             #expect(help.contains(text), "help lacks \(text)")
         }
-        #expect(throws: TestBusError.self) { try bus.run(try Self.mwsimPath(), ["--bus", bus.address, "--fault", "melt@1s"]) }
+        #expect(throws: TestBusError.self) { try bus.runBlocking(try Self.mwsimPath(), ["--bus", bus.address, "--fault", "melt@1s"]) }
     }
 
     @Test func commandLineFaultDropsTheLinkAndSIGTERMExitsCleanly() async throws {

@@ -6,6 +6,7 @@ import Foundation
 import MetaWearBoardModel
 import Testing
 @testable import BlueZSimulator
+import TestSupport
 
 /// Each fault as a client observes it on the bus.
 @Suite(.serialized, .enabled(if: TestBus.isAvailable))

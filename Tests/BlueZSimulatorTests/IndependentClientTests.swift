@@ -1,8 +1,9 @@
+@testable import BlueZSimulator
 import DBus
 import Foundation
 import MetaWearBoardModel
+import TestSupport
 import Testing
-@testable import BlueZSimulator
 
 /// The simulator driven by clients that share no code with it: python3-dbus and gdbus.
 @Suite(.serialized, .enabled(if: TestBus.isAvailable && FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")))

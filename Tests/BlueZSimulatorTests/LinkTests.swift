@@ -1,8 +1,9 @@
+@testable import BlueZSimulator
 import DBus
 import Foundation
 import MetaWearBoardModel
+import TestSupport
 import Testing
-@testable import BlueZSimulator
 
 /// Discovery rules, batching, the rate cap and emitted-vs-received accounting.
 @Suite(.serialized, .enabled(if: TestBus.isAvailable))

@@ -1,8 +1,9 @@
+@testable import BlueZSimulator
 import DBus
 import Foundation
 import MetaWearBoardModel
+import TestSupport
 import Testing
-@testable import BlueZSimulator
 
 /// A private bus with an in-process simulator and a client connection (our DBus wrapper, used
 /// here only as a generic D-Bus client; the main flow is also checked with python3-dbus).
@@ -32,7 +33,7 @@ final class SimulatorHarness: @unchecked Sendable {
         try await withCheckedThrowingContinuation { continuation in
             let bus = self.bus
             let thread = Thread {
-                do { continuation.resume(returning: try bus.run(executable, arguments)) } catch { continuation.resume(throwing: error) }
+                do { continuation.resume(returning: try bus.runBlocking(executable, arguments)) } catch { continuation.resume(throwing: error) }
             }
             thread.start()
         }

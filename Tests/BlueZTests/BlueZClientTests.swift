@@ -1,6 +1,7 @@
 import BlueZ
 import DBus
 import Foundation
+import TestSupport
 import Testing
 
 private let metaWearService = "326a9000-85cb-9195-d9dd-464cfbbae75a"

@@ -1,4 +1,5 @@
 import BlueZ
+import TestSupport
 
 /// An in-memory BlueZ that reacts to the machine's actions, and a virtual clock. No D-Bus.
 struct ReconnectionHarness {

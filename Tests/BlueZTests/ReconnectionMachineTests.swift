@@ -1,5 +1,6 @@
 import BlueZ
 import DBus
+import TestSupport
 import Testing
 
 @Suite("Reconnection state machine (virtual clock, in-memory BlueZ)")

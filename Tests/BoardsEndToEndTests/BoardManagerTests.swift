@@ -1,10 +1,11 @@
 import BlueZ
+@testable import BlueZSimulator
 import Boards
 import Foundation
 import MetaWear
 import MetaWearBoardModel
+import TestSupport
 import Testing
-@testable import BlueZSimulator
 
 @Suite("Boards end to end: BoardManager against mwsim", .enabled(if: TestBus.isAvailable))
 struct BoardManagerEndToEndTests {

@@ -1,11 +1,12 @@
 import BlueZ
+@testable import BlueZSimulator
 import Boards
 import DBus
 import Foundation
 import MetaWear
 import MetaWearBoardModel
+import TestSupport
 import Testing
-@testable import BlueZSimulator
 
 /// A private dbus-daemon with the BlueZ simulator in-process and our BlueZ client on it: the
 /// whole Boards stack against simulated MetaWear boards, over a real bus.

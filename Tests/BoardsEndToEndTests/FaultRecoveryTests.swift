@@ -1,10 +1,11 @@
 import BlueZ
+@testable import BlueZSimulator
 import Boards
 import Foundation
 import MetaWear
 import MetaWearBoardModel
+import TestSupport
 import Testing
-@testable import BlueZSimulator
 
 /// One board session on a rig, with its events recorded.
 private struct SingleBoard {

@@ -1,10 +1,11 @@
 import BlueZ
+@testable import BlueZSimulator
 import Boards
 import Foundation
 import MetaWear
 import MetaWearBoardModel
+import TestSupport
 import Testing
-@testable import BlueZSimulator
 
 /// How long the long streaming test runs (the issue asks for 60 s; shorten locally with
 /// MWGATE_E2E_STREAM_SECONDS).

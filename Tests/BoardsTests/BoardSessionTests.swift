@@ -3,6 +3,7 @@ import Boards
 import DBus
 import Foundation
 import MetaWear
+import TestSupport
 import Testing
 
 private let boardAddress = "D1:5E:AA:01:02:03"

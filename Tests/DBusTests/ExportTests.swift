@@ -1,6 +1,7 @@
-import Foundation
-import Testing
 @testable import DBus
+import Foundation
+import TestSupport
+import Testing
 
 private let service = "org.mwgate.TestService"
 private let path: DBusObjectPath = "/org/mwgate/test"

@@ -1,6 +1,7 @@
-import Foundation
-import Testing
 @testable import DBus
+import Foundation
+import TestSupport
+import Testing
 
 @Suite(.enabled(if: TestBus.isAvailable)) struct SignalTests {
     @Test func tenThousandSignalsArriveInOrder() async throws {

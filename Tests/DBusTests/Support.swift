@@ -1,9 +1,7 @@
-import Foundation
-import Testing
 @testable import DBus
-
-/// Generous bound for "it eventually happens" on a loaded 2-core machine.
-let eventually: Duration = .seconds(30)
+import Foundation
+import TestSupport
+import Testing
 
 /// Runs `body` with a fresh private bus and a connection to it; stops both afterwards.
 func withBus<T>(_ body: (TestBus, DBusConnection) async throws -> T) async throws -> T {
@@ -12,28 +10,6 @@ func withBus<T>(_ body: (TestBus, DBusConnection) async throws -> T) async throw
     let connection = try await DBusConnection(address: bus.address)
     defer { connection.close() }
     return try await body(bus, connection)
-}
-
-/// Waits for the first element of `stream` satisfying `predicate`, failing after `limit`.
-func first<S: AsyncSequence & Sendable>(_ stream: S, within limit: Duration = eventually,
-                                        where predicate: @escaping @Sendable (S.Element) -> Bool = { _ in true })
-    async throws -> S.Element where S.Element: Sendable
-{
-    try await withThrowingTaskGroup(of: S.Element?.self) { group in
-        group.addTask {
-            for try await element in stream where predicate(element) { return element }
-            return nil
-        }
-        group.addTask {
-            try await Task.sleep(for: limit)
-            return nil
-        }
-        defer { group.cancelAll() }
-        guard let result = try await group.next(), let element = result else {
-            throw TestBusError(message: "nothing arrived within \(limit)")
-        }
-        return element
-    }
 }
 
 /// An exported test service: echo, slow, failing and fd methods, plus a property.

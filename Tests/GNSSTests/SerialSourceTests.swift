@@ -18,6 +18,10 @@ final class FakeReceiver: @unchecked Sendable {
         var master: Int32 = 0
         var slave: Int32 = 0
         guard openpty(&master, &slave, nil, nil, nil) == 0 else { throw FixSourceError.posix("openpty") }
+        // Other tests spawn processes concurrently; a child that inherited the master would
+        // keep the "receiver" plugged in after unplug().
+        _ = fcntl(master, F_SETFD, FD_CLOEXEC)
+        _ = fcntl(slave, F_SETFD, FD_CLOEXEC)
         self.master = master
         self.slave = slave
         slavePath = String(cString: ttyname(slave))

@@ -1,14 +1,15 @@
 import BlueZ
+@testable import BlueZSimulator
 import Buffer
 import Foundation
-import Gateway
 import GNSS
+import Gateway
 import Logging
 import MetaWear
 import MetaWearBoardModel
 import ServiceLifecycle
+import TestSupport
 import Testing
-@testable import BlueZSimulator
 
 /// A private bus with an in-process BlueZ simulator (one MetaMotion R / BMI160 and one
 /// MetaMotion S / BMI270), a temporary state directory and a gateway assembled on them,

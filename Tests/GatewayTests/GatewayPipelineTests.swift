@@ -4,6 +4,7 @@ import Foundation
 import Gateway
 import MetaWear
 import Recording
+import TestSupport
 import Testing
 
 /// End-to-end: two simulated boards over a private D-Bus, an NMEA replay, a real buffer.

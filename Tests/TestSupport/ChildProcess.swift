@@ -4,19 +4,24 @@ import Foundation
 ///
 /// Foundation's `Process.waitUntilExit()` spins a CPU and its `isRunning` lags when used
 /// off the main thread, so test fixtures manage their children directly.
-final class ChildProcess: @unchecked Sendable {
-    let pid: pid_t
+public final class ChildProcess: @unchecked Sendable {
+    public let pid: pid_t
     /// Read end of the child's standard output.
-    let output: FileHandle
+    public let output: FileHandle
     /// Read end of the child's standard error.
-    let errors: FileHandle
+    public let errors: FileHandle
     private let lock = NSLock()
     private var exitStatus: Int32?
 
-    init(_ executable: String, _ arguments: [String], environment: [String: String]) throws {
+    public init(_ executable: String, _ arguments: [String], environment: [String: String]) throws {
         var outPipe: [Int32] = [0, 0]
         var errPipe: [Int32] = [0, 0]
+        // Close-on-exec: tests spawn children concurrently, and a child that inherited another
+        // child's pipe would hold its output open (a reader waiting for EOF would hang).
+        // dup2 onto 1 and 2 in the spawned child clears the flag where it is wanted.
+        // (Glibc's Swift module does not import pipe2.)
         guard pipe(&outPipe) == 0, pipe(&errPipe) == 0 else { throw TestBusError(message: "pipe failed") }
+        for fd in outPipe + errPipe { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -58,7 +63,7 @@ final class ChildProcess: @unchecked Sendable {
     }
 
     /// Reads standard output up to the first newline (or end of file).
-    func readLine() -> String {
+    public func readLine() -> String {
         var bytes: [UInt8] = []
         var byte: UInt8 = 0
         while read(output.fileDescriptor, &byte, 1) == 1 {
@@ -70,7 +75,7 @@ final class ChildProcess: @unchecked Sendable {
 
     /// Waits for exit and returns the exit status (128+signal when killed).
     @discardableResult
-    func wait() -> Int32 {
+    public func wait() -> Int32 {
         lock.lock()
         defer { lock.unlock() }
         if let exitStatus { return exitStatus }
@@ -82,7 +87,7 @@ final class ChildProcess: @unchecked Sendable {
     }
 
     /// Sends `signal` (if still running) and reaps the child.
-    func terminate(_ signal: Int32 = SIGTERM) {
+    public func terminate(_ signal: Int32 = SIGTERM) {
         lock.lock()
         let running = exitStatus == nil
         lock.unlock()

@@ -5,29 +5,30 @@ import Testing
 /// directory with a permissive policy, stopped (and the directory removed) by ``stop()`` or
 /// when the object is released.
 ///
-/// Self-contained so other test targets (BlueZ, mwsim, control API) can copy or share it:
+/// Shared by every test target that needs a bus (DBus, BlueZ, mwsim, Boards, Gateway,
+/// control API):
 /// ```swift
 /// let bus = try TestBus()
 /// defer { bus.stop() }
 /// let connection = try await DBusConnection(address: bus.address)
 /// ```
 /// Child processes started with ``environment`` see the bus as both system and session bus.
-final class TestBus: @unchecked Sendable {
+public final class TestBus: @unchecked Sendable {
     /// The bus address, e.g. `unix:path=/tmp/.../bus,guid=...`.
-    let address: String
+    public let address: String
     /// The daemon's process id (for CPU accounting in benchmarks).
-    let pid: Int32
+    public let pid: Int32
     /// The temporary directory holding the config and socket.
-    let directory: URL
+    public let directory: URL
     private let process: ChildProcess
     private let lock = NSLock()
     private var stopped = false
 
     /// Whether `dbus-daemon` is installed (tests skip cleanly otherwise).
-    static var isAvailable: Bool { FileManager.default.isExecutableFile(atPath: daemonPath) }
-    static let daemonPath = "/usr/bin/dbus-daemon"
+    public static var isAvailable: Bool { FileManager.default.isExecutableFile(atPath: daemonPath) }
+    public static let daemonPath = "/usr/bin/dbus-daemon"
 
-    init() throws {
+    public init() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("mwgate-bus-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let socket = directory.appendingPathComponent("bus").path
@@ -70,7 +71,7 @@ final class TestBus: @unchecked Sendable {
     deinit { stop() }
 
     /// Environment for child processes: this bus as system and session bus.
-    var environment: [String: String] {
+    public var environment: [String: String] {
         var environment = ProcessInfo.processInfo.environment
         environment["DBUS_SYSTEM_BUS_ADDRESS"] = address
         environment["DBUS_SESSION_BUS_ADDRESS"] = address
@@ -78,7 +79,7 @@ final class TestBus: @unchecked Sendable {
     }
 
     /// Kills the daemon and removes the directory. Idempotent.
-    func stop() {
+    public func stop() {
         lock.lock()
         defer { lock.unlock() }
         guard !stopped else { return }
@@ -88,9 +89,19 @@ final class TestBus: @unchecked Sendable {
     }
 
     /// Runs a command with this bus in its environment and returns its standard output.
-    /// Throws when it exits non-zero.
+    /// Throws when it exits non-zero. The waiting happens on a dedicated thread: blocking a
+    /// cooperative-pool thread could starve the in-process D-Bus handlers the command calls.
     @discardableResult
-    func run(_ executable: String, _ arguments: [String]) throws -> String {
+    public func run(_ executable: String, _ arguments: [String]) async throws -> String {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try self.runBlocking(executable, arguments) }) }.start()
+        }
+    }
+
+    /// The same as ``run(_:_:)``, blocking the calling thread: only for commands that call
+    /// nothing served in this process.
+    @discardableResult
+    public func runBlocking(_ executable: String, _ arguments: [String]) throws -> String {
         let child = try startChild(executable, arguments)
         // The tools used here write little to stderr, so reading the pipes in turn is safe.
         let output = child.output.readDataToEndOfFile()
@@ -103,12 +114,13 @@ final class TestBus: @unchecked Sendable {
     }
 
     /// Starts a long-running peer (e.g. a python3-dbus service) on this bus.
-    func startChild(_ executable: String, _ arguments: [String]) throws -> ChildProcess {
+    public func startChild(_ executable: String, _ arguments: [String]) throws -> ChildProcess {
         try ChildProcess(executable, arguments, environment: environment)
     }
 }
 
-struct TestBusError: Error, CustomStringConvertible {
-    let message: String
-    var description: String { message }
+public struct TestBusError: Error, CustomStringConvertible {
+    public let message: String
+    public init(message: String) { self.message = message }
+    public var description: String { message }
 }
