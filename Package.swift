@@ -23,10 +23,13 @@ let package = Package(
         .library(name: "Buffer", targets: ["Buffer"]),
         .library(name: "BlueZ", targets: ["BlueZ"]),
         .library(name: "Boards", targets: ["Boards"]),
+        .library(name: "ServiceSupport", targets: ["ServiceSupport"]),
+        .library(name: "GatewayConfig", targets: ["GatewayConfig"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
         // libdbus-1, with a shim that re-exports the type-code macros Swift cannot import.
@@ -81,6 +84,22 @@ let package = Package(
             path: "Benchmarks/mwbench",
             swiftSettings: strict
         ),
+        // Service plumbing with no pipeline knowledge: sd_notify, a journald-native LogHandler,
+        // systemd credentials, signal streams.
+        .target(
+            name: "ServiceSupport",
+            dependencies: [.product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict
+        ),
+        // The daemon's configuration model: a strict TOML reader with line numbers, defaults,
+        // and validation against MetaWear/GNSS/Buffer's own allowed values.
+        .target(name: "GatewayConfig", dependencies: ["GNSS", "MetaWear", "Buffer"], swiftSettings: strict),
+        .testTarget(
+            name: "ServiceSupportTests",
+            dependencies: ["ServiceSupport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict
+        ),
+        .testTarget(name: "GatewayConfigTests", dependencies: ["GatewayConfig", "GNSS", "MetaWear"], swiftSettings: strict),
         .testTarget(name: "DBusTests", dependencies: ["DBus"], swiftSettings: strict),
         .testTarget(
             name: "BlueZTests",
