@@ -114,7 +114,8 @@ public enum ConfigurationLoader {
                 reader.issue("sample_mode", "'\(text)' is not a sample mode; use \"single\" or \"packed\" (3 samples per notification)")
             }
         }
-        do {
+        // Only a combination of valid values is worth a link-budget verdict.
+        if reader.issues.isEmpty { do {
             _ = try boards.streaming()
         } catch {
             let key = table["accelerometer_rate"] != nil && enabled ? "accelerometer_rate" : "gyro_rate"
@@ -125,7 +126,7 @@ public enum ConfigurationLoader {
             } else {
                 reader.issue(key, "\(error)")
             }
-        }
+        } }
         return reader.finish()
     }
 

@@ -489,7 +489,9 @@ public struct TOMLParser {
             let itemPosition = position
             items.append(try parseValue(keyPosition: itemPosition))
             skipBlank()
-            if current == "," {
+            if atEnd {
+                throw TOMLSyntaxError(position: start, message: "unterminated array (missing ']')")
+            } else if current == "," {
                 advance()
             } else if current != "]" {
                 throw TOMLSyntaxError(position: position, message: "expected ',' or ']' in array")
