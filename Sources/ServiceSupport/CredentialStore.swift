@@ -8,7 +8,7 @@ public struct CredentialStore: Sendable, CustomStringConvertible {
     /// `$CREDENTIALS_DIRECTORY`, when systemd set it.
     public let credentialsDirectory: String?
     /// Where to look when the credential is not in the systemd directory (e.g.
-    /// `/etc/mwgate/credentials` for manual runs); nil for none.
+    /// `/etc/credstore`, where the unit loads them from, for manual runs as root); nil for none.
     public let fallbackDirectory: String?
 
     /// Longest credential accepted; a bigger file is a mistake (wrong path), not a secret.
@@ -17,7 +17,7 @@ public struct CredentialStore: Sendable, CustomStringConvertible {
     /// A store reading `CREDENTIALS_DIRECTORY` from `environment`.
     public init(
         environment: [String: String] = ProcessEnvironment.current,
-        fallbackDirectory: String? = "/etc/mwgate/credentials"
+        fallbackDirectory: String? = "/etc/credstore"
     ) {
         credentialsDirectory = environment["CREDENTIALS_DIRECTORY"].flatMap { $0.isEmpty ? nil : $0 }
         self.fallbackDirectory = fallbackDirectory

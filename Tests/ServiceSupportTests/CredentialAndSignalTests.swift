@@ -56,8 +56,12 @@ import Testing
                 try await Task.sleep(for: .milliseconds(100))
             }
         }
-        defer { sender.cancel() }
-        return await body()
+        let result = await body()
+        // Wait for the sender to stop before the stream (and its SIG_IGN) can go away: a
+        // SIGTERM arriving after the default action is restored would end the test process.
+        sender.cancel()
+        _ = await sender.result
+        return result
     }
 
     @Test func deliversHangupAndTerminate() async throws {
