@@ -26,6 +26,8 @@ let package = Package(
         .library(name: "BlueZ", targets: ["BlueZ"]),
         .library(name: "Boards", targets: ["Boards"]),
         .library(name: "Gateway", targets: ["Gateway"]),
+        .library(name: "ServiceSupport", targets: ["ServiceSupport"]),
+        .library(name: "GatewayConfig", targets: ["GatewayConfig"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -106,6 +108,22 @@ let package = Package(
             path: "Benchmarks/mwbench",
             swiftSettings: strict
         ),
+        // Service plumbing with no pipeline knowledge: sd_notify, a journald-native LogHandler,
+        // systemd credentials, signal streams.
+        .target(
+            name: "ServiceSupport",
+            dependencies: [.product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict
+        ),
+        // The daemon's configuration model: a strict TOML reader with line numbers, defaults,
+        // and validation against MetaWear/GNSS/Buffer's own allowed values.
+        .target(name: "GatewayConfig", dependencies: ["GNSS", "MetaWear", "Buffer"], swiftSettings: strict),
+        .testTarget(
+            name: "ServiceSupportTests",
+            dependencies: ["ServiceSupport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict
+        ),
+        .testTarget(name: "GatewayConfigTests", dependencies: ["GatewayConfig", "GNSS", "MetaWear"], swiftSettings: strict),
         // Test fixtures shared by the test targets: a private dbus-daemon and child processes.
         .target(name: "TestSupport", dependencies: ["DBus"], path: "Tests/TestSupport", exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"], swiftSettings: strict),

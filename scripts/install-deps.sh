@@ -11,6 +11,8 @@ packages=(
     dbus-daemon dbus-bin libglib2.0-bin systemd python3-dbus python3-dbusmock python3-gi
     # GNSS: real gpsd and gpsfake for the source tests
     gpsd gpsd-clients
+    # packaging tests: systemd-analyze/sysusers/tmpfiles, udevadm (setpriv/unshare: util-linux)
+    systemd udev
     # benchmarks: the python peers we compare against
     python3-pip python3-venv
 )
