@@ -17,6 +17,7 @@ let package = Package(
     products: [
         .executable(name: "mwctl", targets: ["mwctl"]),
         .executable(name: "mwsim", targets: ["mwsim"]),
+        .executable(name: "mwgated", targets: ["mwgated"]),
         .library(name: "BlueZSimulator", targets: ["BlueZSimulator"]),
         .library(name: "DBus", targets: ["DBus"]),
         .library(name: "GNSS", targets: ["GNSS"]),
@@ -168,6 +169,29 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
+            swiftSettings: strict
+        ),
+        // The daemon's run logic (configuration -> settings, logging, sd_notify, watchdog,
+        // reload, shutdown), kept out of the executable so it is testable.
+        .target(
+            name: "Daemon",
+            dependencies: [
+                "Gateway", "GatewayConfig", "ServiceSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "mwgated",
+            dependencies: ["Daemon", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: strict
+        ),
+        // The built mwgated as a subprocess on a private bus with mwsim as another.
+        .testTarget(
+            name: "DaemonTests",
+            dependencies: ["Daemon", "Gateway", "GatewayConfig", "Buffer", "ServiceSupport", "TestSupport", "mwgated", "mwsim", "mwctl"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -50,6 +50,8 @@ public struct GatewaySettings: Sendable {
     public var clockCheckInterval: Duration
     /// Battery read interval of the boards (nil: only at connect).
     public var batteryInterval: Duration?
+    /// Whether a press of a board's button starts or stops a session.
+    public var buttonTogglesSession: Bool = true
 
     /// Settings with defaults for everything but the boards, the stream and the state directory.
     public init(boards: BoardSelection, streaming: StreamingConfiguration, gnss: GNSSSourceSpec? = nil,

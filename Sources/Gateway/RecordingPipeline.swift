@@ -34,7 +34,7 @@ public actor RecordingPipeline {
     /// How often ``tick()`` runs in ``runTicks()``.
     public static let tickInterval: Duration = .milliseconds(250)
 
-    private let settings: GatewaySettings
+    private var settings: GatewaySettings
     private let store: BufferStore
     private let controller: SessionController
     private let timeline: MonotonicTimeline
@@ -57,6 +57,7 @@ public actor RecordingPipeline {
     private var isShutDown = false
     private var subscribers: [UInt64: AsyncStream<GatewayStatus>.Continuation] = [:]
     private var nextSubscriber: UInt64 = 0
+    private var lastTickAt: ContinuousClock.Instant?
 
     /// A pipeline writing into `store`. `timeline` maps event instants to the Recording clock.
     public init(settings: GatewaySettings, store: BufferStore, logger: Logger,
@@ -110,7 +111,7 @@ public actor RecordingPipeline {
             boards[key]?.battery = battery
             publish()
         case .button(_, let togglesSession):
-            guard togglesSession else { return }
+            guard togglesSession, settings.buttonTogglesSession else { return }
             buttonPressed(board: key, at: timeline.nanoseconds(event.receivedAt))
         }
         reportStoreErrorIfNew()
@@ -166,6 +167,7 @@ public actor RecordingPipeline {
     /// `always` session.
     public func tick() {
         guard !isShutDown else { return }
+        lastTickAt = ContinuousClock.now
         let now = timeline.now
         if lastClockCheck == .min || now - lastClockCheck >= nanoseconds(settings.clockCheckInterval) {
             lastClockCheck = now
@@ -302,6 +304,42 @@ public actor RecordingPipeline {
             Task { await self?.unsubscribe(id) }
         }
         return stream
+    }
+
+    // MARK: Health and reload
+
+    /// What a watchdog needs to know: when the pipeline last ticked and whether the buffer
+    /// refused the last write (nil when it took it).
+    public struct Health: Sendable, Equatable {
+        /// The last ``tick()`` (nil before the first).
+        public var lastTickAt: ContinuousClock.Instant?
+        /// The buffer's last write error while sealed chunks wait for a retry; nil while writes succeed.
+        public var bufferError: String?
+        /// True after ``shutdown()``.
+        public var isShutDown: Bool
+
+        public init(lastTickAt: ContinuousClock.Instant?, bufferError: String?, isShutDown: Bool) {
+            self.lastTickAt = lastTickAt
+            self.bufferError = bufferError
+            self.isShutDown = isShutDown
+        }
+    }
+
+    /// The pipeline's health now.
+    public var health: Health {
+        Health(lastTickAt: lastTickAt, bufferError: controller.hasFailedSeals ? (controller.lastStoreError ?? "seals pending") : nil,
+               isShutDown: isShutDown)
+    }
+
+    /// Applies the settings that can change while running (SIGHUP): the hazard catalogue,
+    /// the session mode and the button toggle. Boards, streaming, GNSS and the buffer need a
+    /// restart. Switching to `manual` does not end a running session.
+    public func reload(hazardCatalogue: [String], sessionMode: GatewaySettings.SessionMode, buttonTogglesSession: Bool) {
+        settings.hazardCatalogue = hazardCatalogue
+        settings.sessionMode = sessionMode
+        settings.buttonTogglesSession = buttonTogglesSession
+        controller.setAlwaysMode(sessionMode == .always)
+        publish()
     }
 
     // MARK: Shutdown

@@ -50,6 +50,7 @@ public enum ConfigurationLoader {
         if let (table, line) = top.table("hazards") { issues += readHazards(table, line: line, file: file, into: &config.hazards) }
         if let (table, line) = top.table("buffer") { issues += readBuffer(table, line: line, file: file, into: &config.buffer) }
         if let (table, line) = top.table("sink") { issues += readSink(table, line: line, file: file, into: &config.sink) }
+        if let (table, line) = top.table("log") { issues += readLog(table, line: line, file: file, into: &config.log) }
         issues += top.finish()
         guard issues.isEmpty else { throw ConfigurationErrors(issues) }
         return config
@@ -172,6 +173,17 @@ public enum ConfigurationLoader {
             }
         }
         if let toggles = reader.boolean("button_toggles") { session.buttonToggles = toggles }
+        return reader.finish()
+    }
+
+    static func readLog(_ table: TOMLTable, line: Int, file: String, into log: inout GatewayConfiguration.Log) -> [ConfigurationIssue] {
+        var reader = TableReader(file: file, prefix: "log", table: table, line: line)
+        if let text = reader.string("level") {
+            if let level = GatewayConfiguration.Log.Level(rawValue: text) { log.level = level } else {
+                let allowed = GatewayConfiguration.Log.Level.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
+                reader.issue("level", "'\(text)' is not a log level; use one of \(allowed)")
+            }
+        }
         return reader.finish()
     }
 

@@ -20,6 +20,21 @@ public struct GatewayConfiguration: Sendable, Equatable {
     public var sink: Sink
     /// Directories from the service manager.
     public var paths: ServicePaths
+    /// What the daemon logs.
+    public var log = Log()
+
+    /// Logging settings (reloaded on SIGHUP).
+    public struct Log: Sendable, Equatable {
+        /// The least severe level written (swift-log's names).
+        public enum Level: String, Sendable, Equatable, CaseIterable {
+            case trace, debug, info, notice, warning, error, critical
+        }
+
+        /// Default `info`.
+        public var level = Level.info
+
+        public init() {}
+    }
 
     /// Boards to connect and their sensor settings.
     public struct Boards: Sendable, Equatable {

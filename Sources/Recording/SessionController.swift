@@ -89,7 +89,7 @@ public final class SessionController {
         var worstSource: TimeSource
     }
 
-    public let configuration: Configuration
+    public private(set) var configuration: Configuration
     public private(set) var timeBase: TimeBase
     private let store: any RecordingStore
     private let makeID: () -> String
@@ -120,6 +120,16 @@ public final class SessionController {
     }
 
     /// Idle or recording.
+    /// Switches always-on recording on or off (configuration reload). Turning it off does not
+    /// stop a running session; turning it on starts one with the next sample.
+    public func setAlwaysMode(_ enabled: Bool) {
+        configuration.alwaysMode = enabled
+    }
+
+    /// True while sealed chunks wait for a retry because the store refused them (the buffer
+    /// is not writable right now).
+    public var hasFailedSeals: Bool { !failedSeals.isEmpty }
+
     public var state: State { session.map { .recording(sessionID: $0.id) } ?? .idle }
 
     /// Adds a streaming board with its configured rates.

@@ -1,0 +1,131 @@
+import Foundation
+import Gateway
+import GatewayConfig
+import Logging
+import ServiceLifecycle
+import ServiceSupport
+import UnixSignals
+
+/// mwgated's run logic, apart from argument parsing: configuration, logging, assembly,
+/// readiness and shutdown. Returns the process exit status.
+public enum Daemon {
+    /// `EX_CONFIG` (sysexits.h): the configuration is wrong.
+    public static let exitConfigurationError: Int32 = 78
+    /// The gateway could not start (BlueZ, the buffer, the state directory).
+    public static let exitStartFailure: Int32 = 1
+    /// Environment variable naming a journald-protocol datagram socket to log to instead of
+    /// the automatic choice (tests and containers with a journal at a private path).
+    public static let journalSocketVariable = "MWGATE_JOURNAL_SOCKET"
+    /// Longest graceful shutdown before the remaining services are cancelled (systemd's
+    /// TimeoutStopSec is longer; cancelled recording still seals).
+    public static let shutdownLimit: Duration = .milliseconds(4500)
+
+    /// What the command line asks for.
+    public struct Options: Sendable {
+        /// The configuration file (nil: `$CONFIGURATION_DIRECTORY/mwgated.toml`, optional).
+        public var configurationPath: String?
+        /// Validate the configuration and exit.
+        public var checkOnly: Bool
+        /// D-Bus address of BlueZ's bus (nil: the system bus, honouring `DBUS_SYSTEM_BUS_ADDRESS`).
+        public var busAddress: String?
+
+        public init(configurationPath: String? = nil, checkOnly: Bool = false, busAddress: String? = nil) {
+            self.configurationPath = configurationPath
+            self.checkOnly = checkOnly
+            self.busAddress = busAddress
+        }
+    }
+
+    /// `--check-config`: prints every problem (`file:line: key: message`) on stderr; 0 or 78.
+    public static func checkConfiguration(_ options: Options, environment: [String: String] = ProcessEnvironment.current) -> Int32 {
+        let paths = ServicePaths(environment: environment)
+        let file = options.configurationPath ?? paths.configurationFile
+        do {
+            let configuration = try ConfigurationLoader.load(path: options.configurationPath, paths: paths)
+            _ = try GatewaySettings(configuration: configuration, busAddress: options.busAddress)
+            let exists = FileManager.default.fileExists(atPath: file)
+            print(exists ? "\(file): configuration is valid" : "\(file): not present; the built-in defaults apply")
+            return 0
+        } catch let errors as ConfigurationErrors {
+            for issue in errors.issues { FileHandle.standardError.write(Data((issue.description + "\n").utf8)) }
+            return exitConfigurationError
+        } catch {
+            FileHandle.standardError.write(Data("\(file): \(error)\n".utf8))
+            return exitConfigurationError
+        }
+    }
+
+    /// Runs the daemon until SIGTERM/SIGINT; returns the exit status.
+    public static func run(_ options: Options, environment: [String: String] = ProcessEnvironment.current,
+                           extraServices: @Sendable (Gateway, StatusReporter, Logger) async throws -> [any Service] = { _, _, _ in [] }) async -> Int32 {
+        let level = ReloadableLogLevel(.info)
+        let output: JournalOutput = environment[journalSocketVariable].flatMap { $0.isEmpty ? nil : JournalOutput.native(socketPath: $0) }
+            ?? .automatic(environment: environment)
+        let journal = JournalWriter(identifier: "mwgated", output: output, limiter: RepeatLimiter())
+        LoggingSystem.bootstrap { label in ReloadableLogHandler(label: label, writer: journal, level: level) }
+        let logger = Logger(label: "mwgated")
+        let notifier = SystemdNotifier(environment: environment)
+        let started = ContinuousClock.now
+
+        let paths = ServicePaths(environment: environment)
+        let configuration: GatewayConfiguration
+        let settings: GatewaySettings
+        do {
+            configuration = try ConfigurationLoader.load(path: options.configurationPath, paths: paths)
+            settings = try GatewaySettings(configuration: configuration, busAddress: options.busAddress)
+        } catch let errors as ConfigurationErrors {
+            for issue in errors.issues { logger.error("\(issue.description)") }
+            logger.critical("not starting: the configuration has \(errors.issues.count) problem(s)")
+            notifier.status("configuration error: \(errors.issues.first?.description ?? "")")
+            return exitConfigurationError
+        } catch {
+            let file = options.configurationPath ?? paths.configurationFile
+            logger.error("\(file): \(error)")
+            logger.critical("not starting: the configuration cannot be used")
+            return exitConfigurationError
+        }
+        level.current = Logger.Level(configuration.log.level)
+        logger.info("starting: state \(paths.stateDirectory), bus \(settings.busAddress ?? environment["DBUS_SYSTEM_BUS_ADDRESS"] ?? "system"), GNSS \(settings.gnss?.description ?? "none"), sink \(configuration.sink.kind.name)")
+
+        let gateway: Gateway
+        do {
+            gateway = try await Gateway.assemble(settings: settings, logger: logger)
+        } catch {
+            logger.critical("cannot start: \(error)")
+            notifier.status("cannot start: \(error)")
+            return exitStartFailure
+        }
+        let reporter = StatusReporter(logger: logger, notifier: notifier)
+        let reloader = ConfigurationReloader(path: options.configurationPath, paths: paths, initial: configuration,
+                                             pipeline: gateway.pipeline, level: level, notifier: notifier, logger: logger)
+        let extra: [any Service]
+        do { extra = try await extraServices(gateway, reporter, logger) } catch {
+            logger.critical("cannot start: \(error)")
+            return exitStartFailure
+        }
+        let daemonService = DaemonService(pipeline: gateway.pipeline, reporter: reporter, notifier: notifier,
+                                          reloader: reloader, journal: journal, logger: logger)
+        let pipeline = gateway.pipeline
+        let services = gateway.services(adding: extra + [daemonService]) {
+            let status = await pipeline.status
+            let elapsed = ContinuousClock.now - started
+            let milliseconds = elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
+            logger.notice("ready in \(milliseconds) ms: \(StatusReporter.statusLine(status))",
+                          metadata: ["startup_ms": "\(milliseconds)"])
+            notifier.ready(status: StatusReporter.statusLine(status))
+        }
+        var groupConfiguration = ServiceGroupConfiguration(services: services, logger: logger)
+        groupConfiguration.gracefulShutdownSignals = [.sigterm, .sigint]
+        groupConfiguration.maximumGracefulShutdownDuration = shutdownLimit
+        let group = ServiceGroup(configuration: groupConfiguration)
+        do {
+            try await group.run()
+        } catch {
+            logger.critical("stopped with an error: \(error)")
+            return exitStartFailure
+        }
+        logger.notice("stopped")
+        journal.flushSuppressed()
+        return 0
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import Gateway
+import GatewayConfig
+import Logging
+import ServiceLifecycle
+import ServiceSupport
+
+/// The daemon's own service, run last in the gateway's service group (so it is the first to
+/// see a graceful shutdown): it reports status changes (journal events, `STATUS=`), feeds
+/// the systemd watchdog only while the pipeline is healthy, reloads the configuration on
+/// SIGHUP and says `STOPPING=1` when shutdown begins.
+public struct DaemonService: Service, CustomStringConvertible {
+    /// Longest time since the pipeline's last tick for it to count as alive (ticks are 250 ms apart).
+    public static let tickStaleness: Duration = .seconds(3)
+
+    private let pipeline: RecordingPipeline
+    private let reporter: StatusReporter
+    private let notifier: SystemdNotifier
+    private let reloader: ConfigurationReloader
+    private let journal: JournalWriter?
+    private let logger: Logger
+
+    public init(pipeline: RecordingPipeline, reporter: StatusReporter, notifier: SystemdNotifier,
+                reloader: ConfigurationReloader, journal: JournalWriter?, logger: Logger) {
+        self.pipeline = pipeline
+        self.reporter = reporter
+        self.notifier = notifier
+        self.reloader = reloader
+        self.journal = journal
+        self.logger = logger
+    }
+
+    public var description: String { "DaemonService" }
+
+    public func run() async throws {
+        let pipeline = pipeline, reporter = reporter, notifier = notifier, reloader = reloader
+        let journal = journal, logger = logger
+        let hangups = SignalStream.make([.hangup])
+        await cancelWhenGracefulShutdown {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for await status in await pipeline.statusUpdates() {
+                        await reporter.observe(status)
+                    }
+                }
+                group.addTask {
+                    await Self.housekeeping(pipeline: pipeline, reporter: reporter, notifier: notifier, journal: journal)
+                }
+                group.addTask {
+                    for await _ in hangups {
+                        await reloader.reload()
+                        notifier.ready(status: await reporter.currentStatusLine)
+                    }
+                }
+                await group.waitForAll()
+            }
+        }
+        logger.notice("shutting down: sealing open chunks, stopping the boards")
+        notifier.stopping(status: "shutting down: sealing open chunks, stopping the boards")
+    }
+
+    /// Once a second (or twice per watchdog period when shorter): re-check time-based events,
+    /// flush a rate-limited status line and suppressed-log summaries, and ping the watchdog
+    /// when the pipeline ticked recently and the buffer takes writes.
+    static func housekeeping(pipeline: RecordingPipeline, reporter: StatusReporter, notifier: SystemdNotifier,
+                             journal: JournalWriter?) async {
+        var period: Duration = .seconds(1)
+        if let watchdog = notifier.watchdogInterval { period = min(period, watchdog / 2) }
+        period = max(period, .milliseconds(50))
+        while !Task.isCancelled {
+            await reporter.recheck()
+            await reporter.flushStatus()
+            journal?.flushSuppressed()
+            if notifier.watchdogInterval != nil, isHealthy(await pipeline.health) {
+                notifier.watchdog()
+            }
+            do { try await Task.sleep(for: period) } catch { return }
+        }
+    }
+
+    /// The watchdog's rule: the tick loop ran within ``tickStaleness`` and no sealed chunk is
+    /// waiting for the buffer to take it.
+    public static func isHealthy(_ health: RecordingPipeline.Health, now: ContinuousClock.Instant = .now) -> Bool {
+        guard !health.isShutDown, health.bufferError == nil, let last = health.lastTickAt else { return false }
+        return now - last <= tickStaleness
+    }
+}

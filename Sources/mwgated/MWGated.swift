@@ -1,0 +1,31 @@
+import ArgumentParser
+import Daemon
+
+/// mwgated: the MetaWear gateway daemon (run by systemd as mwgated.service).
+@main
+struct MWGated: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "mwgated",
+        abstract: "The mwgate gateway daemon: MetaWear boards over BlueZ, GNSS, recording, upstream sync.",
+        discussion: """
+            Configuration: --config FILE, else $CONFIGURATION_DIRECTORY/mwgated.toml or /etc/mwgate/mwgated.toml \
+            (optional: without it every default applies). State in $STATE_DIRECTORY (/var/lib/mwgate). \
+            Exit status 78 (EX_CONFIG) when the configuration has errors, each printed as file:line: key: message. \
+            SIGTERM stops cleanly (open chunks sealed), SIGHUP reloads what can be reloaded (docs/operations.md).
+            """)
+
+    @Option(name: .customLong("config"), help: "Configuration file (default: $CONFIGURATION_DIRECTORY/mwgated.toml).")
+    var configurationPath: String?
+
+    @Flag(name: .customLong("check-config"), help: "Validate the configuration and exit (0: valid, 78: errors).")
+    var checkOnly = false
+
+    @Option(name: .customLong("bus-address"), help: "D-Bus address of BlueZ's bus (default: $DBUS_SYSTEM_BUS_ADDRESS or the system bus).")
+    var busAddress: String?
+
+    func run() async throws {
+        let options = Daemon.Options(configurationPath: configurationPath, checkOnly: checkOnly, busAddress: busAddress)
+        let status = checkOnly ? Daemon.checkConfiguration(options) : await Daemon.run(options)
+        if status != 0 { throw ExitCode(status) }
+    }
+}
