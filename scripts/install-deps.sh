@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(
     # build
-    pkg-config libdbus-1-dev libbluetooth-dev libsqlite3-dev
+    pkg-config libdbus-1-dev libbluetooth-dev libsqlite3-dev sqlite3
     # a real D-Bus daemon and independent D-Bus peers for the tests
     dbus-daemon dbus-bin libglib2.0-bin systemd python3-dbus python3-dbusmock python3-gi
     # GNSS: real gpsd and gpsfake for the source tests

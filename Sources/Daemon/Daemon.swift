@@ -106,6 +106,12 @@ public enum Daemon {
         let daemonService = DaemonService(pipeline: gateway.pipeline, reporter: reporter, notifier: notifier,
                                           reloader: reloader, journal: journal, logger: logger)
         let pipeline = gateway.pipeline
+        // Not a service: it must outlive the group's shutdown to report the session the
+        // shutdown ends; the stream finishes when the pipeline has shut down.
+        let updates = await pipeline.statusUpdates()
+        let reporting = Task {
+            for await status in updates { await reporter.observe(status) }
+        }
         let services = gateway.services(adding: extra + [daemonService]) {
             let status = await pipeline.status
             let elapsed = ContinuousClock.now - started
@@ -121,9 +127,11 @@ public enum Daemon {
         do {
             try await group.run()
         } catch {
+            reporting.cancel()
             logger.critical("stopped with an error: \(error)")
             return exitStartFailure
         }
+        await reporting.value
         logger.notice("stopped")
         journal.flushSuppressed()
         return 0

@@ -6,7 +6,8 @@ import ServiceLifecycle
 import ServiceSupport
 
 /// The daemon's own service, run last in the gateway's service group (so it is the first to
-/// see a graceful shutdown): it reports status changes (journal events, `STATUS=`), feeds
+/// see a graceful shutdown): it flushes rate-limited status lines and time-based events
+/// (status snapshots themselves are fed to the ``StatusReporter`` by ``Daemon``), feeds
 /// the systemd watchdog only while the pipeline is healthy, reloads the configuration on
 /// SIGHUP and says `STOPPING=1` when shutdown begins.
 public struct DaemonService: Service, CustomStringConvertible {
@@ -38,11 +39,6 @@ public struct DaemonService: Service, CustomStringConvertible {
         let hangups = SignalStream.make([.hangup])
         await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    for await status in await pipeline.statusUpdates() {
-                        await reporter.observe(status)
-                    }
-                }
                 group.addTask {
                     await Self.housekeeping(pipeline: pipeline, reporter: reporter, notifier: notifier, journal: journal)
                 }

@@ -104,7 +104,8 @@ public actor StatusReporter {
         let hasFix = new.gnss.hasPosition && fresh && new.gnss.isRunning
         if hasFix, !hadFix {
             let position = new.gnss.latitude.flatMap { lat in new.gnss.longitude.map { String(format: "%.5f, %.5f", lat, $0) } } ?? "?"
-            logger.event(.fixGained, "GNSS fix gained at \(position) (\(new.gnss.satellitesUsed ?? 0) satellites)",
+            let satellites = new.gnss.satellitesUsed.map { ", \($0) satellites" } ?? ""
+            logger.event(.fixGained, "GNSS fix gained at \(position)\(satellites)",
                          metadata: ["gnss": "\(new.gnss.source ?? "none")"])
         } else if !hasFix, hadFix {
             let why = !new.gnss.isRunning ? "receiver stopped" : (new.gnss.hasPosition ? "no fix for \(Int(Self.fixTimeout)) s" : "no position")
@@ -123,7 +124,7 @@ public actor StatusReporter {
             parts.append("no GNSS receiver")
         } else if status.gnss.hasPosition, let age = status.gnss.age(at: now), age <= fixTimeout {
             let mode = status.gnss.mode.map { $0 == .threeD ? "3D" : $0 == .twoD ? "2D" : "none" } ?? "?"
-            parts.append("fix \(mode) (\(status.gnss.satellitesUsed ?? 0) sats)")
+            parts.append("fix \(mode)" + (status.gnss.satellitesUsed.map { " (\($0) sats)" } ?? ""))
         } else {
             parts.append(status.gnss.isRunning ? "waiting for GNSS fix" : "GNSS receiver not running")
         }

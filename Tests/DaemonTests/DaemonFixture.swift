@@ -1,0 +1,93 @@
+import Foundation
+import Glibc
+import TestSupport
+
+/// A whole gateway as separate processes: a private dbus-daemon, `mwsim` with two boards on
+/// it, and the built `mwgated` with a test notify socket and a test journal socket.
+final class DaemonFixture: @unchecked Sendable {
+    let directory: URL
+    let bus: TestBus
+    let simulator: ChildProcess
+    let notify: DatagramCollector
+    let journal: DatagramCollector
+    private(set) var daemon: ChildProcess?
+
+    static let nmeaCapture: String = {
+        let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return repo.deletingLastPathComponent().appendingPathComponent("shared/testdata/nmea/quectel-l76k-nmea.log").path
+    }()
+
+    static func executable(_ name: String) throws -> String {
+        let candidates = [
+            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
+            Bundle.main.bundleURL.deletingLastPathComponent(),
+            URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../.build/debug"),
+        ]
+        for directory in candidates {
+            var candidate = directory
+            for _ in 0..<4 {
+                let file = candidate.appendingPathComponent(name)
+                if FileManager.default.isExecutableFile(atPath: file.path) { return file.path }
+                candidate = candidate.deletingLastPathComponent()
+            }
+        }
+        throw TestBusError(message: "\(name) not found beside the test bundle (swift build --build-tests builds it)")
+    }
+
+    var stateDirectory: String { directory.appendingPathComponent("state").path }
+    var configurationFile: String { directory.appendingPathComponent("mwgated.toml").path }
+
+    init(sessionMode: String = "always") throws {
+        // Unix socket paths are limited to 108 bytes: keep the directory short.
+        directory = URL(fileURLWithPath: "/tmp/mwgd-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        bus = try TestBus()
+        simulator = try bus.startChild(try Self.executable("mwsim"),
+                                       ["--bus", bus.address, "--boards", "2", "--model", "mixed", "--discovery-delay", "0.2", "--quiet"])
+        notify = try DatagramCollector(path: directory.appendingPathComponent("notify").path)
+        journal = try DatagramCollector(path: directory.appendingPathComponent("journal").path)
+        let config = """
+            [boards]
+            gyro_rate = 50
+
+            [gnss]
+            source = "file:\(Self.nmeaCapture)"
+
+            [session]
+            mode = "\(sessionMode)"
+            """
+        try config.write(toFile: configurationFile, atomically: true, encoding: .utf8)
+    }
+
+    /// Starts mwgated with the watchdog on (`WATCHDOG_USEC`), systemd's directories set and
+    /// the journal pointed at the test socket.
+    func startDaemon(watchdog: Duration = .seconds(2)) throws {
+        var environment = bus.environment
+        environment["NOTIFY_SOCKET"] = notify.path
+        environment["WATCHDOG_USEC"] = "\(watchdog.components.seconds * 1_000_000)"
+        environment["MWGATE_JOURNAL_SOCKET"] = journal.path
+        environment["STATE_DIRECTORY"] = stateDirectory
+        environment["RUNTIME_DIRECTORY"] = directory.appendingPathComponent("run").path
+        environment["CONFIGURATION_DIRECTORY"] = directory.path
+        daemon = try ChildProcess(try Self.executable("mwgated"), ["--config", configurationFile], environment: environment)
+    }
+
+    /// Journal entries carrying `id` (a MessageID's hex).
+    func entries(withMessageID id: String) -> [[String: String]] {
+        journal.journalEntries.filter { $0["MESSAGE_ID"] == id }
+    }
+
+    /// Runs `sqlite3` on the buffer.
+    func query(_ sql: String) throws -> String {
+        try bus.runBlocking("/usr/bin/sqlite3", [stateDirectory + "/buffer.sqlite", sql]).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    func tearDown() {
+        daemon?.terminate(SIGKILL)
+        simulator.terminate()
+        notify.close()
+        journal.close()
+        bus.stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+}

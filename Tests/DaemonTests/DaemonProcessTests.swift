@@ -1,0 +1,108 @@
+import Foundation
+import Glibc
+import ServiceSupport
+import TestSupport
+import Testing
+
+/// mwgated as a real process on a private bus with mwsim: configuration errors, readiness,
+/// the watchdog, journald fields, and a SIGTERM during a session that loses nothing.
+@Suite(.serialized, .enabled(if: TestBus.isAvailable))
+struct DaemonProcessTests {
+    func runDaemon(_ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
+        var environment = ProcessInfo.processInfo.environment
+        environment["STATE_DIRECTORY"] = FileManager.default.temporaryDirectory.appendingPathComponent("mwgd-unused").path
+        environment["CONFIGURATION_DIRECTORY"] = "/nonexistent-mwgate"
+        let child = try ChildProcess(try DaemonFixture.executable("mwgated"), arguments, environment: environment)
+        let output = String(decoding: child.output.readDataToEndOfFile(), as: UTF8.self)
+        let errors = String(decoding: child.errors.readDataToEndOfFile(), as: UTF8.self)
+        return (child.wait(), output, errors)
+    }
+
+    func writeConfig(_ text: String) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("mwgated-\(UUID().uuidString.prefix(8)).toml").path
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    @Test func aBadConfigurationStopsTheStartWithExitStatus78AndNamesFileLineAndKey() throws {
+        let path = try writeConfig("""
+            [boards]
+            gyro_rate = 120
+
+            [session]
+            mood = "always"
+            """)
+        defer { unlink(path) }
+        let started = try runDaemon(["--config", path])
+        #expect(started.status == 78)
+        #expect(started.errors.contains("\(path):2: boards.gyro_rate:"))
+        #expect(started.errors.contains("\(path):5: session.mood:"))
+
+        let checked = try runDaemon(["--config", path, "--check-config"])
+        #expect(checked.status == 78)
+        #expect(checked.errors.contains("\(path):2: boards.gyro_rate:"))
+        #expect(checked.errors.contains("\(path):5: session.mood:"))
+    }
+
+    @Test func checkConfigAcceptsAValidFileAndAMissingDefaultFile() throws {
+        let path = try writeConfig("[session]\nmode = \"always\"\n")
+        defer { unlink(path) }
+        let valid = try runDaemon(["--config", path, "--check-config"])
+        #expect(valid.status == 0)
+        #expect(valid.output.contains("valid"))
+        let defaults = try runDaemon(["--check-config"])
+        #expect(defaults.status == 0)
+        #expect(defaults.output.contains("defaults"))
+        let missing = try runDaemon(["--config", "/nonexistent-mwgate/x.toml", "--check-config"])
+        #expect(missing.status == 78)
+        #expect(missing.errors.contains("/nonexistent-mwgate/x.toml: no such file"))
+    }
+
+    @Test func aRunningGatewayNotifiesSystemdLogsEventsAndSealsEverythingOnSIGTERM() async throws {
+        let fixture = try DaemonFixture(sessionMode: "always")
+        defer { fixture.tearDown() }
+        try fixture.startDaemon(watchdog: .seconds(2))
+
+        try await waitUntil("READY=1") { fixture.notify.messages.contains { $0.contains("READY=1") } }
+        try await waitUntil("both boards streaming in STATUS=") {
+            fixture.notify.messages.contains { $0.contains("STATUS=2/2 boards streaming") && $0.contains("recording") }
+        }
+        try await waitUntil("WATCHDOG=1") { fixture.notify.messages.contains("WATCHDOG=1") }
+
+        // Catalogued events reach the journal socket with their fields.
+        try await waitUntil("session-started") { !fixture.entries(withMessageID: MessageID.sessionStarted.rawValue).isEmpty }
+        try await waitUntil("two board-connected") { fixture.entries(withMessageID: MessageID.boardConnected.rawValue).count >= 2 }
+        try await waitUntil("fix-gained") { !fixture.entries(withMessageID: MessageID.fixGained.rawValue).isEmpty }
+        let started = try #require(fixture.entries(withMessageID: MessageID.sessionStarted.rawValue).first)
+        #expect(started["SYSLOG_IDENTIFIER"] == "mwgated")
+        #expect(started["PRIORITY"] == "5")
+        let session = try #require(started["SESSION"])
+        let connected = fixture.entries(withMessageID: MessageID.boardConnected.rawValue)
+        #expect(connected.allSatisfy { ($0["BOARD"] ?? "").count == 17 })
+
+        // Let points accumulate, with an open (unsealed) chunk, then stop the daemon.
+        try await waitUntil("an open chunk with points") {
+            (Int((try? fixture.query("SELECT COALESCE(SUM(point_count),0) FROM open_chunks")) ?? "0") ?? 0) > 100
+        }
+        let daemon = try #require(fixture.daemon)
+        let stopAt = ContinuousClock.now
+        kill(daemon.pid, SIGTERM)
+        let status = await Task.detached { daemon.wait() }.value
+        let took = ContinuousClock.now - stopAt
+        #expect(status == 0)
+        #expect(took < .seconds(5), "shutdown took \(took)")
+        #expect(fixture.notify.messages.contains { $0.contains("STOPPING=1") })
+
+        // Nothing left open; the sealed points equal what the session accepted.
+        let ended = try #require(fixture.entries(withMessageID: MessageID.sessionEnded.rawValue).first)
+        #expect(ended["SESSION"] == session)
+        let accepted = try #require(fixture.journal.journalEntries.compactMap { entry -> Int? in
+            guard let message = entry["MESSAGE"], message.hasPrefix("shutdown: session \(session) stopped with ") else { return nil }
+            return Int(message.dropFirst("shutdown: session \(session) stopped with ".count).prefix { $0.isNumber })
+        }.first)
+        #expect(accepted > 100)
+        #expect(try fixture.query("SELECT COUNT(*) FROM open_chunks") == "0")
+        #expect(try fixture.query("SELECT SUM(point_count) FROM chunks WHERE session_id = '\(session)'") == "\(accepted)")
+        #expect(try fixture.query("SELECT state, point_count FROM sessions WHERE id = '\(session)'") == "awaiting_survey|\(accepted)")
+    }
+}
