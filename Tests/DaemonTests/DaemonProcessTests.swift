@@ -105,4 +105,42 @@ struct DaemonProcessTests {
         #expect(try fixture.query("SELECT SUM(point_count) FROM chunks WHERE session_id = '\(session)'") == "\(accepted)")
         #expect(try fixture.query("SELECT state, point_count FROM sessions WHERE id = '\(session)'") == "awaiting_survey|\(accepted)")
     }
+
+    @Test func sigHUPReloadsWhatCanBeReloadedAndKeepsTheOldConfigurationWhenTheNewOneIsBad() async throws {
+        let fixture = try DaemonFixture(sessionMode: "manual")
+        defer { fixture.tearDown() }
+        try fixture.startDaemon()
+        try await waitUntil("READY=1") { fixture.notify.messages.contains { $0.contains("READY=1") } }
+        let daemon = try #require(fixture.daemon)
+
+        // A bad file: rejected as a whole, errors logged with file:line: key, still running.
+        try "[session]\nmode = \"sometimes\"\n".write(toFile: fixture.configurationFile, atomically: true, encoding: .utf8)
+        kill(daemon.pid, SIGHUP)
+        try await waitUntil("the reload error") {
+            fixture.journal.journalEntries.contains { ($0["MESSAGE"] ?? "").hasPrefix("\(fixture.configurationFile):2: session.mode:") && $0["PRIORITY"] == "3" }
+        }
+        #expect(fixture.entries(withMessageID: MessageID.configReloaded.rawValue).isEmpty)
+
+        // A good one: applied (always mode starts a session with the next samples), debug logging on.
+        try """
+            [boards]
+            gyro_rate = 50
+            [session]
+            mode = "always"
+            [hazards]
+            names = ["pothole", "tree_root"]
+            [log]
+            level = "debug"
+            """.write(toFile: fixture.configurationFile, atomically: true, encoding: .utf8)
+        kill(daemon.pid, SIGHUP)
+        try await waitUntil("config-reloaded") { !fixture.entries(withMessageID: MessageID.configReloaded.rawValue).isEmpty }
+        #expect(fixture.notify.messages.contains { $0.contains("RELOADING=1") && $0.contains("MONOTONIC_USEC=") })
+        try await waitUntil("an always-mode session after the reload") {
+            !fixture.entries(withMessageID: MessageID.sessionStarted.rawValue).isEmpty
+        }
+        // [gnss] and [boards] changes need a restart: the reload says so.
+        #expect(fixture.journal.journalEntries.contains { ($0["MESSAGE"] ?? "").contains("[gnss]") && $0["PRIORITY"] == "4" })
+        kill(daemon.pid, SIGTERM)
+        #expect(await Task.detached { daemon.wait() }.value == 0)
+    }
 }
