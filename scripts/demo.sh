@@ -1,12 +1,150 @@
 #!/usr/bin/env bash
-# The newcomer's first command. The full gateway demo (simulated boards, mwgated, a
-# recorded walking session synced to a sink) arrives with the daemon; until then this
-# shows the GNSS pipeline on a real receiver capture.
+# The newcomer's first command: a whole gateway on this machine, unprivileged, with nothing
+# real attached. A private dbus-daemon stands in for the system bus, mwsim simulates BlueZ
+# with two MetaWear boards on it, a real receiver capture is replayed in real time as the GNSS
+# source, and mwgated records a short walking session into a temporary state directory with
+# the directory sink. Every process started here is stopped on exit (also on Ctrl-C/errors).
+#
+#   scripts/demo.sh            (or: make demo)
+#   DEMO_SECONDS=30 scripts/demo.sh     record longer
+#   DEMO_KEEP=1 scripts/demo.sh         keep the temporary directory for a look afterwards
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$(pwd)
+seconds=${DEMO_SECONDS:-15}
+nmea=${DEMO_NMEA:-$root/../shared/testdata/nmea/quectel-l76k-nmea.log}
+
+say() { printf '\n== %s\n' "$*"; }
+
+say "dependencies and build"
+scripts/install-deps.sh
+swift build 2>&1 | tail -n 1
 bin=$(swift build --show-bin-path)
-log=${DEMO_NMEA:-../shared/testdata/nmea/quectel-l76k-nmea.log}
-echo "== decoding a real receiver capture: $log"
-"$bin/mwctl" gnss decode "$log" | head -n 20
-echo "..."
-echo "== fixes: $("$bin/mwctl" gnss decode "$log" --json | wc -l)"
+if [ ! -r "$nmea" ]; then
+    echo "demo: the NMEA capture $nmea is missing (set DEMO_NMEA=FILE)" >&2
+    exit 1
+fi
+nmea=$(cd "$(dirname "$nmea")" && pwd)/$(basename "$nmea")
+
+work=$(mktemp -d /tmp/mwgate-demo.XXXXXX)
+pids=()
+cleanup() {
+    local status=$?
+    trap - EXIT INT TERM
+    # Stop in reverse start order: the daemon first (it seals and disconnects), the bus last.
+    for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+        kill -TERM "${pids[i]}" 2>/dev/null || true
+        wait "${pids[i]}" 2>/dev/null || true
+    done
+    if [ "${DEMO_KEEP:-0}" = 1 ]; then
+        echo "demo: kept $work"
+    else
+        rm -rf "$work"
+    fi
+    exit "$status"
+}
+trap cleanup EXIT INT TERM
+
+say "private D-Bus bus (stands in for the system bus)"
+cat >"$work/bus.conf" <<EOF
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>unix:path=$work/bus</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow send_destination="*"/><allow receive_sender="*"/><allow own="*"/><allow user="*"/>
+  </policy>
+</busconfig>
+EOF
+dbus-daemon --config-file="$work/bus.conf" --nofork --nopidfile --print-address=3 3>"$work/bus.address" 2>"$work/bus.log" &
+pids+=($!)
+for _ in $(seq 100); do [ -s "$work/bus.address" ] && break; sleep 0.05; done
+export DBUS_SYSTEM_BUS_ADDRESS
+DBUS_SYSTEM_BUS_ADDRESS=$(head -n 1 "$work/bus.address")
+echo "bus: $DBUS_SYSTEM_BUS_ADDRESS"
+
+say "mwsim: BlueZ with two simulated MetaWear boards (MetaMotion R + S)"
+"$bin/mwsim" --boards 2 --model mixed --quiet >"$work/mwsim.log" 2>&1 &
+pids+=($!)
+
+# The control API (io.mwgate.Gateway1 + `mwctl session ...`) drives a manual session when it
+# is built in; without it the demo records in always-on mode and stops the daemon to end it.
+if "$bin/mwctl" --help | grep -qE "^  session "; then control=dbus; mode=manual; else control=none; mode=always; fi
+
+mkdir -p "$work/state" "$work/run" "$work/etc"
+: >"$work/mwgated.log"
+cat >"$work/etc/mwgated.toml" <<EOF
+[boards]
+gyro_rate = 50
+
+[gnss]
+source = "file:$nmea?speed=realtime"
+
+[session]
+mode = "$mode"
+
+[sink]
+type = "directory"
+
+[sink.directory]
+path = "$work/documents"
+EOF
+
+say "mwgated (config $work/etc/mwgated.toml, state $work/state)"
+"$bin/mwgated" --check-config --config "$work/etc/mwgated.toml"
+STATE_DIRECTORY=$work/state RUNTIME_DIRECTORY=$work/run CONFIGURATION_DIRECTORY=$work/etc \
+    "$bin/mwgated" --config "$work/etc/mwgated.toml" 2>"$work/mwgated.log" &
+daemon=$!
+pids+=($daemon)
+for _ in $(seq 300); do grep -q "ready in" "$work/mwgated.log" && break; sleep 0.1; done
+grep "ready in" "$work/mwgated.log" || { echo "mwgated did not become ready:"; cat "$work/mwgated.log"; exit 1; }
+for _ in $(seq 200); do [ "$(grep -c "connected: MetaMotion" "$work/mwgated.log")" -ge 2 ] && break; sleep 0.1; done
+
+ctl() { STATE_DIRECTORY=$work/state "$bin/mwctl" "$@"; }
+
+if [ "$control" = dbus ]; then
+    say "recording a ${seconds} s session over D-Bus (mwctl session start / stop / survey)"
+    ctl session start
+    sleep "$seconds"
+    ctl status
+    ctl session stop
+    ctl survey --hazard pothole=3 --hazard kerb=1 || ctl survey --none
+else
+    say "recording a ${seconds} s always-on session"
+    echo "(the control API is not built in yet: no 'mwctl session' or 'mwctl status' over D-Bus;"
+    echo " the session is ended by stopping the daemon, and its survey waits for the next start)"
+    sleep "$seconds"
+    echo "status (mwgated's log):"
+    grep -E "MESSAGE_ID=" "$work/mwgated.log" | sed -E 's/^<[0-9]>/  /; s/ MESSAGE_ID=[0-9a-f]+//'
+    say "stopping mwgated (SIGTERM: seal open chunks, stop the sensors, disconnect)"
+    started=$(date +%s%N)
+    kill -TERM "$daemon"
+    wait "$daemon" && echo "mwgated exited 0 after $(( ($(date +%s%N) - started) / 1000000 )) ms"
+    grep -E "shutdown: session|boards stopped" "$work/mwgated.log" | sed -E 's/^<[0-9]>/  /'
+fi
+
+session=$(sed -nE 's/.*session ([0-9A-F-]{36}) started.*/\1/p' "$work/mwgated.log" | head -n 1)
+
+say "history (mwctl history: read from the buffer)"
+# Point times come from the replayed capture (recorded 2026-08-05) when this machine's clock is
+# not NTP-synchronised, so look back a year.
+ctl history --state-dir "$work/state" --days 365 | grep -vE "^[0-9-]+ +0 " 
+
+say "the session, exported"
+ctl export "$session" --state-dir "$work/state" --format geojson -o "$work/session.geojson"
+ctl export "$session" --state-dir "$work/state" --format csv -o "$work/session.csv"
+echo "session $session: $(($(wc -l <"$work/session.csv") - 1)) points"
+head -n 3 "$work/session.csv"
+echo "GeoJSON: $work/session.geojson"
+
+say "where the documents are"
+if [ -d "$work/documents" ] && [ -n "$(ls -A "$work/documents" 2>/dev/null)" ]; then
+    ls -l "$work/documents"
+else
+    echo "directory sink: $work/documents (no upload service built in yet: documents stay in the"
+    echo "buffer's outbox $work/state/buffer.sqlite until the Uplink sync service lands)"
+fi
+echo "buffer: $work/state/buffer.sqlite; daemon log: $work/mwgated.log"
+[ "${DEMO_KEEP:-0}" = 1 ] || echo "(set DEMO_KEEP=1 to keep $work after the demo)"
