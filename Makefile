@@ -3,7 +3,7 @@ SWIFT ?= swift
 SWIFT_FLAGS ?=
 BENCH_DIR ?= bench-results
 
-.PHONY: all deps build release test bench demo clean
+.PHONY: all deps build release test bench demo deb clean
 
 all: build
 
@@ -27,6 +27,11 @@ bench: release
 
 demo: build
 	scripts/demo.sh
+
+# dist/mwgate_<version>_<arch>.deb: static-stdlib release binaries, units, sysusers, tmpfiles,
+# D-Bus policy, udev rule, default configuration.
+deb: deps
+	scripts/package-deb.sh dist
 
 clean:
 	$(SWIFT) package clean

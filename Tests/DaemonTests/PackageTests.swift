@@ -1,0 +1,81 @@
+import Foundation
+import Glibc
+import TestSupport
+import Testing
+
+/// `make deb`'s script, run on the debug binaries (a release build is too slow for a test):
+/// the package installs into a scratch root with `dpkg -x`, its unit verifies there with
+/// `systemd-analyze verify --root`, and its sysusers/tmpfiles snippets create the account and
+/// directories in that root.
+@Suite(.enabled(if: ["dpkg-deb", "dpkg", "systemd-analyze", "systemd-sysusers", "systemd-tmpfiles", "objdump"].allSatisfy(PackageTests.available),
+                "dpkg, systemd or binutils tools missing"))
+struct PackageTests {
+    static func available(_ tool: String) -> Bool {
+        ["/usr/bin", "/bin", "/usr/sbin", "/sbin"].contains { FileManager.default.isExecutableFile(atPath: "\($0)/\(tool)") }
+    }
+
+    static let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    func run(_ executable: String, _ arguments: [String], environment extra: [String: String] = [:]) throws -> String {
+        var environment = ProcessInfo.processInfo.environment
+        environment.merge(extra) { _, new in new }
+        let child = try ChildProcess(executable, arguments, environment: environment)
+        let output = String(decoding: child.output.readDataToEndOfFile(), as: UTF8.self)
+        let errors = String(decoding: child.errors.readDataToEndOfFile(), as: UTF8.self)
+        let status = child.wait()
+        guard status == 0 else { throw TestBusError(message: "\(executable) \(arguments) exited \(status): \(errors)\(output)") }
+        return output + errors
+    }
+
+    @Test func theDebianPackageInstallsIntoAScratchRootAndItsUnitVerifies() throws {
+        let scratch = "/tmp/mwgd-deb-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let binaries = URL(fileURLWithPath: try DaemonFixture.executable("mwgated")).deletingLastPathComponent().path
+        let built = try run("/bin/bash", [Self.repo.appendingPathComponent("scripts/package-deb.sh").path, scratch],
+                            environment: ["MWGATE_DEB_BIN_DIR": binaries, "MWGATE_VERSION": "1.2.3"])
+        let deb = try #require(built.split(separator: "\n").last.map(String.init))
+        #expect(deb.hasSuffix("mwgate_1.2.3_\(try run("/usr/bin/dpkg", ["--print-architecture"]).trimmingCharacters(in: .whitespacesAndNewlines)).deb"))
+        let depends = try run("/usr/bin/dpkg-deb", ["-f", deb, "Depends"])
+        #expect(depends.contains("libdbus-1-3"))
+        #expect(depends.contains("libsqlite3-0"))
+        #expect(try run("/usr/bin/dpkg-deb", ["-f", deb, "Package"]).trimmingCharacters(in: .whitespacesAndNewlines) == "mwgate")
+        let conffiles = try run("/usr/bin/dpkg-deb", ["--info", deb, "conffiles"])
+        #expect(conffiles.contains("/etc/mwgate/mwgated.toml"))
+
+        let root = scratch + "/root"
+        _ = try run("/usr/bin/dpkg", ["-x", deb, root])
+        for file in ["usr/bin/mwgated", "usr/bin/mwctl", "usr/lib/systemd/system/mwgated.service", "usr/lib/sysusers.d/mwgate.conf",
+                     "usr/lib/tmpfiles.d/mwgate.conf", "usr/share/dbus-1/system.d/io.mwgate.Gateway1.conf",
+                     "usr/lib/udev/rules.d/61-mwgate-gps.rules", "etc/mwgate/mwgated.toml", "usr/share/doc/mwgate/operations.md"] {
+            #expect(FileManager.default.fileExists(atPath: "\(root)/\(file)"), "\(file) missing from the package")
+        }
+        // The packaged binary runs and accepts the packaged default configuration.
+        let check = try run("\(root)/usr/bin/mwgated", ["--check-config", "--config", "\(root)/etc/mwgate/mwgated.toml"])
+        #expect(check.contains("configuration is valid"))
+
+        // What a real system provides around the package: the base targets and /bin/kill.
+        let units = "\(root)/usr/lib/systemd/system"
+        for name in try FileManager.default.contentsOfDirectory(atPath: "/lib/systemd/system") where name.hasSuffix(".target") {
+            try? FileManager.default.copyItem(atPath: "/lib/systemd/system/\(name)", toPath: "\(units)/\(name)")
+        }
+        try FileManager.default.copyItem(atPath: "/bin/kill", toPath: "\(root)/usr/bin/kill")
+        try FileManager.default.createSymbolicLink(atPath: "\(root)/bin", withDestinationPath: "usr/bin")
+        let verify = try run("/usr/bin/systemd-analyze", ["verify", "--man=no", "--root=\(root)", "mwgated.service"])
+        #expect(verify.isEmpty, "systemd-analyze verify printed:\n\(verify)")
+
+        _ = try run("/usr/bin/systemd-sysusers", ["--root=\(root)", "mwgate.conf"])
+        let passwd = try String(contentsOfFile: "\(root)/etc/passwd", encoding: .utf8)
+        let account = try #require(passwd.split(separator: "\n").first { $0.hasPrefix("mwgate:") })
+        #expect(account.hasSuffix(":/var/lib/mwgate:/usr/sbin/nologin"))
+        let group = try String(contentsOfFile: "\(root)/etc/group", encoding: .utf8)
+        #expect(group.split(separator: "\n").contains { $0.hasPrefix("dialout:") && $0.hasSuffix("mwgate") })
+        if getuid() == 0 {
+            _ = try run("/usr/bin/systemd-tmpfiles", ["--root=\(root)", "--create", "mwgate.conf"])
+            let uid = try #require(account.split(separator: ":").dropFirst(2).first.flatMap { Int($0) })
+            let attributes = try FileManager.default.attributesOfItem(atPath: "\(root)/var/lib/mwgate")
+            #expect((attributes[.ownerAccountID] as? NSNumber)?.intValue == uid)
+            #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o750)
+        }
+    }
+}

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Builds mwgate_<version>_<arch>.deb: release binaries linked with the Swift runtime statically
+# (--static-swift-stdlib: the Pi needs no Swift toolchain), the systemd unit, sysusers and
+# tmpfiles snippets, the D-Bus policy, the udev rule, the default configuration (a conffile)
+# and the docs. postinst creates the user and directories with systemd-sysusers/tmpfiles when
+# they exist and reloads systemd/udev/D-Bus; it does not enable or start the service.
+#
+#   scripts/package-deb.sh [OUT_DIR]        (make deb; OUT_DIR defaults to dist/)
+#   MWGATE_DEB_SKIP_BUILD=1 ...             package the release binaries already built
+#   MWGATE_DEB_BIN_DIR=DIR ...              package the binaries in DIR instead (the packaging
+#                                           test uses the debug build; never ship that)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-dist}
+version=${MWGATE_VERSION:-$(git describe --tags --always 2>/dev/null | sed -E 's/^v//; s/^([^0-9])/0.0~\1/' || echo 0.0)}
+case "$version" in [0-9]*) ;; *) version="0.0~git$version" ;; esac
+arch=$(dpkg --print-architecture)
+
+if [ -n "${MWGATE_DEB_BIN_DIR:-}" ]; then
+    bin=$MWGATE_DEB_BIN_DIR
+else
+    if [ "${MWGATE_DEB_SKIP_BUILD:-0}" != 1 ]; then
+        swift build -c release --static-swift-stdlib --product mwgated
+        swift build -c release --static-swift-stdlib --product mwctl
+    fi
+    bin=$(swift build -c release --show-bin-path)
+fi
+
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+root=$stage/root
+install -d "$root/DEBIAN"
+install -D -m 0755 "$bin/mwgated" "$root/usr/bin/mwgated"
+install -D -m 0755 "$bin/mwctl" "$root/usr/bin/mwctl"
+strip --strip-unneeded "$root/usr/bin/mwgated" "$root/usr/bin/mwctl" 2>/dev/null || true
+install -D -m 0644 systemd/mwgated.service "$root/usr/lib/systemd/system/mwgated.service"
+install -D -m 0644 systemd/mwgate.sysusers "$root/usr/lib/sysusers.d/mwgate.conf"
+install -D -m 0644 systemd/mwgate.tmpfiles "$root/usr/lib/tmpfiles.d/mwgate.conf"
+install -D -m 0644 dbus/io.mwgate.Gateway1.conf "$root/usr/share/dbus-1/system.d/io.mwgate.Gateway1.conf"
+install -D -m 0644 udev/61-mwgate-gps.rules "$root/usr/lib/udev/rules.d/61-mwgate-gps.rules"
+install -D -m 0644 packaging/mwgated.toml "$root/etc/mwgate/mwgated.toml"
+for doc in operations.md configuration.md; do
+    install -D -m 0644 "docs/$doc" "$root/usr/share/doc/mwgate/$doc"
+done
+
+# Shared libraries the binaries link directly (ELF NEEDED), as Debian packages.
+needed=$(for b in "$root/usr/bin/mwgated" "$root/usr/bin/mwctl"; do
+    objdump -p "$b" | awk '/NEEDED/ { print $2 }'
+done | sort -u)
+depends=$(for name in $needed; do
+    path=$(ldd "$root/usr/bin/mwgated" "$root/usr/bin/mwctl" | awk -v n="$name" '$1 == n && $3 ~ /^\// { print $3; exit }')
+    [ -n "$path" ] || continue
+    dpkg -S "$(readlink -f "$path")" 2>/dev/null || dpkg -S "$path" 2>/dev/null || true
+done | cut -d: -f1 | sort -u | while read -r pkg; do
+    [ -n "$pkg" ] || continue
+    v=$(dpkg-query -W -f='${Version}' "$pkg" 2>/dev/null | sed -E 's/-[^-]*$//')
+    echo "$pkg (>= $v)"
+done | paste -sd, | sed 's/,/, /g')
+
+size=$(du -sk "$root" | cut -f1)
+cat >"$root/DEBIAN/control" <<EOF
+Package: mwgate
+Version: $version
+Architecture: $arch
+Maintainer: mwgate developers <mwgate@localhost>
+Installed-Size: $size
+Depends: $depends
+Recommends: bluez, dbus, systemd
+Section: misc
+Priority: optional
+Homepage: https://github.com/mwgate/mwgate
+Description: MetaWear sensor gateway (BLE boards + GNSS, recording, upstream sync)
+ mwgated connects MbientLab MetaWear boards through BlueZ, merges their gyro and
+ accelerometer samples with GNSS fixes, records walking sessions into a local
+ SQLite buffer and uploads them. mwctl controls and inspects it.
+EOF
+echo /etc/mwgate/mwgated.toml >"$root/DEBIAN/conffiles"
+
+cat >"$root/DEBIAN/postinst" <<'EOF'
+#!/bin/sh
+set -e
+if [ "$1" = configure ]; then
+    if command -v systemd-sysusers >/dev/null 2>&1; then systemd-sysusers mwgate.conf || true; fi
+    if command -v systemd-tmpfiles >/dev/null 2>&1; then systemd-tmpfiles --create mwgate.conf || true; fi
+    if [ -d /run/systemd/system ]; then systemctl daemon-reload || true; fi
+    if command -v udevadm >/dev/null 2>&1 && [ -d /run/udev ]; then udevadm control --reload || true; fi
+    if [ -d /run/dbus ] && command -v dbus-send >/dev/null 2>&1; then
+        dbus-send --system --type=method_call --dest=org.freedesktop.DBus / org.freedesktop.DBus.ReloadConfig >/dev/null 2>&1 || true
+    fi
+    echo "mwgate: enable with 'systemctl enable --now mwgated' (configuration: /etc/mwgate/mwgated.toml)"
+fi
+exit 0
+EOF
+cat >"$root/DEBIAN/prerm" <<'EOF'
+#!/bin/sh
+set -e
+if [ "$1" = remove ] && [ -d /run/systemd/system ]; then
+    systemctl disable --now mwgated.service >/dev/null 2>&1 || true
+fi
+exit 0
+EOF
+cat >"$root/DEBIAN/postrm" <<'EOF'
+#!/bin/sh
+set -e
+if [ -d /run/systemd/system ]; then systemctl daemon-reload >/dev/null 2>&1 || true; fi
+exit 0
+EOF
+chmod 0755 "$root/DEBIAN/postinst" "$root/DEBIAN/prerm" "$root/DEBIAN/postrm"
+
+mkdir -p "$out"
+deb="$out/mwgate_${version}_${arch}.deb"
+dpkg-deb --root-owner-group --build "$root" "$deb" >/dev/null
+echo "$deb"
