@@ -26,6 +26,8 @@ let package = Package(
         .library(name: "BlueZ", targets: ["BlueZ"]),
         .library(name: "Boards", targets: ["Boards"]),
         .library(name: "Gateway", targets: ["Gateway"]),
+        .library(name: "ControlAPI", targets: ["ControlAPI"]),
+        .library(name: "ControlServer", targets: ["ControlServer"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -91,11 +93,24 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The control API's names, JSON payloads and typed client (light: mwctl links it).
+        .target(name: "ControlAPI", dependencies: ["DBus"], swiftSettings: strict),
+        // The daemon side of the control API: io.mwgate.Gateway1 on the system bus.
+        .target(
+            name: "ControlServer",
+            dependencies: [
+                "ControlAPI", "DBus", "Gateway", "Buffer", "Boards", "BlueZ", "Recording", "GNSS",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "mwctl",
             dependencies: [
                 "GNSS",
-                "Buffer",
+                "ControlAPI",
+                "DBus",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
@@ -140,6 +155,16 @@ let package = Package(
             dependencies: [
                 "Gateway", "Boards", "BlueZ", "GNSS", "MetaWear", "Recording", "Buffer",
                 "BlueZSimulator", "MetaWearBoardModel",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "ControlAPITests",
+            dependencies: [
+                "ControlAPI", "ControlServer", "DBus", "Gateway", "BlueZ", "Buffer", "MetaWear", "Recording",
+                "BlueZSimulator", "MetaWearBoardModel", "mwctl",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
