@@ -12,10 +12,13 @@ public struct StatusPayload: Codable, Sendable, Equatable {
     public var clock: ClockPayload
     public var backlog: BacklogPayload?
     public var sync: SyncStatusPayload
+    public var storage: StoragePayload
     public var problems: [ProblemPayload]
 
     public init(generatedAt: Double, boards: [BoardPayload], gnss: GNSSPayload, session: SessionPayload,
-                clock: ClockPayload, backlog: BacklogPayload?, sync: SyncStatusPayload, problems: [ProblemPayload]) {
+                clock: ClockPayload, backlog: BacklogPayload?, sync: SyncStatusPayload, storage: StoragePayload,
+                problems: [ProblemPayload]) {
+        self.storage = storage
         self.generatedAt = generatedAt
         self.boards = boards
         self.gnss = gnss
@@ -299,5 +302,25 @@ public struct ScanResultPayload: Codable, Sendable, Equatable {
         self.name = name
         self.rssi = rssi
         self.added = added
+    }
+}
+
+/// The state directory's disk and the buffer's budget.
+public struct StoragePayload: Codable, Sendable, Equatable {
+    public var stateDirectory: String
+    /// Free bytes on the state directory's file system (nil when it cannot be read).
+    public var freeBytes: Int64?
+    /// The buffer database's size on disk, with its WAL.
+    public var bufferBytes: Int64?
+    /// The configured budget: the most the buffer may use, and the free space it must leave.
+    public var budgetMaxBytes: Int64
+    public var budgetMinFreeBytes: Int64
+
+    public init(stateDirectory: String, freeBytes: Int64?, bufferBytes: Int64?, budgetMaxBytes: Int64, budgetMinFreeBytes: Int64) {
+        self.stateDirectory = stateDirectory
+        self.freeBytes = freeBytes
+        self.bufferBytes = bufferBytes
+        self.budgetMaxBytes = budgetMaxBytes
+        self.budgetMinFreeBytes = budgetMinFreeBytes
     }
 }

@@ -4,6 +4,9 @@ import Buffer
 import ControlAPI
 import DBus
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Gateway
 import Recording
 
@@ -15,6 +18,8 @@ final class ControlHandlers: Sendable {
     let manager: BoardManager
     let sync: (any SyncControl)?
     let catalogue: [String]
+    let budget: BufferBudget
+    let stateDirectory: String
     private let exports = ExportCache()
 
     /// The largest slice `Export` returns at once (the system bus caps messages at 128 MiB;
@@ -27,6 +32,8 @@ final class ControlHandlers: Sendable {
         manager = gateway.boards.manager
         self.sync = sync
         catalogue = gateway.settings.hazardCatalogue
+        budget = gateway.settings.budget
+        stateDirectory = gateway.settings.stateDirectory
     }
 
     typealias E = GatewayControl.ErrorName
@@ -38,7 +45,19 @@ final class ControlHandlers: Sendable {
     func statusJSON() async throws -> String {
         let status = await pipeline.status
         let syncStatus = await sync?.syncStatus() ?? .notConfigured
-        return try ControlJSON.encode(StatusMapping.payload(status, sync: syncStatus))
+        return try ControlJSON.encode(StatusMapping.payload(status, sync: syncStatus, storage: storage()))
+    }
+
+    func storage() -> StoragePayload {
+        var stats = statvfs()
+        let free: Int64? = statvfs(stateDirectory, &stats) == 0 ? Int64(stats.f_bavail) * Int64(stats.f_frsize) : nil
+        let database = BufferStore.path(inStateDirectory: stateDirectory)
+        let sizes = [database, database + "-wal"].compactMap {
+            (try? FileManager.default.attributesOfItem(atPath: $0))?[.size] as? NSNumber
+        }
+        return StoragePayload(stateDirectory: stateDirectory, freeBytes: free,
+                              bufferBytes: sizes.isEmpty ? nil : sizes.reduce(0) { $0 + $1.int64Value },
+                              budgetMaxBytes: budget.maxBytes, budgetMinFreeBytes: budget.minFreeBytes)
     }
 
     // MARK: Boards

@@ -6,7 +6,7 @@ import GNSS
 
 /// Converts the pipeline's snapshot to the API's payloads and property values.
 enum StatusMapping {
-    static func payload(_ s: GatewayStatus, sync: SyncStatusPayload) -> StatusPayload {
+    static func payload(_ s: GatewayStatus, sync: SyncStatusPayload, storage: StoragePayload) -> StatusPayload {
         let now = s.generatedAt
         return StatusPayload(
             generatedAt: now.timeIntervalSince1970,
@@ -25,6 +25,7 @@ enum StatusMapping {
                                dead: $0.dead, inFlight: $0.inFlight)
             },
             sync: sync,
+            storage: storage,
             problems: s.lastErrors.map { ProblemPayload(at: $0.at.timeIntervalSince1970, area: $0.area, message: $0.message) })
     }
 
