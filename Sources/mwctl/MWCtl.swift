@@ -23,6 +23,25 @@ struct MWCtl: AsyncParsableCommand {
             ExportCommand.self, SyncCommand.self, DoctorCommand.self, GNSSCommand.self,
         ]
     )
+
+    /// Runs the command like ArgumentParser's default, except that usage errors exit 2
+    /// (the documented code) instead of EX_USAGE (64).
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            if exitCode(for: error) == .validationFailure {
+                FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+                Foundation.exit(MWCtlExit.usage.rawValue)
+            }
+            exit(withError: error)
+        }
+    }
 }
 
 /// Exit statuses shared by every command (documented in `mwctl --help` and docs/control-api.md).
