@@ -43,7 +43,9 @@ final class ControlHandlers: Sendable {
     // MARK: Status
 
     func statusJSON() async throws -> String {
-        let status = await pipeline.status
+        var status = await pipeline.status
+        // The pipeline re-reads the backlog on its clock; a command answers with the buffer's now.
+        if let fresh = try? store.backlogStats() { status.backlog = fresh }
         let syncStatus = await sync?.syncStatus() ?? .notConfigured
         return try ControlJSON.encode(StatusMapping.payload(status, sync: syncStatus, storage: storage()))
     }

@@ -63,21 +63,17 @@ public struct ControlServer: Service, CustomStringConvertible {
         await onReady?(connection)
 
         let updates = await gateway.pipeline.statusUpdates()
-        let logger = logger
-        await withGracefulShutdownHandler {
-            for await status in updates {
-                let changed = await live.update(StatusMapping.properties(status))
-                guard !changed.isEmpty else { continue }
-                do {
-                    try connection.emitPropertiesChanged(path: GatewayControl.objectPath, interface: GatewayControl.interface,
-                                                         changed: changed)
-                } catch {
-                    logger.warning("control API: cannot emit PropertiesChanged: \(error)")
-                }
+        // Stop at graceful shutdown (this service stops before the pipeline, whose updates
+        // would otherwise keep the loop alive).
+        for await status in updates.cancelOnGracefulShutdown() {
+            let changed = await live.update(StatusMapping.properties(status))
+            guard !changed.isEmpty else { continue }
+            do {
+                try connection.emitPropertiesChanged(path: GatewayControl.objectPath, interface: GatewayControl.interface,
+                                                     changed: changed)
+            } catch {
+                logger.warning("control API: cannot emit PropertiesChanged: \(error)")
             }
-        } onGracefulShutdown: {
-            // Leave the bus at once: clients then see "daemon not running" instead of timeouts.
-            connection.close()
         }
         _ = try? await connection.releaseName(busName)
     }
