@@ -117,7 +117,12 @@ let package = Package(
         ),
         .executableTarget(
             name: "mwbench",
-            dependencies: ["DBus", "GNSS", "MetaWear", "MetaWearBoardModel", "Recording", "Buffer"],
+            dependencies: [
+                "DBus", "GNSS", "MetaWear", "MetaWearBoardModel", "Recording", "Buffer",
+                "ControlAPI", "ControlServer", "Gateway", "BlueZ", "BlueZSimulator",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             path: "Benchmarks/mwbench",
             swiftSettings: strict
         ),
