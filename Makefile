@@ -3,7 +3,7 @@ SWIFT ?= swift
 SWIFT_FLAGS ?=
 BENCH_DIR ?= bench-results
 
-.PHONY: all deps build release test bench demo clean
+.PHONY: all deps build release test bench demo clean cli-docs
 
 all: build
 
@@ -24,6 +24,18 @@ test: deps
 # Benchmarks run on a release build, beside their peers, and write $(BENCH_DIR)/.
 bench: release
 	scripts/bench.sh $(BENCH_DIR)
+
+# mwctl's shell completions and man page, generated from its parser, for the package to
+# install (build/cli/{mwctl.bash,_mwctl,mwctl.fish,mwctl.1}).
+CLI_DIR ?= build/cli
+cli-docs:
+	$(SWIFT) build -c release --product mwctl $(SWIFT_FLAGS)
+	mkdir -p $(CLI_DIR)
+	mwctl=$$($(SWIFT) build -c release --show-bin-path)/mwctl; \
+	$$mwctl --generate-completion-script bash > $(CLI_DIR)/mwctl.bash && \
+	$$mwctl --generate-completion-script zsh > $(CLI_DIR)/_mwctl && \
+	$$mwctl --generate-completion-script fish > $(CLI_DIR)/mwctl.fish && \
+	/usr/bin/python3 scripts/gen-man.py $$mwctl > $(CLI_DIR)/mwctl.1
 
 demo: build
 	scripts/demo.sh
