@@ -46,6 +46,7 @@ final class ControlHandlers: Sendable {
         var status = await pipeline.status
         // The pipeline re-reads the backlog on its clock; a command answers with the buffer's now.
         if let fresh = try? store.backlogStats() { status.backlog = fresh }
+        status.boards = await runningBoards(status.boards)
         let syncStatus = await sync?.syncStatus() ?? .notConfigured
         return try ControlJSON.encode(StatusMapping.payload(status, sync: syncStatus, storage: storage()))
     }
@@ -65,7 +66,13 @@ final class ControlHandlers: Sendable {
     // MARK: Boards
 
     func boardsJSON() async throws -> String {
-        try ControlJSON.encode(await pipeline.status.boards.map(StatusMapping.board))
+        try ControlJSON.encode(await runningBoards(await pipeline.status.boards).map(StatusMapping.board))
+    }
+
+    /// The pipeline remembers every board it saw; the API shows those the manager runs.
+    func runningBoards(_ boards: [BoardStatus]) async -> [BoardStatus] {
+        let running = Set(await manager.boards.map(\.rawValue))
+        return boards.filter { running.contains($0.address) }
     }
 
     func scan(seconds: UInt32) async throws -> String {

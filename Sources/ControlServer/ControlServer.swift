@@ -65,7 +65,9 @@ public struct ControlServer: Service, CustomStringConvertible {
         let updates = await gateway.pipeline.statusUpdates()
         // Stop at graceful shutdown (this service stops before the pipeline, whose updates
         // would otherwise keep the loop alive).
-        for await status in updates.cancelOnGracefulShutdown() {
+        for await update in updates.cancelOnGracefulShutdown() {
+            var status = update
+            status.boards = await handlers.runningBoards(status.boards)
             let changed = await live.update(StatusMapping.properties(status))
             guard !changed.isEmpty else { continue }
             do {

@@ -93,8 +93,8 @@ final class ControlHarness: @unchecked Sendable {
     }
 
     /// Runs mwctl against this bus.
-    func mwctl(_ arguments: [String], stdin: String? = nil) throws -> CLIResult {
-        try CLI.run(arguments, environment: bus.environment, stdin: stdin)
+    func mwctl(_ arguments: [String], stdin: String? = nil) async throws -> CLIResult {
+        try await CLI.run(arguments, environment: bus.environment, stdin: stdin)
     }
 
     /// Polls `mwctl status --json` until `condition` holds (generous for a loaded machine).
@@ -102,7 +102,7 @@ final class ControlHarness: @unchecked Sendable {
     func eventually(_ what: String, timeout: Duration = .seconds(60), _ condition: (StatusPayload) -> Bool) async throws -> StatusPayload {
         let deadline = ContinuousClock.now + timeout
         while true {
-            let result = try mwctl(["status", "--json"])
+            let result = try await mwctl(["status", "--json"])
             if result.status == 0, let status = try? ControlJSON.decode(StatusPayload.self, from: result.stdout), condition(status) {
                 return status
             }
@@ -156,8 +156,10 @@ enum CLI {
     }
 
     /// Runs mwctl (or `executable`) with output in temporary files (no pipe deadlocks).
+    /// Waits without blocking a thread of the cooperative pool: the control server answering
+    /// the child runs in this process and needs those threads.
     static func run(_ arguments: [String], environment: [String: String], stdin: String? = nil,
-                    executable: String? = nil) throws -> CLIResult {
+                    executable: String? = nil) async throws -> CLIResult {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try executable ?? path())
         process.arguments = arguments
@@ -175,12 +177,18 @@ enum CLI {
         process.standardError = errHandle
         let input = Pipe()
         process.standardInput = stdin == nil ? FileHandle.nullDevice : input
+        let exited = AsyncStream<Void> { continuation in
+            process.terminationHandler = { _ in
+                continuation.yield()
+                continuation.finish()
+            }
+        }
         try process.run()
         if let stdin {
             input.fileHandleForWriting.write(Data(stdin.utf8))
             try input.fileHandleForWriting.close()
         }
-        process.waitUntilExit()
+        for await _ in exited {}
         try outHandle.close()
         try errHandle.close()
         return CLIResult(status: process.terminationStatus,

@@ -14,15 +14,15 @@ struct PolicyTests {
     static let policyFile = ControlHarness.repositoryRoot.appendingPathComponent("dbus/io.mwgate.Gateway1.conf").path
 
     /// Creates the mwgate system user/group and the two test users when missing.
-    static func ensureUsers() throws {
-        func exists(_ user: String) -> Bool { (try? CLI.run([user], environment: [:], executable: "/usr/bin/id"))?.status == 0 }
-        func must(_ arguments: [String]) throws {
-            let result = try CLI.run(Array(arguments.dropFirst()), environment: ProcessInfo.processInfo.environment, executable: arguments[0])
+    static func ensureUsers() async throws {
+        func exists(_ user: String) async -> Bool { (try? await CLI.run([user], environment: [:], executable: "/usr/bin/id"))?.status == 0 }
+        func must(_ arguments: [String]) async throws {
+            let result = try await CLI.run(Array(arguments.dropFirst()), environment: ProcessInfo.processInfo.environment, executable: arguments[0])
             guard result.status == 0 else { throw TestBusError(message: "\(arguments.joined(separator: " ")): \(result.stderr)") }
         }
-        if !exists("mwgate") { try must(["/usr/sbin/useradd", "--system", "--user-group", "--no-create-home", "--shell", "/usr/sbin/nologin", "mwgate"]) }
-        if !exists(member) { try must(["/usr/sbin/useradd", "--no-create-home", "--groups", "mwgate", member]) }
-        if !exists(outsider) { try must(["/usr/sbin/useradd", "--no-create-home", outsider]) }
+        if await !exists("mwgate") { try await must(["/usr/sbin/useradd", "--system", "--user-group", "--no-create-home", "--shell", "/usr/sbin/nologin", "mwgate"]) }
+        if await !exists(member) { try await must(["/usr/sbin/useradd", "--no-create-home", "--groups", "mwgate", member]) }
+        if await !exists(outsider) { try await must(["/usr/sbin/useradd", "--no-create-home", outsider]) }
     }
 
     /// A private bus configured like Debian's system.conf (deny own and method calls by
@@ -97,20 +97,20 @@ struct PolicyTests {
         GLib.MainLoop().run()
         """
 
-    func asUser(_ user: String, _ arguments: [String], bus: SystemLikeBus) throws -> CLIResult {
-        try CLI.run(["-u", user, "--", "/usr/bin/env", "DBUS_SYSTEM_BUS_ADDRESS=\(bus.address)"] + arguments,
+    func asUser(_ user: String, _ arguments: [String], bus: SystemLikeBus) async throws -> CLIResult {
+        try await CLI.run(["-u", user, "--", "/usr/bin/env", "DBUS_SYSTEM_BUS_ADDRESS=\(bus.address)"] + arguments,
                     environment: ProcessInfo.processInfo.environment, executable: "/usr/sbin/runuser")
     }
 
-    @Test func onlyMwgateOwnsAndOnlyRootAndTheGroupMayCall() throws {
-        try Self.ensureUsers()
+    @Test func onlyMwgateOwnsAndOnlyRootAndTheGroupMayCall() async throws {
+        try await Self.ensureUsers()
         let bus = try SystemLikeBus()
         defer { bus.stop() }
         let mwctl = try CLI.path()
 
         // Nobody but mwgate may own the name.
         for user in [Self.outsider, Self.member] {
-            let result = try asUser(user, ["/usr/bin/busctl", "--address=\(bus.address)", "call", "org.freedesktop.DBus",
+            let result = try await asUser(user, ["/usr/bin/busctl", "--address=\(bus.address)", "call", "org.freedesktop.DBus",
                                            "/org/freedesktop/DBus", "org.freedesktop.DBus", "RequestName", "su",
                                            GatewayControl.busName, "4"], bus: bus)
             #expect(result.status != 0, "\(user) must not own the name")
@@ -129,14 +129,14 @@ struct PolicyTests {
         // root, a member of the mwgate group and mwgate itself may call.
         var rootEnvironment = ProcessInfo.processInfo.environment
         rootEnvironment["DBUS_SYSTEM_BUS_ADDRESS"] = bus.address
-        let root = try CLI.run(["sync", "retry-dead", "--json"], environment: rootEnvironment)
+        let root = try await CLI.run(["sync", "retry-dead", "--json"], environment: rootEnvironment)
         #expect(root.status == 0 && root.stdout.contains("\"requeued\":0"), "root: \(root.status) \(root.stderr)")
         for user in [Self.member, "mwgate"] {
-            let result = try asUser(user, [mwctl, "sync", "retry-dead", "--json"], bus: bus)
+            let result = try await asUser(user, [mwctl, "sync", "retry-dead", "--json"], bus: bus)
             #expect(result.status == 0 && result.stdout.contains("\"requeued\":0"), "\(user): \(result.status) \(result.stderr)")
         }
         // Everyone else: AccessDenied, reported as exit 5 with the fix.
-        let denied = try asUser(Self.outsider, [mwctl, "sync", "retry-dead", "--json"], bus: bus)
+        let denied = try await asUser(Self.outsider, [mwctl, "sync", "retry-dead", "--json"], bus: bus)
         #expect(denied.status == 5, "outsider: \(denied.status) \(denied.stderr)")
         #expect(denied.stderr.contains("permission denied") && denied.stderr.contains("mwgate group"))
         #expect(denied.stderr.split(separator: "\n").count == 1)
