@@ -113,10 +113,7 @@ let package = Package(
                 "DBus",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
-            swiftSettings: strict,
-            // A static Swift runtime halves mwctl's start-up (no Foundation/ICU to load) and
-            // lets it run where the Swift runtime is not installed (docs/control-api.md).
-            linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(configuration: .release))]
+            swiftSettings: strict
         ),
         .executableTarget(
             name: "mwbench",

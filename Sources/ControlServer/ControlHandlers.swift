@@ -174,7 +174,7 @@ final class ControlHandlers: Sendable {
         let target: String
         if sessionID.isEmpty {
             guard let oldest = awaiting.first else { throw Self.error(E.notAwaitingSurvey, "no session is awaiting a survey") }
-            target = sessionID.isEmpty ? oldest : sessionID
+            target = oldest
         } else {
             target = sessionID
             if !awaiting.contains(sessionID) {

@@ -89,6 +89,13 @@ struct MwctlEndToEndTests {
             #expect(csv.split(separator: "\n").count >= end.points, "a CSV row per point")
             let exported = try await h.mwctl(["export", sessionID])
             #expect(exported.status == 0)
+            #expect(exported.stderr.isEmpty, "no progress bar when stderr is not a terminal")
+            // On a terminal (script(1) gives mwctl a pty) the progress bar is drawn.
+            let ptyFile = h.stateDirectory.appendingPathComponent("export.gpx").path
+            let onTerminal = try await CLI.run(["-qec", "\(try CLI.path()) export \(sessionID) --format gpx -o \(ptyFile)", "/dev/null"],
+                                               environment: h.bus.environment, executable: "/usr/bin/script")
+            #expect(onTerminal.status == 0 && onTerminal.stdout.contains("[#####"), "\(onTerminal.stdout)")
+            #expect((try? String(contentsOfFile: ptyFile, encoding: .utf8))?.contains("<gpx") == true)
             #expect((try? JSONSerialization.jsonObject(with: Data(exported.stdout.utf8))) != nil, "export JSON parses")
             Self.expectFailure(try await h.mwctl(["export", "no-such-session"]), 4, "no-such-session", "export unknown")
             #expect(try await h.mwctl(["export", sessionID, "--format", "pdf"]).status == 2)
