@@ -28,7 +28,7 @@ final class ControlHarness: @unchecked Sendable {
     static let nmeaCapture = repositoryRoot.deletingLastPathComponent()
         .appendingPathComponent("shared/testdata/nmea/quectel-l76k-nmea.log").path
 
-    init(hazards: [String] = ["pothole", "crack", "curb", "crowd"]) async throws {
+    init(hazards: [String] = ["pothole", "crack", "curb", "crowd"], withUpstream: Bool = true) async throws {
         bus = try TestBus()
         var configuration = SimulatorConfiguration(busAddress: bus.address, boards: 2, model: .mixed)
         configuration.discoveryDelay = .milliseconds(50)
@@ -52,7 +52,7 @@ final class ControlHarness: @unchecked Sendable {
         logger.logLevel = .warning
         gateway = try await Gateway.assemble(settings: settings, logger: logger, clockProbe: FixedClockSynchronisation(false))
         sync = FakeSync()
-        let server = ControlServer(gateway: gateway, sync: sync, busAddress: bus.address, logger: logger)
+        let server = ControlServer(gateway: gateway, sync: withUpstream ? sync : nil, busAddress: bus.address, logger: logger)
         group = gateway.serviceGroup(adding: [server], gracefulShutdownSignals: [])
     }
 
@@ -80,8 +80,8 @@ final class ControlHarness: @unchecked Sendable {
         try? FileManager.default.removeItem(at: stateDirectory)
     }
 
-    static func with(_ body: (ControlHarness) async throws -> Void) async throws {
-        let harness = try await ControlHarness()
+    static func with(withUpstream: Bool = true, _ body: (ControlHarness) async throws -> Void) async throws {
+        let harness = try await ControlHarness(withUpstream: withUpstream)
         do {
             try await harness.start()
             try await body(harness)

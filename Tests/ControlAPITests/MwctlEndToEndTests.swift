@@ -171,6 +171,21 @@ struct MwctlEndToEndTests {
         var bytes: Int
     }
 
+    @Test func withoutAnUpstreamSyncIsReportedAndRefused() async throws {
+        try await ControlHarness.with(withUpstream: false) { h in
+            struct SyncReport: Decodable { var sync: SyncStatusPayload }
+            let report = try Self.json(SyncReport.self, try await h.mwctl(["sync", "status", "--json"]), "sync status")
+            #expect(!report.sync.configured && report.sync.state == "disabled")
+            Self.expectFailure(try await h.mwctl(["sync", "now"]), 7, "no upstream is configured", "sync now")
+            // Requeueing works on the buffer alone; an unknown session is named.
+            let requeued = try Self.json([String: UInt32].self, try await h.mwctl(["sync", "retry-dead", "--json"]), "retry-dead")
+            #expect(requeued["requeued"] == 0)
+            Self.expectFailure(try await h.mwctl(["sync", "retry-dead", "--session", "nope"]), 4, "no session nope", "retry unknown")
+            let doctor = try await h.mwctl(["doctor"])
+            #expect(doctor.stdout.contains("[WARN] upstream: no upstream configured"), "\(doctor.stdout)")
+        }
+    }
+
     @Test func daemonNotRunningExitsThreeWithOneLine() async throws {
         let bus = try TestBus()
         defer { bus.stop() }
