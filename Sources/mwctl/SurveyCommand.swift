@@ -1,6 +1,9 @@
 import ArgumentParser
 import ControlAPI
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `mwctl survey` (interactive) and `mwctl survey submit --hazard NAME=N ... | --none`.
 struct SurveyCommand: AsyncParsableCommand {
@@ -65,9 +68,17 @@ struct SurveyCommand: AsyncParsableCommand {
                 prompt("Enter NAME INTENSITY per line (a unique prefix is enough), 'none' for no hazard, an empty line to submit.")
                 var hazards: [String: Int32] = [:]
                 var noHazard = false
+                let editor = isatty(STDIN_FILENO) == 1 ? LineEditor(names: catalogue) : nil
+                if editor != nil, !catalogue.isEmpty { prompt("Tab completes a hazard name.") }
                 while true {
-                    prompt("hazard> ", newline: false)
-                    guard let raw = readLine() else { break }
+                    let next: String?
+                    if let editor {
+                        next = editor.readLine(prompt: "hazard> ")
+                    } else {
+                        prompt("hazard> ", newline: false)
+                        next = readLine()
+                    }
+                    guard let raw = next else { break }
                     let line = raw.trimmingCharacters(in: .whitespaces)
                     if line.isEmpty { break }
                     if line.lowercased() == "none" {

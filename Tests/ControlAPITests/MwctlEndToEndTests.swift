@@ -183,6 +183,19 @@ struct MwctlEndToEndTests {
             Self.expectFailure(try await h.mwctl(["sync", "retry-dead", "--session", "nope"]), 4, "no session nope", "retry unknown")
             let doctor = try await h.mwctl(["doctor"])
             #expect(doctor.stdout.contains("[WARN] upstream: no upstream configured"), "\(doctor.stdout)")
+
+            // The interactive survey on a terminal (script(1) gives it a pty): Tab completes
+            // a unique prefix, lists an ambiguous one.
+            _ = try await h.eventually("a board streaming") { s in s.boards.contains(where: \.streaming) }
+            let started = try Self.json([String: String].self, try await h.mwctl(["session", "start", "--json"]), "start")
+            _ = try Self.json(SessionEndPayload.self, try await h.mwctl(["session", "stop", "--json"]), "stop")
+            let typed = try await CLI.run(["-qec", "\(try CLI.path()) survey --json", "/dev/null"], environment: h.bus.environment,
+                                          stdin: "pot\t3\rcr\ta\t1\r\r", executable: "/usr/bin/script")
+            #expect(typed.status == 0, "\(typed.stdout)")
+            #expect(typed.stdout.contains("crack  crowd"), "ambiguous prefix lists the candidates: \(typed.stdout)")
+            let resultLine = typed.stdout.split(whereSeparator: \.isNewline).last { $0.hasPrefix("{") }.map(String.init) ?? ""
+            let survey = try ControlJSON.decode(SurveyResultPayload.self, from: resultLine)
+            #expect(survey.sessionID == started["sessionID"] && survey.hazards == ["pothole": 3, "crack": 1])
         }
     }
 
