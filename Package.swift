@@ -111,6 +111,8 @@ let package = Package(
                 "GNSS",
                 "ControlAPI",
                 "DBus",
+                // Only for the offline `--state-dir` fallback of history and export.
+                "Buffer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict

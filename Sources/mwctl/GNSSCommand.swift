@@ -17,8 +17,8 @@ struct GNSSCommand: AsyncParsableCommand {
               tcp://HOST:PORT        plain NMEA byte stream (ser2net, nc). Reconnects.
               file:PATH[?speed=realtime|fast]   replay a capture; realtime (default) paces \
             cycles by their NMEA time stamps.
-            Exit status: 0 success; 2 bad usage or malformed/unknown source spec; 3 unreadable \
-            input or failed source.
+            Exit status: 0 success; 1 unreadable input or failed source; 2 bad usage or \
+            malformed/unknown source spec.
             """,
         subcommands: [Decode.self, Watch.self]
     )

@@ -12,13 +12,19 @@ struct HistoryCommand: AsyncParsableCommand {
 
     @Option(help: "Days to show, counting today (1-3660).") var days: UInt32 = 7
     @OptionGroup var output: OutputOptions
+    @OptionGroup var offline: OfflineOption
 
     func validate() throws {
         guard (1...3660).contains(days) else { throw ValidationError("--days must be 1 to 3660") }
     }
 
     func run() async throws {
-        let history = try await DaemonAccess.run { try await $0.history(days: days) }
+        let history: [HistoryDayPayload]
+        if let local = try offline.history(days: days) {
+            history = local
+        } else {
+            history = try await DaemonAccess.run { try await $0.history(days: days) }
+        }
         if output.json { return try emitJSON(history) }
         emitLine("DAY         SESSIONS  WALK(min)  DIST(km)  SAMPLES   SYNCED  UNSYNCED  LOST  HAZARDS")
         for d in history {
@@ -42,6 +48,7 @@ struct ExportCommand: AsyncParsableCommand {
     @Option(help: "json, csv, geojson or gpx.") var format: String = "json"
     @Option(name: .shortAndLong, help: "Write to FILE instead of stdout.") var output: String?
     @Flag(help: "Print a JSON summary (session, format, bytes, file) instead of the data; needs --output.") var json = false
+    @OptionGroup var offline: OfflineOption
 
     static let formats = ["json", "csv", "geojson", "gpx"]
 
@@ -54,8 +61,13 @@ struct ExportCommand: AsyncParsableCommand {
 
     func run() async throws {
         let bar = ProgressBar(enabled: isatty(STDERR_FILENO) == 1)
-        let bytes = try await DaemonAccess.run { client in
-            try await client.export(sessionID: session, format: format.lowercased()) { bar.update($0, $1) }
+        let bytes: [UInt8]
+        if let local = try offline.export(sessionID: session, format: format.lowercased()) {
+            bytes = local
+        } else {
+            bytes = try await DaemonAccess.run { client in
+                try await client.export(sessionID: session, format: format.lowercased()) { bar.update($0, $1) }
+            }
         }
         bar.finish()
         if let output {

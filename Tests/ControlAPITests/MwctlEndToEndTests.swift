@@ -104,6 +104,15 @@ struct MwctlEndToEndTests {
             #expect(history.reduce(0) { $0 + $1.sessions } >= 1)
             #expect(history.contains { $0.hazards["pothole"] == 1 && $0.hazards["crack"] == 1 }, "sessions reporting each hazard")
             #expect(try await h.mwctl(["history", "--days", "0"]).status == 2)
+            // The offline fallback reads the same buffer directly.
+            let offline = try Self.json([HistoryDayPayload].self,
+                                        try await h.mwctl(["history", "--json", "--days", "3650", "--state-dir", h.stateDirectory.path]),
+                                        "offline history")
+            #expect(offline == history)
+            let offlineCSV = try await h.mwctl(["export", sessionID, "--format", "csv", "--state-dir", h.stateDirectory.path])
+            #expect(offlineCSV.status == 0 && offlineCSV.stdout == csv)
+            Self.expectFailure(try await h.mwctl(["export", "no-such-session", "--state-dir", h.stateDirectory.path]), 4,
+                               "no-such-session", "offline export unknown")
 
             struct SyncReport: Decodable {
                 var sync: SyncStatusPayload
