@@ -77,6 +77,11 @@ public struct BoardSessionOptions: Sendable {
     public var notificationDelivery: NotificationDelivery
     /// Minimum gap between command writes.
     public var minimumWriteInterval: Duration
+    /// With `AcquireNotify`: how long the reader waits after each wake-up before reading
+    /// again, so several notifications are handled per wake-up (the largest CPU saving on a
+    /// Pi). Samples keep their kernel arrival times; events reach consumers up to this much
+    /// later. Zero reads every notification as it arrives.
+    public var notificationCoalescing: Duration
     /// Missing-data threshold in expected notification intervals (reference §9.1: ~5×).
     public var watchdogIntervals: Double
     /// The watchdog never fires sooner than this after the last notification.
@@ -93,6 +98,7 @@ public struct BoardSessionOptions: Sendable {
     public init(configuration: StreamingConfiguration, handshake: HandshakeSequencer.Options = .init(),
                 reconnection: ReconnectionPolicy = .init(), preferredAdapter: String? = nil,
                 notificationDelivery: NotificationDelivery = .automatic, minimumWriteInterval: Duration = .milliseconds(2),
+                notificationCoalescing: Duration = .milliseconds(20),
                 watchdogIntervals: Double = 5, watchdogMinimum: Duration = .seconds(1), streamRestartsBeforeReconnect: Int = 1,
                 batteryInterval: Duration? = .seconds(600), watchButton: Bool = true,
                 seed: UInt64 = UInt64.random(in: 0...UInt64.max)) {
@@ -102,6 +108,7 @@ public struct BoardSessionOptions: Sendable {
         self.preferredAdapter = preferredAdapter
         self.notificationDelivery = notificationDelivery
         self.minimumWriteInterval = minimumWriteInterval
+        self.notificationCoalescing = max(.zero, notificationCoalescing)
         self.watchdogIntervals = watchdogIntervals
         self.watchdogMinimum = watchdogMinimum
         self.streamRestartsBeforeReconnect = max(0, streamRestartsBeforeReconnect)

@@ -47,12 +47,14 @@ public actor BoardSession {
     private var lastNotification: ContinuousClock.Instant?
     private var streamRestarts = 0
     private var ledSignal: LEDSignal = .off
+    /// Handshakes that reached streaming; after the first, the settle pause is skipped.
+    private var completedHandshakes = 0
 
     enum Input: Sendable {
         case refreshFacts
         case machine(ReconnectionMachine.Event)
         case wakeUp(Int)
-        case notification(GattNotification, Int)
+        case notifications([GattNotification], Int)
         case notificationsEnded(Int)
         case deviceInformation(DeviceInformationField, String?, Int)
         case replyTimeout(HandshakeSequencer.Step, Int)
@@ -138,9 +140,9 @@ public actor BoardSession {
             feed(event)
         case .wakeUp:
             if let due = machine.wakeUpTime, now >= due { feed(.wakeUp) }
-        case .notification(let notification, let gen):
+        case .notifications(let batch, let gen):
             guard gen == generation else { return }
-            receive(notification)
+            for notification in batch { receive(notification) }
         case .notificationsEnded(let gen):
             guard gen == generation, link != nil else { return }
             feed(.sessionFailed("notification channel closed"))
@@ -305,11 +307,19 @@ public actor BoardSession {
             do {
                 let link = try await GattLink.open(busAddress: client.busAddress,
                                                    minimumWriteInterval: options.minimumWriteInterval)
-                let stream = try await link.notifications(from: notify, delivery: options.notificationDelivery)
+                // Notifications go straight from the link's reader into the inbox (one hop),
+                // held back only until the link itself is in the inbox.
+                let gate = LinkInboxGate(inbox: inbox, generation: gen)
+                do {
+                    try await link.subscribe(to: notify, delivery: options.notificationDelivery,
+                                             coalescing: options.notificationCoalescing,
+                                             onBatch: { gate.deliver($0) }, onEnd: { gate.end() })
+                } catch {
+                    await link.close()
+                    throw error
+                }
                 self.linkCharacteristics(command: command.path, notify: notify, gen: gen)
-                inbox.yield(.linkOpened(link, gen))
-                for await notification in stream { inbox.yield(.notification(notification, gen)) }
-                inbox.yield(.notificationsEnded(gen))
+                gate.open(with: link)
             } catch {
                 inbox.yield(.linkFailed("cannot enable notifications: \(error)", gen))
             }
@@ -342,7 +352,12 @@ public actor BoardSession {
     // MARK: Handshake
 
     private func beginHandshake() {
-        var sequencer = HandshakeSequencer(configuration: options.configuration, options: options.handshake)
+        var handshake = options.handshake
+        // The settle pause after the connection-parameter request is MbientLab's example
+        // practice for a board's first connection; a reconnect must not pay it again
+        // (link-drop recovery has a 2 s budget).
+        if completedHandshakes > 0 { handshake.pauseAfterConnectionParametersMilliseconds = 0 }
+        var sequencer = HandshakeSequencer(configuration: options.configuration, options: handshake)
         let actions = sequencer.start()
         self.sequencer = sequencer
         perform(actions)
@@ -405,6 +420,7 @@ public actor BoardSession {
             self.description = description
             self.plan = plan
             sequencer = nil
+            completedHandshakes += 1
             var commands = plan.startCommands
             if options.watchButton, description.modules.has(.switchModule) { commands.append(Commands.subscribeButton) }
             if ledSignal != .off { commands += ledSignal.commands(ledRevision: description.ledRevision ?? 1) }
@@ -545,5 +561,39 @@ public actor BoardSession {
         }
         eventContinuation.yield(BoardEvent(board: address, kind: kind, receivedAt: notification?.receivedAt ?? .now,
                                            wallClock: notification?.wallClock ?? Date()))
+    }
+}
+
+/// Orders a link's arrival in the session inbox before its notifications: the reader may
+/// deliver before ``open(with:)`` has put the link there, so batches wait here until then.
+private final class LinkInboxGate: @unchecked Sendable {
+    private let lock = NSLock()
+    private let inbox: AsyncStream<BoardSession.Input>.Continuation
+    private let generation: Int
+    private var opened = false
+    private var held: [BoardSession.Input] = []
+
+    init(inbox: AsyncStream<BoardSession.Input>.Continuation, generation: Int) {
+        self.inbox = inbox
+        self.generation = generation
+    }
+
+    func open(with link: GattLink) {
+        lock.lock()
+        defer { lock.unlock() }
+        inbox.yield(.linkOpened(link, generation))
+        for input in held { inbox.yield(input) }
+        held.removeAll()
+        opened = true
+    }
+
+    func deliver(_ batch: [GattNotification]) { pass(.notifications(batch, generation)) }
+
+    func end() { pass(.notificationsEnded(generation)) }
+
+    private func pass(_ input: BoardSession.Input) {
+        lock.lock()
+        defer { lock.unlock() }
+        if opened { inbox.yield(input) } else { held.append(input) }
     }
 }

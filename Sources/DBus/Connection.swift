@@ -145,7 +145,14 @@ public final class DBusConnection: Sendable {
     /// the connection closes (normally after ``close()``, with `Disconnected` when lost);
     /// dropping or cancelling the iteration removes the match.
     public func signals(matching rule: DBusMatchRule) async throws -> AsyncThrowingStream<DBusSignal, any Error> {
-        try await core.subscribe(rule)
+        try await core.subscribe([rule])
+    }
+
+    /// Signals matching any of `rules`, each delivered once, in the order the bus sent them.
+    /// Several narrow rules (e.g. `arg0` per interface) let the bus drop what no rule wants
+    /// before it is ever sent to this connection.
+    public func signals(matchingAny rules: [DBusMatchRule]) async throws -> AsyncThrowingStream<DBusSignal, any Error> {
+        try await core.subscribe(rules)
     }
 
     // MARK: Exporting objects

@@ -61,6 +61,29 @@ import Testing
         }
     }
 
+    @Test func severalRulesOnOneStreamDeliverEachSignalOnceInOrder() async throws {
+        try await withBus { bus, receiver in
+            let sender = try await DBusConnection(address: bus.address)
+            defer { sender.close() }
+            let stream = try await receiver.signals(matchingAny: [
+                DBusMatchRule(sender: sender.uniqueName, member: "Named", arguments: [0: "a"]),
+                DBusMatchRule(sender: sender.uniqueName, member: "Named", arguments: [0: "b"]),
+                DBusMatchRule(sender: sender.uniqueName, member: "Named", path: "/both"),
+            ])
+            try sender.emit(path: "/p", interface: "org.mwgate.Test", member: "Named", arguments: [.string("c"), .int32(0)])
+            try sender.emit(path: "/p", interface: "org.mwgate.Test", member: "Named", arguments: [.string("b"), .int32(1)])
+            try sender.emit(path: "/both", interface: "org.mwgate.Test", member: "Named", arguments: [.string("a"), .int32(2)])
+            try sender.emit(path: "/p", interface: "org.mwgate.Test", member: "Named", arguments: [.string("a"), .int32(3)])
+            var received: [[DBusValue]] = []
+            for try await signal in stream {
+                received.append(signal.body)
+                if received.count == 3 { break }
+            }
+            // "c" matches no rule; the signal on /both matches two rules but arrives once.
+            #expect(received == [[.string("b"), .int32(1)], [.string("a"), .int32(2)], [.string("a"), .int32(3)]])
+        }
+    }
+
     @Test func nameOwnerChangedIsReported() async throws {
         try await withBus { bus, watcher in
             let changes = try await watcher.nameOwnerChanged(name: "org.mwgate.Coming")
