@@ -173,6 +173,17 @@ public actor GattLink {
         activeDelivery = "StartNotify"
     }
 
+    /// Groups notification reads for the steady stream: with `StartNotify`, the link's
+    /// connection then reads its socket at most once per `interval` after it ran dry (see
+    /// ``DBusConnection/setReadCoalescing(_:)``), which also delays write replies by up to
+    /// `interval`, so call it once the handshake is over and with `.zero` before a sequence
+    /// of writes that should be fast. With `AcquireNotify` the reader already coalesces and
+    /// this does nothing.
+    public func coalesceNotificationReads(_ interval: Duration) {
+        guard activeDelivery == "StartNotify" else { return }
+        connection.setReadCoalescing(interval)
+    }
+
     /// The new `Value` in a PropertiesChanged signal `(s a{sv} as)`, read straight from the
     /// body without building the whole change.
     private static func changedValue(_ signal: DBusSignal) -> [UInt8]? {

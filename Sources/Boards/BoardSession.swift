@@ -49,6 +49,8 @@ public actor BoardSession {
     private var ledSignal: LEDSignal = .off
     /// Handshakes that reached streaming; after the first, the settle pause is skipped.
     private var completedHandshakes = 0
+    /// While a notification batch is decoded: its events, published together afterwards.
+    private var heldEvents: [BoardEvent]?
 
     enum Input: Sendable {
         case refreshFacts
@@ -142,7 +144,14 @@ public actor BoardSession {
             if let due = machine.wakeUpTime, now >= due { feed(.wakeUp) }
         case .notifications(let batch, let gen):
             guard gen == generation else { return }
+            // Decode the whole batch first and publish its events back to back: a consumer
+            // woken by the first then finds the rest waiting instead of being woken per event.
+            heldEvents = []
+            heldEvents?.reserveCapacity(batch.count)
             for notification in batch { receive(notification) }
+            let events = heldEvents ?? []
+            heldEvents = nil
+            for event in events { eventContinuation.yield(event) }
         case .notificationsEnded(let gen):
             guard gen == generation, link != nil else { return }
             feed(.sessionFailed("notification channel closed"))
@@ -425,6 +434,15 @@ public actor BoardSession {
             if options.watchButton, description.modules.has(.switchModule) { commands.append(Commands.subscribeButton) }
             if ledSignal != .off { commands += ledSignal.commands(ledRevision: description.ledRevision ?? 1) }
             writeAll(commands)
+            if let link, options.notificationCoalescing > .zero {
+                let interval = options.notificationCoalescing
+                let previous = actionTail
+                // After the start commands, so they are not slowed by delayed replies.
+                actionTail = Task {
+                    await previous?.value
+                    await link.coalesceNotificationReads(interval)
+                }
+            }
             lastNotification = .now
             if let battery = description.battery { emit(.battery(battery)) }
             emit(.state(.streaming(description)))
@@ -526,6 +544,7 @@ public actor BoardSession {
             if options.watchButton, description?.modules.has(.switchModule) == true { commands.append(Commands.unsubscribeButton) }
             if ledSignal != .off { commands.append(LEDSignal.stopAndClear) }
             await actionTail?.value
+            await link.coalesceNotificationReads(.zero)
             for packet in commands {
                 do {
                     try await link.write(packet.bytes, to: commandPath, withResponse: packet.requiresWriteWithResponse)
@@ -559,8 +578,13 @@ public actor BoardSession {
             guard new != state else { return }
             state = new
         }
-        eventContinuation.yield(BoardEvent(board: address, kind: kind, receivedAt: notification?.receivedAt ?? .now,
-                                           wallClock: notification?.wallClock ?? Date()))
+        let event = BoardEvent(board: address, kind: kind, receivedAt: notification?.receivedAt ?? .now,
+                               wallClock: notification?.wallClock ?? Date())
+        if heldEvents != nil {
+            heldEvents?.append(event)
+        } else {
+            eventContinuation.yield(event)
+        }
     }
 }
 

@@ -148,6 +148,17 @@ public final class DBusConnection: Sendable {
         try await core.subscribe([rule])
     }
 
+    /// After reading everything waiting on the socket, leave it alone for `interval`, so a
+    /// fast stream of small signals (e.g. GATT notifications via PropertiesChanged) is read
+    /// and dispatched in groups instead of one wake-up per signal. Replies to calls on this
+    /// connection are delayed by up to `interval` too, so enable it only on a connection
+    /// that is mostly receiving. `.zero` (the default) reads as soon as data arrives.
+    public func setReadCoalescing(_ interval: Duration) {
+        let (seconds, attoseconds) = interval.components
+        let nanoseconds = max(0, seconds) * 1_000_000_000 + max(0, attoseconds / 1_000_000_000)
+        core.loop.setReadCoalescing(nanoseconds: UInt64(nanoseconds))
+    }
+
     /// Signals matching any of `rules`, each delivered once, in the order the bus sent them.
     /// Several narrow rules (e.g. `arg0` per interface) let the bus drop what no rule wants
     /// before it is ever sent to this connection.
