@@ -43,14 +43,11 @@ public actor BoardSession {
     private var replyTimer: Task<Void, Never>?
     private var plan: StreamingPlan?
     private var description: BoardDescription?
-    private var buttonDetector = ButtonToggleDetector()
-    private var lastNotification: ContinuousClock.Instant?
+    private let tap: StreamingTap
     private var streamRestarts = 0
     private var ledSignal: LEDSignal = .off
     /// Handshakes that reached streaming; after the first, the settle pause is skipped.
     private var completedHandshakes = 0
-    /// While a notification batch is decoded: its events, published together afterwards.
-    private var heldEvents: [BoardEvent]?
 
     enum Input: Sendable {
         case refreshFacts
@@ -76,6 +73,7 @@ public actor BoardSession {
         machine = ReconnectionMachine(policy: options.reconnection, seed: options.seed)
         (events, eventContinuation) = AsyncStream.makeStream(of: BoardEvent.self, bufferingPolicy: .unbounded)
         (inbox, inboxContinuation) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
+        tap = StreamingTap(board: address, events: eventContinuation)
     }
 
     /// Starts connecting and keeps the board connected until ``stop()``.
@@ -144,14 +142,9 @@ public actor BoardSession {
             if let due = machine.wakeUpTime, now >= due { feed(.wakeUp) }
         case .notifications(let batch, let gen):
             guard gen == generation else { return }
-            // Decode the whole batch first and publish its events back to back: a consumer
-            // woken by the first then finds the rest waiting instead of being woken per event.
-            heldEvents = []
-            heldEvents?.reserveCapacity(batch.count)
+            // Batches queued while the tap was off; once it is on, it publishes them.
+            if tap.publish(batch, generation: gen) { return }
             for notification in batch { receive(notification) }
-            let events = heldEvents ?? []
-            heldEvents = nil
-            for event in events { eventContinuation.yield(event) }
         case .notificationsEnded(let gen):
             guard gen == generation, link != nil else { return }
             feed(.sessionFailed("notification channel closed"))
@@ -318,7 +311,7 @@ public actor BoardSession {
                                                    minimumWriteInterval: options.minimumWriteInterval)
                 // Notifications go straight from the link's reader into the inbox (one hop),
                 // held back only until the link itself is in the inbox.
-                let gate = LinkInboxGate(inbox: inbox, generation: gen)
+                let gate = LinkInboxGate(inbox: inbox, generation: gen, tap: self.tap)
                 do {
                     try await link.subscribe(to: notify, delivery: options.notificationDelivery,
                                              coalescing: options.notificationCoalescing,
@@ -349,9 +342,8 @@ public actor BoardSession {
         replyTimer = nil
         sequencer = nil
         plan = nil
-        lastNotification = nil
+        tap.deactivate()
         streamRestarts = 0
-        buttonDetector = ButtonToggleDetector()
         if let link {
             Task { await link.close() }
         }
@@ -433,6 +425,8 @@ public actor BoardSession {
             var commands = plan.startCommands
             if options.watchButton, description.modules.has(.switchModule) { commands.append(Commands.subscribeButton) }
             if ledSignal != .off { commands += ledSignal.commands(ledRevision: description.ledRevision ?? 1) }
+            // On before the start commands: no sample can be queued in the inbox ahead of it.
+            tap.activate(decoder: plan.decoder, generation: generation)
             writeAll(commands)
             if let link, options.notificationCoalescing > .zero {
                 let interval = options.notificationCoalescing
@@ -443,7 +437,6 @@ public actor BoardSession {
                     await link.coalesceNotificationReads(interval)
                 }
             }
-            lastNotification = .now
             if let battery = description.battery { emit(.battery(battery)) }
             emit(.state(.streaming(description)))
             startSupervision()
@@ -477,28 +470,13 @@ public actor BoardSession {
 
     // MARK: Streaming
 
+    /// A notification while the tap is off: handshake replies go to the sequencer; anything
+    /// else (e.g. data still streaming from before a reconnect) is not for anyone yet.
     private func receive(_ notification: GattNotification) {
-        if var sequencer {
-            let actions = sequencer.receive(notification: notification.bytes)
-            self.sequencer = sequencer
-            perform(actions)
-            return
-        }
-        guard let plan else { return }
-        lastNotification = notification.receivedAt
-        let event = plan.decoder.decode(notification.bytes)
-        switch event {
-        case .battery(let battery):
-            emit(.battery(battery), at: notification)
-        case .button(let button):
-            let toggles = buttonDetector.shouldToggle(on: button)
-            emit(.button(button, togglesSession: toggles), at: notification)
-        case .gyro, .accelerometer:
-            streamRestarts = 0
-            emit(.sample(event), at: notification)
-        default:
-            emit(.sample(event), at: notification)
-        }
+        guard var sequencer else { return }
+        let actions = sequencer.receive(notification: notification.bytes)
+        self.sequencer = sequencer
+        perform(actions)
     }
 
     private func startSupervision() {
@@ -524,12 +502,14 @@ public actor BoardSession {
     /// No data for several expected intervals: restart the stream, then reconnect (reference
     /// metawear-protocol §9.1, bluez-dbus §2.3 step 11).
     private func checkWatchdog() {
-        guard let plan, let lastNotification, ContinuousClock.now - lastNotification > options.watchdogTimeout else { return }
+        let reading = tap.watchdogReading()
+        if reading.motionSeen { streamRestarts = 0 }
+        guard let plan, let last = reading.last, ContinuousClock.now - last > options.watchdogTimeout else { return }
         if streamRestarts < options.streamRestartsBeforeReconnect {
             streamRestarts += 1
             emit(.state(.recoveringStream(restart: streamRestarts)))
             writeAll(plan.stopCommands + plan.startCommands)
-            self.lastNotification = .now
+            tap.noteRestart()
             if let description { emit(.state(.streaming(description))) }
             return
         }
@@ -578,13 +558,8 @@ public actor BoardSession {
             guard new != state else { return }
             state = new
         }
-        let event = BoardEvent(board: address, kind: kind, receivedAt: notification?.receivedAt ?? .now,
-                               wallClock: notification?.wallClock ?? Date())
-        if heldEvents != nil {
-            heldEvents?.append(event)
-        } else {
-            eventContinuation.yield(event)
-        }
+        eventContinuation.yield(BoardEvent(board: address, kind: kind, receivedAt: notification?.receivedAt ?? .now,
+                                           wallClock: notification?.wallClock ?? Date()))
     }
 }
 
@@ -594,12 +569,14 @@ private final class LinkInboxGate: @unchecked Sendable {
     private let lock = NSLock()
     private let inbox: AsyncStream<BoardSession.Input>.Continuation
     private let generation: Int
+    private let tap: StreamingTap
     private var opened = false
     private var held: [BoardSession.Input] = []
 
-    init(inbox: AsyncStream<BoardSession.Input>.Continuation, generation: Int) {
+    init(inbox: AsyncStream<BoardSession.Input>.Continuation, generation: Int, tap: StreamingTap) {
         self.inbox = inbox
         self.generation = generation
+        self.tap = tap
     }
 
     func open(with link: GattLink) {
@@ -611,7 +588,12 @@ private final class LinkInboxGate: @unchecked Sendable {
         opened = true
     }
 
-    func deliver(_ batch: [GattNotification]) { pass(.notifications(batch, generation)) }
+    /// While streaming the tap publishes the batch on this thread; otherwise it goes to the
+    /// session's inbox (handshake replies).
+    func deliver(_ batch: [GattNotification]) {
+        if tap.publish(batch, generation: generation) { return }
+        pass(.notifications(batch, generation))
+    }
 
     func end() { pass(.notificationsEnded(generation)) }
 
