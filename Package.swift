@@ -29,6 +29,8 @@ let package = Package(
         .library(name: "Gateway", targets: ["Gateway"]),
         .library(name: "ServiceSupport", targets: ["ServiceSupport"]),
         .library(name: "GatewayConfig", targets: ["GatewayConfig"]),
+        .library(name: "ControlAPI", targets: ["ControlAPI"]),
+        .library(name: "ControlServer", targets: ["ControlServer"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -94,10 +96,25 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The control API's names, JSON payloads and typed client (light: mwctl links it).
+        .target(name: "ControlAPI", dependencies: ["DBus"], swiftSettings: strict),
+        // The daemon side of the control API: io.mwgate.Gateway1 on the system bus.
+        .target(
+            name: "ControlServer",
+            dependencies: [
+                "ControlAPI", "DBus", "Gateway", "Buffer", "Boards", "BlueZ", "Recording", "GNSS",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "mwctl",
             dependencies: [
                 "GNSS",
+                "ControlAPI",
+                "DBus",
+                // Only for the offline `--state-dir` fallback of history and export.
                 "Buffer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -105,7 +122,12 @@ let package = Package(
         ),
         .executableTarget(
             name: "mwbench",
-            dependencies: ["DBus", "GNSS", "MetaWear", "MetaWearBoardModel", "Recording", "Buffer", "BlueZ", "Boards"],
+            dependencies: [
+                "DBus", "GNSS", "MetaWear", "MetaWearBoardModel", "Recording", "Buffer",
+                "ControlAPI", "ControlServer", "Gateway", "BlueZ", "Boards", "BlueZSimulator",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             path: "Benchmarks/mwbench",
             swiftSettings: strict
         ),
@@ -192,6 +214,16 @@ let package = Package(
         .testTarget(
             name: "DaemonTests",
             dependencies: ["Daemon", "Gateway", "GatewayConfig", "Buffer", "ServiceSupport", "TestSupport", "mwgated", "mwsim", "mwctl"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "ControlAPITests",
+            dependencies: [
+                "ControlAPI", "ControlServer", "DBus", "Gateway", "BlueZ", "Buffer", "MetaWear", "Recording",
+                "BlueZSimulator", "MetaWearBoardModel", "mwctl", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(

@@ -9,6 +9,8 @@ packages=(
     pkg-config libdbus-1-dev libbluetooth-dev libsqlite3-dev sqlite3
     # a real D-Bus daemon and independent D-Bus peers for the tests
     dbus-daemon dbus-bin libglib2.0-bin systemd python3-dbus python3-dbusmock python3-gi
+    # control API tests: useradd/runuser for the D-Bus policy test, script(1) for a pty
+    passwd util-linux bsdutils
     # GNSS: real gpsd and gpsfake for the source tests
     gpsd gpsd-clients
     # packaging tests: systemd-analyze/sysusers/tmpfiles, udevadm (setpriv/unshare: util-linux)

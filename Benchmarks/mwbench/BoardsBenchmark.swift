@@ -8,7 +8,7 @@ import MetaWear
 /// process (getrusage), dbus-daemon and mwsim (/proc/PID/stat) over the same window.
 ///
 /// `mwbench boards --bus ADDR --delivery startnotify|acquirenotify [--seconds N] [--rate HZ]
-///  [--packed] [--dbus-pid PID] [--sim-pid PID] [--board AA:BB:…]`
+///  [--packed] [--coalescing-ms MS] [--dbus-pid PID] [--sim-pid PID] [--board AA:BB:…]`
 /// Prints `key=value` lines; scripts/bench/boards.sh turns them into Markdown.
 enum BoardsBenchmark {
     struct Settings {
@@ -21,6 +21,8 @@ enum BoardsBenchmark {
         var dbusPID: Int32?
         var simPID: Int32?
         var board: BluetoothAddress?
+        /// nil: the session's default.
+        var coalescing: Duration?
     }
 
     static func parse(_ arguments: [String]) -> Settings {
@@ -44,6 +46,7 @@ enum BoardsBenchmark {
             case "--rate": settings.rate = Double(value(argument)) ?? 0
             case "--packed": settings.packed = true
             case "--single": settings.packed = false
+            case "--coalescing-ms": settings.coalescing = .milliseconds(Int(value(argument)) ?? 0)
             case "--dbus-pid": settings.dbusPID = Int32(value(argument))
             case "--sim-pid": settings.simPID = Int32(value(argument))
             case "--board":
@@ -80,8 +83,9 @@ enum BoardsBenchmark {
         let gyro = try GyroConfiguration(rateHertz: settings.rate, rangeDegreesPerSecond: 2000)
         let configuration = try StreamingConfiguration(gyro: gyro, gyroMode: settings.packed ? .packed : .single,
                                                        allowExceedingLinkBudget: true)
-        let options = BoardSessionOptions(configuration: configuration, notificationDelivery: settings.delivery,
+        var options = BoardSessionOptions(configuration: configuration, notificationDelivery: settings.delivery,
                                           batteryInterval: nil, watchButton: false, seed: 1)
+        if let coalescing = settings.coalescing { options.notificationCoalescing = coalescing }
         let client = try await BlueZClient.open(busAddress: settings.bus, discoveryUUIDs: [MetaWearGATT.service])
         let address: BluetoothAddress
         if let board = settings.board {

@@ -9,7 +9,7 @@ func fail(_ message: String) -> Never {
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 guard let area = arguments.first else {
-    fail("usage: mwbench boards|dbus|gnss|metawear|recording [options]")
+    fail("usage: mwbench boards|control|dbus|gnss|metawear|recording [options]")
 }
 let rest = Array(arguments.dropFirst())
 switch area {
@@ -18,6 +18,7 @@ case "dbus": await DBusBenchmark.run(rest)
 case "gnss": GNSSBenchmark.run(rest)
 case "metawear": MetaWearBenchmark.run(rest)
 case "recording": RecordingBenchmark.run(rest)
+case "control": await ControlBenchmark.run(rest)
 default:
-    fail("mwbench: unknown area '\(area)' (expected boards, dbus, gnss, metawear or recording)")
+    fail("mwbench: unknown area '\(area)' (expected boards, control, dbus, gnss, metawear or recording)")
 }

@@ -57,7 +57,10 @@ public actor BlueZClient {
         self.busAddress = busAddress
         self.callTimeout = callTimeout
         self.discoveryUUIDs = discoveryUUIDs.map { $0.lowercased() }
-        mirror = DBusObjectManagerClient(connection: connection, service: BlueZNames.service, timeout: callTimeout)
+        // Only adapter and device properties are state; characteristic values (every
+        // StartNotify notification) are not routed to this connection at all.
+        mirror = DBusObjectManagerClient(connection: connection, service: BlueZNames.service, timeout: callTimeout,
+                                         followedInterfaces: [BlueZNames.adapter, BlueZNames.device])
     }
 
     private func start() async throws {

@@ -77,6 +77,14 @@ public struct BoardSessionOptions: Sendable {
     public var notificationDelivery: NotificationDelivery
     /// Minimum gap between command writes.
     public var minimumWriteInterval: Duration
+    /// While streaming, how long notification reading rests after the socket ran dry, so
+    /// several notifications are handled per wake-up (at 267 notifications/s each wake-up
+    /// and async hop costs more CPU than decoding). Events reach consumers up to this much
+    /// later. With `AcquireNotify` samples keep their kernel arrival times; with `StartNotify`
+    /// (D-Bus signals) receive times are read times, up to this much late, which the
+    /// recording's lower-envelope timestamping tolerates. Zero reads every notification as it
+    /// arrives.
+    public var notificationCoalescing: Duration
     /// Missing-data threshold in expected notification intervals (reference §9.1: ~5×).
     public var watchdogIntervals: Double
     /// The watchdog never fires sooner than this after the last notification.
@@ -93,6 +101,7 @@ public struct BoardSessionOptions: Sendable {
     public init(configuration: StreamingConfiguration, handshake: HandshakeSequencer.Options = .init(),
                 reconnection: ReconnectionPolicy = .init(), preferredAdapter: String? = nil,
                 notificationDelivery: NotificationDelivery = .automatic, minimumWriteInterval: Duration = .milliseconds(2),
+                notificationCoalescing: Duration = .milliseconds(100),
                 watchdogIntervals: Double = 5, watchdogMinimum: Duration = .seconds(1), streamRestartsBeforeReconnect: Int = 1,
                 batteryInterval: Duration? = .seconds(600), watchButton: Bool = true,
                 seed: UInt64 = UInt64.random(in: 0...UInt64.max)) {
@@ -102,6 +111,7 @@ public struct BoardSessionOptions: Sendable {
         self.preferredAdapter = preferredAdapter
         self.notificationDelivery = notificationDelivery
         self.minimumWriteInterval = minimumWriteInterval
+        self.notificationCoalescing = max(.zero, notificationCoalescing)
         self.watchdogIntervals = watchdogIntervals
         self.watchdogMinimum = watchdogMinimum
         self.streamRestartsBeforeReconnect = max(0, streamRestartsBeforeReconnect)

@@ -43,16 +43,17 @@ public actor BoardSession {
     private var replyTimer: Task<Void, Never>?
     private var plan: StreamingPlan?
     private var description: BoardDescription?
-    private var buttonDetector = ButtonToggleDetector()
-    private var lastNotification: ContinuousClock.Instant?
+    private let tap: StreamingTap
     private var streamRestarts = 0
     private var ledSignal: LEDSignal = .off
+    /// Handshakes that reached streaming; after the first, the settle pause is skipped.
+    private var completedHandshakes = 0
 
     enum Input: Sendable {
         case refreshFacts
         case machine(ReconnectionMachine.Event)
         case wakeUp(Int)
-        case notification(GattNotification, Int)
+        case notifications([GattNotification], Int)
         case notificationsEnded(Int)
         case deviceInformation(DeviceInformationField, String?, Int)
         case replyTimeout(HandshakeSequencer.Step, Int)
@@ -72,6 +73,7 @@ public actor BoardSession {
         machine = ReconnectionMachine(policy: options.reconnection, seed: options.seed)
         (events, eventContinuation) = AsyncStream.makeStream(of: BoardEvent.self, bufferingPolicy: .unbounded)
         (inbox, inboxContinuation) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
+        tap = StreamingTap(board: address, events: eventContinuation)
     }
 
     /// Starts connecting and keeps the board connected until ``stop()``.
@@ -138,9 +140,11 @@ public actor BoardSession {
             feed(event)
         case .wakeUp:
             if let due = machine.wakeUpTime, now >= due { feed(.wakeUp) }
-        case .notification(let notification, let gen):
+        case .notifications(let batch, let gen):
             guard gen == generation else { return }
-            receive(notification)
+            // Batches queued while the tap was off; once it is on, it publishes them.
+            if tap.publish(batch, generation: gen) { return }
+            for notification in batch { receive(notification) }
         case .notificationsEnded(let gen):
             guard gen == generation, link != nil else { return }
             feed(.sessionFailed("notification channel closed"))
@@ -305,11 +309,19 @@ public actor BoardSession {
             do {
                 let link = try await GattLink.open(busAddress: client.busAddress,
                                                    minimumWriteInterval: options.minimumWriteInterval)
-                let stream = try await link.notifications(from: notify, delivery: options.notificationDelivery)
+                // Notifications go straight from the link's reader into the inbox (one hop),
+                // held back only until the link itself is in the inbox.
+                let gate = LinkInboxGate(inbox: inbox, generation: gen, tap: self.tap)
+                do {
+                    try await link.subscribe(to: notify, delivery: options.notificationDelivery,
+                                             coalescing: options.notificationCoalescing,
+                                             onBatch: { gate.deliver($0) }, onEnd: { gate.end() })
+                } catch {
+                    await link.close()
+                    throw error
+                }
                 self.linkCharacteristics(command: command.path, notify: notify, gen: gen)
-                inbox.yield(.linkOpened(link, gen))
-                for await notification in stream { inbox.yield(.notification(notification, gen)) }
-                inbox.yield(.notificationsEnded(gen))
+                gate.open(with: link)
             } catch {
                 inbox.yield(.linkFailed("cannot enable notifications: \(error)", gen))
             }
@@ -330,9 +342,8 @@ public actor BoardSession {
         replyTimer = nil
         sequencer = nil
         plan = nil
-        lastNotification = nil
+        tap.deactivate()
         streamRestarts = 0
-        buttonDetector = ButtonToggleDetector()
         if let link {
             Task { await link.close() }
         }
@@ -342,7 +353,12 @@ public actor BoardSession {
     // MARK: Handshake
 
     private func beginHandshake() {
-        var sequencer = HandshakeSequencer(configuration: options.configuration, options: options.handshake)
+        var handshake = options.handshake
+        // The settle pause after the connection-parameter request is MbientLab's example
+        // practice for a board's first connection; a reconnect must not pay it again
+        // (link-drop recovery has a 2 s budget).
+        if completedHandshakes > 0 { handshake.pauseAfterConnectionParametersMilliseconds = 0 }
+        var sequencer = HandshakeSequencer(configuration: options.configuration, options: handshake)
         let actions = sequencer.start()
         self.sequencer = sequencer
         perform(actions)
@@ -405,11 +421,22 @@ public actor BoardSession {
             self.description = description
             self.plan = plan
             sequencer = nil
+            completedHandshakes += 1
             var commands = plan.startCommands
             if options.watchButton, description.modules.has(.switchModule) { commands.append(Commands.subscribeButton) }
             if ledSignal != .off { commands += ledSignal.commands(ledRevision: description.ledRevision ?? 1) }
+            // On before the start commands: no sample can be queued in the inbox ahead of it.
+            tap.activate(decoder: plan.decoder, generation: generation)
             writeAll(commands)
-            lastNotification = .now
+            if let link, options.notificationCoalescing > .zero {
+                let interval = options.notificationCoalescing
+                let previous = actionTail
+                // After the start commands, so they are not slowed by delayed replies.
+                actionTail = Task {
+                    await previous?.value
+                    await link.coalesceNotificationReads(interval)
+                }
+            }
             if let battery = description.battery { emit(.battery(battery)) }
             emit(.state(.streaming(description)))
             startSupervision()
@@ -443,28 +470,13 @@ public actor BoardSession {
 
     // MARK: Streaming
 
+    /// A notification while the tap is off: handshake replies go to the sequencer; anything
+    /// else (e.g. data still streaming from before a reconnect) is not for anyone yet.
     private func receive(_ notification: GattNotification) {
-        if var sequencer {
-            let actions = sequencer.receive(notification: notification.bytes)
-            self.sequencer = sequencer
-            perform(actions)
-            return
-        }
-        guard let plan else { return }
-        lastNotification = notification.receivedAt
-        let event = plan.decoder.decode(notification.bytes)
-        switch event {
-        case .battery(let battery):
-            emit(.battery(battery), at: notification)
-        case .button(let button):
-            let toggles = buttonDetector.shouldToggle(on: button)
-            emit(.button(button, togglesSession: toggles), at: notification)
-        case .gyro, .accelerometer:
-            streamRestarts = 0
-            emit(.sample(event), at: notification)
-        default:
-            emit(.sample(event), at: notification)
-        }
+        guard var sequencer else { return }
+        let actions = sequencer.receive(notification: notification.bytes)
+        self.sequencer = sequencer
+        perform(actions)
     }
 
     private func startSupervision() {
@@ -490,12 +502,14 @@ public actor BoardSession {
     /// No data for several expected intervals: restart the stream, then reconnect (reference
     /// metawear-protocol §9.1, bluez-dbus §2.3 step 11).
     private func checkWatchdog() {
-        guard let plan, let lastNotification, ContinuousClock.now - lastNotification > options.watchdogTimeout else { return }
+        let reading = tap.watchdogReading()
+        if reading.motionSeen { streamRestarts = 0 }
+        guard let plan, let last = reading.last, ContinuousClock.now - last > options.watchdogTimeout else { return }
         if streamRestarts < options.streamRestartsBeforeReconnect {
             streamRestarts += 1
             emit(.state(.recoveringStream(restart: streamRestarts)))
             writeAll(plan.stopCommands + plan.startCommands)
-            self.lastNotification = .now
+            tap.noteRestart()
             if let description { emit(.state(.streaming(description))) }
             return
         }
@@ -510,6 +524,7 @@ public actor BoardSession {
             if options.watchButton, description?.modules.has(.switchModule) == true { commands.append(Commands.unsubscribeButton) }
             if ledSignal != .off { commands.append(LEDSignal.stopAndClear) }
             await actionTail?.value
+            await link.coalesceNotificationReads(.zero)
             for packet in commands {
                 do {
                     try await link.write(packet.bytes, to: commandPath, withResponse: packet.requiresWriteWithResponse)
@@ -545,5 +560,46 @@ public actor BoardSession {
         }
         eventContinuation.yield(BoardEvent(board: address, kind: kind, receivedAt: notification?.receivedAt ?? .now,
                                            wallClock: notification?.wallClock ?? Date()))
+    }
+}
+
+/// Orders a link's arrival in the session inbox before its notifications: the reader may
+/// deliver before ``open(with:)`` has put the link there, so batches wait here until then.
+private final class LinkInboxGate: @unchecked Sendable {
+    private let lock = NSLock()
+    private let inbox: AsyncStream<BoardSession.Input>.Continuation
+    private let generation: Int
+    private let tap: StreamingTap
+    private var opened = false
+    private var held: [BoardSession.Input] = []
+
+    init(inbox: AsyncStream<BoardSession.Input>.Continuation, generation: Int, tap: StreamingTap) {
+        self.inbox = inbox
+        self.generation = generation
+        self.tap = tap
+    }
+
+    func open(with link: GattLink) {
+        lock.lock()
+        defer { lock.unlock() }
+        inbox.yield(.linkOpened(link, generation))
+        for input in held { inbox.yield(input) }
+        held.removeAll()
+        opened = true
+    }
+
+    /// While streaming the tap publishes the batch on this thread; otherwise it goes to the
+    /// session's inbox (handshake replies).
+    func deliver(_ batch: [GattNotification]) {
+        if tap.publish(batch, generation: generation) { return }
+        pass(.notifications(batch, generation))
+    }
+
+    func end() { pass(.notificationsEnded(generation)) }
+
+    private func pass(_ input: BoardSession.Input) {
+        lock.lock()
+        defer { lock.unlock() }
+        if opened { inbox.yield(input) } else { held.append(input) }
     }
 }

@@ -147,7 +147,25 @@ public final class DBusConnection: Sendable {
     /// the connection closes (normally after ``close()``, with `Disconnected` when lost);
     /// dropping or cancelling the iteration removes the match.
     public func signals(matching rule: DBusMatchRule) async throws -> AsyncThrowingStream<DBusSignal, any Error> {
-        try await core.subscribe(rule)
+        try await core.subscribe([rule])
+    }
+
+    /// After reading everything waiting on the socket, leave it alone for `interval`, so a
+    /// fast stream of small signals (e.g. GATT notifications via PropertiesChanged) is read
+    /// and dispatched in groups instead of one wake-up per signal. Replies to calls on this
+    /// connection are delayed by up to `interval` too, so enable it only on a connection
+    /// that is mostly receiving. `.zero` (the default) reads as soon as data arrives.
+    public func setReadCoalescing(_ interval: Duration) {
+        let (seconds, attoseconds) = interval.components
+        let nanoseconds = max(0, seconds) * 1_000_000_000 + max(0, attoseconds / 1_000_000_000)
+        core.loop.setReadCoalescing(nanoseconds: UInt64(nanoseconds))
+    }
+
+    /// Signals matching any of `rules`, each delivered once, in the order the bus sent them.
+    /// Several narrow rules (e.g. `arg0` per interface) let the bus drop what no rule wants
+    /// before it is ever sent to this connection.
+    public func signals(matchingAny rules: [DBusMatchRule]) async throws -> AsyncThrowingStream<DBusSignal, any Error> {
+        try await core.subscribe(rules)
     }
 
     // MARK: Exporting objects

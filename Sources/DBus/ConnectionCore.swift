@@ -16,7 +16,7 @@ final class ConnectionCore: @unchecked Sendable {
     }
 
     private struct Subscription {
-        let rule: DBusMatchRule
+        let rules: [DBusMatchRule]
         let continuation: AsyncThrowingStream<DBusSignal, any Error>.Continuation
     }
 
@@ -245,43 +245,45 @@ final class ConnectionCore: @unchecked Sendable {
     // MARK: Signals
 
     /// Registers a subscription locally, then with the bus (AddMatch), and returns once the
-    /// bus has acknowledged it: signals sent after this returns are delivered.
-    func subscribe(_ rule: DBusMatchRule) async throws -> AsyncThrowingStream<DBusSignal, any Error> {
-        try rule.validate()
+    /// bus has acknowledged it: signals sent after this returns are delivered. A signal that
+    /// matches several of `rules` is delivered once, and all arrive in bus order.
+    func subscribe(_ rules: [DBusMatchRule]) async throws -> AsyncThrowingStream<DBusSignal, any Error> {
+        guard !rules.isEmpty else { throw DBusValidationError(kind: "match rule list", value: "(empty)") }
+        for rule in rules { try rule.validate() }
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: DBusSignal.self, bufferingPolicy: .unbounded)
         let id = nextSubscriptionID.wrappingAdd(1, ordering: .relaxed).oldValue
-        let wellKnown = rule.wellKnownSender
+        let wellKnown = Array(Set(rules.compactMap(\.wellKnownSender))).sorted()
         let added = loop.enqueue { [self] _ in
-            subscriptions[id] = Subscription(rule: rule, continuation: continuation)
-            if let wellKnown { trackedNames[wellKnown, default: 0] += 1 }
+            subscriptions[id] = Subscription(rules: rules, continuation: continuation)
+            for name in wellKnown { trackedNames[name, default: 0] += 1 }
         }
         guard added else { throw DBusError.disconnected() }
         continuation.onTermination = { [weak self] _ in
             guard let self else { return }
             loop.enqueue { [self] connection in
                 guard subscriptions.removeValue(forKey: id) != nil else { return }
-                sendBusCall(connection, "RemoveMatch", rule.description)
-                if let wellKnown {
-                    trackedNames[wellKnown, default: 1] -= 1
-                    if trackedNames[wellKnown] == 0 {
-                        trackedNames[wellKnown] = nil
-                        nameOwners[wellKnown] = nil
-                        sendBusCall(connection, "RemoveMatch", Self.ownerRule(wellKnown).description)
+                for rule in rules { sendBusCall(connection, "RemoveMatch", rule.description) }
+                for name in wellKnown {
+                    trackedNames[name, default: 1] -= 1
+                    if trackedNames[name] == 0 {
+                        trackedNames[name] = nil
+                        nameOwners[name] = nil
+                        sendBusCall(connection, "RemoveMatch", Self.ownerRule(name).description)
                     }
                 }
             }
         }
         do {
-            if let wellKnown {
-                _ = try await busCall("AddMatch", [.string(Self.ownerRule(wellKnown).description)])
-                let owner = try? await busCall("GetNameOwner", [.string(wellKnown)])
-                let ownerName: String = if case .string(let name)? = owner?.body.first { name } else { "" }
+            for name in wellKnown {
+                _ = try await busCall("AddMatch", [.string(Self.ownerRule(name).description)])
+                let owner = try? await busCall("GetNameOwner", [.string(name)])
+                let ownerName: String = if case .string(let unique)? = owner?.body.first { unique } else { "" }
                 loop.enqueue { [self] _ in
                     // A NameOwnerChanged processed meanwhile is newer than this answer.
-                    if trackedNames[wellKnown] != nil, nameOwners[wellKnown] == nil { nameOwners[wellKnown] = ownerName }
+                    if trackedNames[name] != nil, nameOwners[name] == nil { nameOwners[name] = ownerName }
                 }
             }
-            _ = try await busCall("AddMatch", [.string(rule.description)])
+            for rule in rules { _ = try await busCall("AddMatch", [.string(rule.description)]) }
         } catch {
             continuation.finish(throwing: error)
             throw error
@@ -341,10 +343,10 @@ final class ConnectionCore: @unchecked Sendable {
         let signal = DBusSignal(message: message)
         for id in subscriptions.keys.sorted() {
             guard let subscription = subscriptions[id] else { continue }
-            let owner = subscription.rule.wellKnownSender.flatMap { nameOwners[$0] }
-            if subscription.rule.matches(message, senderOwner: owner) {
-                subscription.continuation.yield(signal)
+            let matched = subscription.rules.contains { rule in
+                rule.matches(message, senderOwner: rule.wellKnownSender.flatMap { nameOwners[$0] })
             }
+            if matched { subscription.continuation.yield(signal) }
         }
     }
 }

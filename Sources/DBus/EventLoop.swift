@@ -56,6 +56,16 @@ final class EventLoop: @unchecked Sendable {
     private var ioThread = pthread_self()
     // I/O-thread state.
     private var stopRequested = false
+    /// See ``setReadCoalescing(nanoseconds:)``; 0 reads as soon as data arrives.
+    private let readCoalescing = Atomic<UInt64>(0)
+
+    /// After reading everything that was waiting, leave the socket alone this long, so a
+    /// stream of small signals (hundreds a second) is read and dispatched in groups rather
+    /// than with one wake-up each. Replies are delayed by up to the same time. Any thread.
+    func setReadCoalescing(nanoseconds: UInt64) {
+        readCoalescing.store(nanoseconds, ordering: .relaxed)
+        wake()
+    }
 
     init() throws {
         let fd = cdbus_eventfd()
@@ -161,6 +171,9 @@ final class EventLoop: @unchecked Sendable {
     func run(connection: OpaquePointer, isAlive: () -> Bool) {
         var pollFDs: [pollfd] = []
         var polledWatches: [OpaquePointer?] = []
+        // Read coalescing: `draining` while reads keep finding data; then rest until `holdUntil`.
+        var draining = false
+        var holdUntil: UInt64 = 0
         while true {
             runJobs(connection)
             while dbus_connection_dispatch(connection) == DBUS_DISPATCH_DATA_REMAINS {}
@@ -172,12 +185,16 @@ final class EventLoop: @unchecked Sendable {
             pollFDs.append(pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0))
             polledWatches.append(nil)
             let now = Self.now()
+            let coalescing = readCoalescing.load(ordering: .relaxed)
+            if coalescing == 0 { draining = false; holdUntil = 0 }
+            let holding = holdUntil > now
             let earliest: UInt64? = withTables { tables in
                 for watch in tables.watches where dbus_watch_get_enabled(watch) != 0 {
                     let flags = dbus_watch_get_flags(watch)
                     var events: Int16 = 0
-                    if flags & DBUS_WATCH_READABLE.rawValue != 0 { events |= Int16(POLLIN) }
+                    if flags & DBUS_WATCH_READABLE.rawValue != 0, !holding { events |= Int16(POLLIN) }
                     if flags & DBUS_WATCH_WRITABLE.rawValue != 0 { events |= Int16(POLLOUT) }
+                    guard events != 0 else { continue }
                     pollFDs.append(pollfd(fd: dbus_watch_get_unix_fd(watch), events: events, revents: 0))
                     polledWatches.append(watch)
                 }
@@ -191,12 +208,25 @@ final class EventLoop: @unchecked Sendable {
                 return earliest
             }
             var timeoutMs: Int32 = -1
-            if let earliest {
-                timeoutMs = earliest <= now ? 0 : Int32(min(UInt64(Int32.max), (earliest - now + 999_999) / 1_000_000))
+            var wakeAt = earliest
+            if holding { wakeAt = min(wakeAt ?? .max, holdUntil) }
+            if let wakeAt {
+                timeoutMs = wakeAt <= now ? 0 : Int32(min(UInt64(Int32.max), (wakeAt - now + 999_999) / 1_000_000))
             }
+            if draining { timeoutMs = 0 }
             let ready = poll(&pollFDs, nfds_t(pollFDs.count), timeoutMs)
             withTables { $0.sleepingUntil = nil }
             if ready < 0 && errno != EINTR { return }
+            if coalescing > 0, !holding {
+                let readable = ready > 0 && pollFDs.dropFirst().contains { $0.revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 }
+                if readable {
+                    draining = true
+                } else if draining {
+                    // The socket is empty: rest before reading again.
+                    draining = false
+                    holdUntil = Self.now() + coalescing
+                }
+            }
             if ready > 0 {
                 if pollFDs[0].revents != 0 { drainWake() }
                 for index in 1..<pollFDs.count where pollFDs[index].revents != 0 {

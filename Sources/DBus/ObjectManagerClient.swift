@@ -21,6 +21,8 @@ public actor DBusObjectManagerClient {
     public let managerPath: DBusObjectPath
     private let connection: DBusConnection
     private let timeout: Duration
+    /// Interfaces whose property changes are followed (nil: all).
+    public let followedInterfaces: [String]?
     /// The current objects.
     public private(set) var objects: [DBusObjectPath: Interfaces] = [:]
     private var owner: String?
@@ -29,12 +31,20 @@ public actor DBusObjectManagerClient {
     /// Every change, starting with `interfacesAdded` for each object of the first snapshot.
     public nonisolated let events: AsyncStream<Event>
 
+    /// A mirror of `service`'s ObjectManager at `managerPath`.
+    ///
+    /// `followedInterfaces` limits which interfaces' PropertiesChanged are followed: the bus
+    /// then routes only those to this connection (`arg0` match rules), so a property that
+    /// changes hundreds of times a second but is not state (a GATT characteristic's `Value`)
+    /// costs nothing here. Properties of other interfaces keep their snapshot values. nil
+    /// follows every interface.
     public init(connection: DBusConnection, service: String, managerPath: DBusObjectPath = .root,
-                timeout: Duration = .seconds(25)) {
+                timeout: Duration = .seconds(25), followedInterfaces: [String]? = nil) {
         self.connection = connection
         self.service = service
         self.managerPath = managerPath
         self.timeout = timeout
+        self.followedInterfaces = followedInterfaces
         (events, eventContinuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)
     }
 
@@ -42,8 +52,20 @@ public actor DBusObjectManagerClient {
     /// cannot be reached (the subscriptions stay, so a later start of the service is seen).
     public func start() async throws {
         guard tasks.isEmpty else { return }
-        let rule = DBusMatchRule(sender: service, pathNamespace: managerPath)
-        let signals = try await connection.signals(matching: rule)
+        var rules: [DBusMatchRule]
+        if let followedInterfaces {
+            // Object lifecycle from the manager, property changes only for followed interfaces.
+            rules = [DBusMatchRule(sender: service, interface: DBusStandardInterface.objectManager, path: managerPath)]
+            rules += followedInterfaces.map {
+                DBusMatchRule(sender: service, interface: DBusStandardInterface.properties, member: "PropertiesChanged",
+                              pathNamespace: managerPath, arguments: [0: $0])
+            }
+        } else {
+            rules = [DBusMatchRule(sender: service, pathNamespace: managerPath)]
+        }
+        // One subscription stream per rule would reorder signals across rules; merge them in
+        // arrival order on one stream instead.
+        let signals = try await connection.signals(matchingAny: rules)
         let owners = try await connection.nameOwnerChanged(name: service)
         tasks.append(Task { [weak self] in
             do {

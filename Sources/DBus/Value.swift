@@ -8,7 +8,9 @@ import CDBus
 /// Containers carry their element types so that empty arrays and dictionaries keep their
 /// signature. Use ``DBusValue/as(_:)`` or the typed initialisers of ``DBusRepresentable`` to
 /// convert to and from Swift types.
-public indirect enum DBusValue: Sendable, Hashable {
+// Only the containers are indirect: scalars (every byte of a GATT value) stay inline
+// instead of taking one heap box each.
+public enum DBusValue: Sendable, Hashable {
     case byte(UInt8)
     case boolean(Bool)
     case int16(Int16)
@@ -23,13 +25,13 @@ public indirect enum DBusValue: Sendable, Hashable {
     case signature(DBusSignature)
     case unixFD(DBusFileDescriptor)
     /// A variant: the inner value carries its own type on the wire.
-    case variant(DBusValue)
+    indirect case variant(DBusValue)
     /// An array whose elements all have type `element`.
-    case array(element: DBusType, [DBusValue])
+    indirect case array(element: DBusType, [DBusValue])
     /// A dictionary (`a{KV}`), in wire order.
-    case dictionary(key: DBusType, value: DBusType, [DBusDictionaryEntry])
+    indirect case dictionary(key: DBusType, value: DBusType, [DBusDictionaryEntry])
     /// A struct with at least one field.
-    case structure([DBusValue])
+    indirect case structure([DBusValue])
 
     /// The value's complete type.
     public var type: DBusType {

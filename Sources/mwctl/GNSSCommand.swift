@@ -17,7 +17,7 @@ struct GNSSCommand: AsyncParsableCommand {
               tcp://HOST:PORT        plain NMEA byte stream (ser2net, nc). Reconnects.
               file:PATH[?speed=realtime|fast]   replay a capture; realtime (default) paces \
             cycles by their NMEA time stamps.
-            Exit status: 0 success; 2 bad usage or malformed/unknown source spec; 3 unreadable \
+            Exit status: 0 success; 2 bad usage or malformed/unknown source spec; 8 unreadable \
             input or failed source.
             """,
         subcommands: [Decode.self, Watch.self]
@@ -36,7 +36,7 @@ struct GNSSCommand: AsyncParsableCommand {
                 Reads a capture (gpsd test-log format; '#' lines are skipped) and prints one \
                 line per reporting cycle. Dates are printed as sent unless \
                 --week-rollover is given.
-                Exit status: 0 success; 2 bad usage; 3 file cannot be read.
+                Exit status: 0 success; 2 bad usage; 8 file cannot be read.
                 """
         )
 
@@ -84,7 +84,7 @@ struct GNSSCommand: AsyncParsableCommand {
             abstract: "Print fixes from a live source as they arrive.",
             discussion: """
                 Status messages (connected, reconnecting, detected baud rate) go to stderr.
-                Exit status: 0 success; 2 malformed or unknown source spec; 3 the source \
+                Exit status: 0 success; 2 malformed or unknown source spec; 8 the source \
                 failed (unreadable file, or connection lost with --no-reconnect).
                 """
         )

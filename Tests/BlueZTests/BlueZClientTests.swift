@@ -164,6 +164,41 @@ struct BlueZClientTests {
         }
     }
 
+    /// Coalesced reading hands several datagrams over per wake-up, yet each keeps the time it
+    /// arrived (the kernel's stamp), not the later time it was read.
+    @Test func coalescedAcquireNotifyKeepsArrivalTimesAndOrder() async throws {
+        try await withMock { mock, client in
+            let device = try await connectedBoard(mock, client, acquirable: true)
+            let notify = try #require(await client.characteristic(notifyUUID, under: device))
+            let link = try await GattLink.open(busAddress: mock.bus.address)
+            let (batches, continuation) = AsyncStream.makeStream(of: [GattNotification].self)
+            try await link.subscribe(to: notify, coalescing: .milliseconds(400),
+                                     onBatch: { continuation.yield($0) }, onEnd: { continuation.finish() })
+            #expect(await link.activeDelivery == "AcquireNotify")
+            var sentAt: [ContinuousClock.Instant] = []
+            let sent: [[UInt8]] = (0..<6).map { [0x13, 0x05, UInt8($0)] }
+            for bytes in sent {
+                sentAt.append(.now)
+                try await mock.notify(boardAddress, bytes)
+            }
+            try await mock.call("DropLink", [.string(boardAddress)])
+            var received: [GattNotification] = []
+            var batchCount = 0
+            for await batch in batches {
+                batchCount += 1
+                received += batch
+            }
+            #expect(received.map(\.bytes) == sent)
+            #expect(batchCount < sent.count)
+            for (notification, sent) in zip(received, sentAt) {
+                // Arrived after it was sent and long before the 400 ms coalescing pause ended.
+                #expect(notification.receivedAt >= sent - .milliseconds(5))
+                #expect(notification.receivedAt - sent < .milliseconds(300))
+            }
+            await link.close()
+        }
+    }
+
     @Test func scriptedConnectFailuresAreClassified() async throws {
         try await withMock { mock, client in
             try await mock.addBoard(boardAddress)

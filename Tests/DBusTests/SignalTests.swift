@@ -62,6 +62,63 @@ import Testing
         }
     }
 
+    @Test func severalRulesOnOneStreamDeliverEachSignalOnceInOrder() async throws {
+        try await withBus { bus, receiver in
+            let sender = try await DBusConnection(address: bus.address)
+            defer { sender.close() }
+            let stream = try await receiver.signals(matchingAny: [
+                DBusMatchRule(sender: sender.uniqueName, member: "Named", arguments: [0: "a"]),
+                DBusMatchRule(sender: sender.uniqueName, member: "Named", arguments: [0: "b"]),
+                DBusMatchRule(sender: sender.uniqueName, member: "Named", path: "/both"),
+            ])
+            try sender.emit(path: "/p", interface: "org.mwgate.Test", member: "Named", arguments: [.string("c"), .int32(0)])
+            try sender.emit(path: "/p", interface: "org.mwgate.Test", member: "Named", arguments: [.string("b"), .int32(1)])
+            try sender.emit(path: "/both", interface: "org.mwgate.Test", member: "Named", arguments: [.string("a"), .int32(2)])
+            try sender.emit(path: "/p", interface: "org.mwgate.Test", member: "Named", arguments: [.string("a"), .int32(3)])
+            var received: [[DBusValue]] = []
+            for try await signal in stream {
+                received.append(signal.body)
+                if received.count == 3 { break }
+            }
+            // "c" matches no rule; the signal on /both matches two rules but arrives once.
+            #expect(received == [[.string("b"), .int32(1)], [.string("a"), .int32(2)], [.string("a"), .int32(3)]])
+        }
+    }
+
+    /// Read coalescing groups reads but loses, reorders or withholds nothing: every signal of
+    /// a burst arrives in order, and calls on the same connection still get their replies.
+    @Test func readCoalescingDeliversEverySignalInOrderAndCallsStillComplete() async throws {
+        try await withBus { bus, receiver in
+            let sender = try await DBusConnection(address: bus.address)
+            defer { sender.close() }
+            receiver.setReadCoalescing(.milliseconds(100))
+            let stream = try await receiver.signals(matching: DBusMatchRule(
+                sender: sender.uniqueName, interface: "org.mwgate.Test", member: "Tick"))
+            let total: UInt32 = 2_000
+            for index in 0..<total {
+                try sender.emit(path: "/org/mwgate/test", interface: "org.mwgate.Test", member: "Tick",
+                                arguments: [.uint32(index), .array(element: .byte, Array(repeating: .byte(7), count: 20))])
+                if index % 200 == 0 { try await Task.sleep(for: .milliseconds(20)) }
+            }
+            let deadline = Task {
+                try await Task.sleep(for: .seconds(60))
+                receiver.close()
+            }
+            defer { deadline.cancel() }
+            var expected: UInt32 = 0
+            for try await signal in stream {
+                let (value, _) = try signal.message.decode(UInt32.self, [UInt8].self)
+                #expect(value == expected)
+                expected = value + 1
+                if value == total - 1 { break }
+            }
+            #expect(expected == total)
+            #expect(try await receiver.nameOwner(sender.uniqueName) == sender.uniqueName)
+            receiver.setReadCoalescing(.zero)
+            #expect(try await receiver.nameOwner(sender.uniqueName) == sender.uniqueName)
+        }
+    }
+
     @Test func nameOwnerChangedIsReported() async throws {
         try await withBus { bus, watcher in
             let changes = try await watcher.nameOwnerChanged(name: "org.mwgate.Coming")

@@ -85,9 +85,11 @@ struct MWCtlTests {
         #expect(lines.first?.hasPrefix("2010-08-21T08:37:23.000Z 3D 51.9259070 4.5776455 alt -4.0 m") == true)
     }
 
-    @Test func unreadableFileExits3WithOneLine() throws {
+    // The issue asks for 2 or higher; 3 means "daemon unreachable" for every mwctl command,
+    // so GNSS input has its own code, 8.
+    @Test func unreadableFileExits8WithOneLine() throws {
         let result = try Self.run(["gnss", "decode", "/nonexistent/capture.nmea"])
-        #expect(result.status == 3)
+        #expect(result.status == 8)
         #expect(result.stdout.isEmpty)
         #expect(result.stderr == "mwctl: error: cannot read /nonexistent/capture.nmea: No such file or directory\n")
     }
@@ -107,9 +109,9 @@ struct MWCtlTests {
         #expect(result.stdout.split(separator: "\n").count == NMEADecoder.decode(try TestSupport.log("bu353-glonass.log")).fixes.count)
     }
 
-    @Test func watchUnreadableFileExits3() throws {
+    @Test func watchUnreadableFileExits8() throws {
         let result = try Self.run(["gnss", "watch", "--source", "file:/nonexistent.nmea?speed=fast"])
-        #expect(result.status == 3)
+        #expect(result.status == 8)
         #expect(result.stderr.split(separator: "\n").count == 1)
     }
 

@@ -1,0 +1,111 @@
+import ArgumentParser
+import ControlAPI
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `mwctl history`: the daily summary from the daemon's history index.
+struct HistoryCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "history", abstract: "Show recorded walking sessions per day.")
+
+    @Option(help: "Days to show, counting today (1-3660).") var days: UInt32 = 7
+    @OptionGroup var output: OutputOptions
+    @OptionGroup var offline: OfflineOption
+
+    func validate() throws {
+        guard (1...3660).contains(days) else { throw ValidationError("--days must be 1 to 3660") }
+    }
+
+    func run() async throws {
+        let history: [HistoryDayPayload]
+        if let local = try offline.history(days: days) {
+            history = local
+        } else {
+            history = try await DaemonAccess.run { try await $0.history(days: days) }
+        }
+        if output.json { return try emitJSON(history) }
+        emitLine("DAY         SESSIONS  WALK(min)  DIST(km)  SAMPLES   SYNCED  UNSYNCED  LOST  HAZARDS")
+        for d in history {
+            let hazards = d.hazards.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: ",")
+            emitLine(d.day + String(format: "  %8d  %9.1f  %8.2f  %7d  %7d  %8d  %4d  ", d.sessions, d.walkingMinutes,
+                                    d.distanceMetres / 1000, d.samples, d.synced, d.unsynced, d.lost) + (hazards.isEmpty ? "-" : hazards))
+        }
+        if history.isEmpty { emitLine("(no sessions in the last \(days) day(s))") }
+    }
+}
+
+/// `mwctl export SESSION`: one session recombined from its chunks, fetched from the daemon
+/// in slices (a progress bar on stderr when it is a terminal).
+struct ExportCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "export",
+        abstract: "Export one recorded session as JSON, CSV, GeoJSON or GPX.",
+        discussion: "Exit status 4 when the session is unknown or its data was evicted or expired.")
+
+    @Argument(help: "Session ID (see `mwctl session list`).") var session: String
+    @Option(help: "json, csv, geojson or gpx.") var format: String = "json"
+    @Option(name: .shortAndLong, help: "Write to FILE instead of stdout.") var output: String?
+    @Flag(help: "Print a JSON summary (session, format, bytes, file) instead of the data; needs --output.") var json = false
+    @OptionGroup var offline: OfflineOption
+
+    static let formats = ["json", "csv", "geojson", "gpx"]
+
+    func validate() throws {
+        guard Self.formats.contains(format.lowercased()) else {
+            throw ValidationError("unknown format '\(format)' (expected json, csv, geojson or gpx)")
+        }
+        if json, output == nil { throw ValidationError("--json prints a summary; give --output FILE for the data") }
+    }
+
+    func run() async throws {
+        let bar = ProgressBar(enabled: isatty(STDERR_FILENO) == 1)
+        let bytes: [UInt8]
+        if let local = try offline.export(sessionID: session, format: format.lowercased()) {
+            bytes = local
+        } else {
+            bytes = try await DaemonAccess.run { client in
+                try await client.export(sessionID: session, format: format.lowercased()) { bar.update($0, $1) }
+            }
+        }
+        bar.finish()
+        if let output {
+            do { try Data(bytes).write(to: URL(fileURLWithPath: output), options: .atomic) } catch {
+                throw MWCtlExit.fail("cannot write \(output): \(error.localizedDescription)", MWCtlExit.failed)
+            }
+            if json { try emitJSON(ExportSummary(sessionID: session, format: format.lowercased(), bytes: bytes.count, file: output)) }
+        } else {
+            FileHandle.standardOutput.write(Data(bytes))
+        }
+    }
+
+    struct ExportSummary: Encodable {
+        var sessionID: String
+        var format: String
+        var bytes: Int
+        var file: String
+    }
+}
+
+/// A one-line progress bar on stderr, drawn only on a terminal.
+final class ProgressBar: @unchecked Sendable {
+    private let enabled: Bool
+    private var drawn = false
+
+    init(enabled: Bool) { self.enabled = enabled }
+
+    func update(_ done: UInt64, _ total: UInt64) {
+        guard enabled, total > 0 else { return }
+        let width = 30
+        let filled = Int(Double(width) * Double(done) / Double(total))
+        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
+        let text = "\r[\(bar)] \(Format.bytes(Int64(done)))/\(Format.bytes(Int64(total)))"
+        FileHandle.standardError.write(Data(text.utf8))
+        drawn = true
+    }
+
+    func finish() {
+        if drawn { FileHandle.standardError.write(Data("\n".utf8)) }
+    }
+}

@@ -1,0 +1,53 @@
+import ArgumentParser
+import ControlAPI
+import Foundation
+
+/// `mwctl session start|stop|list`.
+struct SessionCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "session", abstract: "Start, stop and list walking sessions.",
+        subcommands: [Start.self, Stop.self, List.self])
+
+    struct Start: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Start recording a session (exit 6 if one records).")
+        @OptionGroup var output: OutputOptions
+
+        func run() async throws {
+            let id = try await DaemonAccess.run { try await $0.startSession() }
+            if output.json { try emitJSON(["sessionID": id]) } else { emitLine("recording session \(id)") }
+        }
+    }
+
+    struct Stop: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Stop the recording session (exit 6 if none records); it then awaits its survey.")
+        @OptionGroup var output: OutputOptions
+
+        func run() async throws {
+            let end = try await DaemonAccess.run { try await $0.stopSession() }
+            if output.json { return try emitJSON(end) }
+            emitLine(String(format: "stopped %@: %d points from %d board(s), %.0f m; submit its survey with: mwctl survey",
+                            end.sessionID, end.points, end.boards.count, end.distanceMetres))
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List sessions in the buffer, newest first.")
+        @Option(help: "How many sessions (1-10000).") var limit: UInt32 = 20
+        @OptionGroup var output: OutputOptions
+
+        func validate() throws {
+            guard (1...10_000).contains(limit) else { throw ValidationError("--limit must be 1 to 10000") }
+        }
+
+        func run() async throws {
+            let sessions = try await DaemonAccess.run { try await $0.sessions(limit: limit) }
+            if output.json { return try emitJSON(sessions) }
+            if sessions.isEmpty { return emitLine("(no sessions)") }
+            emitLine("SESSION                               STARTED              STATE            POINTS")
+            for s in sessions {
+                emitLine([s.sessionID.padded(36), Format.time(s.startedAt), s.state.padded(15), String(format: "%6d", s.points)]
+                    .joined(separator: "  "))
+            }
+        }
+    }
+}

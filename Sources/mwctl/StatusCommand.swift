@@ -1,0 +1,134 @@
+import ArgumentParser
+import ControlAPI
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `mwctl status`: boards, fix, session, clock, backlog, sync, problems.
+struct StatusCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Show the gateway's boards, GNSS fix, session, backlog and sync.",
+        discussion: "With --watch the view is redrawn whenever the daemon announces a change (PropertiesChanged), and at least every --interval seconds.")
+
+    @OptionGroup var output: OutputOptions
+    @Flag(help: "Keep refreshing until interrupted.") var watch = false
+    @Option(help: "With --watch: stop after this many refreshes.") var count: Int?
+    @Option(help: "With --watch: redraw at least this often, seconds.") var interval: Double = 5
+
+    func validate() throws {
+        if let count, count < 1 { throw ValidationError("--count must be at least 1") }
+        if interval <= 0 { throw ValidationError("--interval must be positive") }
+    }
+
+    func run() async throws {
+        try await DaemonAccess.run { client in
+            guard watch else {
+                if output.json { emitLine(try await client.statusJSON()) } else { print(StatusView.text(try await client.status()), terminator: "") }
+                return
+            }
+            try await watchLoop(client)
+        }
+    }
+
+    private func watchLoop(_ client: GatewayControlClient) async throws {
+        let changes = try await client.propertyChanges()
+        let interactive = isatty(STDOUT_FILENO) == 1 && !output.json
+        let ticks = AsyncStream<Void> { continuation in
+            let task = Task {
+                for try await _ in changes { continuation.yield() }
+                continuation.finish()
+            }
+            let timer = Task {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .seconds(interval))
+                    continuation.yield()
+                }
+            }
+            continuation.onTermination = { _ in
+                task.cancel()
+                timer.cancel()
+            }
+        }
+        var shown = 0
+        func draw() async throws {
+            if output.json {
+                emitLine(try await client.statusJSON())
+            } else {
+                let text = StatusView.text(try await client.status())
+                FileHandle.standardOutput.write(Data(((interactive ? "\u{1B}[H\u{1B}[2J" : "---\n") + text).utf8))
+            }
+            shown += 1
+        }
+        try await draw()
+        if let count, shown >= count { return }
+        for await _ in ticks {
+            try await draw()
+            if let count, shown >= count { return }
+        }
+    }
+}
+
+/// The human-readable status.
+enum StatusView {
+    static func text(_ s: StatusPayload) -> String {
+        var lines: [String] = []
+        let session: String
+        if s.session.state == "recording", let id = s.session.sessionID {
+            let since = s.session.startedAt.map { " for " + Format.duration(s.generatedAt - $0) } ?? ""
+            session = "recording \(id) (\(s.session.trigger ?? "?"))\(since)"
+        } else {
+            session = "idle"
+        }
+        lines.append("Session:  \(session), mode \(s.session.mode), \(s.session.chunksSealed) chunk(s) sealed")
+        if !s.session.awaitingSurvey.isEmpty {
+            lines.append("          awaiting survey: \(s.session.awaitingSurvey.joined(separator: ", ")) (mwctl survey)")
+        }
+        if s.boards.isEmpty { lines.append("Boards:   none (mwctl boards scan / boards add ADDRESS)") }
+        for (index, b) in s.boards.enumerated() {
+            let battery = b.batteryPercent.map { "battery \($0)%" } ?? "battery ?"
+            let accel = b.accelerometerRateHz.map { String(format: ", accel %.0f Hz", $0) } ?? ""
+            let rates = String(format: "gyro %.0f Hz", b.gyroRateHz) + accel
+            lines.append("\(index == 0 ? "Boards:  " : "         ") \(b.address)  \(b.state)  \(b.model ?? "-")  \(battery)  \(rates)  \(b.gyroSamplesReceived) samples")
+        }
+        let g = s.gnss
+        var fix = "GNSS:     "
+        if g.source == nil {
+            fix += "no receiver configured"
+        } else if let lat = g.latitude, let lon = g.longitude, g.hasPosition {
+            fix += String(format: "%@ fix %.5f, %.5f", g.mode ?? "?", lat, lon)
+            if let sats = g.satellitesUsed { fix += ", \(sats) satellites" }
+            if let age = g.fixAgeSeconds { fix += ", " + Format.duration(age) + " old" }
+        } else {
+            fix += g.fixesReceived == 0 ? "no fix yet" : "no position (\(g.mode ?? "no_fix"))"
+        }
+        if let source = g.source { fix += " [\(source)\(g.running ? "" : ", stopped")]" }
+        lines.append(fix)
+        lines.append("Clock:    \(s.clock.systemClockSynchronised ? "synchronised" : "NOT synchronised"); point times: \(s.clock.timeSource)")
+        if let b = s.backlog {
+            var text = "Backlog:  \(b.documents) document(s), \(Format.bytes(b.bytes))"
+            if let age = b.oldestUnsentAgeSeconds { text += ", oldest " + Format.duration(age) }
+            text += ", \(b.dead) dead"
+            lines.append(text)
+        } else {
+            lines.append("Backlog:  unknown (the buffer could not be read)")
+        }
+        let free = s.storage.freeBytes.map { Format.bytes($0) + " free" } ?? "free space unknown"
+        lines.append("Storage:  \(s.storage.bufferBytes.map(Format.bytes) ?? "?") of \(Format.bytes(s.storage.budgetMaxBytes)) budget, \(free)")
+        var sync = "Sync:     "
+        if !s.sync.configured {
+            sync += "no upstream configured"
+        } else {
+            sync += s.sync.state
+            if let endpoint = s.sync.endpoint { sync += " to \(endpoint)" }
+            if let last = s.sync.lastSuccessAt { sync += ", last success " + Format.time(last) }
+            if let error = s.sync.lastError { sync += ", last error: \(error)" }
+        }
+        lines.append(sync)
+        for (index, p) in s.problems.suffix(5).enumerated() {
+            lines.append("\(index == 0 ? "Problems:" : "         ") \(Format.time(p.at)) \(p.area): \(p.message)")
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+}

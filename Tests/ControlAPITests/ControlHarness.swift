@@ -1,0 +1,199 @@
+import BlueZ
+@testable import BlueZSimulator
+import ControlAPI
+import ControlServer
+import DBus
+import Foundation
+import GNSS
+import Gateway
+import Logging
+import MetaWear
+import ServiceLifecycle
+import TestSupport
+
+/// A private bus with the BlueZ simulator (2 boards), a gateway on an NMEA replay and the
+/// control server owning io.mwgate.Gateway1, all in one service group; `mwctl` runs as a
+/// child process against the bus.
+final class ControlHarness: @unchecked Sendable {
+    let bus: TestBus
+    let simulator: BlueZSimulator
+    let addresses: [BluetoothAddress]
+    let stateDirectory: URL
+    let gateway: Gateway
+    let sync: FakeSync
+    private let group: ServiceGroup
+    private var running: Task<Void, any Error>?
+
+    static let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+    static let nmeaCapture = repositoryRoot.deletingLastPathComponent()
+        .appendingPathComponent("shared/testdata/nmea/quectel-l76k-nmea.log").path
+
+    init(hazards: [String] = ["pothole", "crack", "curb", "crowd"], withUpstream: Bool = true) async throws {
+        bus = try TestBus()
+        var configuration = SimulatorConfiguration(busAddress: bus.address, boards: 2, model: .mixed)
+        configuration.discoveryDelay = .milliseconds(50)
+        configuration.log = { _ in }
+        simulator = BlueZSimulator(configuration: configuration)
+        try await simulator.start()
+        var found: [BluetoothAddress] = []
+        for index in 0..<2 {
+            let info = try await simulator.boardInfo(index)
+            guard let address = BluetoothAddress(info.address) else { throw TestBusError(message: "bad address \(info.address)") }
+            found.append(address)
+        }
+        addresses = found
+        stateDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("mwgate-ctl-\(UUID().uuidString.prefix(8))")
+        let streaming = try StreamingConfiguration(gyro: GyroConfiguration(rate: .hz50, range: .dps2000),
+                                                   accelerometer: AccelerometerConfiguration(rate: .hz50, range: .g4))
+        let settings = GatewaySettings(
+            boards: .addresses(found), streaming: streaming, gnss: .file(path: Self.nmeaCapture, pacing: .realtime),
+            sessionMode: .manual, hazardCatalogue: hazards, stateDirectory: stateDirectory.path, busAddress: bus.address)
+        var logger = Logger(label: "mwgate.control-test")
+        logger.logLevel = .warning
+        gateway = try await Gateway.assemble(settings: settings, logger: logger, clockProbe: FixedClockSynchronisation(false))
+        sync = FakeSync()
+        let server = ControlServer(gateway: gateway, sync: withUpstream ? sync : nil, busAddress: bus.address, logger: logger)
+        group = gateway.serviceGroup(adding: [server], gracefulShutdownSignals: [])
+    }
+
+    func start() async throws {
+        let group = group
+        running = Task { try await group.run() }
+        // Ready when the name has an owner.
+        let connection = try await DBusConnection(address: bus.address)
+        defer { connection.close() }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while try await connection.nameOwner(GatewayControl.busName) == nil {
+            guard ContinuousClock.now < deadline else { throw TestBusError(message: "the control server never owned its name") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    func tearDown() async {
+        if let running {
+            await group.triggerGracefulShutdown()
+            _ = try? await running.value
+        }
+        running = nil
+        await simulator.stop()
+        bus.stop()
+        try? FileManager.default.removeItem(at: stateDirectory)
+    }
+
+    static func with(withUpstream: Bool = true, _ body: (ControlHarness) async throws -> Void) async throws {
+        let harness = try await ControlHarness(withUpstream: withUpstream)
+        do {
+            try await harness.start()
+            try await body(harness)
+        } catch {
+            await harness.tearDown()
+            throw error
+        }
+        await harness.tearDown()
+    }
+
+    /// Runs mwctl against this bus.
+    func mwctl(_ arguments: [String], stdin: String? = nil) async throws -> CLIResult {
+        try await CLI.run(arguments, environment: bus.environment, stdin: stdin)
+    }
+
+    /// Polls `mwctl status --json` until `condition` holds (generous for a loaded machine).
+    @discardableResult
+    func eventually(_ what: String, timeout: Duration = .seconds(60), _ condition: (StatusPayload) -> Bool) async throws -> StatusPayload {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let result = try await mwctl(["status", "--json"])
+            if result.status == 0, let status = try? ControlJSON.decode(StatusPayload.self, from: result.stdout), condition(status) {
+                return status
+            }
+            guard ContinuousClock.now < deadline else {
+                throw TestBusError(message: "timed out waiting for \(what); last: \(result.status) \(result.stdout) \(result.stderr)")
+            }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+    }
+}
+
+/// A sync service stand-in with a fixed state that counts its calls.
+final class FakeSync: SyncControl, @unchecked Sendable {
+    private let lock = NSLock()
+    private var runs = 0
+
+    var syncRuns: Int { lock.withLock { runs } }
+
+    func syncStatus() async -> SyncStatusPayload {
+        SyncStatusPayload(configured: true, endpoint: "https://upstream.example", state: "idle", credentialsPresent: true,
+                          lastSuccessAt: 1_790_000_000, documentsSent: 7)
+    }
+
+    func syncNow() async throws -> SyncRunPayload {
+        lock.withLock { runs += 1 }
+        return SyncRunPayload(sent: 2, failed: 0, remaining: 0)
+    }
+
+    func requeueDead(sessionID: String?) async throws -> Int { 0 }
+}
+
+/// One mwctl run.
+struct CLIResult {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+}
+
+enum CLI {
+    /// mwctl beside the test bundle (`swift build --build-tests` builds it).
+    static func path() throws -> String {
+        var directory = URL(fileURLWithPath: CommandLine.arguments.first ?? "").deletingLastPathComponent()
+        for _ in 0..<4 {
+            let candidate = directory.appendingPathComponent("mwctl")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate.path }
+            directory = directory.deletingLastPathComponent()
+        }
+        let fallback = ControlHarness.repositoryRoot.appendingPathComponent(".build/debug/mwctl").path
+        if FileManager.default.isExecutableFile(atPath: fallback) { return fallback }
+        throw TestBusError(message: "mwctl not found beside the test bundle (swift build --build-tests builds it)")
+    }
+
+    /// Runs mwctl (or `executable`) with output in temporary files (no pipe deadlocks).
+    /// Waits without blocking a thread of the cooperative pool: the control server answering
+    /// the child runs in this process and needs those threads.
+    static func run(_ arguments: [String], environment: [String: String], stdin: String? = nil,
+                    executable: String? = nil) async throws -> CLIResult {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try executable ?? path())
+        process.arguments = arguments
+        process.environment = environment
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mwctl-run-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let out = directory.appendingPathComponent("out")
+        let err = directory.appendingPathComponent("err")
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
+        let outHandle = try FileHandle(forWritingTo: out)
+        let errHandle = try FileHandle(forWritingTo: err)
+        process.standardOutput = outHandle
+        process.standardError = errHandle
+        let input = Pipe()
+        process.standardInput = stdin == nil ? FileHandle.nullDevice : input
+        let exited = AsyncStream<Void> { continuation in
+            process.terminationHandler = { _ in
+                continuation.yield()
+                continuation.finish()
+            }
+        }
+        try process.run()
+        if let stdin {
+            input.fileHandleForWriting.write(Data(stdin.utf8))
+            try input.fileHandleForWriting.close()
+        }
+        for await _ in exited {}
+        try outHandle.close()
+        try errHandle.close()
+        return CLIResult(status: process.terminationStatus,
+                         stdout: String(decoding: try Data(contentsOf: out), as: UTF8.self),
+                         stderr: String(decoding: try Data(contentsOf: err), as: UTF8.self))
+    }
+}
