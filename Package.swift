@@ -198,7 +198,7 @@ let package = Package(
         .target(
             name: "Daemon",
             dependencies: [
-                "Gateway", "GatewayConfig", "ServiceSupport",
+                "Gateway", "GatewayConfig", "ServiceSupport", "ControlServer",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),

@@ -102,40 +102,52 @@ for _ in $(seq 300); do grep -q "ready in" "$work/mwgated.log" && break; sleep 0
 grep "ready in" "$work/mwgated.log" || { echo "mwgated did not become ready:"; cat "$work/mwgated.log"; exit 1; }
 for _ in $(seq 200); do [ "$(grep -c "connected: MetaMotion" "$work/mwgated.log")" -ge 2 ] && break; sleep 0.1; done
 
-ctl() { STATE_DIRECTORY=$work/state "$bin/mwctl" "$@"; }
+ctl() { "$bin/mwctl" "$@"; }
 
 if [ "$control" = dbus ]; then
-    say "recording a ${seconds} s session over D-Bus (mwctl session start / stop / survey)"
+    say "recording a ${seconds} s session over D-Bus (mwctl session start / stop)"
     ctl session start
     sleep "$seconds"
+    say "status (mwctl status, over D-Bus)"
     ctl status
     ctl session stop
-    ctl survey --hazard pothole=3 --hazard kerb=1 || ctl survey --none
+    say "the walker's hazard survey (mwctl survey submit)"
+    ctl survey submit --hazard pothole=3 --hazard kerb=1
+    say "sessions (mwctl session list)"
+    ctl session list
+    session=$(sed -nE 's/.*session ([0-9A-F-]{36}) started.*/\1/p' "$work/mwgated.log" | head -n 1)
+    say "history (mwctl history, over D-Bus)"
+    # Point times come from the replayed capture (recorded 2026-08-05) when this machine's clock
+    # is not NTP-synchronised, so look back a year.
+    ctl history --days 365 | grep -vE "^[0-9-]+ +0 "
+    say "the session, exported (mwctl export, over D-Bus)"
+    ctl export "$session" --format geojson -o "$work/session.geojson"
+    ctl export "$session" --format csv -o "$work/session.csv"
 else
     say "recording a ${seconds} s always-on session"
-    echo "(the control API is not built in yet: no 'mwctl session' or 'mwctl status' over D-Bus;"
+    echo "(the control API is not built in: no 'mwctl session' or 'mwctl status' over D-Bus;"
     echo " the session is ended by stopping the daemon, and its survey waits for the next start)"
     sleep "$seconds"
-    echo "status (mwgated's log):"
-    grep -E "MESSAGE_ID=" "$work/mwgated.log" | sed -E 's/^<[0-9]>/  /; s/ MESSAGE_ID=[0-9a-f]+//'
-    say "stopping mwgated (SIGTERM: seal open chunks, stop the sensors, disconnect)"
-    started=$(date +%s%N)
-    kill -TERM "$daemon"
-    wait "$daemon" && echo "mwgated exited 0 after $(( ($(date +%s%N) - started) / 1000000 )) ms"
-    grep -E "shutdown: session|boards stopped" "$work/mwgated.log" | sed -E 's/^<[0-9]>/  /'
 fi
 
-session=$(sed -nE 's/.*session ([0-9A-F-]{36}) started.*/\1/p' "$work/mwgated.log" | head -n 1)
+say "journal events (MESSAGE_ID entries in mwgated's log)"
+grep -E "MESSAGE_ID=" "$work/mwgated.log" | sed -E 's/^<[0-9]>/  /; s/ MESSAGE_ID=[0-9a-f]+//'
 
-say "history (mwctl history: read from the buffer)"
-# Point times come from the replayed capture (recorded 2026-08-05) when this machine's clock is
-# not NTP-synchronised, so look back a year.
-ctl history --state-dir "$work/state" --days 365 | grep -vE "^[0-9-]+ +0 " 
+say "stopping mwgated (SIGTERM: seal open chunks, stop the sensors, disconnect)"
+stop_started=$(date +%s%N)
+kill -TERM "$daemon"
+wait "$daemon" && echo "mwgated exited 0 after $(( ($(date +%s%N) - stop_started) / 1000000 )) ms"
+grep -E "shutdown: session|boards stopped" "$work/mwgated.log" | sed -E 's/^<[0-9]>/  /' || true
 
-say "the session, exported"
-ctl export "$session" --state-dir "$work/state" --format geojson -o "$work/session.geojson"
-ctl export "$session" --state-dir "$work/state" --format csv -o "$work/session.csv"
-echo "session $session: $(($(wc -l <"$work/session.csv") - 1)) points"
+if [ "$control" != dbus ]; then
+    session=$(sed -nE 's/.*session ([0-9A-F-]{36}) started.*/\1/p' "$work/mwgated.log" | head -n 1)
+    say "history (mwctl history --state-dir: read from the buffer, daemon stopped)"
+    ctl history --state-dir "$work/state" --days 365 | grep -vE "^[0-9-]+ +0 "
+    say "the session, exported (mwctl export --state-dir)"
+    ctl export "$session" --state-dir "$work/state" --format geojson -o "$work/session.geojson"
+    ctl export "$session" --state-dir "$work/state" --format csv -o "$work/session.csv"
+fi
+echo "session $session: $(($(wc -l <"$work/session.csv") - 1)) points; first rows:"
 head -n 3 "$work/session.csv"
 echo "GeoJSON: $work/session.geojson"
 

@@ -1,3 +1,4 @@
+import ControlServer
 import Foundation
 import Gateway
 import GatewayConfig
@@ -112,13 +113,21 @@ public enum Daemon {
         let reporting = Task {
             for await status in updates { await reporter.observe(status) }
         }
-        let services = gateway.services(adding: extra + [daemonService]) {
+        let readiness = ReadinessGate(parts: ["pipeline", "control API"]) {
             let status = await pipeline.status
             let elapsed = ContinuousClock.now - started
             let milliseconds = elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
             logger.notice("ready in \(milliseconds) ms: \(StatusReporter.statusLine(status))",
                           metadata: ["startup_ms": "\(milliseconds)"])
             notifier.ready(status: StatusReporter.statusLine(status))
+        }
+        // The control API on the same bus as BlueZ (the system bus, or --bus-address).
+        let control = ControlServer(gateway: gateway, sync: extra.compactMap { $0 as? any SyncControl }.first,
+                                    busAddress: settings.busAddress, logger: logger) { _ in
+            await readiness.arrived("control API")
+        }
+        let services = gateway.services(adding: extra + [control, daemonService]) {
+            await readiness.arrived("pipeline")
         }
         var groupConfiguration = ServiceGroupConfiguration(services: services, logger: logger)
         groupConfiguration.gracefulShutdownSignals = [.sigterm, .sigint]
