@@ -7,12 +7,8 @@ import Testing
 /// the package installs into a scratch root with `dpkg -x`, its unit verifies there with
 /// `systemd-analyze verify --root`, and its sysusers/tmpfiles snippets create the account and
 /// directories in that root.
-@Suite(.enabled(if: ["dpkg-deb", "dpkg", "systemd-analyze", "systemd-sysusers", "systemd-tmpfiles", "objdump"].allSatisfy(PackageTests.available),
-                "dpkg, systemd or binutils tools missing"))
+@Suite(.enabled(if: PackagingTools.present, "dpkg, systemd or binutils tools missing"))
 struct PackageTests {
-    static func available(_ tool: String) -> Bool {
-        ["/usr/bin", "/bin", "/usr/sbin", "/sbin"].contains { FileManager.default.isExecutableFile(atPath: "\($0)/\(tool)") }
-    }
 
     static let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
@@ -77,5 +73,11 @@ struct PackageTests {
             #expect((attributes[.ownerAccountID] as? NSNumber)?.intValue == uid)
             #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o750)
         }
+    }
+}
+
+enum PackagingTools {
+    static let present = ["dpkg-deb", "dpkg", "systemd-analyze", "systemd-sysusers", "systemd-tmpfiles", "objdump"].allSatisfy { tool in
+        ["/usr/bin", "/bin", "/usr/sbin", "/sbin"].contains { FileManager.default.isExecutableFile(atPath: "\($0)/\(tool)") }
     }
 }
