@@ -20,10 +20,12 @@ if [ -n "${MWGATE_DEB_BIN_DIR:-}" ]; then
     bin=$MWGATE_DEB_BIN_DIR
 else
     if [ "${MWGATE_DEB_SKIP_BUILD:-0}" != 1 ]; then
-        swift build -c release --static-swift-stdlib --product mwgated
-        swift build -c release --static-swift-stdlib --product mwctl
+        # A scratch path of its own (shared with `make mwctl-static`): static-stdlib objects
+        # must not mix with the ordinary release build's.
+        swift build -c release --static-swift-stdlib --scratch-path .build-static --product mwgated
+        swift build -c release --static-swift-stdlib --scratch-path .build-static --product mwctl
     fi
-    bin=$(swift build -c release --show-bin-path)
+    bin=$(swift build -c release --scratch-path .build-static --show-bin-path)
 fi
 
 stage=$(mktemp -d)
