@@ -68,6 +68,9 @@ struct DaemonProcessTests {
             fixture.notify.messages.contains { $0.contains("STATUS=2/2 boards streaming") && $0.contains("recording") }
         }
         try await waitUntil("WATCHDOG=1") { fixture.notify.messages.contains("WATCHDOG=1") }
+        // READY=1 came after the control API took its name: mwctl reaches the daemon over D-Bus.
+        let overview = try await fixture.bus.run(try DaemonFixture.executable("mwctl"), ["status"])
+        #expect(overview.contains("recording"))
 
         // Catalogued events reach the journal socket with their fields.
         try await waitUntil("session-started") { !fixture.entries(withMessageID: MessageID.sessionStarted.rawValue).isEmpty }
