@@ -12,8 +12,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-dist}
-version=${MWGATE_VERSION:-$(git describe --tags --always 2>/dev/null | sed -E 's/^v//; s/^([^0-9])/0.0~\1/' || echo 0.0)}
-case "$version" in [0-9]*) ;; *) version="0.0~git$version" ;; esac
+# A tag v1.2.3 gives 1.2.3 (1.2.3+5.gabcdef after it); no tag gives 0.0~git<hash>.
+if [ -n "${MWGATE_VERSION:-}" ]; then
+    version=$MWGATE_VERSION
+elif tag=$(git describe --tags --match 'v[0-9]*' 2>/dev/null); then
+    version=$(echo "${tag#v}" | sed -E 's/-([0-9]+)-g/+\1.g/')
+else
+    version="0.0~git$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+fi
 arch=$(dpkg --print-architecture)
 
 if [ -n "${MWGATE_DEB_BIN_DIR:-}" ]; then
