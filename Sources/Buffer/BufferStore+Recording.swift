@@ -41,30 +41,50 @@ extension BufferStore: RecordingStore {
     func sealInTransaction(_ db: Database, _ chunk: ChunkToSeal, crc: UInt32? = nil) throws -> String {
         let name = UUID().uuidString.uppercased()
         let now = nowMilliseconds()
+        // One chunk per (session, board, seq): checked on the session's entries of the
+        // covering index instead of a second UNIQUE index (one more page per seal).
+        if try Bool.fetchOne(db.cachedStatement(sql: """
+            SELECT EXISTS (SELECT 1 FROM chunks INDEXED BY chunks_session_upload WHERE session_id = ? AND board = ? AND seq = ?)
+            """), arguments: [chunk.sessionID, chunk.board, chunk.seq]) == true {
+            throw StoreError.sessionState(chunk.sessionID, "chunk \(chunk.seq) of board \(chunk.board) is already sealed")
+        }
+        // The chunk row carries its own upload state (pending, next upload_seq of the
+        // session): one row, no separate outbox row. Its id is above every id ever used
+        // (chunk_id_floor remembers deleted ones), so an upload handle is never reused.
         try db.cachedStatement(sql: """
-            INSERT INTO chunks (name, session_id, board, seq, point_count, first_ts, last_ts, time_source, missed,
-                                crc32, sealed_at, size, points)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """).execute(arguments: [name, chunk.sessionID, chunk.board, chunk.seq, chunk.pointCount, chunk.firstTimestamp,
-                                     chunk.lastTimestamp, chunk.timeSource.rawValue, chunk.missedSamples,
-                                     Int64(crc ?? CRC32.checksum(chunk.bytes)), now, chunk.bytes.count, Data(chunk.bytes)])
+            INSERT INTO chunks (id, name, session_id, board, seq, upload_seq, updated_at, point_count, first_ts, last_ts,
+                                time_source, missed, crc32, sealed_at, size, points)
+            VALUES (max(coalesce((SELECT max(id) FROM chunks), 0), (SELECT value FROM chunk_id_floor WHERE id = 0)) + 1,
+                    ?1, ?2, ?3, ?4, (SELECT next_upload_seq FROM sessions WHERE id = ?2), ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?5,
+                    ?12, ?13)
+            """).execute(arguments: [name, chunk.sessionID, chunk.board, chunk.seq, now, chunk.pointCount,
+                                     chunk.firstTimestamp, chunk.lastTimestamp, chunk.timeSource.rawValue,
+                                     chunk.missedSamples, Int64(crc ?? CRC32.checksum(chunk.bytes)), chunk.bytes.count,
+                                     Data(chunk.bytes)])
         if let next = chunk.followingCheckpoint {
             try writeOpenChunk(db, next, at: now)
         } else {
             try db.cachedStatement(sql: "DELETE FROM open_chunks WHERE session_id = ? AND board = ?")
                 .execute(arguments: [chunk.sessionID, chunk.board])
         }
-        try enqueue(db, kind: "realtime_data", name: name, sessionID: chunk.sessionID, bytes: chunk.bytes.count)
         // The boards list grows by this board if it is new (chunks are only ever added to a
         // session by a seal), instead of a DISTINCT over all the session's chunks.
         try db.cachedStatement(sql: """
-            UPDATE sessions SET point_count = point_count + ?1,
+            UPDATE sessions SET point_count = point_count + ?1, next_upload_seq = next_upload_seq + 1,
                 boards = CASE WHEN EXISTS (SELECT 1 FROM json_each(boards) WHERE value = ?2) THEN boards
                          ELSE (SELECT json_group_array(value) FROM
                                (SELECT value FROM json_each(boards) UNION SELECT ?2 ORDER BY 1)) END
             WHERE id = ?3
             """).execute(arguments: [chunk.pointCount, chunk.board, chunk.sessionID])
-        try refreshSummary(db, sessionID: chunk.sessionID)
+        // A seal into a recording session changes only its sample count (its summary has no
+        // samples column; they are sessions.point_count), so only the day row is written.
+        // Anything else (a session in another state, a missing day row) takes the general path.
+        try db.cachedStatement(sql: """
+            UPDATE history_days SET samples = samples + ?1
+            WHERE day = (SELECT day FROM sessions WHERE id = ?2 AND state = 'recording' AND data_state = 'kept')
+              AND EXISTS (SELECT 1 FROM session_summaries WHERE session_id = ?2)
+            """).execute(arguments: [chunk.pointCount, chunk.sessionID])
+        if db.changesCount != 1 { try refreshSummary(db, sessionID: chunk.sessionID, samplesChanged: true) }
         return name
     }
 
@@ -80,12 +100,14 @@ extension BufferStore: RecordingStore {
                                      now, chunk.bytes.count, Data(chunk.bytes)])
     }
 
-    func enqueue(_ db: Database, kind: String, name: String, sessionID: String, bytes: Int) throws {
+    /// Queues a session's records document, after all its chunks in upload order.
+    func enqueueRecords(_ db: Database, name: String, sessionID: String, bytes: Int) throws {
         let now = nowMilliseconds()
-        try db.cachedStatement(sql: """
-            INSERT INTO outbox (kind, doc_name, session_id, seq, state, bytes, enqueued_at, updated_at)
-            VALUES (?1, ?2, ?3, (SELECT coalesce(max(seq), -1) + 1 FROM outbox WHERE session_id = ?3), 'pending', ?4, ?5, ?5)
-            """).execute(arguments: [kind, name, sessionID, bytes, now])
+        try db.execute(sql: """
+            INSERT INTO record_uploads (doc_name, session_id, upload_seq, state, bytes, enqueued_at, updated_at)
+            VALUES (?1, ?2, (SELECT next_upload_seq FROM sessions WHERE id = ?2), 'pending', ?3, ?4, ?4)
+            """, arguments: [name, sessionID, bytes, now])
+        try db.execute(sql: "UPDATE sessions SET next_upload_seq = next_upload_seq + 1 WHERE id = ?", arguments: [sessionID])
     }
 
     /// Marks the session stopped: it now awaits its hazard survey.
@@ -119,7 +141,7 @@ extension BufferStore: RecordingStore {
             // Two submissions in the same second would share a document name; the later one
             // moves to the next free second.
             var timestamp = Int64(submittedAt.timeIntervalSince1970.rounded(.down))
-            while try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM outbox WHERE doc_name = ?)",
+            while try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM record_uploads WHERE doc_name = ?)",
                                     arguments: ["\(configuration.userID)___\(timestamp)"]) ?? false {
                 timestamp += 1
             }
@@ -130,7 +152,7 @@ extension BufferStore: RecordingStore {
                 WHERE id = ?
                 """, arguments: [timestamp, hazardsJSON, valid == .noHazard, "\(configuration.userID)___\(timestamp)", sessionID])
             guard let record = try recordsDocument(db, sessionID: sessionID) else { throw StoreError.unknownSession(sessionID) }
-            try enqueue(db, kind: "records", name: record.name, sessionID: sessionID, bytes: record.firestoreSize)
+            try enqueueRecords(db, name: record.name, sessionID: sessionID, bytes: record.firestoreSize)
             try refreshSummary(db, sessionID: sessionID)
             return record
         }

@@ -40,8 +40,10 @@ extension BufferStore {
                    CASE WHEN s.ended_at IS NULL THEN 0 ELSE s.ended_at - s.started_at END AS walking_ms,
                    s.distance_m AS distance_m, s.point_count AS samples, coalesce(s.hazards, '{}') AS hazards,
                    CASE WHEN s.data_state = 'evicted' THEN 'lost'
-                        WHEN s.state = 'submitted' AND NOT EXISTS (
-                            SELECT 1 FROM outbox o WHERE o.session_id = s.id AND o.state != 'sent') THEN 'synced'
+                        WHEN s.state = 'submitted'
+                            AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.session_id = s.id AND c.upload_state != 'sent')
+                            AND NOT EXISTS (SELECT 1 FROM record_uploads r WHERE r.session_id = s.id AND r.state != 'sent')
+                            THEN 'synced'
                         ELSE 'unsynced' END AS sync
             FROM sessions s WHERE s.id = ?
             """), arguments: [sessionID])
@@ -49,11 +51,13 @@ extension BufferStore {
 
     /// Updates one session's summary and its day (and the day it left, if any).
     ///
-    /// When only the sample count or the sync state changed (every seal, most uploads), the
-    /// day is adjusted by the integer difference in place; anything else (a new session,
+    /// A summary holds no sample count (that is `sessions.point_count`); a seal adds its
+    /// points to the day itself and passes `samplesChanged` only when it needs this general
+    /// path, which then recomputes the day. When only the sync state changed (most uploads)
+    /// the day is adjusted by the integer difference in place; anything else (a new session,
     /// a stop, a survey, a deletion) recomputes the day from its summaries, so the
     /// floating-point totals never accumulate rounding from repeated deltas.
-    func refreshSummary(_ db: Database, sessionID: String) throws {
+    func refreshSummary(_ db: Database, sessionID: String, samplesChanged: Bool = false) throws {
         let old = try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM session_summaries WHERE session_id = ?"),
                                    arguments: [sessionID])
         guard let row = try computeSummary(db, sessionID: sessionID) else {
@@ -62,41 +66,41 @@ extension BufferStore {
             return
         }
         let day: String = row["day"]
-        if let old, try applySummaryDelta(db, old: old, new: row) { return }
+        if let old, !samplesChanged, try applySummaryDelta(db, old: old, new: row) { return }
         try db.execute(sql: """
-            INSERT OR REPLACE INTO session_summaries (session_id, day, walking_ms, distance_m, samples, hazards, sync)
-            VALUES (?, ?, ?, ?, ?, ?, ?)
-            """, arguments: [row["session_id"], day, row["walking_ms"], row["distance_m"], row["samples"],
-                             row["hazards"], row["sync"]])
+            INSERT OR REPLACE INTO session_summaries (session_id, day, walking_ms, distance_m, hazards, sync)
+            VALUES (?, ?, ?, ?, ?, ?)
+            """, arguments: [row["session_id"], day, row["walking_ms"], row["distance_m"], row["hazards"], row["sync"]])
         try recomputeDay(db, day: day)
         if let oldDay = old?["day"] as String?, oldDay != day { try recomputeDay(db, day: oldDay) }
     }
 
-    /// Applies a samples/sync-only change of a session's summary to it and its day in place;
+    /// Applies a sync-only change of a session's summary to it and its day in place;
     /// false (nothing written) when another field changed, so the caller recomputes.
     private func applySummaryDelta(_ db: Database, old: Row, new: Row) throws -> Bool {
         let day: String = new["day"]
         guard old["day"] as String == day, old["walking_ms"] as Double == new["walking_ms"] as Double,
               old["distance_m"] as Double == new["distance_m"] as Double,
               old["hazards"] as String == new["hazards"] as String else { return false }
-        let oldSamples: Int = old["samples"], newSamples: Int = new["samples"]
         let oldSync: String = old["sync"], newSync: String = new["sync"]
-        if oldSamples == newSamples && oldSync == newSync { return true }
+        if oldSync == newSync { return true }
         func count(_ state: String) -> Int { (newSync == state ? 1 : 0) - (oldSync == state ? 1 : 0) }
         try db.cachedStatement(sql: """
-            UPDATE history_days SET samples = samples + ?, synced = synced + ?, unsynced = unsynced + ?, lost = lost + ?
-            WHERE day = ?
-            """).execute(arguments: [newSamples - oldSamples, count("synced"), count("unsynced"), count("lost"), day])
+            UPDATE history_days SET synced = synced + ?, unsynced = unsynced + ?, lost = lost + ? WHERE day = ?
+            """).execute(arguments: [count("synced"), count("unsynced"), count("lost"), day])
         // A missing day row means the index was damaged; the caller rebuilds it.
         guard db.changesCount == 1 else { return false }
-        try db.cachedStatement(sql: "UPDATE session_summaries SET samples = ?, sync = ? WHERE session_id = ?")
-            .execute(arguments: [newSamples, newSync, new["session_id"]])
+        try db.cachedStatement(sql: "UPDATE session_summaries SET sync = ? WHERE session_id = ?")
+            .execute(arguments: [newSync, new["session_id"]])
         return true
     }
 
     /// Recomputes one day's totals from its session summaries.
     func recomputeDay(_ db: Database, day: String) throws {
-        let rows = try Row.fetchAll(db, sql: "SELECT * FROM session_summaries WHERE day = ?", arguments: [day])
+        let rows = try Row.fetchAll(db, sql: """
+            SELECT ss.*, s.point_count AS samples FROM session_summaries ss JOIN sessions s ON s.id = ss.session_id
+            WHERE ss.day = ?
+            """, arguments: [day])
         guard !rows.isEmpty else {
             try db.execute(sql: "DELETE FROM history_days WHERE day = ?", arguments: [day])
             return
@@ -184,7 +188,7 @@ extension BufferStore {
             }
             try db.execute(sql: "DELETE FROM open_chunks WHERE session_id = ?", arguments: [sessionID])
             try db.execute(sql: "DELETE FROM chunks WHERE session_id = ?", arguments: [sessionID])
-            try db.execute(sql: "DELETE FROM outbox WHERE session_id = ?", arguments: [sessionID])
+            try db.execute(sql: "DELETE FROM record_uploads WHERE session_id = ?", arguments: [sessionID])
             try db.execute(sql: "DELETE FROM sessions WHERE id = ?", arguments: [sessionID])
             try refreshSummary(db, sessionID: sessionID)
         }
