@@ -69,22 +69,19 @@ extension BufferStore: RecordingStore {
         }
         // The boards list grows by this board if it is new (chunks are only ever added to a
         // session by a seal), instead of a DISTINCT over all the session's chunks.
-        try db.cachedStatement(sql: """
+        let session = try Row.fetchOne(db.cachedStatement(sql: """
             UPDATE sessions SET point_count = point_count + ?1, next_upload_seq = next_upload_seq + 1,
                 boards = CASE WHEN EXISTS (SELECT 1 FROM json_each(boards) WHERE value = ?2) THEN boards
                          ELSE (SELECT json_group_array(value) FROM
                                (SELECT value FROM json_each(boards) UNION SELECT ?2 ORDER BY 1)) END
-            WHERE id = ?3
-            """).execute(arguments: [chunk.pointCount, chunk.board, chunk.sessionID])
-        // A seal into a recording session changes only its sample count (its summary has no
-        // samples column; they are sessions.point_count), so only the day row is written.
-        // Anything else (a session in another state, a missing day row) takes the general path.
-        try db.cachedStatement(sql: """
-            UPDATE history_days SET samples = samples + ?1
-            WHERE day = (SELECT day FROM sessions WHERE id = ?2 AND state = 'recording' AND data_state = 'kept')
-              AND EXISTS (SELECT 1 FROM session_summaries WHERE session_id = ?2)
-            """).execute(arguments: [chunk.pointCount, chunk.sessionID])
-        if db.changesCount != 1 { try refreshSummary(db, sessionID: chunk.sessionID, samplesChanged: true) }
+            WHERE id = ?3 RETURNING state, data_state
+            """), arguments: [chunk.pointCount, chunk.board, chunk.sessionID])
+        // A recording session's samples are not in its day row (history adds them live from
+        // sessions.point_count), and a seal changes nothing else of its summary: so a seal
+        // writes no history page. A seal into any other session takes the general path.
+        if session?["state"] as String? != "recording" || session?["data_state"] as String? != "kept" {
+            try refreshSummary(db, sessionID: chunk.sessionID, samplesChanged: true)
+        }
         return name
     }
 

@@ -244,13 +244,15 @@ public final class BufferStore: Sendable {
 
     /// v2: a seal writes fewer B-tree pages (each one is a 4 KiB WAL frame under the seal's
     /// fsync). The realtime_data upload state moves into the chunk row, so a seal inserts one
-    /// row instead of a chunk row plus an outbox row with three indexes; the chunk's two
-    /// secondary indexes become one (session, upload state, upload order), which serves both
-    /// the per-session reads and the Uplink's queue; chunk ids stop using AUTOINCREMENT (one
-    /// `sqlite_sequence` page per seal) and a trigger keeps a floor so ids are still never
-    /// reused (the replaced UNIQUE (session, board, seq) is checked by the seal against the
-    /// new index, which covers board and seq); `session_summaries` loses `samples` (it is `sessions.point_count`), so a seal
-    /// no longer rewrites the summary row. Records documents keep a small outbox of their own.
+    /// row instead of a chunk row plus an outbox row with three indexes. The chunk's two
+    /// secondary indexes become one (session, upload state, upload order, board, seq) that
+    /// serves the per-session reads, the Uplink's queue and the seal's duplicate check (it
+    /// replaces UNIQUE (session, board, seq)). Chunk ids stop using AUTOINCREMENT (a
+    /// `sqlite_sequence` page per seal); a trigger keeps a floor so ids, the Uplink's handles,
+    /// are still never reused. `session_summaries` loses `samples` (it is
+    /// `sessions.point_count`) and a day's `samples` leaves out sessions still recording
+    /// (`history` adds those live), so a seal writes no summary or day page. Records
+    /// documents get a small outbox of their own, `record_uploads`.
     static func migrateToUploadStateInChunks(_ db: Database) throws {
         try db.execute(sql: """
             CREATE TABLE chunks_v2 (
@@ -317,6 +319,9 @@ public final class BufferStore: Sendable {
             CREATE TRIGGER chunks_keep_id_floor AFTER DELETE ON chunks
                 BEGIN UPDATE chunk_id_floor SET value = OLD.id WHERE id = 0 AND value < OLD.id; END;
             ALTER TABLE session_summaries DROP COLUMN samples;
+            CREATE INDEX sessions_recording ON sessions(day) WHERE state = 'recording';
+            UPDATE history_days SET samples = (SELECT coalesce(sum(point_count), 0) FROM sessions
+                                               WHERE sessions.day = history_days.day AND state != 'recording');
             """)
     }
 

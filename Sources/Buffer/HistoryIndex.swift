@@ -51,8 +51,9 @@ extension BufferStore {
 
     /// Updates one session's summary and its day (and the day it left, if any).
     ///
-    /// A summary holds no sample count (that is `sessions.point_count`); a seal adds its
-    /// points to the day itself and passes `samplesChanged` only when it needs this general
+    /// A summary holds no sample count (that is `sessions.point_count`), and a day row's
+    /// `samples` leaves out sessions still recording (`history` adds them live), so a seal
+    /// writes no history page; it passes `samplesChanged` only when it needs this general
     /// path, which then recomputes the day. When only the sync state changed (most uploads)
     /// the day is adjusted by the integer difference in place; anything else (a new session,
     /// a stop, a survey, a deletion) recomputes the day from its summaries, so the
@@ -98,8 +99,8 @@ extension BufferStore {
     /// Recomputes one day's totals from its session summaries.
     func recomputeDay(_ db: Database, day: String) throws {
         let rows = try Row.fetchAll(db, sql: """
-            SELECT ss.*, s.point_count AS samples FROM session_summaries ss JOIN sessions s ON s.id = ss.session_id
-            WHERE ss.day = ?
+            SELECT ss.*, CASE WHEN s.state = 'recording' THEN 0 ELSE s.point_count END AS samples
+            FROM session_summaries ss JOIN sessions s ON s.id = ss.session_id WHERE ss.day = ?
             """, arguments: [day])
         guard !rows.isEmpty else {
             try db.execute(sql: "DELETE FROM history_days WHERE day = ?", arguments: [day])
@@ -140,7 +141,16 @@ extension BufferStore {
                 arguments = [day(ofEpochMilliseconds: since.timeIntervalSince1970 * 1000)]
             }
             sql += " ORDER BY day DESC"
-            return try Row.fetchAll(db, sql: sql, arguments: arguments).map(Self.historyDay)
+            var days = try Row.fetchAll(db, sql: sql, arguments: arguments).map(Self.historyDay)
+            // Samples of sessions still recording live in sessions.point_count until they stop.
+            for r in try Row.fetchAll(db, sql: """
+                SELECT day, sum(point_count) AS samples FROM sessions INDEXED BY sessions_recording
+                WHERE state = 'recording' GROUP BY day
+                """) {
+                let day: String = r["day"]
+                if let i = days.firstIndex(where: { $0.day == day }) { days[i].samples += r["samples"] as Int }
+            }
+            return days
         }
     }
 
