@@ -76,11 +76,11 @@ extension BufferStore: RecordingStore {
                                (SELECT value FROM json_each(boards) UNION SELECT ?2 ORDER BY 1)) END
             WHERE id = ?3 RETURNING state, data_state
             """), arguments: [chunk.pointCount, chunk.board, chunk.sessionID])
-        // A recording session's samples are not in its day row (history adds them live from
-        // sessions.point_count), and a seal changes nothing else of its summary: so a seal
-        // writes no history page. A seal into any other session takes the general path.
+        // A recording session's summary and day row do not count its samples (history adds
+        // them live from sessions.point_count), and a seal changes nothing else of them: so a
+        // seal writes no history page. A seal into any other session takes the general path.
         if session?["state"] as String? != "recording" || session?["data_state"] as String? != "kept" {
-            try refreshSummary(db, sessionID: chunk.sessionID, samplesChanged: true)
+            try refreshSummary(db, sessionID: chunk.sessionID)
         }
         return name
     }

@@ -249,9 +249,8 @@ public final class BufferStore: Sendable {
     /// serves the per-session reads, the Uplink's queue and the seal's duplicate check (it
     /// replaces UNIQUE (session, board, seq)). Chunk ids stop using AUTOINCREMENT (a
     /// `sqlite_sequence` page per seal); a trigger keeps a floor so ids, the Uplink's handles,
-    /// are still never reused. `session_summaries` loses `samples` (it is
-    /// `sessions.point_count`) and a day's `samples` leaves out sessions still recording
-    /// (`history` adds those live), so a seal writes no summary or day page. Records
+    /// are still never reused. A summary's and a day's `samples` leave out sessions still
+    /// recording (`history` adds those live), so a seal writes no summary or day page. Records
     /// documents get a small outbox of their own, `record_uploads`.
     static func migrateToUploadStateInChunks(_ db: Database) throws {
         try db.execute(sql: """
@@ -318,10 +317,11 @@ public final class BufferStore: Sendable {
             CREATE INDEX chunks_session_upload ON chunks(session_id, upload_state, upload_seq, board, seq);
             CREATE TRIGGER chunks_keep_id_floor AFTER DELETE ON chunks
                 BEGIN UPDATE chunk_id_floor SET value = OLD.id WHERE id = 0 AND value < OLD.id; END;
-            ALTER TABLE session_summaries DROP COLUMN samples;
             CREATE INDEX sessions_recording ON sessions(day) WHERE state = 'recording';
-            UPDATE history_days SET samples = (SELECT coalesce(sum(point_count), 0) FROM sessions
-                                               WHERE sessions.day = history_days.day AND state != 'recording');
+            UPDATE session_summaries SET samples = 0
+                WHERE session_id IN (SELECT id FROM sessions WHERE state = 'recording');
+            UPDATE history_days SET samples = (SELECT coalesce(sum(samples), 0) FROM session_summaries
+                                               WHERE session_summaries.day = history_days.day);
             """)
     }
 

@@ -33,12 +33,17 @@ public struct HistoryDay: Hashable, Sendable, Codable {
 /// (sealed, stopped, submitted, uploaded, evicted, deleted), and per-day totals recomputed
 /// only for the day that changed. Reading history touches only `history_days`.
 extension BufferStore {
-    /// The summary of one session, computed from the base tables.
+    /// The summary of one session, computed from the base tables. Its `samples` (what the
+    /// day row counts) are 0 while the session records: a seal then changes nothing in the
+    /// summary or the day, and `history` adds recording sessions' `point_count` live, so a
+    /// seal writes no history page. `all_samples` is the session's full count.
     func computeSummary(_ db: Database, sessionID: String) throws -> Row? {
         try Row.fetchOne(db.cachedStatement(sql: """
             SELECT s.id AS session_id, s.day AS day,
                    CASE WHEN s.ended_at IS NULL THEN 0 ELSE s.ended_at - s.started_at END AS walking_ms,
-                   s.distance_m AS distance_m, s.point_count AS samples, coalesce(s.hazards, '{}') AS hazards,
+                   s.distance_m AS distance_m, s.point_count AS all_samples,
+                   CASE WHEN s.state = 'recording' THEN 0 ELSE s.point_count END AS samples,
+                   coalesce(s.hazards, '{}') AS hazards,
                    CASE WHEN s.data_state = 'evicted' THEN 'lost'
                         WHEN s.state = 'submitted'
                             AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.session_id = s.id AND c.upload_state != 'sent')
@@ -51,14 +56,11 @@ extension BufferStore {
 
     /// Updates one session's summary and its day (and the day it left, if any).
     ///
-    /// A summary holds no sample count (that is `sessions.point_count`), and a day row's
-    /// `samples` leaves out sessions still recording (`history` adds them live), so a seal
-    /// writes no history page; it passes `samplesChanged` only when it needs this general
-    /// path, which then recomputes the day. When only the sync state changed (most uploads)
-    /// the day is adjusted by the integer difference in place; anything else (a new session,
+    /// When only the sample count or the sync state changed (a stop, most uploads), the
+    /// day is adjusted by the integer difference in place; anything else (a new session,
     /// a stop, a survey, a deletion) recomputes the day from its summaries, so the
     /// floating-point totals never accumulate rounding from repeated deltas.
-    func refreshSummary(_ db: Database, sessionID: String, samplesChanged: Bool = false) throws {
+    func refreshSummary(_ db: Database, sessionID: String) throws {
         let old = try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM session_summaries WHERE session_id = ?"),
                                    arguments: [sessionID])
         guard let row = try computeSummary(db, sessionID: sessionID) else {
@@ -67,41 +69,41 @@ extension BufferStore {
             return
         }
         let day: String = row["day"]
-        if let old, !samplesChanged, try applySummaryDelta(db, old: old, new: row) { return }
+        if let old, try applySummaryDelta(db, old: old, new: row) { return }
         try db.execute(sql: """
-            INSERT OR REPLACE INTO session_summaries (session_id, day, walking_ms, distance_m, hazards, sync)
-            VALUES (?, ?, ?, ?, ?, ?)
-            """, arguments: [row["session_id"], day, row["walking_ms"], row["distance_m"], row["hazards"], row["sync"]])
+            INSERT OR REPLACE INTO session_summaries (session_id, day, walking_ms, distance_m, samples, hazards, sync)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            """, arguments: [row["session_id"], day, row["walking_ms"], row["distance_m"], row["samples"],
+                             row["hazards"], row["sync"]])
         try recomputeDay(db, day: day)
         if let oldDay = old?["day"] as String?, oldDay != day { try recomputeDay(db, day: oldDay) }
     }
 
-    /// Applies a sync-only change of a session's summary to it and its day in place;
+    /// Applies a samples/sync-only change of a session's summary to it and its day in place;
     /// false (nothing written) when another field changed, so the caller recomputes.
     private func applySummaryDelta(_ db: Database, old: Row, new: Row) throws -> Bool {
         let day: String = new["day"]
         guard old["day"] as String == day, old["walking_ms"] as Double == new["walking_ms"] as Double,
               old["distance_m"] as Double == new["distance_m"] as Double,
               old["hazards"] as String == new["hazards"] as String else { return false }
+        let oldSamples: Int = old["samples"], newSamples: Int = new["samples"]
         let oldSync: String = old["sync"], newSync: String = new["sync"]
-        if oldSync == newSync { return true }
+        if oldSamples == newSamples && oldSync == newSync { return true }
         func count(_ state: String) -> Int { (newSync == state ? 1 : 0) - (oldSync == state ? 1 : 0) }
         try db.cachedStatement(sql: """
-            UPDATE history_days SET synced = synced + ?, unsynced = unsynced + ?, lost = lost + ? WHERE day = ?
-            """).execute(arguments: [count("synced"), count("unsynced"), count("lost"), day])
+            UPDATE history_days SET samples = samples + ?, synced = synced + ?, unsynced = unsynced + ?, lost = lost + ?
+            WHERE day = ?
+            """).execute(arguments: [newSamples - oldSamples, count("synced"), count("unsynced"), count("lost"), day])
         // A missing day row means the index was damaged; the caller rebuilds it.
         guard db.changesCount == 1 else { return false }
-        try db.cachedStatement(sql: "UPDATE session_summaries SET sync = ? WHERE session_id = ?")
-            .execute(arguments: [newSync, new["session_id"]])
+        try db.cachedStatement(sql: "UPDATE session_summaries SET samples = ?, sync = ? WHERE session_id = ?")
+            .execute(arguments: [newSamples, newSync, new["session_id"]])
         return true
     }
 
     /// Recomputes one day's totals from its session summaries.
     func recomputeDay(_ db: Database, day: String) throws {
-        let rows = try Row.fetchAll(db, sql: """
-            SELECT ss.*, CASE WHEN s.state = 'recording' THEN 0 ELSE s.point_count END AS samples
-            FROM session_summaries ss JOIN sessions s ON s.id = ss.session_id WHERE ss.day = ?
-            """, arguments: [day])
+        let rows = try Row.fetchAll(db, sql: "SELECT * FROM session_summaries WHERE day = ?", arguments: [day])
         guard !rows.isEmpty else {
             try db.execute(sql: "DELETE FROM history_days WHERE day = ?", arguments: [day])
             return
@@ -142,7 +144,7 @@ extension BufferStore {
             }
             sql += " ORDER BY day DESC"
             var days = try Row.fetchAll(db, sql: sql, arguments: arguments).map(Self.historyDay)
-            // Samples of sessions still recording live in sessions.point_count until they stop.
+            // Samples of sessions still recording are in sessions.point_count until they stop.
             for r in try Row.fetchAll(db, sql: """
                 SELECT day, sum(point_count) AS samples FROM sessions INDEXED BY sessions_recording
                 WHERE state = 'recording' GROUP BY day
@@ -174,7 +176,7 @@ extension BufferStore {
                 d.sessions += 1
                 d.walkingMinutes += (r["walking_ms"] as Double) / 60_000
                 d.distanceMetres += r["distance_m"]
-                d.samples += r["samples"] as Int
+                d.samples += r["all_samples"] as Int
                 switch r["sync"] as String {
                 case "synced": d.synced += 1
                 case "lost": d.lost += 1

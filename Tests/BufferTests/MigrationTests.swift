@@ -111,3 +111,39 @@ struct MigrationTests {
         #expect(try store.backlogStats().count == 3)
     }
 }
+
+@Suite("History while recording")
+struct LiveHistoryTests {
+    @Test("a recording session's samples show live and stay in the day after a stop that changes nothing else")
+    func liveSamples() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = try openStore(dir)
+        try store.beginSession(SessionStart(sessionID: "R", startedAt: 5_000, trigger: .controlAPI))
+        for seq in 0..<3 {
+            let p = points(10, t0: 5_000 + Double(seq) * 100)
+            try store.seal(ChunkToSeal(sessionID: "R", board: "B1", seq: seq, bytes: PointCodec.encode(p), pointCount: 10,
+                                       firstTimestamp: p[0].gyroscope.timestamp, lastTimestamp: p[9].gyroscope.timestamp,
+                                       timeSource: .systemClockSynchronised, missedSamples: 0))
+            #expect(try store.history().first?.samples == (seq + 1) * 10)
+            #expect(try rounded(store.history()) == rounded(store.historyFromScratch()))
+        }
+        // Ended at its start with no distance: only the sample count moves into the day row.
+        try store.endSession(SessionEnd(sessionID: "R", endedAt: 5_000, trigger: .controlAPI, boards: ["B1"], pointCount: 30,
+                                        distance: 0, timeSource: .unsynchronisedSystemClock))
+        #expect(try store.history().first?.samples == 30)
+        #expect(try rounded(store.history()) == rounded(store.historyFromScratch()))
+        // A late seal into the stopped session takes the general path and is counted too.
+        let p = points(5, t0: 6_000)
+        try store.seal(ChunkToSeal(sessionID: "R", board: "B1", seq: 3, bytes: PointCodec.encode(p), pointCount: 5,
+                                   firstTimestamp: p[0].gyroscope.timestamp, lastTimestamp: p[4].gyroscope.timestamp,
+                                   timeSource: .systemClockSynchronised, missedSamples: 0))
+        #expect(try store.history().first?.samples == 35)
+        #expect(try rounded(store.history()) == rounded(store.historyFromScratch()))
+        #expect(throws: BufferStore.StoreError.self) {
+            try store.seal(ChunkToSeal(sessionID: "R", board: "B1", seq: 3, bytes: PointCodec.encode(p), pointCount: 5,
+                                       firstTimestamp: p[0].gyroscope.timestamp, lastTimestamp: p[4].gyroscope.timestamp,
+                                       timeSource: .systemClockSynchronised, missedSamples: 0))
+        }
+    }
+}
