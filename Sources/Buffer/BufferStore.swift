@@ -245,9 +245,10 @@ public final class BufferStore: Sendable {
     /// v2: a seal writes fewer B-tree pages (each one is a 4 KiB WAL frame under the seal's
     /// fsync). The realtime_data upload state moves into the chunk row, so a seal inserts one
     /// row instead of a chunk row plus an outbox row with three indexes. The chunk's two
-    /// secondary indexes become one (session, upload state, upload order, board, seq) that
-    /// serves the per-session reads, the Uplink's queue and the seal's duplicate check (it
-    /// replaces UNIQUE (session, board, seq)). Chunk ids stop using AUTOINCREMENT (a
+    /// secondary indexes become one (session, upload state, upload order, board, seq, size,
+    /// sealed_at) that serves the per-session reads, the Uplink's queue, the seal's duplicate
+    /// check (it replaces UNIQUE (session, board, seq)) and `backlogStats` (every 2 s, covered
+    /// by the index, so a large backlog never reads its page-sized chunk rows). Chunk ids stop using AUTOINCREMENT (a
     /// `sqlite_sequence` page per seal); a trigger keeps a floor so ids, the Uplink's handles,
     /// are still never reused. A summary's and a day's `samples` leave out sessions still
     /// recording (`history` adds those live), so a seal writes no summary or day page. Records
@@ -314,7 +315,7 @@ public final class BufferStore: Sendable {
             DROP TABLE outbox;
             DROP TABLE chunks;
             ALTER TABLE chunks_v2 RENAME TO chunks;
-            CREATE INDEX chunks_session_upload ON chunks(session_id, upload_state, upload_seq, board, seq);
+            CREATE INDEX chunks_session_upload ON chunks(session_id, upload_state, upload_seq, board, seq, size, sealed_at);
             CREATE TRIGGER chunks_keep_id_floor AFTER DELETE ON chunks
                 BEGIN UPDATE chunk_id_floor SET value = OLD.id WHERE id = 0 AND value < OLD.id; END;
             CREATE INDEX sessions_recording ON sessions(day) WHERE state = 'recording';

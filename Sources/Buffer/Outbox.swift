@@ -196,7 +196,8 @@ extension BufferStore {
     /// Backlog size: what is pending or in flight.
     public func backlogStats() throws -> BacklogStats {
         try reader.read { db in
-            // Through the (session, state) index; only unsent chunk rows are read (for size).
+            // Covered by chunks_session_upload (size and sealed_at are in it): no chunk row is
+            // read, however large the backlog.
             let c = try Row.fetchOne(db, sql: """
                 SELECT count(*) AS n, coalesce(sum(size), 0) AS bytes, min(sealed_at) AS oldest,
                        (SELECT count(*) FROM chunks WHERE session_id IN (SELECT id FROM sessions) AND upload_state = 'dead') AS dead,
