@@ -41,11 +41,19 @@ extension BufferStore: RecordingStore {
     func sealInTransaction(_ db: Database, _ chunk: ChunkToSeal, crc: UInt32? = nil) throws -> String {
         let name = UUID().uuidString.uppercased()
         let now = nowMilliseconds()
-        // One chunk per (session, board, seq): checked on the session's entries of the
-        // covering index instead of a second UNIQUE index (one more page per seal).
-        if try Bool.fetchOne(db.cachedStatement(sql: """
-            SELECT EXISTS (SELECT 1 FROM chunks INDEXED BY chunks_session_upload WHERE session_id = ? AND board = ? AND seq = ?)
-            """), arguments: [chunk.sessionID, chunk.board, chunk.seq]) == true {
+        guard let session = try Row.fetchOne(db.cachedStatement(sql: "SELECT state, data_state FROM sessions WHERE id = ?"),
+                                             arguments: [chunk.sessionID]) else {
+            throw StoreError.unknownSession(chunk.sessionID)
+        }
+        // One scan of the session's entries in the covering index gives the next upload_seq
+        // and the duplicate check (one chunk per session, board and seq), instead of a
+        // second UNIQUE index and a counter in the session row (a page each per seal).
+        let order = try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT coalesce(max(upload_seq), -1) + 1 AS next, coalesce(max(board = ?2 AND seq = ?3), 0) AS duplicate
+            FROM chunks INDEXED BY chunks_session_upload WHERE session_id = ?1
+            """), arguments: [chunk.sessionID, chunk.board, chunk.seq])
+        let nextUploadSeq: Int = order?["next"] ?? 0
+        if order?["duplicate"] as Bool? == true {
             throw StoreError.sessionState(chunk.sessionID, "chunk \(chunk.seq) of board \(chunk.board) is already sealed")
         }
         // The chunk row carries its own upload state (pending, next upload_seq of the
@@ -55,11 +63,10 @@ extension BufferStore: RecordingStore {
             INSERT INTO chunks (id, name, session_id, board, seq, upload_seq, updated_at, point_count, first_ts, last_ts,
                                 time_source, missed, crc32, sealed_at, size, points)
             VALUES (max(coalesce((SELECT max(id) FROM chunks), 0), (SELECT value FROM chunk_id_floor WHERE id = 0)) + 1,
-                    ?1, ?2, ?3, ?4, (SELECT next_upload_seq FROM sessions WHERE id = ?2), ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?5,
-                    ?12, ?13)
-            """).execute(arguments: [name, chunk.sessionID, chunk.board, chunk.seq, now, chunk.pointCount,
+                    ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """).execute(arguments: [name, chunk.sessionID, chunk.board, chunk.seq, nextUploadSeq, now, chunk.pointCount,
                                      chunk.firstTimestamp, chunk.lastTimestamp, chunk.timeSource.rawValue,
-                                     chunk.missedSamples, Int64(crc ?? CRC32.checksum(chunk.bytes)), chunk.bytes.count,
+                                     chunk.missedSamples, Int64(crc ?? CRC32.checksum(chunk.bytes)), now, chunk.bytes.count,
                                      Data(chunk.bytes)])
         if let next = chunk.followingCheckpoint {
             try writeOpenChunk(db, next, at: now)
@@ -67,19 +74,18 @@ extension BufferStore: RecordingStore {
             try db.cachedStatement(sql: "DELETE FROM open_chunks WHERE session_id = ? AND board = ?")
                 .execute(arguments: [chunk.sessionID, chunk.board])
         }
-        // The boards list grows by this board if it is new (chunks are only ever added to a
-        // session by a seal), instead of a DISTINCT over all the session's chunks.
-        let session = try Row.fetchOne(db.cachedStatement(sql: """
-            UPDATE sessions SET point_count = point_count + ?1, next_upload_seq = next_upload_seq + 1,
-                boards = CASE WHEN EXISTS (SELECT 1 FROM json_each(boards) WHERE value = ?2) THEN boards
-                         ELSE (SELECT json_group_array(value) FROM
-                               (SELECT value FROM json_each(boards) UNION SELECT ?2 ORDER BY 1)) END
-            WHERE id = ?3 RETURNING state, data_state
-            """), arguments: [chunk.pointCount, chunk.board, chunk.sessionID])
-        // A recording session's summary and day row do not count its samples (history adds
-        // them live from sessions.point_count), and a seal changes nothing else of them: so a
-        // seal writes no history page. A seal into any other session takes the general path.
-        if session?["state"] as String? != "recording" || session?["data_state"] as String? != "kept" {
+        // A recording session's point count and boards are read live from its chunks (see
+        // `liveSessionColumns`) and stored when it stops; its summary and day row do not count
+        // its samples (history adds them live). So a seal into a recording session writes no
+        // session, summary or day page. A seal into any other session updates them here.
+        if session["state"] as String != "recording" || session["data_state"] as String != "kept" {
+            try db.execute(sql: """
+                UPDATE sessions SET point_count = point_count + ?1,
+                    boards = CASE WHEN EXISTS (SELECT 1 FROM json_each(boards) WHERE value = ?2) THEN boards
+                             ELSE (SELECT json_group_array(value) FROM
+                                   (SELECT value FROM json_each(boards) UNION SELECT ?2 ORDER BY 1)) END
+                WHERE id = ?3
+                """, arguments: [chunk.pointCount, chunk.board, chunk.sessionID])
             try refreshSummary(db, sessionID: chunk.sessionID)
         }
         return name
@@ -102,9 +108,19 @@ extension BufferStore: RecordingStore {
         let now = nowMilliseconds()
         try db.execute(sql: """
             INSERT INTO record_uploads (doc_name, session_id, upload_seq, state, bytes, enqueued_at, updated_at)
-            VALUES (?1, ?2, (SELECT next_upload_seq FROM sessions WHERE id = ?2), 'pending', ?3, ?4, ?4)
+            VALUES (?1, ?2, (SELECT coalesce(max(upload_seq), -1) + 1 FROM chunks WHERE session_id = ?2), 'pending', ?3, ?4, ?4)
             """, arguments: [name, sessionID, bytes, now])
-        try db.execute(sql: "UPDATE sessions SET next_upload_seq = next_upload_seq + 1 WHERE id = ?", arguments: [sessionID])
+    }
+
+    /// Stores a session's point count and boards from its chunks (while it records they are
+    /// read live, so seals need not write the session row). Call when it stops recording.
+    func storeSessionTotals(_ db: Database, sessionID: String) throws {
+        try db.execute(sql: """
+            UPDATE sessions SET point_count = (SELECT coalesce(sum(point_count), 0) FROM chunks WHERE session_id = ?1),
+                boards = (SELECT coalesce(json_group_array(board), '[]')
+                          FROM (SELECT DISTINCT board FROM chunks WHERE session_id = ?1 ORDER BY board))
+            WHERE id = ?1
+            """, arguments: [sessionID])
     }
 
     /// Marks the session stopped: it now awaits its hazard survey.
@@ -119,6 +135,7 @@ extension BufferStore: RecordingStore {
                     time_source = ? WHERE id = ?
                 """, arguments: [end.endedAt, end.trigger.description, end.distance, end.timeSource.rawValue, end.sessionID])
             try db.execute(sql: "DELETE FROM open_chunks WHERE session_id = ?", arguments: [end.sessionID])
+            try storeSessionTotals(db, sessionID: end.sessionID)
             try refreshSummary(db, sessionID: end.sessionID)
         }
     }
@@ -226,6 +243,7 @@ extension BufferStore: RecordingStore {
                         ended_at = coalesce(?, started_at), distance_m = ?, time_source = ? WHERE id = ?
                     """, arguments: [lastTimestamp, distance.metres,
                                      (any ? worst : .unsynchronisedSystemClock).rawValue, id])
+                try storeSessionTotals(db, sessionID: id)
                 try refreshSummary(db, sessionID: id)
                 configuration.log("recovered interrupted session \(id)")
             }

@@ -246,12 +246,15 @@ public final class BufferStore: Sendable {
     /// fsync). The realtime_data upload state moves into the chunk row, so a seal inserts one
     /// row instead of a chunk row plus an outbox row with three indexes. The chunk's two
     /// secondary indexes become one (session, upload state, upload order, board, seq, size,
-    /// sealed_at) that serves the per-session reads, the Uplink's queue, the seal's duplicate
-    /// check (it replaces UNIQUE (session, board, seq)) and `backlogStats` (every 2 s, covered
-    /// by the index, so a large backlog never reads its page-sized chunk rows). Chunk ids stop using AUTOINCREMENT (a
+    /// sealed_at, point_count) that serves the per-session reads, the Uplink's queue, the
+    /// seal's duplicate check and next upload order (it replaces UNIQUE (session, board,
+    /// seq)), `backlogStats` (every 2 s) and a recording session's live point count and boards,
+    /// all covered, so none of them reads the page-sized chunk rows. Chunk ids stop using AUTOINCREMENT (a
     /// `sqlite_sequence` page per seal); a trigger keeps a floor so ids, the Uplink's handles,
-    /// are still never reused. A summary's and a day's `samples` leave out sessions still
-    /// recording (`history` adds those live), so a seal writes no summary or day page. Records
+    /// are still never reused. A recording session's point count and boards are read live
+    /// from its chunks and stored when it stops, and a summary's and a day's `samples` leave
+    /// out sessions still recording (`history` adds those live), so a seal into a recording
+    /// session writes no session, summary or day page. Records
     /// documents get a small outbox of their own, `record_uploads`.
     static func migrateToUploadStateInChunks(_ db: Database) throws {
         try db.execute(sql: """
@@ -308,14 +311,11 @@ public final class BufferStore: Sendable {
                                         enqueued_at, updated_at, sent_at)
                 SELECT id, doc_name, session_id, seq, state, attempts, reason, bytes, enqueued_at, updated_at, sent_at
                 FROM outbox WHERE kind = 'records';
-            ALTER TABLE sessions ADD COLUMN next_upload_seq INTEGER NOT NULL DEFAULT 0;
-            UPDATE sessions SET next_upload_seq = max(
-                coalesce((SELECT max(seq) + 1 FROM outbox WHERE session_id = sessions.id), 0),
-                coalesce((SELECT max(upload_seq) + 1 FROM chunks_v2 WHERE session_id = sessions.id), 0));
             DROP TABLE outbox;
             DROP TABLE chunks;
             ALTER TABLE chunks_v2 RENAME TO chunks;
-            CREATE INDEX chunks_session_upload ON chunks(session_id, upload_state, upload_seq, board, seq, size, sealed_at);
+            CREATE INDEX chunks_session_upload ON chunks(session_id, upload_state, upload_seq, board, seq, size, sealed_at,
+                                                point_count);
             CREATE TRIGGER chunks_keep_id_floor AFTER DELETE ON chunks
                 BEGIN UPDATE chunk_id_floor SET value = OLD.id WHERE id = 0 AND value < OLD.id; END;
             CREATE INDEX sessions_recording ON sessions(day) WHERE state = 'recording';

@@ -33,15 +33,32 @@ public struct HistoryDay: Hashable, Sendable, Codable {
 /// (sealed, stopped, submitted, uploaded, evicted, deleted), and per-day totals recomputed
 /// only for the day that changed. Reading history touches only `history_days`.
 extension BufferStore {
+    /// A session's point count, SQL over `sessions s`: while it records, summed from its
+    /// chunks (covered by the chunk index; seals do not write the session row), afterwards
+    /// the stored total.
+    static let livePointCount = """
+        CASE WHEN s.state = 'recording'
+             THEN (SELECT coalesce(sum(c.point_count), 0) FROM chunks c WHERE c.session_id = s.id)
+             ELSE s.point_count END
+        """
+
+    /// A session's boards (JSON array, sorted), SQL over `sessions s`, live like `livePointCount`.
+    static let liveBoards = """
+        CASE WHEN s.state = 'recording'
+             THEN (SELECT coalesce(json_group_array(board), '[]')
+                   FROM (SELECT DISTINCT c.board AS board FROM chunks c WHERE c.session_id = s.id ORDER BY 1))
+             ELSE s.boards END
+        """
+
     /// The summary of one session, computed from the base tables. Its `samples` (what the
     /// day row counts) are 0 while the session records: a seal then changes nothing in the
-    /// summary or the day, and `history` adds recording sessions' `point_count` live, so a
+    /// summary or the day, and `history` adds recording sessions' points live, so a
     /// seal writes no history page. `all_samples` is the session's full count.
     func computeSummary(_ db: Database, sessionID: String) throws -> Row? {
         try Row.fetchOne(db.cachedStatement(sql: """
             SELECT s.id AS session_id, s.day AS day,
                    CASE WHEN s.ended_at IS NULL THEN 0 ELSE s.ended_at - s.started_at END AS walking_ms,
-                   s.distance_m AS distance_m, s.point_count AS all_samples,
+                   s.distance_m AS distance_m, \(Self.livePointCount) AS all_samples,
                    CASE WHEN s.state = 'recording' THEN 0 ELSE s.point_count END AS samples,
                    coalesce(s.hazards, '{}') AS hazards,
                    CASE WHEN s.data_state = 'evicted' THEN 'lost'
@@ -144,10 +161,10 @@ extension BufferStore {
             }
             sql += " ORDER BY day DESC"
             var days = try Row.fetchAll(db, sql: sql, arguments: arguments).map(Self.historyDay)
-            // Samples of sessions still recording are in sessions.point_count until they stop.
+            // Samples of sessions still recording are in their chunks until they stop.
             for r in try Row.fetchAll(db, sql: """
-                SELECT day, sum(point_count) AS samples FROM sessions INDEXED BY sessions_recording
-                WHERE state = 'recording' GROUP BY day
+                SELECT s.day AS day, sum(\(Self.livePointCount)) AS samples FROM sessions s INDEXED BY sessions_recording
+                WHERE s.state = 'recording' GROUP BY s.day
                 """) {
                 let day: String = r["day"]
                 if let i = days.firstIndex(where: { $0.day == day }) { days[i].samples += r["samples"] as Int }

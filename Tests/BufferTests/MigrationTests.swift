@@ -128,17 +128,22 @@ struct LiveHistoryTests {
             #expect(try store.history().first?.samples == (seq + 1) * 10)
             #expect(try rounded(store.history()) == rounded(store.historyFromScratch()))
         }
+        // Seals do not write the session row: its points and boards are read live.
+        #expect(try store.sessions().first { $0.id == "R" }?.points == 30)
+        #expect(try store.dataset(sessionID: "R").boards == ["B1"])
         // Ended at its start with no distance: only the sample count moves into the day row.
         try store.endSession(SessionEnd(sessionID: "R", endedAt: 5_000, trigger: .controlAPI, boards: ["B1"], pointCount: 30,
                                         distance: 0, timeSource: .unsynchronisedSystemClock))
         #expect(try store.history().first?.samples == 30)
         #expect(try rounded(store.history()) == rounded(store.historyFromScratch()))
+        #expect(try store.sessions().first { $0.id == "R" }?.points == 30)
         // A late seal into the stopped session takes the general path and is counted too.
         let p = points(5, t0: 6_000)
         try store.seal(ChunkToSeal(sessionID: "R", board: "B1", seq: 3, bytes: PointCodec.encode(p), pointCount: 5,
                                    firstTimestamp: p[0].gyroscope.timestamp, lastTimestamp: p[4].gyroscope.timestamp,
                                    timeSource: .systemClockSynchronised, missedSamples: 0))
         #expect(try store.history().first?.samples == 35)
+        #expect(try store.sessions().first { $0.id == "R" }?.points == 35)
         #expect(try rounded(store.history()) == rounded(store.historyFromScratch()))
         #expect(throws: BufferStore.StoreError.self) {
             try store.seal(ChunkToSeal(sessionID: "R", board: "B1", seq: 3, bytes: PointCodec.encode(p), pointCount: 5,
