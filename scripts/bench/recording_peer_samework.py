@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Second peer for the seal benchmark (a diagnostic, not the goal's yardstick): plain sqlite3
 running the same transaction as BufferStore.seal -- our schema (copied from the benchmark's
-database), auto_vacuum=INCREMENTAL, WAL, synchronous=FULL, the same statements (duplicate
-check, chunk row with its upload state, open-chunk delete, session update, history-day update)
+database), auto_vacuum=INCREMENTAL, WAL, synchronous=FULL, the same statements (session
+state, next upload order + duplicate check, chunk row with its upload state, open-chunk delete)
 and a CRC-32 (zlib). It shows what a seal's extra B-tree pages cost SQLite itself, apart from Swift/GRDB.
 Usage: recording_peer_samework.py BLOB SCHEMA_DB OUT_DB COUNT"""
 import os, sqlite3, sys, time, uuid, zlib
@@ -26,19 +26,14 @@ for seq in range(count):
     crc = zlib.crc32(blob)
     con.execute("BEGIN IMMEDIATE")
     name = str(uuid.uuid4()).upper(); now = time.time() * 1000
-    con.execute("SELECT EXISTS (SELECT 1 FROM chunks INDEXED BY chunks_session_upload WHERE session_id = ? AND board = ? AND seq = ?)", ('S', 'B', seq)).fetchone()
+    con.execute("SELECT state, data_state FROM sessions WHERE id = ?", ('S',)).fetchone()
+    nxt = con.execute("""SELECT coalesce(max(upload_seq), -1) + 1, coalesce(max(board = ?2 AND seq = ?3), 0)
+            FROM chunks INDEXED BY chunks_session_upload WHERE session_id = ?1""", ('S', 'B', seq)).fetchone()[0]
     con.execute("""INSERT INTO chunks (id, name, session_id, board, seq, upload_seq, updated_at, point_count, first_ts, last_ts,
                                 time_source, missed, crc32, sealed_at, size, points)
             VALUES (max(coalesce((SELECT max(id) FROM chunks), 0), (SELECT value FROM chunk_id_floor WHERE id = 0)) + 1,
-                    ?1, ?2, ?3, ?4, (SELECT next_upload_seq FROM sessions WHERE id = ?2), ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?5,
-                    ?12, ?13)""", (name, 'S', 'B', seq, now, 2000, 1.8e12, 1.8e12 + 19990, 'system_clock_synchronised', 0, crc, len(blob), blob))
+                    ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                (name, 'S', 'B', seq, nxt, now, 2000, 1.8e12, 1.8e12 + 19990, 'system_clock_synchronised', 0, crc, now, len(blob), blob))
     con.execute("DELETE FROM open_chunks WHERE session_id = ? AND board = ?", ('S', 'B'))
-    con.execute("""UPDATE sessions SET point_count = point_count + ?1, next_upload_seq = next_upload_seq + 1,
-                boards = CASE WHEN EXISTS (SELECT 1 FROM json_each(boards) WHERE value = ?2) THEN boards
-                         ELSE (SELECT json_group_array(value) FROM (SELECT value FROM json_each(boards) UNION SELECT ?2 ORDER BY 1)) END
-            WHERE id = ?3""", (2000, 'B', 'S'))
-    con.execute("""UPDATE history_days SET samples = samples + ?1
-            WHERE day = (SELECT day FROM sessions WHERE id = ?2 AND state = 'recording' AND data_state = 'kept')
-              AND EXISTS (SELECT 1 FROM session_summaries WHERE session_id = ?2)""", (2000, 'S'))
     con.execute("COMMIT")
 print("samework_chunks_per_s=%.1f" % (count / (time.perf_counter() - start)))
