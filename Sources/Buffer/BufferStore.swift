@@ -244,18 +244,17 @@ public final class BufferStore: Sendable {
 
     /// v2: a seal writes fewer B-tree pages (each one is a 4 KiB WAL frame under the seal's
     /// fsync). The realtime_data upload state moves into the chunk row, so a seal inserts one
-    /// row instead of a chunk row plus an outbox row with three indexes. The chunk's two
-    /// secondary indexes become one (session, upload state, upload order, board, seq, size,
-    /// sealed_at, point_count) that serves the per-session reads, the Uplink's queue, the
-    /// seal's duplicate check and next upload order (it replaces UNIQUE (session, board,
-    /// seq)), `backlogStats` (every 2 s) and a recording session's live point count and boards,
-    /// all covered, so none of them reads the page-sized chunk rows. Chunk ids stop using AUTOINCREMENT (a
-    /// `sqlite_sequence` page per seal); a trigger keeps a floor so ids, the Uplink's handles,
-    /// are still never reused. A recording session's point count and boards are read live
-    /// from its chunks and stored when it stops, and a summary's and a day's `samples` leave
-    /// out sessions still recording (`history` adds those live), so a seal into a recording
-    /// session writes no session, summary or day page. Records
-    /// documents get a small outbox of their own, `record_uploads`.
+    /// row instead of a chunk row plus an outbox row with three indexes; records documents get
+    /// a small outbox of their own, `record_uploads`. The chunk's two secondary indexes become
+    /// one (session, upload state, upload order, board, seq, size, sealed_at, point_count)
+    /// that covers the per-session reads, the Uplink's queue, the seal's duplicate check and
+    /// next upload order (it replaces UNIQUE (session, board, seq)), `backlogStats` (every 2 s)
+    /// and a recording session's live point count and boards, so none of them reads the
+    /// page-sized chunk rows. Chunk ids stop using AUTOINCREMENT (a `sqlite_sequence` page per
+    /// seal); a trigger keeps a floor so ids, the Uplink's handles, are still never reused. A
+    /// recording session's point count and boards are read live and stored when it stops, and
+    /// a summary's and a day's `samples` leave out sessions still recording (`history` adds
+    /// those live), so a seal into a recording session writes no session, summary or day page.
     static func migrateToUploadStateInChunks(_ db: Database) throws {
         try db.execute(sql: """
             CREATE TABLE chunks_v2 (
