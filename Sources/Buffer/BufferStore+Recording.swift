@@ -41,30 +41,53 @@ extension BufferStore: RecordingStore {
     func sealInTransaction(_ db: Database, _ chunk: ChunkToSeal, crc: UInt32? = nil) throws -> String {
         let name = UUID().uuidString.uppercased()
         let now = nowMilliseconds()
+        guard let session = try Row.fetchOne(db.cachedStatement(sql: "SELECT state, data_state FROM sessions WHERE id = ?"),
+                                             arguments: [chunk.sessionID]) else {
+            throw StoreError.unknownSession(chunk.sessionID)
+        }
+        // One scan of the session's entries in the covering index gives the next upload_seq
+        // and the duplicate check (one chunk per session, board and seq), instead of a
+        // second UNIQUE index and a counter in the session row (a page each per seal).
+        let order = try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT coalesce(max(upload_seq), -1) + 1 AS next, coalesce(max(board = ?2 AND seq = ?3), 0) AS duplicate
+            FROM chunks INDEXED BY chunks_session_upload WHERE session_id = ?1
+            """), arguments: [chunk.sessionID, chunk.board, chunk.seq])
+        let nextUploadSeq: Int = order?["next"] ?? 0
+        if order?["duplicate"] as Bool? == true {
+            throw StoreError.sessionState(chunk.sessionID, "chunk \(chunk.seq) of board \(chunk.board) is already sealed")
+        }
+        // The chunk row carries its own upload state (pending, next upload_seq of the
+        // session): one row, no separate outbox row. Its id is above every id ever used
+        // (chunk_id_floor remembers deleted ones), so an upload handle is never reused.
         try db.cachedStatement(sql: """
-            INSERT INTO chunks (name, session_id, board, seq, point_count, first_ts, last_ts, time_source, missed,
-                                crc32, sealed_at, size, points)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """).execute(arguments: [name, chunk.sessionID, chunk.board, chunk.seq, chunk.pointCount, chunk.firstTimestamp,
-                                     chunk.lastTimestamp, chunk.timeSource.rawValue, chunk.missedSamples,
-                                     Int64(crc ?? CRC32.checksum(chunk.bytes)), now, chunk.bytes.count, Data(chunk.bytes)])
+            INSERT INTO chunks (id, name, session_id, board, seq, upload_seq, updated_at, point_count, first_ts, last_ts,
+                                time_source, missed, crc32, sealed_at, size, points)
+            VALUES (max(coalesce((SELECT max(id) FROM chunks), 0), (SELECT value FROM chunk_id_floor WHERE id = 0)) + 1,
+                    ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """).execute(arguments: [name, chunk.sessionID, chunk.board, chunk.seq, nextUploadSeq, now, chunk.pointCount,
+                                     chunk.firstTimestamp, chunk.lastTimestamp, chunk.timeSource.rawValue,
+                                     chunk.missedSamples, Int64(crc ?? CRC32.checksum(chunk.bytes)), now, chunk.bytes.count,
+                                     Data(chunk.bytes)])
         if let next = chunk.followingCheckpoint {
             try writeOpenChunk(db, next, at: now)
         } else {
             try db.cachedStatement(sql: "DELETE FROM open_chunks WHERE session_id = ? AND board = ?")
                 .execute(arguments: [chunk.sessionID, chunk.board])
         }
-        try enqueue(db, kind: "realtime_data", name: name, sessionID: chunk.sessionID, bytes: chunk.bytes.count)
-        // The boards list grows by this board if it is new (chunks are only ever added to a
-        // session by a seal), instead of a DISTINCT over all the session's chunks.
-        try db.cachedStatement(sql: """
-            UPDATE sessions SET point_count = point_count + ?1,
-                boards = CASE WHEN EXISTS (SELECT 1 FROM json_each(boards) WHERE value = ?2) THEN boards
-                         ELSE (SELECT json_group_array(value) FROM
-                               (SELECT value FROM json_each(boards) UNION SELECT ?2 ORDER BY 1)) END
-            WHERE id = ?3
-            """).execute(arguments: [chunk.pointCount, chunk.board, chunk.sessionID])
-        try refreshSummary(db, sessionID: chunk.sessionID)
+        // A recording session's point count and boards are read live from its chunks (see
+        // `liveSessionColumns`) and stored when it stops; its summary and day row do not count
+        // its samples (history adds them live). So a seal into a recording session writes no
+        // session, summary or day page. A seal into any other session updates them here.
+        if session["state"] as String != "recording" || session["data_state"] as String != "kept" {
+            try db.execute(sql: """
+                UPDATE sessions SET point_count = point_count + ?1,
+                    boards = CASE WHEN EXISTS (SELECT 1 FROM json_each(boards) WHERE value = ?2) THEN boards
+                             ELSE (SELECT json_group_array(value) FROM
+                                   (SELECT value FROM json_each(boards) UNION SELECT ?2 ORDER BY 1)) END
+                WHERE id = ?3
+                """, arguments: [chunk.pointCount, chunk.board, chunk.sessionID])
+            try refreshSummary(db, sessionID: chunk.sessionID)
+        }
         return name
     }
 
@@ -80,12 +103,24 @@ extension BufferStore: RecordingStore {
                                      now, chunk.bytes.count, Data(chunk.bytes)])
     }
 
-    func enqueue(_ db: Database, kind: String, name: String, sessionID: String, bytes: Int) throws {
+    /// Queues a session's records document, after all its chunks in upload order.
+    func enqueueRecords(_ db: Database, name: String, sessionID: String, bytes: Int) throws {
         let now = nowMilliseconds()
-        try db.cachedStatement(sql: """
-            INSERT INTO outbox (kind, doc_name, session_id, seq, state, bytes, enqueued_at, updated_at)
-            VALUES (?1, ?2, ?3, (SELECT coalesce(max(seq), -1) + 1 FROM outbox WHERE session_id = ?3), 'pending', ?4, ?5, ?5)
-            """).execute(arguments: [kind, name, sessionID, bytes, now])
+        try db.execute(sql: """
+            INSERT INTO record_uploads (doc_name, session_id, upload_seq, state, bytes, enqueued_at, updated_at)
+            VALUES (?1, ?2, (SELECT coalesce(max(upload_seq), -1) + 1 FROM chunks WHERE session_id = ?2), 'pending', ?3, ?4, ?4)
+            """, arguments: [name, sessionID, bytes, now])
+    }
+
+    /// Stores a session's point count and boards from its chunks (while it records they are
+    /// read live, so seals need not write the session row). Call when it stops recording.
+    func storeSessionTotals(_ db: Database, sessionID: String) throws {
+        try db.execute(sql: """
+            UPDATE sessions SET point_count = (SELECT coalesce(sum(point_count), 0) FROM chunks WHERE session_id = ?1),
+                boards = (SELECT coalesce(json_group_array(board), '[]')
+                          FROM (SELECT DISTINCT board FROM chunks WHERE session_id = ?1 ORDER BY board))
+            WHERE id = ?1
+            """, arguments: [sessionID])
     }
 
     /// Marks the session stopped: it now awaits its hazard survey.
@@ -100,6 +135,7 @@ extension BufferStore: RecordingStore {
                     time_source = ? WHERE id = ?
                 """, arguments: [end.endedAt, end.trigger.description, end.distance, end.timeSource.rawValue, end.sessionID])
             try db.execute(sql: "DELETE FROM open_chunks WHERE session_id = ?", arguments: [end.sessionID])
+            try storeSessionTotals(db, sessionID: end.sessionID)
             try refreshSummary(db, sessionID: end.sessionID)
         }
     }
@@ -119,7 +155,7 @@ extension BufferStore: RecordingStore {
             // Two submissions in the same second would share a document name; the later one
             // moves to the next free second.
             var timestamp = Int64(submittedAt.timeIntervalSince1970.rounded(.down))
-            while try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM outbox WHERE doc_name = ?)",
+            while try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM record_uploads WHERE doc_name = ?)",
                                     arguments: ["\(configuration.userID)___\(timestamp)"]) ?? false {
                 timestamp += 1
             }
@@ -130,7 +166,7 @@ extension BufferStore: RecordingStore {
                 WHERE id = ?
                 """, arguments: [timestamp, hazardsJSON, valid == .noHazard, "\(configuration.userID)___\(timestamp)", sessionID])
             guard let record = try recordsDocument(db, sessionID: sessionID) else { throw StoreError.unknownSession(sessionID) }
-            try enqueue(db, kind: "records", name: record.name, sessionID: sessionID, bytes: record.firestoreSize)
+            try enqueueRecords(db, name: record.name, sessionID: sessionID, bytes: record.firestoreSize)
             try refreshSummary(db, sessionID: sessionID)
             return record
         }
@@ -207,6 +243,7 @@ extension BufferStore: RecordingStore {
                         ended_at = coalesce(?, started_at), distance_m = ?, time_source = ? WHERE id = ?
                     """, arguments: [lastTimestamp, distance.metres,
                                      (any ? worst : .unsynchronisedSystemClock).rawValue, id])
+                try storeSessionTotals(db, sessionID: id)
                 try refreshSummary(db, sessionID: id)
                 configuration.log("recovered interrupted session \(id)")
             }

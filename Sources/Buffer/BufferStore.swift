@@ -97,8 +97,15 @@ public final class BufferStore: Sendable {
         writer = pool
         reader = pool
         try pool.write { db in
-            try db.execute(sql: "UPDATE outbox SET state = 'pending', updated_at = ? WHERE state = 'in_flight'",
-                           arguments: [configuration.now().timeIntervalSince1970 * 1000])
+            let now = configuration.now().timeIntervalSince1970 * 1000
+            // Through the (session, state) index: a bare `WHERE upload_state` would read every
+            // chunk row, each about a page of blob.
+            try db.execute(sql: """
+                UPDATE chunks SET upload_state = 'pending', updated_at = ?
+                WHERE session_id IN (SELECT id FROM sessions) AND upload_state = 'in_flight'
+                """, arguments: [now])
+            try db.execute(sql: "UPDATE record_uploads SET state = 'pending', updated_at = ? WHERE state = 'in_flight'",
+                           arguments: [now])
         }
     }
 
@@ -231,7 +238,91 @@ public final class BufferStore: Sendable {
                 );
                 """)
         }
+        m.registerMigration("v2-upload-state-in-chunks") { db in try migrateToUploadStateInChunks(db) }
         return m
+    }
+
+    /// v2: a seal writes fewer B-tree pages (each one is a 4 KiB WAL frame under the seal's
+    /// fsync). The realtime_data upload state moves into the chunk row, so a seal inserts one
+    /// row instead of a chunk row plus an outbox row with three indexes; records documents get
+    /// a small outbox of their own, `record_uploads`. The chunk's two secondary indexes become
+    /// one (session, upload state, upload order, board, seq, size, sealed_at, point_count)
+    /// that covers the per-session reads, the Uplink's queue, the seal's duplicate check and
+    /// next upload order (it replaces UNIQUE (session, board, seq)), `backlogStats` (every 2 s)
+    /// and a recording session's live point count and boards, so none of them reads the
+    /// page-sized chunk rows. Chunk ids stop using AUTOINCREMENT (a `sqlite_sequence` page per
+    /// seal); a trigger keeps a floor so ids, the Uplink's handles, are still never reused. A
+    /// recording session's point count and boards are read live and stored when it stops, and
+    /// a summary's and a day's `samples` leave out sessions still recording (`history` adds
+    /// those live), so a seal into a recording session writes no session, summary or day page.
+    static func migrateToUploadStateInChunks(_ db: Database) throws {
+        try db.execute(sql: """
+            CREATE TABLE chunks_v2 (
+                id INTEGER PRIMARY KEY,
+                name TEXT NOT NULL UNIQUE,
+                session_id TEXT NOT NULL REFERENCES sessions(id),
+                board TEXT NOT NULL,
+                seq INTEGER NOT NULL,
+                upload_seq INTEGER NOT NULL,
+                upload_state TEXT NOT NULL DEFAULT 'pending'
+                    CHECK (upload_state IN ('pending','in_flight','sent','dead')),
+                attempts INTEGER NOT NULL DEFAULT 0,
+                reason TEXT,
+                updated_at REAL NOT NULL,
+                sent_at REAL,
+                point_count INTEGER NOT NULL,
+                first_ts REAL NOT NULL,
+                last_ts REAL NOT NULL,
+                time_source TEXT NOT NULL,
+                missed INTEGER NOT NULL,
+                crc32 INTEGER NOT NULL,
+                sealed_at REAL NOT NULL,
+                size INTEGER NOT NULL,
+                points BLOB
+            );
+            INSERT INTO chunks_v2 (id, name, session_id, board, seq, upload_seq, upload_state, attempts, reason,
+                                   updated_at, sent_at, point_count, first_ts, last_ts, time_source, missed, crc32,
+                                   sealed_at, size, points)
+                SELECT c.id, c.name, c.session_id, c.board, c.seq,
+                       coalesce(o.seq, (SELECT coalesce(max(seq), -1) + 1 FROM outbox WHERE session_id = c.session_id) + c.id),
+                       coalesce(o.state, 'pending'), coalesce(o.attempts, 0), o.reason,
+                       coalesce(o.updated_at, c.sealed_at), o.sent_at, c.point_count, c.first_ts, c.last_ts,
+                       c.time_source, c.missed, c.crc32, c.sealed_at, c.size, c.points
+                FROM chunks c LEFT JOIN outbox o ON o.doc_name = c.name AND o.kind = 'realtime_data';
+            CREATE TABLE chunk_id_floor (id INTEGER PRIMARY KEY CHECK (id = 0), value INTEGER NOT NULL);
+            INSERT INTO chunk_id_floor (id, value) VALUES (0, max(
+                coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'chunks'), 0),
+                coalesce((SELECT max(id) FROM chunks), 0)));
+            CREATE TABLE record_uploads (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                doc_name TEXT NOT NULL UNIQUE,
+                session_id TEXT NOT NULL UNIQUE,
+                upload_seq INTEGER NOT NULL,
+                state TEXT NOT NULL CHECK (state IN ('pending','in_flight','sent','dead')),
+                attempts INTEGER NOT NULL DEFAULT 0,
+                reason TEXT,
+                bytes INTEGER NOT NULL,
+                enqueued_at REAL NOT NULL,
+                updated_at REAL NOT NULL,
+                sent_at REAL
+            );
+            INSERT INTO record_uploads (id, doc_name, session_id, upload_seq, state, attempts, reason, bytes,
+                                        enqueued_at, updated_at, sent_at)
+                SELECT id, doc_name, session_id, seq, state, attempts, reason, bytes, enqueued_at, updated_at, sent_at
+                FROM outbox WHERE kind = 'records';
+            DROP TABLE outbox;
+            DROP TABLE chunks;
+            ALTER TABLE chunks_v2 RENAME TO chunks;
+            CREATE INDEX chunks_session_upload ON chunks(session_id, upload_state, upload_seq, board, seq, size, sealed_at,
+                                                point_count);
+            CREATE TRIGGER chunks_keep_id_floor AFTER DELETE ON chunks
+                BEGIN UPDATE chunk_id_floor SET value = OLD.id WHERE id = 0 AND value < OLD.id; END;
+            CREATE INDEX sessions_recording ON sessions(day) WHERE state = 'recording';
+            UPDATE session_summaries SET samples = 0
+                WHERE session_id IN (SELECT id FROM sessions WHERE state = 'recording');
+            UPDATE history_days SET samples = (SELECT coalesce(sum(samples), 0) FROM session_summaries
+                                               WHERE session_summaries.day = history_days.day);
+            """)
     }
 
     /// The disk budget is checked after every seal. Instead of a SUM over every chunk, the

@@ -129,8 +129,7 @@ extension BufferStore {
             guard try overBudget(db, freshFreeSpace: true) else { return }
             while try overBudget(db, freshFreeSpace: true) {
                 if let row = try Row.fetchOne(db, sql: """
-                    SELECT c.id, c.session_id, c.size FROM chunks c JOIN outbox o ON o.doc_name = c.name
-                    WHERE o.state = 'sent' AND c.points IS NOT NULL ORDER BY c.id LIMIT 1
+                    SELECT id, session_id, size FROM chunks WHERE upload_state = 'sent' AND points IS NOT NULL ORDER BY id LIMIT 1
                     """) {
                     try db.inTransaction {
                         try db.execute(sql: "UPDATE chunks SET points = NULL, size = 0 WHERE id = ?", arguments: [row["id"]])
@@ -150,7 +149,6 @@ extension BufferStore {
                     let id: String = victim["id"]
                     try db.inTransaction {
                         try db.execute(sql: "DELETE FROM chunks WHERE session_id = ?", arguments: [id])
-                        try db.execute(sql: "DELETE FROM outbox WHERE session_id = ? AND kind = 'realtime_data'", arguments: [id])
                         try db.execute(sql: "UPDATE sessions SET data_state = 'evicted' WHERE id = ?", arguments: [id])
                         try db.execute(sql: "INSERT INTO evictions (at, kind, session_id, chunks, bytes, reason) VALUES (?, 'unsent_session', ?, ?, ?, ?)",
                                        arguments: [nowMilliseconds(), id, victim["n"], victim["bytes"], "disk budget \(budget.maxBytes) B"])
@@ -187,8 +185,8 @@ extension BufferStore {
         let cutoff = nowMilliseconds() - configuration.retentionDays * 86_400_000
         let dropped = try writer.write { db -> Int in
             let rows = try Row.fetchAll(db, sql: """
-                SELECT c.id, c.session_id, c.size FROM chunks c JOIN outbox o ON o.doc_name = c.name
-                WHERE o.state = 'sent' AND o.sent_at < ? AND c.points IS NOT NULL
+                SELECT id, session_id, size FROM chunks
+                WHERE session_id IN (SELECT id FROM sessions) AND upload_state = 'sent' AND sent_at < ? AND points IS NOT NULL
                 """, arguments: [cutoff])
             for r in rows {
                 try db.execute(sql: "UPDATE chunks SET points = NULL, size = 0 WHERE id = ?", arguments: [r["id"]])

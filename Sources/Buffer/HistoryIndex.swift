@@ -33,15 +33,39 @@ public struct HistoryDay: Hashable, Sendable, Codable {
 /// (sealed, stopped, submitted, uploaded, evicted, deleted), and per-day totals recomputed
 /// only for the day that changed. Reading history touches only `history_days`.
 extension BufferStore {
-    /// The summary of one session, computed from the base tables.
+    /// A session's point count, SQL over `sessions s`: while it records, summed from its
+    /// chunks (covered by the chunk index; seals do not write the session row), afterwards
+    /// the stored total.
+    static let livePointCount = """
+        CASE WHEN s.state = 'recording'
+             THEN (SELECT coalesce(sum(c.point_count), 0) FROM chunks c WHERE c.session_id = s.id)
+             ELSE s.point_count END
+        """
+
+    /// A session's boards (JSON array, sorted), SQL over `sessions s`, live like `livePointCount`.
+    static let liveBoards = """
+        CASE WHEN s.state = 'recording'
+             THEN (SELECT coalesce(json_group_array(board), '[]')
+                   FROM (SELECT DISTINCT c.board AS board FROM chunks c WHERE c.session_id = s.id ORDER BY 1))
+             ELSE s.boards END
+        """
+
+    /// The summary of one session, computed from the base tables. Its `samples` (what the
+    /// day row counts) are 0 while the session records: a seal then changes nothing in the
+    /// summary or the day, and `history` adds recording sessions' points live, so a
+    /// seal writes no history page. `all_samples` is the session's full count.
     func computeSummary(_ db: Database, sessionID: String) throws -> Row? {
         try Row.fetchOne(db.cachedStatement(sql: """
             SELECT s.id AS session_id, s.day AS day,
                    CASE WHEN s.ended_at IS NULL THEN 0 ELSE s.ended_at - s.started_at END AS walking_ms,
-                   s.distance_m AS distance_m, s.point_count AS samples, coalesce(s.hazards, '{}') AS hazards,
+                   s.distance_m AS distance_m, \(Self.livePointCount) AS all_samples,
+                   CASE WHEN s.state = 'recording' THEN 0 ELSE s.point_count END AS samples,
+                   coalesce(s.hazards, '{}') AS hazards,
                    CASE WHEN s.data_state = 'evicted' THEN 'lost'
-                        WHEN s.state = 'submitted' AND NOT EXISTS (
-                            SELECT 1 FROM outbox o WHERE o.session_id = s.id AND o.state != 'sent') THEN 'synced'
+                        WHEN s.state = 'submitted'
+                            AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.session_id = s.id AND c.upload_state != 'sent')
+                            AND NOT EXISTS (SELECT 1 FROM record_uploads r WHERE r.session_id = s.id AND r.state != 'sent')
+                            THEN 'synced'
                         ELSE 'unsynced' END AS sync
             FROM sessions s WHERE s.id = ?
             """), arguments: [sessionID])
@@ -49,7 +73,7 @@ extension BufferStore {
 
     /// Updates one session's summary and its day (and the day it left, if any).
     ///
-    /// When only the sample count or the sync state changed (every seal, most uploads), the
+    /// When only the sample count or the sync state changed (a stop, most uploads), the
     /// day is adjusted by the integer difference in place; anything else (a new session,
     /// a stop, a survey, a deletion) recomputes the day from its summaries, so the
     /// floating-point totals never accumulate rounding from repeated deltas.
@@ -136,7 +160,16 @@ extension BufferStore {
                 arguments = [day(ofEpochMilliseconds: since.timeIntervalSince1970 * 1000)]
             }
             sql += " ORDER BY day DESC"
-            return try Row.fetchAll(db, sql: sql, arguments: arguments).map(Self.historyDay)
+            var days = try Row.fetchAll(db, sql: sql, arguments: arguments).map(Self.historyDay)
+            // Samples of sessions still recording are in their chunks until they stop.
+            for r in try Row.fetchAll(db, sql: """
+                SELECT s.day AS day, sum(\(Self.livePointCount)) AS samples FROM sessions s INDEXED BY sessions_recording
+                WHERE s.state = 'recording' GROUP BY s.day
+                """) {
+                let day: String = r["day"]
+                if let i = days.firstIndex(where: { $0.day == day }) { days[i].samples += r["samples"] as Int }
+            }
+            return days
         }
     }
 
@@ -160,7 +193,7 @@ extension BufferStore {
                 d.sessions += 1
                 d.walkingMinutes += (r["walking_ms"] as Double) / 60_000
                 d.distanceMetres += r["distance_m"]
-                d.samples += r["samples"] as Int
+                d.samples += r["all_samples"] as Int
                 switch r["sync"] as String {
                 case "synced": d.synced += 1
                 case "lost": d.lost += 1
@@ -184,7 +217,7 @@ extension BufferStore {
             }
             try db.execute(sql: "DELETE FROM open_chunks WHERE session_id = ?", arguments: [sessionID])
             try db.execute(sql: "DELETE FROM chunks WHERE session_id = ?", arguments: [sessionID])
-            try db.execute(sql: "DELETE FROM outbox WHERE session_id = ?", arguments: [sessionID])
+            try db.execute(sql: "DELETE FROM record_uploads WHERE session_id = ?", arguments: [sessionID])
             try db.execute(sql: "DELETE FROM sessions WHERE id = ?", arguments: [sessionID])
             try refreshSummary(db, sessionID: sessionID)
         }

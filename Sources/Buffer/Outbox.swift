@@ -15,7 +15,8 @@ public struct OutboxItem: Hashable, Sendable {
         case records
     }
 
-    /// Row id, the handle for `markSent`/`markFailed`.
+    /// The handle for `markSent`/`markFailed`: opaque, never reused (a chunk's row id for
+    /// `realtime_data`, the negated upload row id for `records`).
     public var id: Int64
     public var kind: Kind
     /// Document name (chunk UUID, or `user_id___time`).
@@ -52,31 +53,62 @@ public struct BacklogStats: Hashable, Sendable {
     public var inFlight: Int
 }
 
+/// Where an item's upload state lives: a `realtime_data` document's in its chunk row (so a
+/// seal writes one row), a `records` document's in `record_uploads`. The public id is the
+/// chunk's row id, or the negated `record_uploads` id; neither is ever reused.
+enum UploadHandle {
+    case chunk(Int64)
+    case record(Int64)
+
+    init(_ id: Int64) { self = id < 0 ? .record(-id) : .chunk(id) }
+}
+
 extension BufferStore {
     /// Hands out the next documents to upload and marks them in flight: for every session
     /// with nothing in flight, its lowest-seq pending items (up to `perSession`), oldest
     /// sessions first, at most `limit` in all. One session's items are consecutive in seq
     /// order, so the upstream sees them in order.
     public func nextBatch(limit: Int = 16, perSession: Int = 4) throws -> [OutboxItem] {
-        try writer.write { db in
-            let rows = try Row.fetchAll(db, sql: """
-                SELECT * FROM outbox o WHERE o.state = 'pending'
-                  AND NOT EXISTS (SELECT 1 FROM outbox f WHERE f.session_id = o.session_id AND f.state = 'in_flight')
-                ORDER BY (SELECT min(enqueued_at) FROM outbox m WHERE m.session_id = o.session_id), o.session_id, o.seq
+        guard limit > 0, perSession > 0 else { return [] }
+        return try writer.write { db in
+            // Every lookup goes through chunks(session_id, upload_state, upload_seq): one index
+            // seek per session, never a read of the chunk rows (each about a page of blob).
+            let sessions = try String.fetchAll(db, sql: """
+                SELECT s.id FROM sessions s
+                WHERE (EXISTS (SELECT 1 FROM chunks c WHERE c.session_id = s.id AND c.upload_state = 'pending')
+                       OR EXISTS (SELECT 1 FROM record_uploads r WHERE r.session_id = s.id AND r.state = 'pending'))
+                  AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.session_id = s.id AND c.upload_state = 'in_flight')
+                  AND NOT EXISTS (SELECT 1 FROM record_uploads r WHERE r.session_id = s.id AND r.state = 'in_flight')
+                ORDER BY s.started_at, s.id
                 """)
-            var perSessionCount: [String: Int] = [:]
             var items: [OutboxItem] = []
-            for r in rows where items.count < limit {
-                let session: String = r["session_id"]
-                guard perSessionCount[session, default: 0] < perSession else { continue }
-                perSessionCount[session, default: 0] += 1
-                items.append(OutboxItem(id: r["id"], kind: OutboxItem.Kind(rawValue: r["kind"]) ?? .realtimeData,
-                                        documentName: r["doc_name"], sessionID: session, seq: r["seq"],
-                                        attempts: r["attempts"], bytes: r["bytes"]))
+            for session in sessions where items.count < limit {
+                let take = min(perSession, limit - items.count)
+                var mine = try Row.fetchAll(db, sql: """
+                    SELECT id, name, upload_seq, attempts, size FROM chunks
+                    WHERE session_id = ? AND upload_state = 'pending' ORDER BY upload_seq LIMIT ?
+                    """, arguments: [session, take]).map {
+                    OutboxItem(id: $0["id"], kind: .realtimeData, documentName: $0["name"], sessionID: session,
+                               seq: $0["upload_seq"], attempts: $0["attempts"], bytes: $0["size"])
+                }
+                if let r = try Row.fetchOne(db, sql: """
+                    SELECT id, doc_name, upload_seq, attempts, bytes FROM record_uploads WHERE session_id = ? AND state = 'pending'
+                    """, arguments: [session]) {
+                    mine.append(OutboxItem(id: -(r["id"] as Int64), kind: .records, documentName: r["doc_name"],
+                                           sessionID: session, seq: r["upload_seq"], attempts: r["attempts"], bytes: r["bytes"]))
+                }
+                items += mine.sorted { $0.seq < $1.seq }.prefix(take)
             }
             let now = nowMilliseconds()
             for item in items {
-                try db.execute(sql: "UPDATE outbox SET state = 'in_flight', updated_at = ? WHERE id = ?", arguments: [now, item.id])
+                switch UploadHandle(item.id) {
+                case let .chunk(id):
+                    try db.cachedStatement(sql: "UPDATE chunks SET upload_state = 'in_flight', updated_at = ? WHERE id = ?")
+                        .execute(arguments: [now, id])
+                case let .record(id):
+                    try db.execute(sql: "UPDATE record_uploads SET state = 'in_flight', updated_at = ? WHERE id = ?",
+                                   arguments: [now, id])
+                }
             }
             return items
         }
@@ -88,9 +120,20 @@ extension BufferStore {
             let now = nowMilliseconds()
             var sessions = Set<String>()
             for id in ids {
-                try db.execute(sql: "UPDATE outbox SET state = 'sent', sent_at = ?, updated_at = ?, reason = NULL WHERE id = ?",
-                               arguments: [now, now, id])
-                if let s = try String.fetchOne(db, sql: "SELECT session_id FROM outbox WHERE id = ?", arguments: [id]) { sessions.insert(s) }
+                let session: String?
+                switch UploadHandle(id) {
+                case let .chunk(id):
+                    session = try String.fetchOne(db.cachedStatement(sql: """
+                        UPDATE chunks SET upload_state = 'sent', sent_at = ?1, updated_at = ?1, reason = NULL WHERE id = ?2
+                        RETURNING session_id
+                        """), arguments: [now, id])
+                case let .record(id):
+                    session = try String.fetchOne(db, sql: """
+                        UPDATE record_uploads SET state = 'sent', sent_at = ?1, updated_at = ?1, reason = NULL WHERE id = ?2
+                        RETURNING session_id
+                        """, arguments: [now, id])
+                }
+                if let session { sessions.insert(session) }
             }
             for s in sessions { try refreshSummary(db, sessionID: s) }
         }
@@ -100,11 +143,22 @@ extension BufferStore {
     /// permanent ones to dead with the reason.
     public func markFailed(_ id: Int64, permanent: Bool, reason: String) throws {
         try writer.write { db in
-            try db.execute(sql: """
-                UPDATE outbox SET state = ?, attempts = attempts + 1, reason = ?, updated_at = ? WHERE id = ?
-                """, arguments: [permanent ? "dead" : "pending", reason, nowMilliseconds(), id])
-            if permanent, let s = try String.fetchOne(db, sql: "SELECT session_id FROM outbox WHERE id = ?", arguments: [id]) {
-                configuration.log("outbox: item \(id) of session \(s) dead-lettered: \(reason)")
+            let arguments: StatementArguments = [permanent ? "dead" : "pending", reason, nowMilliseconds()]
+            let session: String?
+            switch UploadHandle(id) {
+            case let .chunk(rowID):
+                session = try String.fetchOne(db, sql: """
+                    UPDATE chunks SET upload_state = ?, attempts = attempts + 1, reason = ?, updated_at = ? WHERE id = ?
+                    RETURNING session_id
+                    """, arguments: arguments + [rowID])
+            case let .record(rowID):
+                session = try String.fetchOne(db, sql: """
+                    UPDATE record_uploads SET state = ?, attempts = attempts + 1, reason = ?, updated_at = ? WHERE id = ?
+                    RETURNING session_id
+                    """, arguments: arguments + [rowID])
+            }
+            if permanent, let session {
+                configuration.log("outbox: item \(id) of session \(session) dead-lettered: \(reason)")
             }
         }
     }
@@ -113,22 +167,28 @@ extension BufferStore {
     @discardableResult
     public func requeueDead(sessionID: String? = nil) throws -> Int {
         try writer.write { db in
-            if let sessionID {
-                try db.execute(sql: "UPDATE outbox SET state = 'pending', updated_at = ? WHERE state = 'dead' AND session_id = ?",
-                               arguments: [nowMilliseconds(), sessionID])
-            } else {
-                try db.execute(sql: "UPDATE outbox SET state = 'pending', updated_at = ? WHERE state = 'dead'",
-                               arguments: [nowMilliseconds()])
-            }
-            return db.changesCount
+            let now = nowMilliseconds()
+            let sessionFilter = sessionID == nil ? "" : " AND session_id = ?"
+            let arguments: StatementArguments = sessionID.map { [now, $0] } ?? [now]
+            try db.execute(sql: """
+                UPDATE chunks SET upload_state = 'pending', updated_at = ?
+                WHERE session_id IN (SELECT id FROM sessions) AND upload_state = 'dead'
+                """ + sessionFilter, arguments: arguments)
+            var changed = db.changesCount
+            try db.execute(sql: "UPDATE record_uploads SET state = 'pending', updated_at = ? WHERE state = 'dead'" + sessionFilter,
+                           arguments: arguments)
+            changed += db.changesCount
+            return changed
         }
     }
 
     /// Items by state with their reasons (for diagnostics).
     public func outboxState(of documentName: String) throws -> (state: OutboxState, attempts: Int, reason: String?)? {
         try reader.read { db in
-            guard let r = try Row.fetchOne(db, sql: "SELECT state, attempts, reason FROM outbox WHERE doc_name = ?",
-                                           arguments: [documentName]) else { return nil }
+            guard let r = try Row.fetchOne(db, sql: """
+                SELECT upload_state AS state, attempts, reason FROM chunks WHERE name = ?1
+                UNION ALL SELECT state, attempts, reason FROM record_uploads WHERE doc_name = ?1
+                """, arguments: [documentName]) else { return nil }
             return (OutboxState(rawValue: r["state"]) ?? .pending, r["attempts"], r["reason"])
         }
     }
@@ -136,16 +196,27 @@ extension BufferStore {
     /// Backlog size: what is pending or in flight.
     public func backlogStats() throws -> BacklogStats {
         try reader.read { db in
+            // Covered by chunks_session_upload (size and sealed_at are in it): no chunk row is
+            // read, however large the backlog.
+            let c = try Row.fetchOne(db, sql: """
+                SELECT count(*) AS n, coalesce(sum(size), 0) AS bytes, min(sealed_at) AS oldest,
+                       (SELECT count(*) FROM chunks WHERE session_id IN (SELECT id FROM sessions) AND upload_state = 'dead') AS dead,
+                       (SELECT count(*) FROM chunks WHERE session_id IN (SELECT id FROM sessions) AND upload_state = 'in_flight') AS in_flight
+                FROM chunks WHERE session_id IN (SELECT id FROM sessions) AND upload_state IN ('pending', 'in_flight')
+                """)!
             let r = try Row.fetchOne(db, sql: """
                 SELECT count(*) AS n, coalesce(sum(bytes), 0) AS bytes, min(enqueued_at) AS oldest,
-                       (SELECT count(*) FROM outbox WHERE state = 'dead') AS dead,
-                       (SELECT count(*) FROM outbox WHERE state = 'in_flight') AS in_flight
-                FROM outbox WHERE state IN ('pending', 'in_flight')
+                       (SELECT count(*) FROM record_uploads WHERE state = 'dead') AS dead,
+                       (SELECT count(*) FROM record_uploads WHERE state = 'in_flight') AS in_flight
+                FROM record_uploads WHERE state IN ('pending', 'in_flight')
                 """)!
-            let oldest: Double? = r["oldest"]
-            return BacklogStats(count: r["n"], bytes: r["bytes"],
-                                oldestUnsentAge: oldest.map { (nowMilliseconds() - $0) / 1000 }, dead: r["dead"],
-                                inFlight: r["in_flight"])
+            let oldest = [c["oldest"] as Double?, r["oldest"] as Double?].compactMap { $0 }.min()
+            func sum<T: DatabaseValueConvertible & AdditiveArithmetic>(_ column: String, as: T.Type) -> T {
+                (c[column] as T) + (r[column] as T)
+            }
+            return BacklogStats(count: sum("n", as: Int.self), bytes: sum("bytes", as: Int64.self),
+                                oldestUnsentAge: oldest.map { (nowMilliseconds() - $0) / 1000 },
+                                dead: sum("dead", as: Int.self), inFlight: sum("in_flight", as: Int.self))
         }
     }
 

@@ -34,7 +34,8 @@ extension BufferStore {
     /// damaged chunk.
     public func dataset(sessionID: String) throws -> SessionDataset {
         try reader.read { db in
-            guard let s = try Row.fetchOne(db, sql: "SELECT * FROM sessions WHERE id = ?", arguments: [sessionID]) else {
+            guard let s = try Row.fetchOne(db, sql: "SELECT s.*, \(Self.liveBoards) AS live_boards FROM sessions s WHERE s.id = ?",
+                                           arguments: [sessionID]) else {
                 throw StoreError.unknownSession(sessionID)
             }
             if (s["data_state"] as String) == "evicted" { throw StoreError.expired(sessionID) }
@@ -53,7 +54,7 @@ extension BufferStore {
             let indexed = points.enumerated().sorted {
                 ($0.element.point.gyroscope.timestamp, $0.offset) < ($1.element.point.gyroscope.timestamp, $1.offset)
             }
-            let boardsText: String = s["boards"]
+            let boardsText: String = s["live_boards"]
             return SessionDataset(
                 sessionID: sessionID, startedAt: s["started_at"], endedAt: s["ended_at"], state: s["state"],
                 timeSource: s["time_source"],
@@ -65,8 +66,10 @@ extension BufferStore {
     /// Sessions known to the buffer, newest first: (id, started epoch ms, state, points).
     public func sessions(limit: Int = 100) throws -> [(id: String, startedAt: Double, state: String, points: Int)] {
         try reader.read { db in
-            try Row.fetchAll(db, sql: "SELECT id, started_at, state, point_count FROM sessions ORDER BY started_at DESC LIMIT ?",
-                             arguments: [limit]).map { ($0["id"], $0["started_at"], $0["state"], $0["point_count"]) }
+            try Row.fetchAll(db, sql: """
+                SELECT s.id, s.started_at, s.state, \(Self.livePointCount) AS points FROM sessions s
+                ORDER BY s.started_at DESC LIMIT ?
+                """, arguments: [limit]).map { ($0["id"], $0["started_at"], $0["state"], $0["points"]) }
         }
     }
 }

@@ -50,7 +50,10 @@ struct CrashTests {
             p.arguments = ["--db", db, "--speed", "40", "--seed", String(iteration), "--boards", "2", "--nmea", nmeaCapture]
             p.standardOutput = handle
             try p.run()
-            Thread.sleep(forTimeInterval: Double.random(in: 0.15...0.7, using: &rng))
+            // The first seal commits about 0.6 s after start (2,000 points at 40× of 100 Hz),
+            // so the window reaches past it often enough to check ≥ 10 sealed chunks even when
+            // a loaded machine starts the fixture slowly.
+            Thread.sleep(forTimeInterval: Double.random(in: 0.15...0.95, using: &rng))
             kill(p.processIdentifier, SIGKILL)
             p.waitUntilExit()
             try handle.close()

@@ -77,7 +77,7 @@ hist_ok=$(awk -v a="$best" 'BEGIN { print (a < 50) ? "met" : "NOT met" }')
     echo "| \`mwctl history --days 366\` over 1,100 sessions (process, best of 10) | $best ms (in-process read $(value history_inprocess_median_ms) ms) | n/a | n/a |"
     echo
     echo "Goals: seal throughput ≥ 0.8 × plain SQLite: $ratio_note. \`mwctl history\` over a year < 50 ms: $hist_ok ($best ms)."
-    echo "Our seal does more than the peer's insert (CRC-32, outbox row, open-chunk replace, session and history-index update, disk-budget check) in the same single transaction, one fsync per seal."
+    echo "Our seal does more than the peer's insert (CRC-32, duplicate check, upload state in the chunk row, open-chunk replace, disk-budget check; no session or history page) in the same single transaction, one fsync per seal."
     echo "Load average (1/5/15 min) before the seal rounds: $load_before; after: $load_after. Per round (ours, peer chunks/s, ratio, our median ms, peer median ms, same-transaction python chunks/s, its ratio to the peer):"
     echo
     sed 's/^/    /' "$work/rounds"
