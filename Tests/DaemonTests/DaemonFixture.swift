@@ -61,15 +61,16 @@ final class DaemonFixture: @unchecked Sendable {
 
     /// Starts mwgated with the watchdog on (`WATCHDOG_USEC`), systemd's directories set and
     /// the journal pointed at the test socket.
-    func startDaemon(watchdog: Duration = .seconds(2)) throws {
+    func startDaemon(watchdog: Duration = .seconds(2), withConfigurationFile: Bool = true) throws {
         var environment = bus.environment
         environment["NOTIFY_SOCKET"] = notify.path
         environment["WATCHDOG_USEC"] = "\(watchdog.components.seconds * 1_000_000)"
         environment["MWGATE_JOURNAL_SOCKET"] = journal.path
         environment["STATE_DIRECTORY"] = stateDirectory
         environment["RUNTIME_DIRECTORY"] = directory.appendingPathComponent("run").path
-        environment["CONFIGURATION_DIRECTORY"] = directory.path
-        daemon = try ChildProcess(try Self.executable("mwgated"), ["--config", configurationFile], environment: environment)
+        environment["CONFIGURATION_DIRECTORY"] = withConfigurationFile ? directory.path : directory.appendingPathComponent("etc").path
+        daemon = try ChildProcess(try Self.executable("mwgated"), withConfigurationFile ? ["--config", configurationFile] : [],
+                                  environment: environment)
     }
 
     /// Journal entries carrying `id` (a MessageID's hex).

@@ -146,4 +146,20 @@ struct DaemonProcessTests {
         kill(daemon.pid, SIGTERM)
         #expect(await Task.detached { daemon.wait() }.value == 0)
     }
+
+    @Test func withoutAConfigurationFileItDiscoversTheBoardsOnDefaults() async throws {
+        let fixture = try DaemonFixture()
+        defer { fixture.tearDown() }
+        try fixture.startDaemon(withConfigurationFile: false)
+        try await waitUntil("READY=1") { fixture.notify.messages.contains { $0.contains("READY=1") } }
+        // Defaults: discovery (both simulated boards adopted), manual sessions, no receiver
+        // (no /dev/gps0 here), the buffer in $STATE_DIRECTORY.
+        try await waitUntil("both boards streaming, idle") {
+            fixture.notify.messages.contains { $0.contains("STATUS=2/2 boards streaming") && $0.contains("idle") }
+        }
+        #expect(FileManager.default.fileExists(atPath: fixture.stateDirectory + "/buffer.sqlite"))
+        let daemon = try #require(fixture.daemon)
+        kill(daemon.pid, SIGTERM)
+        #expect(await Task.detached { daemon.wait() }.value == 0)
+    }
 }
