@@ -37,13 +37,14 @@ final class DaemonFixture: @unchecked Sendable {
     var stateDirectory: String { directory.appendingPathComponent("state").path }
     var configurationFile: String { directory.appendingPathComponent("mwgated.toml").path }
 
-    init(sessionMode: String = "always") throws {
+    init(sessionMode: String = "always", simulatorFaults: [String] = []) throws {
         // Unix socket paths are limited to 108 bytes: keep the directory short.
         directory = URL(fileURLWithPath: "/tmp/mwgd-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         bus = try TestBus()
         simulator = try bus.startChild(try Self.executable("mwsim"),
-                                       ["--bus", bus.address, "--boards", "2", "--model", "mixed", "--discovery-delay", "0.2", "--quiet"])
+                                       ["--bus", bus.address, "--boards", "2", "--model", "mixed", "--discovery-delay", "0.2", "--quiet"]
+                                           + simulatorFaults.flatMap { ["--fault", $0] })
         notify = try DatagramCollector(path: directory.appendingPathComponent("notify").path)
         journal = try DatagramCollector(path: directory.appendingPathComponent("journal").path)
         let config = """

@@ -147,8 +147,8 @@ struct DaemonProcessTests {
         #expect(await Task.detached { daemon.wait() }.value == 0)
     }
 
-    @Test func withoutAConfigurationFileItDiscoversTheBoardsOnDefaults() async throws {
-        let fixture = try DaemonFixture()
+    @Test func withoutAConfigurationFileItDiscoversTheBoardsOnDefaultsAndLogsALostBoard() async throws {
+        let fixture = try DaemonFixture(simulatorFaults: ["link-drop@6s,board=1"])
         defer { fixture.tearDown() }
         try fixture.startDaemon(withConfigurationFile: false)
         try await waitUntil("READY=1") { fixture.notify.messages.contains { $0.contains("READY=1") } }
@@ -158,6 +158,14 @@ struct DaemonProcessTests {
             fixture.notify.messages.contains { $0.contains("STATUS=2/2 boards streaming") && $0.contains("idle") }
         }
         #expect(FileManager.default.fileExists(atPath: fixture.stateDirectory + "/buffer.sqlite"))
+        // The simulator drops board 1's link: board-lost (warning, with the board), then it reconnects.
+        try await waitUntil("board-lost") { !fixture.entries(withMessageID: MessageID.boardLost.rawValue).isEmpty }
+        let lost = try #require(fixture.entries(withMessageID: MessageID.boardLost.rawValue).first)
+        #expect(lost["PRIORITY"] == "4")
+        #expect(fixture.entries(withMessageID: MessageID.boardConnected.rawValue).contains { $0["BOARD"] == lost["BOARD"] })
+        try await waitUntil("the lost board connected again") {
+            fixture.entries(withMessageID: MessageID.boardConnected.rawValue).filter { $0["BOARD"] == lost["BOARD"] }.count >= 2
+        }
         let daemon = try #require(fixture.daemon)
         kill(daemon.pid, SIGTERM)
         #expect(await Task.detached { daemon.wait() }.value == 0)
