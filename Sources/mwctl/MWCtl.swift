@@ -13,7 +13,7 @@ struct MWCtl: AsyncParsableCommand {
             unknown source spec; 3 input that cannot be read or a source that failed \
             (missing buffer database); 4 unknown session or session data evicted.
             """,
-        subcommands: [GNSSCommand.self, HistoryCommand.self, ExportCommand.self]
+        subcommands: [GNSSCommand.self, HistoryCommand.self, ExportCommand.self, SyncCommand.self]
     )
 }
 

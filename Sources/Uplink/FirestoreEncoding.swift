@@ -1,0 +1,146 @@
+import Foundation
+import Recording
+
+/// Firestore REST's typed JSON encoding of values and commit requests.
+///
+/// Each value is an object with one key (`integerValue` as a string, `doubleValue` as a
+/// number or "NaN"/"Infinity"/"-Infinity", `stringValue`, `booleanValue`, `nullValue`,
+/// `arrayValue.values`, `mapValue.fields`).
+public enum FirestoreEncoding {
+    /// Appends the typed encoding of `value`.
+    public static func write(_ value: FirestoreValue, to out: inout String) {
+        switch value {
+        case .null: out += #"{"nullValue":null}"#
+        case let .bool(b): out += b ? #"{"booleanValue":true}"# : #"{"booleanValue":false}"#
+        case let .integer(i):
+            out += #"{"integerValue":""#
+            out += String(i)
+            out += #""}"#
+        case let .double(d):
+            out += #"{"doubleValue":"#
+            if d.isNaN { out += #""NaN""# } else if d == .infinity { out += #""Infinity""# } else if d == -.infinity {
+                out += #""-Infinity""#
+            } else { out += d.description }
+            out += "}"
+        case let .string(s):
+            out += #"{"stringValue":"#
+            writeString(s, &out)
+            out += "}"
+        case let .array(a):
+            out += #"{"arrayValue":{"values":["#
+            for (i, v) in a.enumerated() {
+                if i > 0 { out += "," }
+                write(v, to: &out)
+            }
+            out += "]}}"
+        case let .map(m):
+            out += #"{"mapValue":{"fields":"#
+            writeFields(m, to: &out)
+            out += "}}"
+        }
+    }
+
+    /// Appends `{"name": value, ...}` in typed encoding.
+    public static func writeFields(_ fields: [(String, FirestoreValue)], to out: inout String) {
+        out += "{"
+        for (i, (k, v)) in fields.enumerated() {
+            if i > 0 { out += "," }
+            writeString(k, &out)
+            out += ":"
+            write(v, to: &out)
+        }
+        out += "}"
+    }
+
+    /// The `documents:commit` body for `documents`, in order, each created only if absent
+    /// (`currentDocument.exists=false`). A `records` document gets `gscope_data` through an
+    /// `appendMissingElements` transform so a replay never repeats a name and the seal order
+    /// is kept.
+    public static func commitBody(_ documents: [SinkDocument], databasePath: String) -> String {
+        var out = #"{"writes":["#
+        out.reserveCapacity(documents.count * 700_000)
+        for (i, doc) in documents.enumerated() {
+            if i > 0 { out += "," }
+            out += #"{"update":{"name":"#
+            writeString("\(databasePath)/documents/\(doc.collection)/\(doc.name)", &out)
+            out += #","fields":"#
+            switch doc {
+            case .realtimeData:
+                writeFields(doc.fields, to: &out)
+                out += "}"
+            case let .records(record):
+                // The array starts empty in the create and is filled by the transform in the
+                // same atomic write.
+                let fields = record.fields.map { $0.0 == "gscope_data" ? ($0.0, FirestoreValue.array([])) : $0 }
+                writeFields(fields, to: &out)
+                out += #"},"updateTransforms":[{"fieldPath":"gscope_data","appendMissingElements":{"values":["#
+                for (j, name) in record.gscopeData.enumerated() {
+                    if j > 0 { out += "," }
+                    write(.string(name), to: &out)
+                }
+                out += "]}}]"
+            }
+            out += #","currentDocument":{"exists":false}}"#
+        }
+        out += "]}"
+        return out
+    }
+
+    /// Decodes a typed value from parsed JSON (as produced by JSONSerialization) into
+    /// plain JSON objects; used to read documents back.
+    public static func plain(_ typed: Any) -> Any? {
+        guard let object = typed as? [String: Any], let (key, value) = object.first, object.count == 1 else { return nil }
+        switch key {
+        case "nullValue": return NSNull()
+        case "booleanValue": return value as? Bool
+        case "integerValue":
+            if let s = value as? String { return Int64(s) }
+            return (value as? NSNumber)?.int64Value
+        case "doubleValue":
+            if let s = value as? String {
+                switch s {
+                case "NaN": return Double.nan
+                case "Infinity": return Double.infinity
+                case "-Infinity": return -Double.infinity
+                default: return nil
+                }
+            }
+            return (value as? NSNumber)?.doubleValue
+        case "stringValue": return value as? String
+        case "arrayValue":
+            let values = (value as? [String: Any])?["values"] as? [Any] ?? []
+            let decoded = values.map(plain)
+            return decoded.contains { $0 == nil } ? nil : decoded.map { $0! }
+        case "mapValue":
+            let fields = (value as? [String: Any])?["fields"] as? [String: Any] ?? [:]
+            var out: [String: Any] = [:]
+            for (k, v) in fields {
+                guard let d = plain(v) else { return nil }
+                out[k] = d
+            }
+            return out
+        default: return nil
+        }
+    }
+
+    static func writeString(_ s: String, _ out: inout String) {
+        out += "\""
+        for u in s.unicodeScalars {
+            switch u {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if u.value < 0x20 {
+                    let hex = String(u.value, radix: 16)
+                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                } else {
+                    out.unicodeScalars.append(u)
+                }
+            }
+        }
+        out += "\""
+    }
+}
