@@ -1,5 +1,8 @@
 import Foundation
 import Logging
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Writes each document as `ROOT/records/NAME.json` or `ROOT/realtime_data/NAME.json`
 /// (plain JSON of its fields), the embedded default for offline field work.
@@ -58,11 +61,11 @@ public struct DirectorySink: Sink {
         guard fd >= 0 else { throw Self.ioError("create \(temp)") }
         var offset = 0
         while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, bytes.count - offset) }
+            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, bytes.count - offset) }
             if n < 0 {
                 if errno == EINTR { continue }
                 let e = Self.ioError("write \(temp)")
-                close(fd)
+                Glibc.close(fd)
                 unlink(temp)
                 throw e
             }
@@ -70,11 +73,11 @@ public struct DirectorySink: Sink {
         }
         guard fsync(fd) == 0 else {
             let e = Self.ioError("fsync \(temp)")
-            close(fd)
+            Glibc.close(fd)
             unlink(temp)
             throw e
         }
-        close(fd)
+        Glibc.close(fd)
         guard rename(temp, final) == 0 else {
             let e = Self.ioError("rename to \(final)")
             unlink(temp)
@@ -82,7 +85,7 @@ public struct DirectorySink: Sink {
         }
         let dfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard dfd >= 0 else { throw Self.ioError("open directory \(directory)") }
-        defer { close(dfd) }
+        defer { Glibc.close(dfd) }
         guard fsync(dfd) == 0 else { throw Self.ioError("fsync directory \(directory)") }
     }
 

@@ -92,7 +92,6 @@ public actor GoogleTokenProvider {
 enum HTTPErrorText {
     static func describe(_ error: any Error) -> String {
         if let e = error as? HTTPClientError { return "\(e)" }
-        if let e = error as? any CustomStringConvertible { return e.description }
-        return String(describing: type(of: error))
+        return String(describing: error)
     }
 }
