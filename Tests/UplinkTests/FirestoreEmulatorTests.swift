@@ -113,7 +113,8 @@ func runReal(_ service: SyncService, until done: @escaping @Sendable () async ->
     let ok = await eventually(timeout: 120) { await done() }
     task.cancel()
     try await task.value
-    #expect(ok, "sync did not finish: \(await service.status.summary)")
+    let summary = await service.status.summary
+    #expect(ok, "sync did not finish: \(summary)")
 }
 
 actor ProxyFaults {

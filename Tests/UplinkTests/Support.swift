@@ -130,10 +130,10 @@ struct CapturingHandler: LogHandler {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
-    func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String,
-             function: String, line: UInt) {
-        let all = self.metadata.merging(metadata ?? [:]) { $1 }
-        capture.append("\(level) \(message) \(all.map { "\($0)=\($1)" }.sorted().joined(separator: " "))")
+    func log(event: LogEvent) {
+        let all = metadata.merging(event.metadata ?? [:]) { $1 }
+        capture.append("\(event.level) \(event.message) \(all.map { "\($0)=\($1)" }.sorted().joined(separator: " "))"
+                       + (event.error.map { " error=\($0)" } ?? ""))
     }
 }
 

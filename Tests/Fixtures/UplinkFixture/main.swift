@@ -28,7 +28,6 @@ while true {
         FileHandle.standardError.write(Data("mwuplink-fixture: \(error)\n".utf8))
         exit(1)
     }
-    print(doc.name)
-    fflush(stdout)
+    FileHandle.standardOutput.write(Data((doc.name + "\n").utf8))
     seq += 1
 }
