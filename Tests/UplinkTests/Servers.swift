@@ -123,19 +123,39 @@ final class PostgresServer: Sendable {
         try start()
     }
 
+    /// Starts the postmaster as our own child. Not through pg_ctl: Foundation's Process
+    /// notices a child's exit through a descriptor the daemon would inherit, so waiting for
+    /// `pg_ctl start` never returns.
     func start() throws {
-        let args = ["-D", "\(dir)/data", "-l", "\(dir)/log", "-w", "-t", "60",
-                    "-o", "-c listen_addresses=127.0.0.1 -p \(port) -k \(dir) -c fsync=off", "start"]
-        let r = try run(asUser.first ?? "\(Self.bin)/pg_ctl", Array(asUser.dropFirst()) + (asUser.isEmpty ? [] : ["\(Self.bin)/pg_ctl"]) + args)
-        guard r.status == 0 else {
-            let log = (try? String(contentsOfFile: "\(dir)/log", encoding: .utf8)) ?? ""
-            throw FixtureError(description: "pg_ctl start failed: \(r.output) \(log)")
+        let p = Process()
+        let postgres = ["\(Self.bin)/postgres", "-D", "\(dir)/data", "-c", "listen_addresses=127.0.0.1", "-p", "\(port)",
+                        "-k", dir, "-c", "fsync=off"]
+        p.executableURL = URL(fileURLWithPath: asUser.first ?? postgres[0])
+        p.arguments = Array(asUser.dropFirst()) + (asUser.isEmpty ? Array(postgres.dropFirst()) : postgres)
+        FileManager.default.createFile(atPath: "\(dir)/log", contents: nil)
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: "\(dir)/log"))
+        try log.seekToEnd()
+        p.standardOutput = log
+        p.standardError = log
+        p.standardInput = FileHandle.nullDevice
+        try p.run()
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            if try run("\(Self.bin)/pg_isready", ["-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres"]).status == 0 { return }
+            usleep(200_000)
         }
+        let text = (try? String(contentsOfFile: "\(dir)/log", encoding: .utf8)) ?? ""
+        throw FixtureError(description: "PostgreSQL did not start within 60 s: \(text.suffix(2000))")
     }
 
+    /// Stops the postmaster: "fast" (SIGINT) or "immediate" (SIGQUIT, like a crash).
     func stop(mode: String = "fast") {
-        _ = try? run(asUser.first ?? "\(Self.bin)/pg_ctl", Array(asUser.dropFirst()) + (asUser.isEmpty ? [] : ["\(Self.bin)/pg_ctl"])
-                         + ["-D", "\(dir)/data", "-m", mode, "-w", "stop"])
+        guard let text = try? String(contentsOfFile: "\(dir)/data/postmaster.pid", encoding: .utf8),
+              let pid = text.split(separator: "\n").first.flatMap({ Int32($0) }) else { return }
+        kill(pid, mode == "immediate" ? SIGQUIT : SIGINT)
+        for _ in 0..<300 where kill(pid, 0) == 0 { usleep(100_000) }
+        if kill(pid, 0) == 0 { kill(pid, SIGKILL) }
+        usleep(200_000)
     }
 
     func destroy() {

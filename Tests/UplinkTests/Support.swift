@@ -68,19 +68,26 @@ func recordSession(into store: BufferStore, boards: Int, seconds: Double, startS
     return RecordedSession(sessionID: sessionID, record: record, chunkNames: record.gscopeData)
 }
 
-/// Runs a command and returns its status and output.
+/// Runs a command and returns its status and output. Output goes through a file, not a
+/// pipe: daemons started by the command (pg_ctl) may inherit the descriptor and would keep
+/// a pipe open forever.
 @discardableResult
 func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws -> (status: Int32, output: String) {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: executable)
     p.arguments = arguments
     if let environment { p.environment = environment }
-    let pipe = Pipe()
-    p.standardOutput = pipe
-    p.standardError = pipe
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("mwgate-run-\(UUID().uuidString)").path
+    FileManager.default.createFile(atPath: path, contents: nil)
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    let out = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+    p.standardOutput = out
+    p.standardError = out
+    p.standardInput = FileHandle.nullDevice
     try p.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
     p.waitUntilExit()
+    try? out.close()
+    let data = FileManager.default.contents(atPath: path) ?? Data()
     return (p.terminationStatus, String(decoding: data, as: UTF8.self))
 }
 
