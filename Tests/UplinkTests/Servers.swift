@@ -25,9 +25,10 @@ final class FirestoreEmulator: Sendable {
         self.projectID = projectID
         port = freePort()
         let p = Process()
-        // setsid: the launcher and its java child share a fresh process group we can kill.
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
-        p.arguments = [Self.launcher, "start", "--host=127.0.0.1", "--port=\(port)", "--project_id=\(projectID)"]
+        // Foundation starts the child as the leader of a new process group, which its java
+        // child joins; stop() signals the whole group.
+        p.executableURL = URL(fileURLWithPath: Self.launcher)
+        p.arguments = ["start", "--host=127.0.0.1", "--port=\(port)", "--project_id=\(projectID)"]
         let log = FileHandle(forWritingAtPath: "/dev/null")
         p.standardOutput = log
         p.standardError = log
@@ -40,7 +41,7 @@ final class FirestoreEmulator: Sendable {
             return (try? await HTTPClient.shared.execute(r, timeout: .seconds(2))) != nil
         }
         if !up {
-            kill(-pid, SIGKILL)
+            Self.signal(pid, SIGKILL)
             throw FixtureError(description: "Firestore emulator did not answer on port \(port) within 90 s")
         }
     }
@@ -49,14 +50,18 @@ final class FirestoreEmulator: Sendable {
     var base: String { "http://\(host)/v1/projects/\(projectID)/databases/(default)/documents" }
 
     func stop() {
-        kill(-pid, SIGTERM)
+        Self.signal(pid, SIGTERM)
         for _ in 0..<50 {
-            if kill(pid, 0) != 0 { break }
+            if kill(-pid, 0) != 0 { break }
             usleep(100_000)
         }
-        kill(-pid, SIGKILL)
-        var status: Int32 = 0
-        waitpid(pid, &status, WNOHANG)
+        Self.signal(pid, SIGKILL)
+    }
+
+    /// Signals the launcher's process group (java included), or only the launcher when it
+    /// does not lead a group of its own.
+    static func signal(_ pid: Int32, _ sig: Int32) {
+        if getpgid(pid) == pid { kill(-pid, sig) } else { kill(pid, sig) }
     }
 
     /// GET a path under the database's documents (typed JSON).
@@ -132,7 +137,7 @@ final class PostgresServer: Sendable {
                         "-k", dir, "-c", "fsync=off"]
         p.executableURL = URL(fileURLWithPath: asUser.first ?? postgres[0])
         p.arguments = Array(asUser.dropFirst()) + (asUser.isEmpty ? Array(postgres.dropFirst()) : postgres)
-        FileManager.default.createFile(atPath: "\(dir)/log", contents: nil)
+        _ = FileManager.default.createFile(atPath: "\(dir)/log", contents: nil)
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: "\(dir)/log"))
         try log.seekToEnd()
         p.standardOutput = log
