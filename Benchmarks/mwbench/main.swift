@@ -9,7 +9,7 @@ func fail(_ message: String) -> Never {
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 guard let area = arguments.first else {
-    fail("usage: mwbench dbus|gnss|metawear|recording [options]")
+    fail("usage: mwbench dbus|gnss|metawear|recording|uplink [options]")
 }
 let rest = Array(arguments.dropFirst())
 switch area {
@@ -17,6 +17,7 @@ case "dbus": await DBusBenchmark.run(rest)
 case "gnss": GNSSBenchmark.run(rest)
 case "metawear": MetaWearBenchmark.run(rest)
 case "recording": RecordingBenchmark.run(rest)
+case "uplink": await UplinkBenchmark.run(rest)
 default:
-    fail("mwbench: unknown area '\(area)' (expected dbus, gnss, metawear or recording)")
+    fail("mwbench: unknown area '\(area)' (expected dbus, gnss, metawear, recording or uplink)")
 }

@@ -114,6 +114,11 @@ public actor PostgresSink: Sink {
         }
     }
 
+    /// Connects and runs the migrations now (otherwise the first write does).
+    public func prepare() async throws(SinkError) {
+        _ = try await connected()
+    }
+
     public func close() async {
         try? await connection?.close()
         connection = nil
