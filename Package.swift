@@ -104,6 +104,7 @@ let package = Package(
             name: "mwbench",
             dependencies: [
                 "DBus", "GNSS", "MetaWear", "MetaWearBoardModel", "Recording", "Buffer", "Uplink",
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Benchmarks/mwbench",
             swiftSettings: strict

@@ -1,5 +1,6 @@
 import Buffer
 import Foundation
+import Logging
 import Recording
 import Uplink
 
@@ -25,6 +26,8 @@ enum UplinkBenchmark {
             }
             i += 2
         }
+        // Logs to stderr: stdout carries the key=value results.
+        LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
         print("chunks=\(chunks)")
         if let emulator { await firestore(work: work, host: emulator, chunks: chunks) }
         if let pgPort { await postgres(work: work, port: pgPort, chunks: chunks) }
@@ -125,6 +128,11 @@ enum UplinkBenchmark {
         print("firestore_body_bytes=\(lines.utf8.count - groups.count)")
         let sink: FirestoreSink
         do { sink = try FirestoreSink(configuration: .emulator(host: host, projectID: "bench-ours")) } catch { fail("\(error)") }
+        // Warm the emulator's JVM first (not measured), so neither side pays for its JIT.
+        do {
+            let warm = try FirestoreSink(configuration: .emulator(host: host, projectID: "bench-warmup"))
+            for g in groups.prefix(8) { try await warm.write(g) }
+        } catch { fail("mwbench uplink: emulator warm-up failed: \(error)") }
         await measure("firestore", store: store, sink: sink, documents: groups.reduce(0) { $0 + $1.count })
     }
 

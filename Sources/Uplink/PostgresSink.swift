@@ -207,7 +207,7 @@ public actor PostgresSink: Sink {
                 _ = try? await conn.query("ROLLBACK", logger: logger)
                 throw error
             }
-            logger.info("PostgreSQL migration applied", metadata: ["version": "\(version)"])
+            logger.notice("PostgreSQL migration applied", metadata: ["version": "\(version)"])
         }
     }
 
