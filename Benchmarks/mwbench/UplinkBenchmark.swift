@@ -117,7 +117,19 @@ enum UplinkBenchmark {
 
     static func firestore(work: String, host: String, chunks: Int) async {
         let store = backlog("\(work)/fs-state", chunks: chunks)
+        let c0 = cpuSeconds()
         let groups = commitGroups(store, size: configuration.documentsPerCommit)
+        let c1 = cpuSeconds()
+        let n = Double(groups.reduce(0) { $0 + $1.count })
+        var typedBytes = 0
+        for g in groups { typedBytes += FirestoreEncoding.commitBodyBytes(g, databasePath: "projects/x/databases/(default)").count }
+        let c2 = cpuSeconds()
+        var plainBytes = 0
+        for g in groups { for d in g { plainBytes += d.jsonBytes.count } }
+        let c3 = cpuSeconds()
+        print("cpu_ms_per_document_load_decode=\(String(format: "%.2f", (c1 - c0) * 1000 / n))")
+        print("cpu_ms_per_document_typed_json=\(String(format: "%.2f", (c2 - c1) * 1000 / n)) (\(typedBytes / Int(n)) B)")
+        print("cpu_ms_per_document_plain_json=\(String(format: "%.2f", (c3 - c2) * 1000 / n)) (\(plainBytes / Int(n)) B)")
         // The peer gets the same commits for its own project (a replay into ours would only
         // measure ALREADY_EXISTS).
         var lines = ""

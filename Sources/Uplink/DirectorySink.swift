@@ -44,7 +44,7 @@ public struct DirectorySink: Sink {
             guard Self.isSafeFileName(doc.name) else { throw .permanent(reason: "document name \"\(doc.name)\" is not a safe file name") }
             let final = path(of: doc)
             if FileManager.default.fileExists(atPath: final) { continue }
-            try Self.writeAtomically(Array(doc.jsonText.utf8), to: final, directory: "\(root)/\(doc.collection)")
+            try Self.writeAtomically(doc.jsonBytes, to: final, directory: "\(root)/\(doc.collection)")
         }
     }
 

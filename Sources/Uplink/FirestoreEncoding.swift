@@ -9,47 +9,16 @@ import Recording
 public enum FirestoreEncoding {
     /// Appends the typed encoding of `value`.
     public static func write(_ value: FirestoreValue, to out: inout String) {
-        switch value {
-        case .null: out += #"{"nullValue":null}"#
-        case let .bool(b): out += b ? #"{"booleanValue":true}"# : #"{"booleanValue":false}"#
-        case let .integer(i):
-            out += #"{"integerValue":""#
-            out += String(i)
-            out += #""}"#
-        case let .double(d):
-            out += #"{"doubleValue":"#
-            if d.isNaN { out += #""NaN""# } else if d == .infinity { out += #""Infinity""# } else if d == -.infinity {
-                out += #""-Infinity""#
-            } else { out += d.description }
-            out += "}"
-        case let .string(s):
-            out += #"{"stringValue":"#
-            writeString(s, &out)
-            out += "}"
-        case let .array(a):
-            out += #"{"arrayValue":{"values":["#
-            for (i, v) in a.enumerated() {
-                if i > 0 { out += "," }
-                write(v, to: &out)
-            }
-            out += "]}}"
-        case let .map(m):
-            out += #"{"mapValue":{"fields":"#
-            writeFields(m, to: &out)
-            out += "}}"
-        }
+        var bytes = JSONBytes()
+        bytes.typed(value)
+        out += String(decoding: bytes.bytes, as: UTF8.self)
     }
 
     /// Appends `{"name": value, ...}` in typed encoding.
     public static func writeFields(_ fields: [(String, FirestoreValue)], to out: inout String) {
-        out += "{"
-        for (i, (k, v)) in fields.enumerated() {
-            if i > 0 { out += "," }
-            writeString(k, &out)
-            out += ":"
-            write(v, to: &out)
-        }
-        out += "}"
+        var bytes = JSONBytes()
+        bytes.typedFields(fields)
+        out += String(decoding: bytes.bytes, as: UTF8.self)
     }
 
     /// The `documents:commit` body for `documents`, in order, each created only if absent
@@ -57,33 +26,38 @@ public enum FirestoreEncoding {
     /// `appendMissingElements` transform so a replay never repeats a name and the seal order
     /// is kept.
     public static func commitBody(_ documents: [SinkDocument], databasePath: String) -> String {
-        var out = #"{"writes":["#
-        out.reserveCapacity(documents.count * 700_000)
+        String(decoding: commitBodyBytes(documents, databasePath: databasePath), as: UTF8.self)
+    }
+
+    /// `commitBody` as UTF-8 bytes (what goes on the wire).
+    public static func commitBodyBytes(_ documents: [SinkDocument], databasePath: String) -> [UInt8] {
+        var out = JSONBytes(capacity: documents.count * 800_000)
+        out.raw(#"{"writes":["#)
         for (i, doc) in documents.enumerated() {
-            if i > 0 { out += "," }
-            out += #"{"update":{"name":"#
-            writeString("\(databasePath)/documents/\(doc.collection)/\(doc.name)", &out)
-            out += #","fields":"#
+            if i > 0 { out.raw(",") }
+            out.raw(#"{"update":{"name":"#)
+            out.string("\(databasePath)/documents/\(doc.collection)/\(doc.name)")
+            out.raw(#","fields":"#)
             switch doc {
             case .realtimeData:
-                writeFields(doc.fields, to: &out)
-                out += "}"
+                out.typedFields(doc.fields)
+                out.raw("}")
             case let .records(record):
                 // The array starts empty in the create and is filled by the transform in the
                 // same atomic write.
                 let fields = record.fields.map { $0.0 == "gscope_data" ? ($0.0, FirestoreValue.array([])) : $0 }
-                writeFields(fields, to: &out)
-                out += #"},"updateTransforms":[{"fieldPath":"gscope_data","appendMissingElements":{"values":["#
+                out.typedFields(fields)
+                out.raw(#"},"updateTransforms":[{"fieldPath":"gscope_data","appendMissingElements":{"values":["#)
                 for (j, name) in record.gscopeData.enumerated() {
-                    if j > 0 { out += "," }
-                    write(.string(name), to: &out)
+                    if j > 0 { out.raw(",") }
+                    out.typed(.string(name))
                 }
-                out += "]}}]"
+                out.raw("]}}]")
             }
-            out += #","currentDocument":{"exists":false}}"#
+            out.raw(#","currentDocument":{"exists":false}}"#)
         }
-        out += "]}"
-        return out
+        out.raw("]}")
+        return out.bytes
     }
 
     /// Decodes a typed value from parsed JSON (as produced by JSONSerialization) into

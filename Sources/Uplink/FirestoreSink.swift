@@ -88,8 +88,8 @@ public struct FirestoreSink: Sink {
         for doc in documents where doc.firestoreSize > 1_048_576 {
             throw .permanent(reason: "\(doc.collection)/\(doc.name) is \(doc.firestoreSize) bytes, over Firestore's 1 MiB document limit")
         }
-        let body = FirestoreEncoding.commitBody(documents, databasePath: configuration.databasePath)
-        if documents.count > 1, body.utf8.count > configuration.maxCommitBytes {
+        let body = FirestoreEncoding.commitBodyBytes(documents, databasePath: configuration.databasePath)
+        if documents.count > 1, body.count > configuration.maxCommitBytes {
             for doc in documents { try await write([doc]) }
             return
         }
@@ -109,7 +109,7 @@ public struct FirestoreSink: Sink {
 
     enum CommitOutcome { case stored, alreadyExists }
 
-    private func commit(_ body: String, documents: [SinkDocument]) async throws(SinkError) -> CommitOutcome {
+    private func commit(_ body: [UInt8], documents: [SinkDocument]) async throws(SinkError) -> CommitOutcome {
         var refreshed = false
         while true {
             var request = HTTPClientRequest(url: "\(configuration.baseURL)/v1/\(configuration.databasePath)/documents:commit")
@@ -120,7 +120,7 @@ public struct FirestoreSink: Sink {
             } else {
                 request.headers.add(name: "Authorization", value: "Bearer owner")
             }
-            request.body = .bytes(ByteBuffer(string: body))
+            request.body = .bytes(ByteBuffer(bytes: body))
             let status: UInt
             let headers: HTTPHeaders
             let responseBody: ByteBuffer
@@ -134,7 +134,7 @@ public struct FirestoreSink: Sink {
                                  retryAfter: nil)
             }
             if (200..<300).contains(status) {
-                logger.trace("committed", metadata: ["documents": "\(documents.count)", "bytes": "\(body.utf8.count)"])
+                logger.trace("committed", metadata: ["documents": "\(documents.count)", "bytes": "\(body.count)"])
                 return .stored
             }
             let error = FirestoreError(status: status, body: responseBody)

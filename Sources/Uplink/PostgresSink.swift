@@ -130,7 +130,7 @@ public actor PostgresSink: Sink {
     private func insert(_ doc: SinkDocument, on conn: PostgresConnection) async throws {
         switch doc {
         case let .realtimeData(d):
-            let data = FirestoreValue.array(d.points.map(RealtimeDataDocument.value)).jsonText
+            let data = FirestoreValue.array(d.points.map(RealtimeDataDocument.value)).fastJSONText
             try await conn.query("""
                 INSERT INTO realtime_data (name, session_id, board, seq, schema_version, point_count, data)
                 VALUES (\(d.name), \(d.sessionID), \(d.board), \(d.seq), \(Int(RealtimeDataDocument.schemaVersion)),
@@ -138,9 +138,9 @@ public actor PostgresSink: Sink {
                 ON CONFLICT (name) DO NOTHING
                 """, logger: logger)
         case let .records(r):
-            let hazards = FirestoreValue.map(r.survey.hazards.sorted { $0.key < $1.key }.map { ($0.key, .integer(Int64($0.value))) }).jsonText
-            let gscope = FirestoreValue.array(r.gscopeData.map { .string($0) }).jsonText
-            let boards = FirestoreValue.array(r.boards.map { .string($0) }).jsonText
+            let hazards = FirestoreValue.map(r.survey.hazards.sorted { $0.key < $1.key }.map { ($0.key, .integer(Int64($0.value))) }).fastJSONText
+            let gscope = FirestoreValue.array(r.gscopeData.map { .string($0) }).fastJSONText
+            let boards = FirestoreValue.array(r.boards.map { .string($0) }).fastJSONText
             try await conn.query("""
                 INSERT INTO records (name, user_id, "timestamp", hazards, gscope_data, no_hazard, schema_version, session_id,
                                      boards, "start", "end", point_count, time_source)

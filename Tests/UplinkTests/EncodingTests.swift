@@ -57,3 +57,30 @@ struct EncodingTests {
         #expect(!schemaViolations(bad, schema).isEmpty)
     }
 }
+
+@Suite("Fast JSON writer")
+struct FastJSONTests {
+    @Test("plain JSON bytes equal Recording's jsonText for points of every shape")
+    func plainMatchesRecording() throws {
+        var points: [RecordedPoint] = []
+        for i in 0..<200 {
+            let t = 1_800_000_000_000 + Double(i) * 10.37
+            let location = i % 7 == 0 ? nil : PointLocation(latitude: 47.123456789 + Double(i) * 1e-7, longitude: -8.5, timestamp: t - 3,
+                                                            accuracy: i % 5 == 0 ? nil : 2.5 + Double(i) / 3, age: Double(i % 9))
+            points.append(RecordedPoint(gyroscope: GyroReading(x: Double(i) * 0.061, y: -1e-7 * Double(i), z: 1e20, timestamp: t),
+                                        location: location, missingLocation: location == nil ? .staleFix : nil,
+                                        accelerometer: i % 3 == 0 ? AccelerometerReading(x: 0.5, y: -1, z: 0.98, timestamp: t) : nil,
+                                        missedBefore: i % 11 == 0 ? 2 : 0))
+        }
+        let doc = RealtimeDataDocument(name: "N", sessionID: "S\"q\\ \u{1}", board: "AA:BB", seq: 3, points: points)
+        #expect(String(decoding: SinkDocument.realtimeData(doc).jsonBytes, as: UTF8.self) == doc.jsonText)
+        let record = RecordsDocument(userID: "U", timestamp: 5, survey: .hazards(["ice": 1, "größe": 2]), gscopeData: ["A", "B"], sessionID: "S",
+                                     boards: ["B1"], start: 1, end: 2, pointCount: 200, timeSource: .systemClockSynchronised)
+        #expect(String(decoding: SinkDocument.records(record).jsonBytes, as: UTF8.self) == record.jsonText)
+        // And the typed form decodes back to the same plain values.
+        var typed = ""
+        FirestoreEncoding.writeFields(doc.fields, to: &typed)
+        let back = try #require(FirestoreEncoding.plain(["mapValue": ["fields": try JSONSerialization.jsonObject(with: Data(typed.utf8))]]))
+        #expect(jsonEqual(back, try plainJSON(.realtimeData(doc))))
+    }
+}

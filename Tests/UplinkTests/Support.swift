@@ -78,7 +78,7 @@ func run(_ executable: String, _ arguments: [String], environment: [String: Stri
     p.arguments = arguments
     if let environment { p.environment = environment }
     let path = FileManager.default.temporaryDirectory.appendingPathComponent("mwgate-run-\(UUID().uuidString)").path
-    FileManager.default.createFile(atPath: path, contents: nil)
+    _ = FileManager.default.createFile(atPath: path, contents: nil)
     defer { try? FileManager.default.removeItem(atPath: path) }
     let out = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
     p.standardOutput = out
