@@ -29,6 +29,7 @@ enum UplinkBenchmark {
         // Logs to stderr: stdout carries the key=value results.
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
         print("chunks=\(chunks)")
+        await nullSink(work: work, chunks: chunks)
         if let emulator { await firestore(work: work, host: emulator, chunks: chunks) }
         if let pgPort { await postgres(work: work, port: pgPort, chunks: chunks) }
     }
@@ -113,6 +114,18 @@ enum UplinkBenchmark {
         print("\(label)_chunks_per_s=\(String(format: "%.1f", Double(sent) / wall))")
         print("\(label)_cpu_ms_per_chunk=\(String(format: "%.2f", cpu * 1000 / Double(sent)))")
         print("\(label)_retries=\(status.retries)")
+    }
+
+    /// The service and buffer alone: a sink that stores nothing.
+    struct NullSink: Sink {
+        let name = "null"
+        func write(_ documents: [SinkDocument]) async throws(SinkError) {}
+        func close() async {}
+    }
+
+    static func nullSink(work: String, chunks: Int) async {
+        let store = backlog("\(work)/null-state", chunks: chunks)
+        await measure("null", store: store, sink: NullSink(), documents: chunks + 1)
     }
 
     static func firestore(work: String, host: String, chunks: Int) async {

@@ -32,6 +32,38 @@ extension BufferStore {
         }
     }
 
+    /// `nextBatch` with the same hand-out rules (sessions with nothing in flight, lowest seq
+    /// first, at most `perSession` each and `limit` in all, oldest unsent session first), in
+    /// one pass over the pending rows: `nextBatch` orders by a per-row subquery that scans the
+    /// session's whole outbox, which is quadratic in a long session's backlog (a 720-chunk
+    /// drain spent most of its CPU there).
+    public func nextUploadBatch(limit: Int = 16, perSession: Int = 4) throws -> [OutboxItem] {
+        try writer.write { db in
+            let rows = try Row.fetchAll(db, sql: """
+                WITH open AS (
+                    SELECT session_id, min(enqueued_at) AS first FROM outbox
+                    WHERE state IN ('pending', 'in_flight') GROUP BY session_id
+                    HAVING sum(state = 'in_flight') = 0
+                ), ranked AS (
+                    SELECT o.*, open.first AS first,
+                           row_number() OVER (PARTITION BY o.session_id ORDER BY o.seq) AS rank
+                    FROM outbox o JOIN open ON open.session_id = o.session_id
+                    WHERE o.state = 'pending'
+                )
+                SELECT * FROM ranked WHERE rank <= ? ORDER BY first, session_id, seq LIMIT ?
+                """, arguments: [perSession, limit])
+            let items = rows.map { r in
+                OutboxItem(id: r["id"], kind: OutboxItem.Kind(rawValue: r["kind"]) ?? .realtimeData, documentName: r["doc_name"],
+                           sessionID: r["session_id"], seq: r["seq"], attempts: r["attempts"], bytes: r["bytes"])
+            }
+            let now = nowMilliseconds()
+            for item in items {
+                try db.execute(sql: "UPDATE outbox SET state = 'in_flight', updated_at = ? WHERE id = ?", arguments: [now, item.id])
+            }
+            return items
+        }
+    }
+
     /// Dead-lettered items, oldest first.
     public func deadLetters(limit: Int = 100) throws -> [DeadLetter] {
         try reader.read { db in

@@ -119,8 +119,8 @@ public actor SyncService {
         let probing = retryAt != nil
         let items: [OutboxItem]
         do {
-            items = probing ? try store.nextBatch(limit: 1, perSession: 1)
-                : try store.nextBatch(limit: configuration.documentsPerCommit * configuration.concurrentSessions,
+            items = probing ? try store.nextUploadBatch(limit: 1, perSession: 1)
+                : try store.nextUploadBatch(limit: configuration.documentsPerCommit * configuration.concurrentSessions,
                                       perSession: configuration.documentsPerCommit)
         } catch {
             logger.error("cannot read the outbox: \(error)")
