@@ -64,6 +64,19 @@ extension BufferStore {
         }
     }
 
+    /// Pending items of a session after `seq`, lowest first, without handing them out (the
+    /// Uplink prepares them while the commit before them is in flight).
+    public func pendingItems(sessionID: String, afterSeq seq: Int, limit: Int) throws -> [OutboxItem] {
+        try reader.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT * FROM outbox WHERE state = 'pending' AND session_id = ? AND seq > ? ORDER BY seq LIMIT ?
+                """, arguments: [sessionID, seq, limit]).map { r in
+                OutboxItem(id: r["id"], kind: OutboxItem.Kind(rawValue: r["kind"]) ?? .realtimeData, documentName: r["doc_name"],
+                           sessionID: r["session_id"], seq: r["seq"], attempts: r["attempts"], bytes: r["bytes"])
+            }
+        }
+    }
+
     /// Dead-lettered items, oldest first.
     public func deadLetters(limit: Int = 100) throws -> [DeadLetter] {
         try reader.read { db in

@@ -29,35 +29,52 @@ public enum FirestoreEncoding {
         String(decoding: commitBodyBytes(documents, databasePath: databasePath), as: UTF8.self)
     }
 
-    /// `commitBody` as UTF-8 bytes (what goes on the wire).
-    public static func commitBodyBytes(_ documents: [SinkDocument], databasePath: String) -> [UInt8] {
-        var out = JSONBytes(capacity: documents.count * 800_000)
+    /// `commitBody` as UTF-8 bytes (what goes on the wire). `encoded` supplies writes
+    /// prepared earlier (by document name).
+    public static func commitBodyBytes(_ documents: [SinkDocument], databasePath: String,
+                                       encoded: (String) -> [UInt8]? = { _ in nil }) -> [UInt8] {
+        var out = JSONBytes(capacity: documents.count * 900_000)
         out.raw(#"{"writes":["#)
         for (i, doc) in documents.enumerated() {
             if i > 0 { out.raw(",") }
-            out.raw(#"{"update":{"name":"#)
-            out.string("\(databasePath)/documents/\(doc.collection)/\(doc.name)")
-            out.raw(#","fields":"#)
-            switch doc {
-            case .realtimeData:
-                out.typedFields(doc.fields)
-                out.raw("}")
-            case let .records(record):
-                // The array starts empty in the create and is filled by the transform in the
-                // same atomic write.
-                let fields = record.fields.map { $0.0 == "gscope_data" ? ($0.0, FirestoreValue.array([])) : $0 }
-                out.typedFields(fields)
-                out.raw(#"},"updateTransforms":[{"fieldPath":"gscope_data","appendMissingElements":{"values":["#)
-                for (j, name) in record.gscopeData.enumerated() {
-                    if j > 0 { out.raw(",") }
-                    out.typed(.string(name))
-                }
-                out.raw("]}}]")
+            if let ready = encoded(doc.name) {
+                out.bytes.append(contentsOf: ready)
+            } else {
+                writeObject(doc, databasePath: databasePath, into: &out)
             }
-            out.raw(#","currentDocument":{"exists":false}}"#)
         }
         out.raw("]}")
         return out.bytes
+    }
+
+    /// One `Write` object of a commit, as bytes.
+    public static func writeBytes(_ doc: SinkDocument, databasePath: String) -> [UInt8] {
+        var out = JSONBytes(capacity: 900_000)
+        writeObject(doc, databasePath: databasePath, into: &out)
+        return out.bytes
+    }
+
+    static func writeObject(_ doc: SinkDocument, databasePath: String, into out: inout JSONBytes) {
+        out.raw(#"{"update":{"name":"#)
+        out.string("\(databasePath)/documents/\(doc.collection)/\(doc.name)")
+        out.raw(#","fields":"#)
+        switch doc {
+        case .realtimeData:
+            out.typedFields(doc.fields)
+            out.raw("}")
+        case let .records(record):
+            // The array starts empty in the create and is filled by the transform in the
+            // same atomic write.
+            let fields = record.fields.map { $0.0 == "gscope_data" ? ($0.0, FirestoreValue.array([])) : $0 }
+            out.typedFields(fields)
+            out.raw(#"},"updateTransforms":[{"fieldPath":"gscope_data","appendMissingElements":{"values":["#)
+            for (j, name) in record.gscopeData.enumerated() {
+                if j > 0 { out.raw(",") }
+                out.typed(.string(name))
+            }
+            out.raw("]}}]")
+        }
+        out.raw(#","currentDocument":{"exists":false}}"#)
     }
 
     /// Decodes a typed value from parsed JSON (as produced by JSONSerialization) into

@@ -48,6 +48,7 @@ public actor PostgresSink: Sink {
     private let logger: Logger
     private var connection: PostgresConnection?
     private var connectionCount = 0
+    private nonisolated let prepared = EncodingCache()
 
     /// Migrations by version; each runs once in its own transaction.
     static let migrations: [(Int, [String])] = [
@@ -119,6 +120,17 @@ public actor PostgresSink: Sink {
         _ = try await connected()
     }
 
+    /// Encodes the next documents' points JSON ahead, off the actor.
+    public nonisolated func prepare(_ documents: [SinkDocument]) async {
+        for case let .realtimeData(d) in documents {
+            prepared.put(d.name, Array(Self.pointsJSON(d).utf8))
+        }
+    }
+
+    static func pointsJSON(_ d: RealtimeDataDocument) -> String {
+        FirestoreValue.array(d.points.map(RealtimeDataDocument.value)).fastJSONText
+    }
+
     public func close() async {
         try? await connection?.close()
         connection = nil
@@ -130,7 +142,7 @@ public actor PostgresSink: Sink {
     private func insert(_ doc: SinkDocument, on conn: PostgresConnection) async throws {
         switch doc {
         case let .realtimeData(d):
-            let data = FirestoreValue.array(d.points.map(RealtimeDataDocument.value)).fastJSONText
+            let data = prepared.take(d.name).map { String(decoding: $0, as: UTF8.self) } ?? Self.pointsJSON(d)
             try await conn.query("""
                 INSERT INTO realtime_data (name, session_id, board, seq, schema_version, point_count, data)
                 VALUES (\(d.name), \(d.sessionID), \(d.board), \(d.seq), \(Int(RealtimeDataDocument.schemaVersion)),

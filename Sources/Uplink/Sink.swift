@@ -14,6 +14,39 @@ public protocol Sink: Sendable {
     func write(_ documents: [SinkDocument]) async throws(SinkError)
     /// Releases connections. The sink is not used afterwards.
     func close() async
+    /// A hint that `documents` are the next to be written: a sink may encode them now, while
+    /// the previous commit is in flight. Optional; the default does nothing.
+    func prepare(_ documents: [SinkDocument]) async
+}
+
+extension Sink {
+    public func prepare(_ documents: [SinkDocument]) async {}
+}
+
+/// Encoded documents waiting for their write, by document name; bounded, oldest dropped
+/// first (a document prepared but written later is simply encoded again).
+final class EncodingCache: @unchecked Sendable {
+    private let lock = NSLock()
+    private var entries: [String: [UInt8]] = [:]
+    private var order: [String] = []
+    private let capacity: Int
+
+    init(capacity: Int = 16) { self.capacity = capacity }
+
+    func put(_ name: String, _ bytes: [UInt8]) {
+        lock.withLock {
+            if entries.updateValue(bytes, forKey: name) == nil { order.append(name) }
+            while order.count > capacity { entries[order.removeFirst()] = nil }
+        }
+    }
+
+    func take(_ name: String) -> [UInt8]? {
+        lock.withLock {
+            guard let bytes = entries.removeValue(forKey: name) else { return nil }
+            order.removeAll { $0 == name }
+            return bytes
+        }
+    }
 }
 
 /// Why a sink write failed, classed by what the sync service should do.
@@ -72,6 +105,10 @@ public struct FanOutSink: Sink {
 
     public func close() async {
         for sink in sinks { await sink.close() }
+    }
+
+    public func prepare(_ documents: [SinkDocument]) async {
+        for sink in sinks { await sink.prepare(documents) }
     }
 
     static func prefixed(_ error: SinkError, _ name: String) -> SinkError {

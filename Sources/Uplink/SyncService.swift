@@ -195,6 +195,15 @@ public actor SyncService {
             }
         }
         guard !documents.isEmpty else { return .done(sent: 0, failure: nil) }
+        // While this commit is in flight, the session's next documents are read and encoded.
+        async let prefetched: Void = Self.prepareNext(store: store, sink: sink, after: items[items.count - 1],
+                                                     count: configuration.documentsPerCommit)
+        let outcome = await writeAndSettle(documents)
+        await prefetched
+        return outcome
+    }
+
+    private func writeAndSettle(_ documents: [(OutboxItem, SinkDocument)]) async -> Outcome {
         do {
             try await sink.write(documents.map(\.1))
             markSent(documents.map(\.0))
@@ -210,6 +219,15 @@ public actor SyncService {
             }
             return settle(documents.map(\.0), error)
         }
+    }
+
+    private nonisolated static func prepareNext(store: BufferStore, sink: any Sink, after item: OutboxItem, count: Int) async {
+        guard let next = try? store.pendingItems(sessionID: item.sessionID, afterSeq: item.seq, limit: count) else { return }
+        var documents: [SinkDocument] = []
+        for n in next where n.kind == .realtimeData {
+            if let doc = try? store.realtimeDocument(name: n.documentName) { documents.append(.realtimeData(doc)) }
+        }
+        if !documents.isEmpty { await sink.prepare(documents) }
     }
 
     private func sendOneByOne(_ documents: [(OutboxItem, SinkDocument)]) async -> Outcome {

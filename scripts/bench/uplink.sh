@@ -56,6 +56,10 @@ raw=$("$bench" uplink "${args[@]}")
 value() { printf '%s\n' "$raw" | sed -n "s/^$1=//p"; }
 peer=""
 if [ -n "$(value firestore_bodies)" ]; then
+    # Same starting state for the peer: an empty emulator (warm JVM).
+    for project in bench-ours bench-warmup; do
+        curl -s -o /dev/null -X DELETE "http://127.0.0.1:$emu_port/emulator/v1/projects/$project/databases/(default)/documents"
+    done
     peer+=$(/usr/bin/python3 "$here/uplink_peer.py" firestore \
         "http://127.0.0.1:$emu_port/v1/projects/bench-peer/databases/(default)/documents:commit" "$(value firestore_bodies)")
     peer+=$'\n'
