@@ -32,14 +32,16 @@ extension BufferStore {
         }
     }
 
-    /// `nextBatch` with the same hand-out rules (sessions with nothing in flight, lowest seq
-    /// first, at most `perSession` each and `limit` in all, oldest unsent session first), in
-    /// one pass over the pending rows: `nextBatch` orders by a per-row subquery that scans the
-    /// session's whole outbox, which is quadratic in a long session's backlog (a 720-chunk
-    /// drain spent most of its CPU there).
-    public func nextUploadBatch(limit: Int = 16, perSession: Int = 4) throws -> [OutboxItem] {
-        try writer.write { db in
-            let rows = try Row.fetchAll(db, sql: """
+    /// The next documents to upload under `nextBatch`'s rules (sessions with nothing in
+    /// flight, lowest seq first, at most `perSession` each and `limit` in all, oldest unsent
+    /// session first), WITHOUT marking them in flight: a read, not a FULL-synchronous write.
+    /// The Uplink's service, the only uploader, keeps its in-flight set in memory (so a crash
+    /// needs no reset either), and so pays one SQLite commit per upload (`markSent`) instead
+    /// of two. One pass over the pending rows: `nextBatch` orders by a per-row subquery that
+    /// scans the session's whole outbox, quadratic in a long session's backlog.
+    public func uploadCandidates(limit: Int = 16, perSession: Int = 4) throws -> [OutboxItem] {
+        try reader.read { db in
+            try Row.fetchAll(db, sql: """
                 WITH open AS (
                     SELECT session_id, min(enqueued_at) AS first FROM outbox
                     WHERE state IN ('pending', 'in_flight') GROUP BY session_id
@@ -51,16 +53,10 @@ extension BufferStore {
                     WHERE o.state = 'pending'
                 )
                 SELECT * FROM ranked WHERE rank <= ? ORDER BY first, session_id, seq LIMIT ?
-                """, arguments: [perSession, limit])
-            let items = rows.map { r in
+                """, arguments: [perSession, limit]).map { r in
                 OutboxItem(id: r["id"], kind: OutboxItem.Kind(rawValue: r["kind"]) ?? .realtimeData, documentName: r["doc_name"],
                            sessionID: r["session_id"], seq: r["seq"], attempts: r["attempts"], bytes: r["bytes"])
             }
-            let now = nowMilliseconds()
-            for item in items {
-                try db.execute(sql: "UPDATE outbox SET state = 'in_flight', updated_at = ? WHERE id = ?", arguments: [now, item.id])
-            }
-            return items
         }
     }
 

@@ -119,8 +119,10 @@ public actor SyncService {
         let probing = retryAt != nil
         let items: [OutboxItem]
         do {
-            items = probing ? try store.nextUploadBatch(limit: 1, perSession: 1)
-                : try store.nextUploadBatch(limit: configuration.documentsPerCommit * configuration.concurrentSessions,
+            // Read only: a round's documents are in flight until the round ends, and rounds
+            // do not overlap, so the outbox needs no in-flight marks.
+            items = probing ? try store.uploadCandidates(limit: 1, perSession: 1)
+                : try store.uploadCandidates(limit: configuration.documentsPerCommit * configuration.concurrentSessions,
                                       perSession: configuration.documentsPerCommit)
         } catch {
             logger.error("cannot read the outbox: \(error)")
@@ -139,9 +141,8 @@ public actor SyncService {
         for item in items {
             if let i = groups.firstIndex(where: { $0[0].sessionID == item.sessionID }) { groups[i].append(item) } else { groups.append([item]) }
         }
-        let extra = groups.dropFirst(configuration.concurrentSessions).flatMap { $0 }
-        if !extra.isEmpty { _ = try? store.releaseInFlight(extra.map(\.id)) }
         groups = Array(groups.prefix(configuration.concurrentSessions))
+        current.inFlight = groups.reduce(0) { $0 + $1.count }
         current.activity = .draining
         current.nextAttemptIn = nil
         publish()
@@ -354,7 +355,7 @@ public actor SyncService {
         current.backlogCount = stats.count
         current.backlogBytes = stats.bytes
         current.oldestUnsentAge = stats.oldestUnsentAge
-        current.inFlight = stats.inFlight
+        current.inFlight = 0
         current.deadLetters = stats.dead
         current.commitsPerSecondCap = limiter.currentCommitsPerSecond
         current.bytesPerSecondCap = limiter.currentBytesPerSecond

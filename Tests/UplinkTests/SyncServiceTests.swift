@@ -295,7 +295,7 @@ struct BackoffTests {
         try fillStore(store, sessions: 1, chunks: 3, size: 10)
         let service = SyncService(store: store, sink: HangingSink(), configuration: SyncConfiguration(idlePollInterval: 1))
         let task = Task { try await service.run() }
-        #expect(await eventually { (try? store.backlogStats().inFlight) ?? 0 > 0 })
+        #expect(await eventually { await service.status.inFlight > 0 })
         task.cancel()
         try await task.value
         let stats = try store.backlogStats()
