@@ -31,12 +31,18 @@ let package = Package(
         .library(name: "GatewayConfig", targets: ["GatewayConfig"]),
         .library(name: "ControlAPI", targets: ["ControlAPI"]),
         .library(name: "ControlServer", targets: ["ControlServer"]),
+        .library(name: "Uplink", targets: ["Uplink"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.30.0"),
     ],
     targets: [
         // libdbus-1, with a shim that re-exports the type-code macros Swift cannot import.
@@ -74,6 +80,32 @@ let package = Package(
         .target(
             name: "Buffer",
             dependencies: ["Recording", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strict
+        ),
+        // Background sync of sealed chunks to Firestore (REST), PostgreSQL and a local
+        // directory, with idempotent retry, backoff and a drain-rate cap.
+        .target(
+            name: "Uplink",
+            dependencies: [
+                "Buffer",
+                "Recording",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: strict
+        ),
+        // Writes documents through the directory sink in a loop; the crash test kills it.
+        .executableTarget(
+            name: "mwuplink-fixture",
+            dependencies: ["Uplink", "Recording"],
+            path: "Tests/Fixtures/UplinkFixture",
             swiftSettings: strict
         ),
         // Records from simulated boards and an NMEA replay into a real database; the crash
@@ -124,7 +156,7 @@ let package = Package(
             name: "mwbench",
             dependencies: [
                 "DBus", "GNSS", "MetaWear", "MetaWearBoardModel", "Recording", "Buffer",
-                "ControlAPI", "ControlServer", "Gateway", "BlueZ", "Boards", "BlueZSimulator",
+                "ControlAPI", "ControlServer", "Gateway", "BlueZ", "Boards", "BlueZSimulator", "Uplink",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -223,6 +255,19 @@ let package = Package(
                 "BlueZSimulator", "MetaWearBoardModel", "mwctl", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "UplinkTests",
+            dependencies: [
+                "Uplink", "Buffer", "Recording", "MetaWear", "GNSS", "mwuplink-fixture",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: strict
         ),

@@ -15,9 +15,18 @@ packages=(
     gpsd gpsd-clients
     # packaging tests: systemd-analyze/sysusers/tmpfiles, udevadm (setpriv/unshare: util-linux)
     systemd udev
+    # Uplink: a real PostgreSQL server for the sink tests, Java for Google's Firestore emulator,
+    # openssl as the independent JWT verifier
+    postgresql-15 postgresql-client-15 openjdk-17-jre-headless openssl
     # benchmarks: the python peers we compare against
-    python3-pip python3-venv
+    python3-pip python3-venv python3-requests python3-psycopg2
 )
+
+# Google's Firestore emulator is not in Debian: it comes from Google's Cloud SDK apt repository
+# (package google-cloud-cli-firestore-emulator), which our CI images already carry. Install it
+# only when that repository is configured; its absence is not an error (the emulator tests
+# then say loudly that they skipped).
+optional_packages=(google-cloud-cli-firestore-emulator)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -26,14 +35,28 @@ for p in "${packages[@]}"; do
     fi
 done
 
+install_optional() {
+    for p in "${optional_packages[@]}"; do
+        if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then continue; fi
+        if apt-cache show "$p" >/dev/null 2>&1; then
+            "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "$p" \
+                || echo "deps: optional $p could not be installed (Firestore emulator tests will skip)"
+        else
+            echo "deps: optional $p not available from the configured apt sources (Firestore emulator tests will skip)"
+        fi
+    done
+}
+
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+
 if ((${#missing[@]} == 0)); then
     echo "deps: all ${#packages[@]} Debian packages present"
+    install_optional
     exit 0
 fi
 
 echo "deps: installing ${missing[*]}"
-sudo_cmd=()
-if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
 export DEBIAN_FRONTEND=noninteractive
 "${sudo_cmd[@]}" apt-get update -qq
 "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
@@ -41,3 +64,4 @@ export DEBIAN_FRONTEND=noninteractive
 if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
     "${sudo_cmd[@]}" systemctl disable --now gpsd.socket gpsd.service >/dev/null 2>&1 || true
 fi
+install_optional

@@ -9,7 +9,7 @@ func fail(_ message: String) -> Never {
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 guard let area = arguments.first else {
-    fail("usage: mwbench boards|control|dbus|gnss|metawear|recording [options]")
+    fail("usage: mwbench boards|control|dbus|gnss|metawear|recording|uplink [options]")
 }
 let rest = Array(arguments.dropFirst())
 switch area {
@@ -19,6 +19,7 @@ case "gnss": GNSSBenchmark.run(rest)
 case "metawear": MetaWearBenchmark.run(rest)
 case "recording": RecordingBenchmark.run(rest)
 case "control": await ControlBenchmark.run(rest)
+case "uplink": await UplinkBenchmark.run(rest)
 default:
-    fail("mwbench: unknown area '\(area)' (expected boards, control, dbus, gnss, metawear or recording)")
+    fail("mwbench: unknown area '\(area)' (expected boards, control, dbus, gnss, metawear, recording or uplink)")
 }

@@ -71,34 +71,7 @@ extension BufferStore {
     public func nextBatch(limit: Int = 16, perSession: Int = 4) throws -> [OutboxItem] {
         guard limit > 0, perSession > 0 else { return [] }
         return try writer.write { db in
-            // Every lookup goes through chunks(session_id, upload_state, upload_seq): one index
-            // seek per session, never a read of the chunk rows (each about a page of blob).
-            let sessions = try String.fetchAll(db, sql: """
-                SELECT s.id FROM sessions s
-                WHERE (EXISTS (SELECT 1 FROM chunks c WHERE c.session_id = s.id AND c.upload_state = 'pending')
-                       OR EXISTS (SELECT 1 FROM record_uploads r WHERE r.session_id = s.id AND r.state = 'pending'))
-                  AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.session_id = s.id AND c.upload_state = 'in_flight')
-                  AND NOT EXISTS (SELECT 1 FROM record_uploads r WHERE r.session_id = s.id AND r.state = 'in_flight')
-                ORDER BY s.started_at, s.id
-                """)
-            var items: [OutboxItem] = []
-            for session in sessions where items.count < limit {
-                let take = min(perSession, limit - items.count)
-                var mine = try Row.fetchAll(db, sql: """
-                    SELECT id, name, upload_seq, attempts, size FROM chunks
-                    WHERE session_id = ? AND upload_state = 'pending' ORDER BY upload_seq LIMIT ?
-                    """, arguments: [session, take]).map {
-                    OutboxItem(id: $0["id"], kind: .realtimeData, documentName: $0["name"], sessionID: session,
-                               seq: $0["upload_seq"], attempts: $0["attempts"], bytes: $0["size"])
-                }
-                if let r = try Row.fetchOne(db, sql: """
-                    SELECT id, doc_name, upload_seq, attempts, bytes FROM record_uploads WHERE session_id = ? AND state = 'pending'
-                    """, arguments: [session]) {
-                    mine.append(OutboxItem(id: -(r["id"] as Int64), kind: .records, documentName: r["doc_name"],
-                                           sessionID: session, seq: r["upload_seq"], attempts: r["attempts"], bytes: r["bytes"]))
-                }
-                items += mine.sorted { $0.seq < $1.seq }.prefix(take)
-            }
+            let items = try Self.uploadCandidates(db, limit: limit, perSession: perSession)
             let now = nowMilliseconds()
             for item in items {
                 switch UploadHandle(item.id) {
@@ -112,6 +85,47 @@ extension BufferStore {
             }
             return items
         }
+    }
+
+    /// The items `nextBatch` hands out, without marking them: for every session with nothing
+    /// in flight, its lowest-seq pending items (up to `perSession`), oldest sessions first, at
+    /// most `limit` in all.
+    static func uploadCandidates(_ db: Database, limit: Int, perSession: Int) throws -> [OutboxItem] {
+        // Every lookup goes through chunks(session_id, upload_state, upload_seq): one index
+        // seek per session, never a read of the chunk rows (each about a page of blob).
+        let sessions = try String.fetchAll(db, sql: """
+            SELECT s.id FROM sessions s
+            WHERE (EXISTS (SELECT 1 FROM chunks c WHERE c.session_id = s.id AND c.upload_state = 'pending')
+                   OR EXISTS (SELECT 1 FROM record_uploads r WHERE r.session_id = s.id AND r.state = 'pending'))
+              AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.session_id = s.id AND c.upload_state = 'in_flight')
+              AND NOT EXISTS (SELECT 1 FROM record_uploads r WHERE r.session_id = s.id AND r.state = 'in_flight')
+            ORDER BY s.started_at, s.id
+            """)
+        var items: [OutboxItem] = []
+        for session in sessions where items.count < limit {
+            items += try pendingItems(db, sessionID: session, afterSeq: nil, limit: min(perSession, limit - items.count))
+        }
+        return items
+    }
+
+    /// A session's pending items after `afterSeq` (all when nil), lowest seq first.
+    static func pendingItems(_ db: Database, sessionID: String, afterSeq: Int?, limit: Int) throws -> [OutboxItem] {
+        let floor = afterSeq ?? Int.min
+        var mine = try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT id, name, upload_seq, attempts, size FROM chunks
+            WHERE session_id = ? AND upload_state = 'pending' AND upload_seq > ? ORDER BY upload_seq LIMIT ?
+            """), arguments: [sessionID, floor, limit]).map {
+            OutboxItem(id: $0["id"], kind: .realtimeData, documentName: $0["name"], sessionID: sessionID,
+                       seq: $0["upload_seq"], attempts: $0["attempts"], bytes: $0["size"])
+        }
+        if let r = try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT id, doc_name, upload_seq, attempts, bytes FROM record_uploads
+            WHERE session_id = ? AND state = 'pending' AND upload_seq > ?
+            """), arguments: [sessionID, floor]) {
+            mine.append(OutboxItem(id: -(r["id"] as Int64), kind: .records, documentName: r["doc_name"],
+                                   sessionID: sessionID, seq: r["upload_seq"], attempts: r["attempts"], bytes: r["bytes"]))
+        }
+        return Array(mine.sorted { $0.seq < $1.seq }.prefix(limit))
     }
 
     /// Marks items uploaded (ALREADY_EXISTS on a replay counts too).

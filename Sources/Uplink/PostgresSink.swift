@@ -1,0 +1,246 @@
+import Foundation
+import Logging
+import NIOSSL
+import PostgresNIO
+import Recording
+
+/// Where and how to reach PostgreSQL (or a PostgreSQL-wire database such as CockroachDB or
+/// YugabyteDB, which accept the same statements).
+public struct PostgresSinkConfiguration: Sendable {
+    /// Transport encryption.
+    public enum TLSMode: Sendable, Hashable {
+        /// Plain TCP (loopback or a trusted network only).
+        case disable
+        /// TLS when the server offers it.
+        case prefer
+        /// TLS required, server certificate verified against the system trust store.
+        case require
+    }
+
+    /// TCP host and port, or a Unix socket path.
+    public enum Endpoint: Sendable, Hashable {
+        case tcp(host: String, port: Int)
+        case unixSocket(path: String)
+    }
+
+    public var endpoint: Endpoint
+    public var username: String
+    public var password: String?
+    public var database: String
+    public var tls: TLSMode
+
+    /// A configuration; see the properties.
+    public init(endpoint: Endpoint, username: String, password: String? = nil, database: String, tls: TLSMode = .prefer) {
+        self.endpoint = endpoint
+        self.username = username
+        self.password = password
+        self.database = database
+        self.tls = tls
+    }
+}
+
+/// Writes documents into the `records` and `realtime_data` tables (created by migration),
+/// one transaction per batch, `INSERT … ON CONFLICT (name) DO NOTHING` so a replay is a
+/// no-op. One connection, opened on first use and reopened after a failure.
+public actor PostgresSink: Sink {
+    public nonisolated var name: String { "postgresql" }
+    public let configuration: PostgresSinkConfiguration
+    private let logger: Logger
+    private var connection: PostgresConnection?
+    private var connectionCount = 0
+    private nonisolated let prepared = EncodingCache()
+
+    /// Migrations by version; each runs once in its own transaction.
+    static let migrations: [(Int, [String])] = [
+        (1, [
+            """
+            CREATE TABLE IF NOT EXISTS realtime_data (
+                name text PRIMARY KEY,
+                session_id text NOT NULL,
+                board text NOT NULL,
+                seq integer NOT NULL,
+                schema_version integer NOT NULL,
+                point_count integer NOT NULL,
+                data jsonb NOT NULL,
+                received_at timestamptz NOT NULL DEFAULT now()
+            )
+            """,
+            "CREATE INDEX IF NOT EXISTS realtime_data_session ON realtime_data (session_id, board, seq)",
+            """
+            CREATE TABLE IF NOT EXISTS records (
+                name text PRIMARY KEY,
+                user_id text NOT NULL,
+                "timestamp" bigint NOT NULL,
+                hazards jsonb NOT NULL,
+                gscope_data jsonb NOT NULL,
+                no_hazard boolean NOT NULL,
+                schema_version integer NOT NULL,
+                session_id text NOT NULL,
+                boards jsonb NOT NULL,
+                "start" bigint NOT NULL,
+                "end" bigint NOT NULL,
+                point_count integer NOT NULL,
+                time_source text NOT NULL,
+                received_at timestamptz NOT NULL DEFAULT now()
+            )
+            """,
+            "CREATE INDEX IF NOT EXISTS records_user_time ON records (user_id, \"timestamp\")",
+        ]),
+    ]
+
+    /// A sink for `configuration`; nothing is connected until the first write.
+    public init(configuration: PostgresSinkConfiguration, logger: Logger = Logger(label: "mwgate.uplink.postgresql")) {
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    public func write(_ documents: [SinkDocument]) async throws(SinkError) {
+        guard !documents.isEmpty else { return }
+        let conn = try await connected()
+        do {
+            try await conn.query("BEGIN", logger: logger)
+            for doc in documents { try await insert(doc, on: conn) }
+            try await conn.query("COMMIT", logger: logger)
+        } catch {
+            let classified = Self.classify(error, documents: documents)
+            if case .permanent = classified {
+                _ = try? await conn.query("ROLLBACK", logger: logger)
+            } else {
+                // The connection's state is unknown (a COMMIT may or may not have landed);
+                // the replay will be a no-op either way.
+                try? await conn.close()
+                connection = nil
+            }
+            throw classified
+        }
+    }
+
+    /// Connects and runs the migrations now (otherwise the first write does).
+    public func prepare() async throws(SinkError) {
+        _ = try await connected()
+    }
+
+    /// Encodes the next documents' points JSON ahead, off the actor.
+    public nonisolated func prepare(_ documents: [SinkDocument]) async {
+        for case let .realtimeData(d) in documents {
+            prepared.put(d.name, Array(Self.pointsJSON(d).utf8))
+        }
+    }
+
+    static func pointsJSON(_ d: RealtimeDataDocument) -> String {
+        FirestoreValue.array(d.points.map(RealtimeDataDocument.value)).fastJSONText
+    }
+
+    public func close() async {
+        try? await connection?.close()
+        connection = nil
+    }
+
+    /// Connections opened so far (tests check reconnection).
+    public var connectionsOpened: Int { connectionCount }
+
+    private func insert(_ doc: SinkDocument, on conn: PostgresConnection) async throws {
+        switch doc {
+        case let .realtimeData(d):
+            let data = prepared.take(d.name).map { String(decoding: $0, as: UTF8.self) } ?? Self.pointsJSON(d)
+            try await conn.query("""
+                INSERT INTO realtime_data (name, session_id, board, seq, schema_version, point_count, data)
+                VALUES (\(d.name), \(d.sessionID), \(d.board), \(d.seq), \(Int(RealtimeDataDocument.schemaVersion)),
+                        \(d.points.count), \(data)::jsonb)
+                ON CONFLICT (name) DO NOTHING
+                """, logger: logger)
+        case let .records(r):
+            let hazards = FirestoreValue.map(r.survey.hazards.sorted { $0.key < $1.key }.map { ($0.key, .integer(Int64($0.value))) }).fastJSONText
+            let gscope = FirestoreValue.array(r.gscopeData.map { .string($0) }).fastJSONText
+            let boards = FirestoreValue.array(r.boards.map { .string($0) }).fastJSONText
+            try await conn.query("""
+                INSERT INTO records (name, user_id, "timestamp", hazards, gscope_data, no_hazard, schema_version, session_id,
+                                     boards, "start", "end", point_count, time_source)
+                VALUES (\(r.name), \(r.userID), \(r.timestamp), \(hazards)::jsonb, \(gscope)::jsonb, \(r.survey == .noHazard),
+                        \(Int(RealtimeDataDocument.schemaVersion)), \(r.sessionID), \(boards)::jsonb, \(r.start), \(r.end),
+                        \(r.pointCount), \(r.timeSource.rawValue))
+                ON CONFLICT (name) DO NOTHING
+                """, logger: logger)
+        }
+    }
+
+    private func connected() async throws(SinkError) -> PostgresConnection {
+        if let connection, !connection.isClosed { return connection }
+        connection = nil
+        let conn: PostgresConnection
+        do {
+            conn = try await PostgresConnection.connect(configuration: try pgConfiguration(), id: connectionCount, logger: logger)
+        } catch {
+            throw .transient(reason: "cannot connect to PostgreSQL: \(Self.describe(error))", retryAfter: nil)
+        }
+        connectionCount += 1
+        do {
+            try await migrate(conn)
+        } catch {
+            try? await conn.close()
+            throw .transient(reason: "PostgreSQL migration failed: \(Self.describe(error))", retryAfter: nil)
+        }
+        connection = conn
+        return conn
+    }
+
+    private func pgConfiguration() throws -> PostgresConnection.Configuration {
+        switch configuration.endpoint {
+        case let .unixSocket(path):
+            return .init(unixSocketPath: path, username: configuration.username, password: configuration.password,
+                         database: configuration.database)
+        case let .tcp(host, port):
+            let tls: PostgresConnection.Configuration.TLS
+            switch configuration.tls {
+            case .disable: tls = .disable
+            case .prefer: tls = .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+            case .require: tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+            }
+            return .init(host: host, port: port, username: configuration.username, password: configuration.password,
+                         database: configuration.database, tls: tls)
+        }
+    }
+
+    private func migrate(_ conn: PostgresConnection) async throws {
+        try await conn.query("""
+            CREATE TABLE IF NOT EXISTS mwgate_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())
+            """, logger: logger)
+        var applied = Set<Int>()
+        for try await version in try await conn.query("SELECT version FROM mwgate_migrations", logger: logger).decode(Int.self) {
+            applied.insert(version)
+        }
+        for (version, statements) in Self.migrations where !applied.contains(version) {
+            try await conn.query("BEGIN", logger: logger)
+            do {
+                for statement in statements { try await conn.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
+                try await conn.query("INSERT INTO mwgate_migrations (version) VALUES (\(version)) ON CONFLICT DO NOTHING", logger: logger)
+                try await conn.query("COMMIT", logger: logger)
+            } catch {
+                _ = try? await conn.query("ROLLBACK", logger: logger)
+                throw error
+            }
+            logger.notice("PostgreSQL migration applied", metadata: ["version": "\(version)"])
+        }
+    }
+
+    /// Data and schema errors (SQLSTATE classes 22, 23, 42, 0A) are permanent; everything
+    /// else (connection loss, serialization failures, insufficient resources, shutdown) is
+    /// transient.
+    static func classify(_ error: any Error, documents: [SinkDocument]) -> SinkError {
+        let what = documents.count == 1 ? "\(documents[0].collection)/\(documents[0].name)" : "batch of \(documents.count) documents"
+        if let e = error as? PSQLError, let state = e.serverInfo?[.sqlState] {
+            let reason = "\(what): SQLSTATE \(state): \(e.serverInfo?[.message] ?? "")"
+            if ["22", "23", "42", "0A"].contains(String(state.prefix(2))) { return .permanent(reason: reason) }
+            return .transient(reason: reason, retryAfter: nil)
+        }
+        return .transient(reason: "\(what): \(describe(error))", retryAfter: nil)
+    }
+
+    static func describe(_ error: any Error) -> String {
+        if let e = error as? PSQLError {
+            if let message = e.serverInfo?[.message] { return "\(e.code): \(message)" }
+            return "\(e.code)"
+        }
+        return "\(error)"
+    }
+}

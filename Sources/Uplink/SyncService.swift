@@ -1,0 +1,367 @@
+import Buffer
+import Foundation
+import Logging
+import Recording
+
+/// Drains the buffer's outbox into a sink in the background.
+///
+/// * One commit in flight per session, documents in seq order, so upstream order matches
+///   seal order; sessions go in parallel up to `concurrentSessions`.
+/// * Transient failures (`SinkError.transient`/`.rateLimited`) put the documents back and
+///   switch to backoff: full-jitter exponential waits (honouring Retry-After), and while the
+///   upstream is down a single probe commit instead of every session retrying.
+/// * The drain is paced by `DrainRateLimiter`; a rate-limited answer halves the pace.
+/// * Permanent failures dead-letter the document with the reason; later documents go on.
+///
+/// Recording never waits for this: the service only reads sealed chunks from the store.
+public actor SyncService {
+    public let store: BufferStore
+    public let sink: any Sink
+    public let configuration: SyncConfiguration
+    private let clock: any SyncClock
+    private let jitter: any JitterSource
+    private let logger: Logger
+    private var limiter: DrainRateLimiter
+    private var current: SyncStatus
+    private var retryAt: Double?
+    private var subscribers: [UUID: AsyncStream<SyncStatus>.Continuation] = [:]
+
+    /// A service draining `store` into `sink`. Clock and jitter are injectable for tests.
+    public init(store: BufferStore, sink: any Sink, configuration: SyncConfiguration = SyncConfiguration(),
+                clock: any SyncClock = SystemSyncClock(), jitter: any JitterSource = SystemJitter(),
+                logger: Logger = Logger(label: "mwgate.uplink")) {
+        self.store = store
+        self.sink = sink
+        self.configuration = configuration
+        self.clock = clock
+        self.jitter = jitter
+        self.logger = logger
+        limiter = DrainRateLimiter(commitsPerSecond: configuration.maxCommitsPerSecond,
+                                   bytesPerSecond: configuration.maxBytesPerSecond,
+                                   recoveryInterval: configuration.rateRecoveryInterval)
+        current = SyncStatus(sink: sink.name)
+        current.commitsPerSecondCap = limiter.currentCommitsPerSecond
+        current.bytesPerSecondCap = limiter.currentBytesPerSecond
+    }
+
+    /// The latest status.
+    public var status: SyncStatus { current }
+
+    /// Status changes from now on (the current status first). Ends when the caller stops
+    /// iterating or the service's `run` returns.
+    public func statusUpdates() -> AsyncStream<SyncStatus> {
+        let (stream, continuation) = AsyncStream.makeStream(of: SyncStatus.self, bufferingPolicy: .bufferingNewest(16))
+        let id = UUID()
+        subscribers[id] = continuation
+        continuation.yield(current)
+        continuation.onTermination = { [weak self] _ in
+            Task { await self?.unsubscribe(id) }
+        }
+        return stream
+    }
+
+    private func unsubscribe(_ id: UUID) { subscribers[id] = nil }
+
+    /// Puts dead-lettered documents back in the queue (all sessions when nil); returns how many.
+    @discardableResult
+    public func requeueDead(sessionID: String? = nil) throws -> Int {
+        let n = try store.requeueDead(sessionID: sessionID)
+        if n > 0 { logger.info("dead letters requeued", metadata: ["count": "\(n)"]) }
+        refreshBacklog()
+        publish()
+        return n
+    }
+
+    /// Runs until the task is cancelled. A commit in progress at cancellation is abandoned:
+    /// its documents go back to pending (their names make the replay harmless).
+    public func run() async throws {
+        do { try store.releaseInFlight() } catch { logger.error("cannot reset in-flight items: \(error)") }
+        current.activity = .idle
+        refreshBacklog()
+        publish()
+        logger.info("sync started", metadata: ["sink": "\(sink.name)"])
+        defer {
+            current.activity = .stopped
+            current.nextAttemptIn = nil
+            publish()
+            for c in subscribers.values { c.finish() }
+            subscribers = [:]
+        }
+        while !Task.isCancelled {
+            let worked: Bool
+            do { worked = try await step() } catch is CancellationError { break }
+            if !worked {
+                do { try await clock.sleep(until: clock.now() + configuration.idlePollInterval) } catch { break }
+            }
+        }
+        logger.info("sync stopped", metadata: ["sent": "\(current.sent)"])
+    }
+
+    /// Sends until the outbox has nothing pending (or a failure starts a backoff that
+    /// `untilBackoff` says not to wait out). Returns documents sent. For `mwctl` one-shot use
+    /// and benchmarks.
+    @discardableResult
+    public func drain() async throws -> Int {
+        try store.releaseInFlight()
+        let before = current.sent
+        while try await step() {}
+        return current.sent - before
+    }
+
+    /// One round: wait out a backoff, take work, send it. False when there was nothing to do.
+    private func step() async throws -> Bool {
+        if let retryAt {
+            current.activity = .backingOff
+            current.nextAttemptIn = max(0, retryAt - clock.now())
+            publish()
+            try await clock.sleep(until: retryAt)
+        }
+        let probing = retryAt != nil
+        let items: [OutboxItem]
+        do {
+            // Read only: a round's documents are in flight until the round ends, and rounds
+            // do not overlap, so the outbox needs no in-flight marks.
+            items = probing ? try store.uploadCandidates(limit: 1, perSession: 1)
+                : try store.uploadCandidates(limit: configuration.documentsPerCommit * configuration.concurrentSessions,
+                                      perSession: configuration.documentsPerCommit)
+        } catch {
+            logger.error("cannot read the outbox: \(error)")
+            throw CancellationError()
+        }
+        guard !items.isEmpty else {
+            if !probing {
+                current.activity = .idle
+                current.nextAttemptIn = nil
+            }
+            refreshBacklog()
+            publish()
+            return false
+        }
+        var groups: [[OutboxItem]] = []
+        for item in items {
+            if let i = groups.firstIndex(where: { $0[0].sessionID == item.sessionID }) { groups[i].append(item) } else { groups.append([item]) }
+        }
+        groups = Array(groups.prefix(configuration.concurrentSessions))
+        current.inFlight = groups.reduce(0) { $0 + $1.count }
+        current.activity = .draining
+        current.nextAttemptIn = nil
+        publish()
+
+        // Each group's start time is booked now, in order, so the pace holds across sessions.
+        var plans: [(items: [OutboxItem], startAt: Double)] = []
+        for g in groups {
+            plans.append((g, limiter.reserve(bytes: g.reduce(0) { $0 + $1.bytes }, now: clock.now())))
+        }
+        let outcomes = await withTaskGroup(of: (Int, Outcome).self) { group in
+            for (i, plan) in plans.enumerated() {
+                group.addTask { (i, await self.send(plan.items, startAt: plan.startAt)) }
+            }
+            var results: [(Int, Outcome)] = []
+            for await r in group { results.append(r) }
+            return results.sorted { $0.0 < $1.0 }.map(\.1)
+        }
+        var cancelled = false
+        for outcome in outcomes {
+            switch outcome {
+            case .cancelled: cancelled = true
+            case .done(let sent, let failure):
+                if sent > 0 { recordSuccess(sent) }
+                if let failure { recordFailure(failure) }
+            }
+        }
+        refreshBacklog()
+        publish()
+        if cancelled { throw CancellationError() }
+        return true
+    }
+
+    enum Outcome: Sendable {
+        /// `sent` documents stored; `failure` set when the rest hit a transient error.
+        case done(sent: Int, failure: SinkError?)
+        case cancelled
+    }
+
+    /// Sends one session's documents in order; marks each result in the store.
+    private func send(_ items: [OutboxItem], startAt: Double) async -> Outcome {
+        do { try await clock.sleep(until: startAt) } catch {
+            _ = try? store.releaseInFlight(items.map(\.id))
+            return .cancelled
+        }
+        var documents: [(OutboxItem, SinkDocument)] = []
+        for item in items {
+            do {
+                documents.append((item, try load(item)))
+            } catch {
+                deadLetter(item, reason: "cannot load \(item.kind.rawValue)/\(item.documentName): \(error)")
+            }
+        }
+        guard !documents.isEmpty else { return .done(sent: 0, failure: nil) }
+        // While this commit is in flight, the session's next documents are read and encoded.
+        async let prefetched: Void = Self.prepareNext(store: store, sink: sink, after: items[items.count - 1],
+                                                     count: configuration.documentsPerCommit)
+        let outcome = await writeAndSettle(documents)
+        await prefetched
+        return outcome
+    }
+
+    private func writeAndSettle(_ documents: [(OutboxItem, SinkDocument)]) async -> Outcome {
+        do {
+            try await sink.write(documents.map(\.1))
+            markSent(documents.map(\.0))
+            return .done(sent: documents.count, failure: nil)
+        } catch {
+            if Task.isCancelled {
+                _ = try? store.releaseInFlight(documents.map(\.0.id))
+                return .cancelled
+            }
+            if case .permanent = error, documents.count > 1 {
+                // Find the culprit: one at a time, in order; the others go through.
+                return await sendOneByOne(documents)
+            }
+            return settle(documents.map(\.0), error)
+        }
+    }
+
+    private nonisolated static func prepareNext(store: BufferStore, sink: any Sink, after item: OutboxItem, count: Int) async {
+        guard let next = try? store.pendingItems(sessionID: item.sessionID, afterSeq: item.seq, limit: count) else { return }
+        var documents: [SinkDocument] = []
+        for n in next where n.kind == .realtimeData {
+            if let doc = try? store.realtimeDocument(name: n.documentName) { documents.append(.realtimeData(doc)) }
+        }
+        if !documents.isEmpty { await sink.prepare(documents) }
+    }
+
+    private func sendOneByOne(_ documents: [(OutboxItem, SinkDocument)]) async -> Outcome {
+        var sent = 0
+        for (index, (item, doc)) in documents.enumerated() {
+            do {
+                try await sink.write([doc])
+                markSent([item])
+                sent += 1
+            } catch {
+                if Task.isCancelled {
+                    _ = try? store.releaseInFlight(documents[index...].map(\.0.id))
+                    return .cancelled
+                }
+                if case .permanent = error {
+                    deadLetter(item, reason: error.reason)
+                    continue
+                }
+                let rest = documents[index...].map(\.0)
+                return .done(sent: sent, failure: settleReturningFailure(rest, error))
+            }
+        }
+        return .done(sent: sent, failure: nil)
+    }
+
+    private func settle(_ items: [OutboxItem], _ error: SinkError) -> Outcome {
+        .done(sent: 0, failure: settleReturningFailure(items, error))
+    }
+
+    /// Permanent: dead letters (no failure to back off from). Transient: back to pending.
+    private func settleReturningFailure(_ items: [OutboxItem], _ error: SinkError) -> SinkError? {
+        if case .permanent = error {
+            for item in items { deadLetter(item, reason: error.reason) }
+            return nil
+        }
+        for item in items {
+            do { try store.markFailed(item.id, permanent: false, reason: error.reason) } catch {
+                logger.error("cannot record a failed upload: \(error)")
+            }
+        }
+        return error
+    }
+
+    private func load(_ item: OutboxItem) throws -> SinkDocument {
+        switch item.kind {
+        case .realtimeData:
+            guard let doc = try store.realtimeDocument(name: item.documentName) else {
+                throw LoadError(description: "chunk not in the buffer")
+            }
+            return .realtimeData(doc)
+        case .records:
+            guard let doc = try store.recordsDocument(sessionID: item.sessionID) else {
+                throw LoadError(description: "session has no submitted survey")
+            }
+            guard doc.name == item.documentName else {
+                throw LoadError(description: "session's records document is \(doc.name)")
+            }
+            return .records(doc)
+        }
+    }
+
+    struct LoadError: Error, CustomStringConvertible { var description: String }
+
+    private func markSent(_ items: [OutboxItem]) {
+        do { try store.markSent(items.map(\.id)) } catch {
+            // The documents are stored upstream; they go again after restart, harmlessly.
+            logger.error("cannot mark documents sent: \(error)")
+        }
+    }
+
+    private func deadLetter(_ item: OutboxItem, reason: String) {
+        logger.error("dead letter", metadata: ["document": "\(item.kind.rawValue)/\(item.documentName)", "reason": "\(reason)"])
+        do { try store.markFailed(item.id, permanent: true, reason: reason) } catch {
+            logger.error("cannot dead-letter \(item.documentName): \(error)")
+        }
+    }
+
+    /// Keys in the buffer's `sync_state` read by `mwctl sync status`.
+    public enum StateKeys {
+        public static let lastSuccess = "uplink.last_success"
+        public static let lastError = "uplink.last_error"
+        public static let lastErrorAt = "uplink.last_error_at"
+    }
+
+    private var lastPersistedSuccess = -Double.infinity
+
+    private func recordSuccess(_ sent: Int) {
+        current.sent += sent
+        let now = Date()
+        current.lastSuccess = now
+        // Throttled: one extra FULL-synchronous write per commit is not worth it.
+        if clock.now() - lastPersistedSuccess >= 5 {
+            lastPersistedSuccess = clock.now()
+            try? store.setSyncState(StateKeys.lastSuccess, ISO8601DateFormatter().string(from: now))
+        }
+        if retryAt != nil { logger.info("upstream reachable again; draining the backlog", metadata: ["sink": "\(sink.name)"]) }
+        retryAt = nil
+        current.consecutiveFailures = 0
+    }
+
+    private func recordFailure(_ error: SinkError) {
+        let now = clock.now()
+        if case .rateLimited = error {
+            limiter.slowDown(now: now)
+            current.commitsPerSecondCap = limiter.currentCommitsPerSecond
+            current.bytesPerSecondCap = limiter.currentBytesPerSecond
+        }
+        let wait = configuration.backoff.delay(attempt: current.consecutiveFailures, unit: jitter.next(), retryAfter: error.retryAfter)
+        current.consecutiveFailures += 1
+        current.retries += 1
+        current.lastError = error.description
+        current.lastErrorAt = Date()
+        try? store.setSyncState(StateKeys.lastError, error.description)
+        try? store.setSyncState(StateKeys.lastErrorAt, ISO8601DateFormatter().string(from: current.lastErrorAt ?? Date()))
+        retryAt = now + wait
+        logger.warning("upload failed; backing off", metadata: [
+            "sink": "\(sink.name)", "error": "\(error.description)", "wait_s": "\(String(format: "%.1f", wait))",
+            "failures": "\(current.consecutiveFailures)",
+        ])
+    }
+
+    private func refreshBacklog() {
+        guard let stats = try? store.backlogStats() else { return }
+        current.backlogCount = stats.count
+        current.backlogBytes = stats.bytes
+        current.oldestUnsentAge = stats.oldestUnsentAge
+        current.inFlight = 0
+        current.deadLetters = stats.dead
+        current.commitsPerSecondCap = limiter.currentCommitsPerSecond
+        current.bytesPerSecondCap = limiter.currentBytesPerSecond
+    }
+
+    private func publish() {
+        for c in subscribers.values { c.yield(current) }
+    }
+}

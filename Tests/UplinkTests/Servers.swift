@@ -1,0 +1,184 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import Testing
+@testable import Uplink
+
+/// Google's Firestore emulator on a free loopback port, in its own process group.
+final class FirestoreEmulator: Sendable {
+    static let launcher = "/usr/lib/google-cloud-sdk/platform/cloud-firestore-emulator/cloud_firestore_emulator"
+    let port: Int
+    let projectID: String
+    private let pid: Int32
+
+    /// Why the emulator cannot run here, or nil when it can.
+    static var missing: String? {
+        if !FileManager.default.isExecutableFile(atPath: launcher) {
+            return "Firestore emulator not installed (\(launcher); Debian package google-cloud-cli-firestore-emulator from Google's Cloud SDK repo)"
+        }
+        let java = ["/usr/bin/java", "/usr/local/bin/java"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        if java == nil { return "java not found (openjdk-17-jre-headless); the Firestore emulator needs it" }
+        return nil
+    }
+
+    init(projectID: String = "demo-mwgate") async throws {
+        self.projectID = projectID
+        port = freePort()
+        let p = Process()
+        // Foundation starts the child as the leader of a new process group, which its java
+        // child joins; stop() signals the whole group.
+        p.executableURL = URL(fileURLWithPath: Self.launcher)
+        p.arguments = ["start", "--host=127.0.0.1", "--port=\(port)", "--project_id=\(projectID)"]
+        let log = FileHandle(forWritingAtPath: "/dev/null")
+        p.standardOutput = log
+        p.standardError = log
+        try p.run()
+        pid = p.processIdentifier
+        let url = "http://127.0.0.1:\(port)/"
+        let up = await eventually(timeout: 90) {
+            var r = HTTPClientRequest(url: url)
+            r.method = .GET
+            return (try? await HTTPClient.shared.execute(r, timeout: .seconds(2))) != nil
+        }
+        if !up {
+            Self.signal(pid, SIGKILL)
+            throw FixtureError(description: "Firestore emulator did not answer on port \(port) within 90 s")
+        }
+    }
+
+    var host: String { "127.0.0.1:\(port)" }
+    var base: String { "http://\(host)/v1/projects/\(projectID)/databases/(default)/documents" }
+
+    func stop() {
+        Self.signal(pid, SIGTERM)
+        for _ in 0..<50 {
+            if kill(-pid, 0) != 0 { break }
+            usleep(100_000)
+        }
+        Self.signal(pid, SIGKILL)
+    }
+
+    /// Signals the launcher's process group (java included), or only the launcher when it
+    /// does not lead a group of its own.
+    static func signal(_ pid: Int32, _ sig: Int32) {
+        if getpgid(pid) == pid { kill(-pid, sig) } else { kill(pid, sig) }
+    }
+
+    /// GET a path under the database's documents (typed JSON).
+    func get(_ path: String) async throws -> (status: Int, json: [String: Any]) {
+        var r = HTTPClientRequest(url: "\(base)/\(path)")
+        r.headers.add(name: "Authorization", value: "Bearer owner")
+        let response = try await HTTPClient.shared.execute(r, timeout: .seconds(30))
+        let body = try await response.body.collect(upTo: 64 << 20)
+        let json = (try? JSONSerialization.jsonObject(with: Data(buffer: body))) as? [String: Any] ?? [:]
+        return (Int(response.status.code), json)
+    }
+
+    /// A document's fields decoded to plain JSON (native Bool/Int64/Double/String), nil when absent.
+    func document(_ collection: String, _ name: String) async throws -> [String: Any]? {
+        let (status, json) = try await get("\(collection)/\(name)")
+        guard status == 200 else { return nil }
+        return FirestoreEncoding.plain(["mapValue": ["fields": json["fields"] ?? [:]]]) as? [String: Any]
+    }
+
+    /// Names of all documents in a collection (paged).
+    func list(_ collection: String) async throws -> [String] {
+        var names: [String] = []
+        var token: String?
+        repeat {
+            var path = "\(collection)?pageSize=300&mask.fieldPaths=seq"
+            if let token { path += "&pageToken=\(token)" }
+            let (_, json) = try await get(path)
+            for d in json["documents"] as? [[String: Any]] ?? [] {
+                if let n = d["name"] as? String { names.append(String(n.split(separator: "/").last ?? "")) }
+            }
+            token = json["nextPageToken"] as? String
+        } while token != nil
+        return names
+    }
+}
+
+struct FixtureError: Error, CustomStringConvertible { var description: String }
+
+/// A throwaway PostgreSQL 15 cluster: initdb into a temp dir owned by an unprivileged user
+/// (tests run as root in CI), listening on 127.0.0.1 at a free port.
+final class PostgresServer: Sendable {
+    static let bin = "/usr/lib/postgresql/15/bin"
+    let port: Int
+    let dir: String
+    private let asUser: [String]
+
+    static var missing: String? {
+        FileManager.default.isExecutableFile(atPath: "\(bin)/postgres") ? nil
+            : "PostgreSQL 15 server not installed (\(bin)/postgres; Debian package postgresql-15)"
+    }
+
+    init() throws {
+        dir = temporaryDirectory("pg")
+        port = freePort()
+        asUser = getuid() == 0 ? ["/usr/sbin/runuser", "-u", "nobody", "--"] : []
+        if getuid() == 0 {
+            chown(dir, 65534, 65534)
+            chmod(dir, 0o700)
+        }
+        let initdb = try run(asUser.first ?? "\(Self.bin)/initdb",
+                             Array(asUser.dropFirst()) + (asUser.isEmpty ? [] : ["\(Self.bin)/initdb"])
+                                 + ["-D", "\(dir)/data", "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"])
+        guard initdb.status == 0 else { throw FixtureError(description: "initdb failed: \(initdb.output)") }
+        try start()
+    }
+
+    /// Starts the postmaster as our own child. Not through pg_ctl: Foundation's Process
+    /// notices a child's exit through a descriptor the daemon would inherit, so waiting for
+    /// `pg_ctl start` never returns.
+    func start() throws {
+        let p = Process()
+        let postgres = ["\(Self.bin)/postgres", "-D", "\(dir)/data", "-c", "listen_addresses=127.0.0.1", "-p", "\(port)",
+                        "-k", dir, "-c", "fsync=off"]
+        p.executableURL = URL(fileURLWithPath: asUser.first ?? postgres[0])
+        p.arguments = Array(asUser.dropFirst()) + (asUser.isEmpty ? Array(postgres.dropFirst()) : postgres)
+        _ = FileManager.default.createFile(atPath: "\(dir)/log", contents: nil)
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: "\(dir)/log"))
+        try log.seekToEnd()
+        p.standardOutput = log
+        p.standardError = log
+        p.standardInput = FileHandle.nullDevice
+        try p.run()
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            if try run("\(Self.bin)/pg_isready", ["-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres"]).status == 0 { return }
+            usleep(200_000)
+        }
+        let text = (try? String(contentsOfFile: "\(dir)/log", encoding: .utf8)) ?? ""
+        throw FixtureError(description: "PostgreSQL did not start within 60 s: \(text.suffix(2000))")
+    }
+
+    /// Stops the postmaster: "fast" (SIGINT) or "immediate" (SIGQUIT, like a crash).
+    func stop(mode: String = "fast") {
+        guard let text = try? String(contentsOfFile: "\(dir)/data/postmaster.pid", encoding: .utf8),
+              let pid = text.split(separator: "\n").first.flatMap({ Int32($0) }) else { return }
+        kill(pid, mode == "immediate" ? SIGQUIT : SIGINT)
+        for _ in 0..<300 where kill(pid, 0) == 0 { usleep(100_000) }
+        if kill(pid, 0) == 0 { kill(pid, SIGKILL) }
+        usleep(200_000)
+    }
+
+    func destroy() {
+        stop(mode: "immediate")
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    var configuration: PostgresSinkConfiguration {
+        PostgresSinkConfiguration(endpoint: .tcp(host: "127.0.0.1", port: port), username: "postgres", database: "postgres",
+                                  tls: .disable)
+    }
+
+    /// Runs SQL through psql and returns the unaligned output.
+    func psql(_ sql: String) throws -> String {
+        let psql = "/usr/lib/postgresql/15/bin/psql"
+        let r = try run(psql, ["-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres", "-d", "postgres", "-At", "-v", "ON_ERROR_STOP=1",
+                               "-c", sql])
+        guard r.status == 0 else { throw FixtureError(description: "psql failed: \(r.output)") }
+        return r.output.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}

@@ -1,0 +1,63 @@
+"""Plain-client peers for the uplink benchmark: send the same Firestore commit bodies with
+requests (one keep-alive session), or insert the same rows with psycopg2 (one transaction per
+commit group, same statements). Prints key=value lines: wall time and this process's CPU."""
+import json
+import resource
+import sys
+import time
+
+
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def firestore(url, path):
+    import requests
+    bodies = [line.rstrip("\n").encode() for line in open(path, encoding="utf-8") if line.strip()]
+    session = requests.Session()
+    headers = {"Content-Type": "application/json", "Authorization": "Bearer owner"}
+    docs = 0
+    c0, t0 = cpu(), time.perf_counter()
+    for body in bodies:
+        r = session.post(url, data=body, headers=headers, timeout=120)
+        if r.status_code != 200:
+            sys.exit(f"peer commit failed: {r.status_code} {r.text[:300]}")
+        docs += len(r.json().get("writeResults", []))
+    wall, used = time.perf_counter() - t0, cpu() - c0
+    print(f"peer_firestore_documents={docs}")
+    print(f"peer_firestore_wall_s={wall:.3f}")
+    print(f"peer_firestore_cpu_s={used:.3f}")
+
+
+REALTIME = """INSERT INTO realtime_data (name, session_id, board, seq, schema_version, point_count, data)
+VALUES (%s, %s, %s, %s, %s, %s, %s::jsonb) ON CONFLICT (name) DO NOTHING"""
+RECORDS = """INSERT INTO records (name, user_id, "timestamp", hazards, gscope_data, no_hazard, schema_version, session_id,
+boards, "start", "end", point_count, time_source)
+VALUES (%s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s::jsonb, %s, %s, %s, %s) ON CONFLICT (name) DO NOTHING"""
+
+
+def postgres(port, path):
+    import psycopg2
+    groups = [json.loads(line) for line in open(path, encoding="utf-8") if line.strip()]
+    conn = psycopg2.connect(host="127.0.0.1", port=port, user="postgres", dbname="peer")
+    docs = 0
+    c0, t0 = cpu(), time.perf_counter()
+    for group in groups:
+        with conn:
+            with conn.cursor() as cur:
+                for row in group:
+                    cur.execute(REALTIME if row[0] == "realtime_data" else RECORDS, row[1:])
+                    docs += 1
+    wall, used = time.perf_counter() - t0, cpu() - c0
+    conn.close()
+    print(f"peer_postgresql_documents={docs}")
+    print(f"peer_postgresql_wall_s={wall:.3f}")
+    print(f"peer_postgresql_cpu_s={used:.3f}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "firestore":
+        firestore(sys.argv[2], sys.argv[3])
+    else:
+        postgres(int(sys.argv[2]), sys.argv[3])
