@@ -230,7 +230,7 @@ let package = Package(
         .target(
             name: "Daemon",
             dependencies: [
-                "Gateway", "GatewayConfig", "ServiceSupport", "ControlServer",
+                "Gateway", "GatewayConfig", "ServiceSupport", "ControlServer", "ControlAPI", "Uplink", "Buffer",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),

@@ -113,6 +113,13 @@ if [ "$control" = dbus ]; then
     ctl session stop
     say "the walker's hazard survey (mwctl survey submit)"
     ctl survey submit --hazard pothole=3 --hazard kerb=1
+    say "upload to the directory sink (mwctl sync)"
+    for _ in $(seq 100); do
+        [ -n "$(find "$work/documents" -name '*.json' 2>/dev/null | head -n 1)" ] && break
+        sleep 0.2
+    done
+    sleep 1
+    ctl sync || true
     say "sessions (mwctl session list)"
     ctl session list
     session=$(sed -nE 's/.*session ([0-9A-F-]{36}) started.*/\1/p' "$work/mwgated.log" | head -n 1)
@@ -153,7 +160,9 @@ echo "GeoJSON: $work/session.geojson"
 
 say "where the documents are"
 if [ -d "$work/documents" ] && [ -n "$(ls -A "$work/documents" 2>/dev/null)" ]; then
-    ls -l "$work/documents"
+    echo "directory sink: $work/documents"
+    (cd "$work/documents" && find . -name '*.json' | sort | while read -r f; do
+        printf '  %-90s %8d bytes\n' "$f" "$(stat -c %s "$f")"; done)
 else
     echo "directory sink: $work/documents (no upload service built in yet: documents stay in the"
     echo "buffer's outbox $work/state/buffer.sqlite until the Uplink sync service lands)"

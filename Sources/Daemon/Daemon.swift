@@ -6,6 +6,7 @@ import Logging
 import ServiceLifecycle
 import ServiceSupport
 import UnixSignals
+import Uplink
 
 /// mwgated's run logic, apart from argument parsing: configuration, logging, assembly,
 /// readiness and shutdown. Returns the process exit status.
@@ -99,9 +100,21 @@ public enum Daemon {
         let reporter = StatusReporter(logger: logger, notifier: notifier)
         let reloader = ConfigurationReloader(path: options.configurationPath, paths: paths, initial: configuration,
                                              pipeline: gateway.pipeline, level: level, notifier: notifier, logger: logger)
-        let extra: [any Service]
-        do { extra = try await extraServices(gateway, reporter, logger) } catch {
+        var extra: [any Service]
+        do {
+            // The upload service, fed from the gateway's buffer: added after recording, so it
+            // stops before recording seals at shutdown and never races the last seal.
+            let (sink, endpoint) = try SinkFactory.make(configuration.sink, credentials: CredentialStore(environment: environment), logger: logger)
+            var syncConfiguration = SyncConfiguration()
+            syncConfiguration.maxCommitsPerSecond = configuration.sink.maxRequestsPerSecond
+            syncConfiguration.documentsPerCommit = configuration.sink.maxDocumentsPerRequest
+            let sync = SyncService(store: gateway.store, sink: sink, configuration: syncConfiguration, logger: logger)
+            logger.info("uploading to \(configuration.sink.kind.name) at \(endpoint)", metadata: ["sink": "\(configuration.sink.kind.name)"])
+            extra = [SyncServiceRunner(sync: sync, sinkName: configuration.sink.kind.name, endpoint: endpoint, reporter: reporter, logger: logger)]
+            extra += try await extraServices(gateway, reporter, logger)
+        } catch {
             logger.critical("cannot start: \(error)")
+            notifier.status("cannot start: \(error)")
             return exitStartFailure
         }
         let daemonService = DaemonService(pipeline: gateway.pipeline, reporter: reporter, notifier: notifier,
