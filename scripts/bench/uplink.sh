@@ -27,7 +27,7 @@ launcher=/usr/lib/google-cloud-sdk/platform/cloud-firestore-emulator/cloud_fires
 fs_note=""
 if [ -x "$launcher" ] && command -v java >/dev/null; then
     emu_port=$(free_port)
-    setsid "$launcher" start --host=127.0.0.1 --port="$emu_port" --project_id=bench-ours > "$work/emulator.log" 2>&1 &
+    setsid "$launcher" start --host=127.0.0.1 --port="$emu_port" --project_id=bench-default > "$work/emulator.log" 2>&1 &
     emu_pid=$!
     for _ in $(seq 120); do curl -s -o /dev/null "http://127.0.0.1:$emu_port/" && break; sleep 0.5; done
     args+=(--emulator "127.0.0.1:$emu_port")
