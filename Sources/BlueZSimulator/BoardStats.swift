@@ -57,4 +57,7 @@ public struct LinkRelease: Sendable, Hashable {
     public var nanoseconds: UInt64
     /// Notifications released in this event.
     public var count: Int
+    /// The connection interval scheduled after this event, in milliseconds (what the link
+    /// intends; the wall-clock gap also carries the host's scheduling delay).
+    public var plannedIntervalMilliseconds: Double = 0
 }

@@ -191,16 +191,19 @@ extension BlueZSimulator {
             device.tokens -= Double(allowed)
         }
         device.lastEvent = now
+        let interval = nextInterval(device)
         if allowed > 0 {
             let batch = device.linkQueue.prefix(allowed)
             device.linkQueue.removeFirst(allowed)
             for bytes in batch { deliver(device, bytes) }
             let (seconds, attoseconds) = (now - connectedAt).components
             device.releases.append(LinkRelease(nanoseconds: UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000),
-                                               count: allowed))
+                                               count: allowed,
+                                               plannedIntervalMilliseconds: Double(interval.components.seconds) * 1000
+                                                   + Double(interval.components.attoseconds) / 1e15))
             if device.releases.count > 4096 { device.releases.removeFirst(device.releases.count - 4096) }
         }
-        return nextInterval(device)
+        return interval
     }
 
     /// Sends one notification to every armed subscriber.

@@ -32,19 +32,25 @@ public struct FixSourceConfiguration: Sendable {
     /// Emit the open cycle when no byte arrived for this long, so the last fix before
     /// a pause is not held back.
     public var quietFlush: Duration
+    /// Close and reopen a serial device or connection that has sent nothing for this long
+    /// (nil: never). Receivers talk every second; a silent one is usually a wedged USB
+    /// adapter, or a device that vanished while something else still holds its other end.
+    public var silenceReconnect: Duration?
     /// Receives status events; nil drops them.
     public var events: (@Sendable (FixSourceEvent) -> Void)?
 
     public init(
         assembler: FixAssembler.Options = .live, reconnects: Bool = true,
         initialBackoff: Duration = .milliseconds(250), maximumBackoff: Duration = .seconds(5),
-        quietFlush: Duration = .milliseconds(1500), events: (@Sendable (FixSourceEvent) -> Void)? = nil
+        quietFlush: Duration = .milliseconds(1500), silenceReconnect: Duration? = .seconds(10),
+        events: (@Sendable (FixSourceEvent) -> Void)? = nil
     ) {
         self.assembler = assembler
         self.reconnects = reconnects
         self.initialBackoff = initialBackoff
         self.maximumBackoff = maximumBackoff
         self.quietFlush = quietFlush
+        self.silenceReconnect = silenceReconnect
         self.events = events
     }
 }

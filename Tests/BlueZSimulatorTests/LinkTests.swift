@@ -13,20 +13,21 @@ struct LinkTests {
             let path = try await harness.connect(0)
             _ = try await harness.call(try harness.notifyPath(path), "org.bluez.GattCharacteristic1", "StartNotify")
             for command in gyroStart100HzBMI160 { try await harness.write(path, command) }
-            try await Task.sleep(for: .seconds(1.5))
-            let releases = try await harness.simulator.linkReleases(0)
-            #expect(releases.count >= 20)
+            var releases: [LinkRelease] = []
+            try await waitUntil("20 connection events") {
+                releases = try await harness.simulator.linkReleases(0)
+                return releases.count >= 20
+            }
+            // The schedule the link keeps: 25 ms ± 10 %, inside BLE's 7.5…30 ms.
+            let planned = releases.map(\.plannedIntervalMilliseconds)
+            #expect(planned.allSatisfy { $0 >= 22.4 && $0 <= 27.6 }, "planned intervals: \(planned.prefix(8))")
+            // On the wall clock a starved test machine only stretches the gaps: the median
+            // never falls below the shortest interval.
             let gaps = zip(releases, releases.dropFirst()).map { Double($1.nanoseconds - $0.nanoseconds) / 1e6 }.sorted()
-            let median = gaps[gaps.count / 2]
-            #expect(median >= 7.5 && median <= 30, "median gap \(median) ms")
-            // At 100 Hz and 25 ms (±10 %), most events carry more than one notification.
+            #expect(gaps[gaps.count / 2] >= 7.5, "median gap \(gaps[gaps.count / 2]) ms")
+            // At 100 Hz and 25 ms, most events carry more than one notification.
             let batched = releases.filter { $0.count >= 2 }.count
             #expect(Double(batched) / Double(releases.count) > 0.5, "batches: \(releases.map(\.count))")
-            // Connection events sit on a fixed schedule (as BLE anchor points do); one that the
-            // loaded test machine runs late is followed by an on-time one, so only the bulk of
-            // the gaps, not every one, is bounded by the interval.
-            let tenthPercentile = gaps[gaps.count / 10]
-            #expect(tenthPercentile >= 7.0, "releases closer than a connection interval: \(gaps.prefix(5))")
         }
     }
 

@@ -47,10 +47,15 @@ final class FakeReceiver: @unchecked Sendable {
         thread.start()
     }
 
-    /// Unplugs: stops talking and closes both ends.
-    func unplug() {
+    /// Stops talking; the device stays open, as a wedged USB adapter's does.
+    func fallSilent() {
         stop.stop()
         done.wait()
+    }
+
+    /// Unplugs: stops talking and closes both ends.
+    func unplug() {
+        if !stop.isStopped { fallSilent() }
         close(master)
         close(slave)
     }
@@ -72,7 +77,7 @@ struct SerialSourceTests {
         let source = SerialFixSource(
             path: link, baud: nil,
             configuration: FixSourceConfiguration(
-                initialBackoff: .milliseconds(50), maximumBackoff: .milliseconds(500),
+                initialBackoff: .milliseconds(50), maximumBackoff: .milliseconds(500), silenceReconnect: .seconds(3),
                 events: { event in events.set(events.get() + [event.message]) }))
         let box = LockedBox<[GNSSFix]>([])
         let reader = Task {
@@ -104,6 +109,30 @@ struct SerialSourceTests {
         #expect(events.get().contains { $0.contains("reconnecting") })
         print("serial: \(box.get().count) fixes over two plug-ins; events: \(Set(events.get()).sorted().prefix(6))")
     }
+
+    @Test func aSilentReceiverIsReopened() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mwgate-serial-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let link = directory.appendingPathComponent("gps0").path
+        let receiver = try FakeReceiver()
+        defer { receiver.unplug() }
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: receiver.slavePath)
+        receiver.startTalking(try TestSupport.log("ublox-lea-5h.log"))
+        let events = LockedBox<[String]>([])
+        let source = SerialFixSource(
+            path: link, baud: 9600,
+            configuration: FixSourceConfiguration(
+                initialBackoff: .milliseconds(50), maximumBackoff: .milliseconds(500), silenceReconnect: .seconds(1),
+                events: { event in events.set(events.get() + [event.message]) }))
+        let fixes = LockedBox<Int>(0)
+        let reader = Task { for try await _ in source.fixes() { fixes.set(fixes.get() + 1) } }
+        defer { reader.cancel() }
+        #expect(await waitFor(seconds: 30) { fixes.get() >= 2 })
+        receiver.fallSilent()
+        #expect(await waitFor(seconds: 30) { events.get().contains { $0.contains("no data for 1 s") } })
+    }
+
 }
 
 /// Polls `condition` every 100 ms until it holds or `seconds` pass.

@@ -104,6 +104,9 @@ enum ByteStreamPump {
                     decoder.flush(emit: emit)
                     flushed = true
                 }
+                if let limit = configuration.silenceReconnect, quiet >= limit {
+                    return "no data for \(limit.components.seconds) s"
+                }
                 continue
             }
             let count = buffer.withUnsafeMutableBytes { read(opened.descriptor, $0.baseAddress, $0.count) }
