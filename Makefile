@@ -21,9 +21,14 @@ test: deps
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	scripts/run-tests.sh $(SWIFT_FLAGS)
 
-# Benchmarks run on a release build, beside their peers, and write $(BENCH_DIR)/.
-bench: release
-	scripts/bench.sh $(BENCH_DIR)
+# Every area's benchmark in one go on a release build (and mwgated/mwctl as packaged, static
+# Swift runtime), beside their peers; writes docs/benchmarks.md (+ SVG plots in
+# docs/benchmarks/) and the raw output in $(BENCH_DIR)/. `make bench BENCH_QUICK=1`: every area
+# briefly, to check the pipeline (report in $(BENCH_DIR)/benchmarks.md); BENCH_AREAS="a b": some.
+BENCH_QUICK ?=
+BENCH_AREAS ?=
+bench: deps
+	BENCH_QUICK=$(BENCH_QUICK) BENCH_AREAS="$(BENCH_AREAS)" scripts/bench.sh $(BENCH_DIR)
 
 # mwctl's shell completions and man page, generated from its parser, for the package to
 # install (build/cli/{mwctl.bash,_mwctl,mwctl.fish,mwctl.1}).

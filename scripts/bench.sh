@@ -1,31 +1,162 @@
 #!/usr/bin/env bash
-# Runs every area's benchmark script (scripts/bench/*.sh) against the release build and
-# gathers their Markdown sections into one report.
+# `make bench`: runs every area's benchmark (scripts/bench/<area>.sh) on a release build, one
+# after the other, and writes one report: docs/benchmarks.md with the machine it ran on (CPU,
+# cores, RAM, load average, date, Swift version), each area's section (our figure, the peer's
+# from the same run, the ratio, the goal) and SVG plots in docs/benchmarks/.
+#
+#   scripts/bench.sh [OUT_DIR]          full run (areas' raw output and data in OUT_DIR,
+#                                       default bench-results/)
+#   BENCH_QUICK=1 scripts/bench.sh      every area briefly, to check the pipeline; the report
+#                                       goes to OUT_DIR/benchmarks.md, docs/ stays untouched
+#   BENCH_AREAS="control footprint"     only these areas
+#   BENCH_REPORT=path.md                where the report goes
+#
+# Builds what it measures: the release tree (.build/) and, as the Debian package ships them,
+# mwgated and mwctl with the Swift runtime linked statically (.build-static/).
 set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
 out=${1:-bench-results}
 mkdir -p "$out"
+out=$(cd "$out" && pwd)
+quick=${BENCH_QUICK:-0}
+[[ "$quick" = 0 ]] && quick=""
+if [[ -n "$quick" ]]; then
+    report=${BENCH_REPORT:-$out/benchmarks.md}
+else
+    report=${BENCH_REPORT:-$root/docs/benchmarks.md}
+fi
+plots_dir=$(dirname "$report")/benchmarks
+mkdir -p "$plots_dir"
+areas=${BENCH_AREAS:-dbus boards metawear gnss recording uplink control footprint}
+
+# The machine, before anything of ours loads it.
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+cpu_model=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')
+cores=$(nproc)
+ram=$(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
+swift_version=$(swift --version 2>/dev/null | head -1)
+kernel=$(uname -sr)
+distro=$(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME" || echo unknown)
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+dirty=$(git status --porcelain 2>/dev/null | grep -qv '^??' && echo " (with uncommitted changes)" || true)
+
+echo "== build: release tree, and mwgated/mwctl as packaged (static Swift runtime)"
+swift build -c release
+swift build -c release --static-swift-stdlib --scratch-path .build-static --product mwgated
+swift build -c release --static-swift-stdlib --scratch-path .build-static --product mwctl
 bin=$(swift build -c release --show-bin-path)
-report="$out/report.md"
+static_bin=$root/.build-static/release
+export MWBENCH=$bin/mwbench MWCTL=$bin/mwctl MWSIM=$bin/mwsim
+export MWCTL_STATIC=$static_bin/mwctl MWGATED_STATIC=$static_bin/mwgated
+export MWBENCH_DATA_DIR=$out
+if [[ -n "$quick" ]]; then
+    # Small sizes everywhere: checks that each area runs end to end, not how fast.
+    export DBUS_BENCH_CALLS=${DBUS_BENCH_CALLS:-2000} DBUS_BENCH_SIGNALS=${DBUS_BENCH_SIGNALS:-5000}
+    export BOARDS_BENCH_SECONDS=${BOARDS_BENCH_SECONDS:-3}
+    export GNSS_BENCH_SENTENCES=${GNSS_BENCH_SENTENCES:-60000}
+    export SEAL_ROUNDS=${SEAL_ROUNDS:-1}
+    export CHUNKS=${CHUNKS:-40}
+    export CONTROL_BENCH_RUNS=${CONTROL_BENCH_RUNS:-5}
+    export FOOTPRINT_SECONDS=${FOOTPRINT_SECONDS:-12} FOOTPRINT_STEADY_AFTER=${FOOTPRINT_STEADY_AFTER:-5}
+    export FOOTPRINT_STARTS=${FOOTPRINT_STARTS:-3}
+fi
+
+rm -f "$out"/*.md "$out"/*.csv "$out"/*.txt
+failed=()
+declare -A seconds_taken
+for area in $areas; do
+    script=scripts/bench/$area.sh
+    [[ -f "$script" ]] || { echo "bench: no $script" >&2; failed+=("$area"); continue; }
+    echo "== bench: $area (load $(cut -d' ' -f1-3 /proc/loadavg))"
+    t0=$SECONDS
+    if bash "$script" "$out/$area.md" > "$out/$area.log" 2>&1; then
+        seconds_taken[$area]=$((SECONDS - t0))
+        tail -n 3 "$out/$area.log"
+    else
+        seconds_taken[$area]=$((SECONDS - t0))
+        echo "bench: $area failed; last lines of $out/$area.log:" >&2
+        tail -n 20 "$out/$area.log" >&2
+        failed+=("$area")
+    fi
+done
+load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+
+echo "== plots"
+/usr/bin/python3 scripts/bench/plots.py "$out" "$plots_dir" > "$out/plots.md" || { echo "bench: plots failed" >&2; failed+=(plots); }
+
+plot_link() {  # the Markdown for one plot, if it was drawn
+    local name=$1 caption=$2
+    [[ -f "$plots_dir/$name.svg" ]] || return 0
+    local rel
+    rel=$(/usr/bin/python3 -c 'import os, sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))' "$plots_dir/$name.svg" "$(dirname "$report")")
+    printf '![%s](%s)\n\n' "$caption" "$rel"
+}
+
 {
     echo "# mwgate benchmarks"
     echo
-    echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-    echo "- machine: $(uname -m), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
-    echo "- swift: $(swift --version 2>/dev/null | head -1)"
+    echo "Written by \`make bench\`$([[ -n "$quick" ]] && echo ' in quick mode (BENCH_QUICK=1: small sizes, figures not meaningful)') (scripts/bench.sh). Every peer figure comes from the same run on the same machine; each section names its goal and whether this run met it."
     echo
-} > "$report"
-status=0
-for script in scripts/bench/*.sh; do
-    area=$(basename "$script" .sh)
-    echo "== bench: $area"
-    if MWBENCH="$bin/mwbench" MWCTL="$bin/mwctl" bash "$script" "$out/$area.md"; then
-        cat "$out/$area.md" >> "$report"
-        echo >> "$report"
-    else
-        echo "bench: $area failed" >&2
-        status=1
+    echo "## Machine"
+    echo
+    echo "| | |"
+    echo "|---|---|"
+    echo "| date (UTC) | $started |"
+    echo "| CPU | $cpu_model |"
+    echo "| cores | $cores |"
+    echo "| RAM | $ram |"
+    echo "| load average (1/5/15 min) at the start | $load_start |"
+    echo "| load average at the end | $load_end |"
+    echo "| OS | $distro, $kernel |"
+    echo "| Swift | $swift_version |"
+    echo "| mwgate commit | $commit$dirty |"
+    echo
+    echo "A load average above the core count at the start means other work shared the CPU: timings of such a run are pessimistic and noisy."
+    echo
+    echo "## Summary"
+    echo
+    echo "| area | goal lines | run time |"
+    echo "|---|---|---:|"
+    for area in $areas; do
+        if [[ -f "$out/$area.md" ]] && ! printf '%s\n' "${failed[@]}" | grep -qx "$area"; then
+            verdicts=$(grep -oE '\*\*(met|NOT met)\*\*|: (met|NOT met)\b|\| (met|NOT met) \|' "$out/$area.md" | grep -oE 'NOT met|met' | sort | uniq -c | awk '{ printf "%s%d %s", (NR > 1 ? ", " : ""), $1, $2 (NF > 2 ? " " $3 : "") }')
+            echo "| [$area](#$area) | ${verdicts:-no goal} | ${seconds_taken[$area]} s |"
+        else
+            echo "| $area | **failed** (see $out/$area.log) | ${seconds_taken[$area]:-0} s |"
+        fi
+    done
+    echo
+    for area in $areas; do
+        echo "<a id=\"$area\"></a>"
+        echo
+        if [[ -f "$out/$area.md" ]]; then
+            # Each area writes a ### section; one level up in this document.
+            sed 's/^### /## /' "$out/$area.md"
+            echo
+        else
+            echo "## $area"
+            echo
+            echo "Failed in this run; see the log."
+            echo
+        fi
+        case $area in
+        control) plot_link control-latency "mwctl status --json and busctl call: round-trip time histogram" ;;
+        uplink)
+            plot_link uplink-drain "Backlog drain over time: documents stored, ours and the plain client" ;;
+        footprint)
+            plot_link footprint-rss "mwgated RSS over time with 4 boards streaming" ;;
+        esac
+    done
+    if [[ -s "$out/plots.md" ]]; then
+        echo "## Notes on the plots"
+        echo
+        cat "$out/plots.md"
     fi
-done
+} > "$report"
 echo "report: $report"
-cat "$report"
-exit "$status"
+if ((${#failed[@]})); then
+    echo "bench: failed: ${failed[*]}" >&2
+    exit 1
+fi

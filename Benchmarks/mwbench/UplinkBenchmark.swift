@@ -97,9 +97,11 @@ enum UplinkBenchmark {
                                                  concurrentSessions: 1, idlePollInterval: 0.05)
 
     static func measure(_ label: String, store: BufferStore, sink: any Sink, documents: Int) async {
-        let service = SyncService(store: store, sink: sink, configuration: configuration)
+        let timeline = TimelineSink(wrapping: sink)
+        let service = SyncService(store: store, sink: timeline, configuration: configuration)
         let cpu0 = cpuSeconds()
         let t0 = Date()
+        timeline.start()
         let sent: Int
         do { sent = try await service.drain() } catch { fail("mwbench uplink: \(label) drain failed: \(error)") }
         let wall = Date().timeIntervalSince(t0)
@@ -114,6 +116,44 @@ enum UplinkBenchmark {
         print("\(label)_chunks_per_s=\(String(format: "%.1f", Double(sent) / wall))")
         print("\(label)_cpu_ms_per_chunk=\(String(format: "%.2f", cpu * 1000 / Double(sent)))")
         print("\(label)_retries=\(status.retries)")
+        if let directory = ProcessInfo.processInfo.environment["MWBENCH_DATA_DIR"] {
+            let path = "\(directory)/uplink-\(label)-timeline.csv"
+            do { try timeline.csv().write(toFile: path, atomically: true, encoding: .utf8) } catch { fail("\(path): \(error)") }
+            print("\(label)_timeline=\(path)")
+        }
+    }
+
+    /// Passes writes through and notes when each commit completed, for the report's
+    /// backlog-drain plot (one lock per commit: nothing next to a network round trip).
+    final class TimelineSink: Sink, @unchecked Sendable {
+        let inner: any Sink
+        var name: String { inner.name }
+        private let lock = NSLock()
+        private var origin = ContinuousClock.now
+        private var points: [(seconds: Double, documents: Int)] = []
+        private var documents = 0
+
+        init(wrapping inner: any Sink) { self.inner = inner }
+
+        func start() {
+            lock.withLock { origin = .now; points = [(0, 0)]; documents = 0 }
+        }
+
+        func write(_ batch: [SinkDocument]) async throws(SinkError) {
+            try await inner.write(batch)
+            lock.withLock {
+                documents += batch.count
+                let elapsed = ContinuousClock.now - origin
+                points.append((Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18, documents))
+            }
+        }
+
+        func prepare(_ batch: [SinkDocument]) async { await inner.prepare(batch) }
+        func close() async { await inner.close() }
+
+        func csv() -> String {
+            lock.withLock { "seconds,documents\n" + points.map { String(format: "%.4f,%d\n", $0.seconds, $0.documents) }.joined() }
+        }
     }
 
     /// The service and buffer alone: a sink that stores nothing.

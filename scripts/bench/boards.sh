@@ -20,37 +20,14 @@ if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -c 'import bleak' 2>/de
 fi
 bleak_version=$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("bleak"))')
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-cat > "$work/bus.conf" <<CONF
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>session</type>
-  <listen>unix:path=$work/bus</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-    <allow user="*"/>
-  </policy>
-</busconfig>
-CONF
-/usr/bin/dbus-daemon --config-file="$work/bus.conf" --nofork --nopidfile --print-address=1 > "$work/address" &
-dbus_pid=$!
-pids+=("$dbus_pid")
-for _ in $(seq 100); do [[ -s "$work/address" ]] && break; sleep 0.05; done
-address=$(head -1 "$work/address")
+. "$here/private-bus.sh"
+private_bus_start
+work=$bus_dir
+dbus_pid=$bus_pid
+address=$bus_address
 "$mwsim" --bus "$address" --boards 1 --model metamotion-r --quiet --discovery-delay 0.1 2> "$work/mwsim.log" &
 sim_pid=$!
-pids+=("$sim_pid")
+bench_track "$sim_pid"
 sleep 1
 board=$(DBUS_SYSTEM_BUS_ADDRESS="$address" gdbus call --system --dest io.mwgate.Simulator --object-path /io/mwgate/Simulator1 \
     --method io.mwgate.Simulator1.ListBoards | grep -oE '([0-9A-F]{2}:){5}[0-9A-F]{2}' | head -1)

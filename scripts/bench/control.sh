@@ -16,44 +16,20 @@ if [ -z "${MWCTL_STATIC:-}" ]; then
     MWCTL_STATIC=.build-static/release/mwctl
 fi
 
-dir=$(mktemp -d)
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$dir"
-}
-trap cleanup EXIT
-
-cat > "$dir/bus.conf" <<CONF
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>system</type>
-  <listen>unix:path=$dir/bus</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-    <allow user="*"/>
-  </policy>
-</busconfig>
-CONF
-dbus-daemon --config-file="$dir/bus.conf" --nofork --print-address=1 > "$dir/address" 2>/dev/null &
-pids+=("$!")
-for _ in $(seq 100); do [ -s "$dir/address" ] && break; sleep 0.05; done
-address=$(head -1 "$dir/address")
+. "$(dirname "$0")/private-bus.sh"
+private_bus_start
+dir=$bus_dir
+address=$bus_address
 
 "$mwbench" control serve --address "$address" > "$dir/server.out" 2> "$dir/server.err" &
-pids+=("$!")
+bench_track "$!"
 for _ in $(seq 600); do grep -q ready "$dir/server.out" 2>/dev/null && break; sleep 0.05; done
 grep -q ready "$dir/server.out" || { echo "control server did not start: $(cat "$dir/server.err")" >&2; exit 1; }
 sleep 2  # let the boards connect so the status is a realistic one
 
 cat > "$dir/time.py" <<'PY'
 import os, statistics, subprocess, sys, time
-address, mwctl, static, runs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+address, mwctl, static, runs, csv_path = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
 env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=address)
 commands = {
     "static": [static, "status", "--json"],
@@ -69,11 +45,15 @@ for _ in range(runs):  # interleaved, so load affects both alike
         start = time.perf_counter()
         subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
         times[name].append((time.perf_counter() - start) * 1000)
+with open(csv_path, "w") as csv:  # every run, for the report's latency histogram
+    csv.write("client,ms\n")
+    for name, values in times.items():
+        csv.writelines(f"{name},{value:.3f}\n" for value in values)
 for name, values in times.items():
     values.sort()
     print(f"{name} {statistics.median(values):.2f} {values[len(values) * 9 // 10]:.2f}")
 PY
-/usr/bin/python3 "$dir/time.py" "$address" "$mwctl" "$MWCTL_STATIC" "$runs" > "$dir/result"
+/usr/bin/python3 "$dir/time.py" "$address" "$mwctl" "$MWCTL_STATIC" "$runs" "${MWBENCH_DATA_DIR:-$(dirname "$out")}/control-latency.csv" > "$dir/result"
 read -r _ ours ours90 < <(grep '^static' "$dir/result")
 read -r _ dynamic dynamic90 < <(grep '^mwctl' "$dir/result")
 read -r _ peer peer90 < <(grep '^busctl' "$dir/result")

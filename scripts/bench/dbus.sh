@@ -10,40 +10,14 @@ calls=${DBUS_BENCH_CALLS:-20000}
 signals=${DBUS_BENCH_SIGNALS:-50000}
 python=/usr/bin/python3
 
-dir=$(mktemp -d)
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$dir"
-}
-trap cleanup EXIT
-
-cat > "$dir/bus.conf" <<CONF
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>session</type>
-  <listen>unix:path=$dir/bus</listen>
-  <auth>EXTERNAL</auth>
-  <limit name="max_incoming_bytes">1000000000</limit>
-  <limit name="max_outgoing_bytes">1000000000</limit>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-    <allow user="*"/>
-  </policy>
-</busconfig>
-CONF
-dbus-daemon --config-file="$dir/bus.conf" --nofork --print-address=1 > "$dir/address" 2>/dev/null &
-daemon=$!
-pids+=("$daemon")
-for _ in $(seq 100); do [ -s "$dir/address" ] && break; sleep 0.05; done
-address=$(head -1 "$dir/address")
+. "$(dirname "$0")/private-bus.sh"
+private_bus_start '<limit name="max_incoming_bytes">1000000000</limit><limit name="max_outgoing_bytes">1000000000</limit>'
+dir=$bus_dir
+daemon=$bus_pid
+address=$bus_address
 
 "$mwbench" dbus serve --address "$address" > "$dir/server.out" &
-pids+=("$!")
+bench_track "$!"
 for _ in $(seq 200); do grep -q ready "$dir/server.out" 2>/dev/null && break; sleep 0.05; done
 
 cat > "$dir/client.py" <<'PY'

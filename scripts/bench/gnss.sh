@@ -13,7 +13,8 @@ trap 'rm -rf "$work"' EXIT
 
 cat "$data"/*.log | tr -d '\r' | grep -a '^\$' > "$work/once.nmea"
 per=$(wc -l < "$work/once.nmea")
-repeat=$(( (600000 + per - 1) / per ))
+sentences=${GNSS_BENCH_SENTENCES:-600000}
+repeat=$(( (sentences + per - 1) / per ))
 for _ in $(seq "$repeat"); do cat "$work/once.nmea"; done > "$work/mixed.nmea"
 total=$(wc -l < "$work/mixed.nmea")
 

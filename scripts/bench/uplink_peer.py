@@ -2,6 +2,7 @@
 requests (one keep-alive session), or insert the same rows with psycopg2 (one transaction per
 commit group, same statements). Prints key=value lines: wall time and this process's CPU."""
 import json
+import os
 import resource
 import sys
 import time
@@ -12,19 +13,31 @@ def cpu():
     return r.ru_utime + r.ru_stime
 
 
+def write_timeline(sink, timeline):
+    """Documents stored over time, for the report's backlog-drain plot (MWBENCH_DATA_DIR)."""
+    directory = os.environ.get("MWBENCH_DATA_DIR")
+    if directory:
+        with open(os.path.join(directory, f"uplink-peer-{sink}-timeline.csv"), "w") as f:
+            f.write("seconds,documents\n")
+            f.writelines(f"{s:.4f},{d}\n" for s, d in timeline)
+
+
 def firestore(url, path):
     import requests
     bodies = [line.rstrip("\n").encode() for line in open(path, encoding="utf-8") if line.strip()]
     session = requests.Session()
     headers = {"Content-Type": "application/json", "Authorization": "Bearer owner"}
     docs = 0
+    timeline = [(0.0, 0)]
     c0, t0 = cpu(), time.perf_counter()
     for body in bodies:
         r = session.post(url, data=body, headers=headers, timeout=120)
         if r.status_code != 200:
             sys.exit(f"peer commit failed: {r.status_code} {r.text[:300]}")
         docs += len(r.json().get("writeResults", []))
+        timeline.append((time.perf_counter() - t0, docs))
     wall, used = time.perf_counter() - t0, cpu() - c0
+    write_timeline("firestore", timeline)
     print(f"peer_firestore_documents={docs}")
     print(f"peer_firestore_wall_s={wall:.3f}")
     print(f"peer_firestore_cpu_s={used:.3f}")
@@ -42,6 +55,7 @@ def postgres(port, path):
     groups = [json.loads(line) for line in open(path, encoding="utf-8") if line.strip()]
     conn = psycopg2.connect(host="127.0.0.1", port=port, user="postgres", dbname="peer")
     docs = 0
+    timeline = [(0.0, 0)]
     c0, t0 = cpu(), time.perf_counter()
     for group in groups:
         with conn:
@@ -49,7 +63,9 @@ def postgres(port, path):
                 for row in group:
                     cur.execute(REALTIME if row[0] == "realtime_data" else RECORDS, row[1:])
                     docs += 1
+        timeline.append((time.perf_counter() - t0, docs))
     wall, used = time.perf_counter() - t0, cpu() - c0
+    write_timeline("postgresql", timeline)
     conn.close()
     print(f"peer_postgresql_documents={docs}")
     print(f"peer_postgresql_wall_s={wall:.3f}")

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Daemon footprint -> Markdown section in $1: mwgated as packaged (release, static Swift
+# runtime: MWGATED_STATIC, built by scripts/bench.sh into .build-static/) on a private bus with
+# mwsim simulating BlueZ and 4 boards streaming gyro at 100 Hz, always-on recording into a
+# temporary state directory, directory sink. Measures start to READY=1 (sd_notify datagram to
+# a socket this script owns; median of STARTS), RSS at steady state and its maximum, and
+# mwgated's CPU (utime + stime) per 1,000 samples received over the steady window.
+# Env: FOOTPRINT_SECONDS (total streaming window, default 60), FOOTPRINT_STEADY_AFTER (default
+# 30), FOOTPRINT_STARTS (default 7), MWCTL_STATIC / MWGATED_STATIC, MWBENCH_DATA_DIR.
+set -euo pipefail
+out=${1:?usage: footprint.sh OUT.md}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+bench=${MWBENCH:?MWBENCH must point at the release mwbench binary}
+mwsim=${MWSIM:-$(dirname "$bench")/mwsim}
+mwgated=${MWGATED_STATIC:-$root/.build-static/release/mwgated}
+mwctl=${MWCTL_STATIC:-${MWCTL:?}}
+seconds=${FOOTPRINT_SECONDS:-60}
+steady_after=${FOOTPRINT_STEADY_AFTER:-30}
+starts=${FOOTPRINT_STARTS:-7}
+boards=4
+data=${MWBENCH_DATA_DIR:-$(dirname "$out")}
+for binary in "$mwgated" "$mwsim" "$mwctl"; do
+    [[ -x "$binary" ]] || { echo "footprint.sh: $binary missing (make bench builds it)" >&2; exit 1; }
+done
+
+. "$here/private-bus.sh"
+private_bus_start
+work=$bus_dir
+export DBUS_SYSTEM_BUS_ADDRESS=$bus_address
+"$mwsim" --bus "$bus_address" --boards "$boards" --model mixed --quiet --discovery-delay 0.1 > "$work/mwsim.log" 2>&1 &
+sim_pid=$!
+bench_track "$sim_pid"
+mkdir -p "$work/state" "$work/run" "$work/etc" "$work/documents"
+cat > "$work/etc/mwgated.toml" <<EOF
+[boards]
+gyro_rate = 100
+
+[session]
+mode = "always"
+
+[sink]
+type = "directory"
+
+[sink.directory]
+path = "$work/documents"
+EOF
+"$mwgated" --check-config --config "$work/etc/mwgated.toml" > /dev/null
+load=$(cut -d' ' -f1-3 /proc/loadavg)
+raw=$(/usr/bin/python3 "$here/footprint.py" "$mwgated" "$mwctl" "$work" "$data" "$starts" "$seconds" "$steady_after" "$boards")
+load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+value() { printf '%s\n' "$raw" | sed -n "s/^$1=//p" | tail -1; }
+mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
+met() { awk -v a="$1" -v g="$2" 'BEGIN { print (a < g) ? "met" : "NOT met" }'; }
+rss=$(mib "$(value rss_steady_kib)"); rss_max=$(mib "$(value rss_max_kib)")
+ready=$(value ready_median_ms)
+cpu=$(value cpu_ms_per_1000_samples)
+{
+    echo "### Daemon footprint (mwgated as packaged, 4 boards at 100 Hz)"
+    echo
+    echo "mwgated built as the package builds it (release, \`--static-swift-stdlib\`), mwsim simulating BlueZ with $boards boards (mixed MetaMotion R/S) streaming gyro at 100 Hz on a private dbus-daemon, always-on recording into a fresh state directory, directory sink. Start to READY=1: from fork to the sd_notify datagram on a socket the benchmark owns, $starts starts (the first creates the database). RSS sampled every second; steady state = median after ${steady_after} s of streaming; CPU = utime + stime of mwgated over the window from ${steady_after} s to ${seconds} s, divided by the gyro samples it received in that window (its control API's counters)."
+    echo
+    echo "| measure | ours | goal | met |"
+    echo "|---|---:|---:|---|"
+    echo "| RSS, steady state | $rss MiB | < 25 MB | $(met "$(value rss_steady_kib)" 24414) |"
+    echo "| RSS, maximum (VmHWM) | $rss_max MiB | | |"
+    echo "| start to READY=1, median of $starts | $ready ms (first: $(value ready_first_ms) ms) | < 300 ms | $(met "$ready" 300) |"
+    echo "| CPU per 1,000 samples end to end | $cpu ms | | |"
+    echo "| samples/s received (all boards) | $(value samples_per_s) | 400 | |"
+    echo "| threads | $(value threads) | | |"
+    echo
+    echo "No peer: no other MetaWear gateway daemon runs on this machine; the goals are absolute."
+    echo "Load average at the start: $load; at the end: $load_end."
+    echo
+    echo "<details><summary>raw, and memory by mapping at the end of the run</summary>"
+    echo
+    printf '%s\n' "$raw" | sed 's/^/    /'
+    echo
+    [[ -f "$data/footprint-smaps.txt" ]] && sed 's/^/    /' "$data/footprint-smaps.txt"
+    echo
+    echo "</details>"
+} > "$out"
+echo "footprint: RSS $rss MiB (max $rss_max), READY $ready ms, CPU $cpu ms / 1,000 samples"
