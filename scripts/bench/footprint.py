@@ -28,6 +28,10 @@ def environment(notify_path):
     env.update(NOTIFY_SOCKET=notify_path, STATE_DIRECTORY=os.path.join(work, "state"),
                RUNTIME_DIRECTORY=os.path.join(work, "run"), CONFIGURATION_DIRECTORY=os.path.join(work, "etc"))
     env.pop("JOURNAL_STREAM", None)
+    # FOOTPRINT_DAEMON_ENV="K=V ...": extra settings for mwgated, to compare configurations.
+    for setting in os.environ.get("FOOTPRINT_DAEMON_ENV", "").split():
+        key, _, value = setting.partition("=")
+        env[key] = value
     return env
 
 

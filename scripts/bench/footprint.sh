@@ -69,6 +69,7 @@ cpu=$(value cpu_ms_per_1000_samples)
     echo "| samples/s received (all boards) | $(value samples_per_s) | 400 | |"
     echo "| threads | $(value threads) | | |"
     echo
+    [[ -n "${FOOTPRINT_DAEMON_ENV:-}" ]] && echo "mwgated's environment had in addition: \`$FOOTPRINT_DAEMON_ENV\`." && echo
     echo "No peer: no other MetaWear gateway daemon runs on this machine; the goals are absolute."
     echo "Load average at the start: $load; at the end: $load_end."
     echo
