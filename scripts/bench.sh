@@ -44,12 +44,19 @@ dirty=$(git status --porcelain 2>/dev/null | grep -qv '^??' && echo " (with unco
 
 echo "== build: release tree, and mwgated/mwctl as packaged (static Swift runtime)"
 swift build -c release
-swift build -c release --static-swift-stdlib --scratch-path .build-static --product mwgated
-swift build -c release --static-swift-stdlib --scratch-path .build-static --product mwctl
 bin=$(swift build -c release --show-bin-path)
-static_bin=$root/.build-static/release
 export MWBENCH=$bin/mwbench MWCTL=$bin/mwctl MWSIM=$bin/mwsim
-export MWCTL_STATIC=$static_bin/mwctl MWGATED_STATIC=$static_bin/mwgated
+# MWGATED_STATIC and MWCTL_STATIC, both set, name prebuilt binaries instead (e.g. from dist/).
+if [[ -z "${MWGATED_STATIC:-}" || -z "${MWCTL_STATIC:-}" ]]; then
+    swift build -c release --static-swift-stdlib --scratch-path .build-static --product mwgated
+    swift build -c release --static-swift-stdlib --scratch-path .build-static --product mwctl
+    export MWCTL_STATIC=$root/.build-static/release/mwctl MWGATED_STATIC=$root/.build-static/release/mwgated
+fi
+for binary in "$MWGATED_STATIC" "$MWCTL_STATIC"; do
+    [[ -x "$binary" ]] || { echo "bench: $binary missing" >&2; exit 1; }
+done
+static_note=$(file -b "$MWGATED_STATIC" | grep -q 'dynamically linked' && ldd "$MWGATED_STATIC" | grep -q libswiftCore \
+    && echo "NOT as packaged: this run's mwgated/mwctl link the Swift runtime dynamically ($MWGATED_STATIC)" || true)
 export MWBENCH_DATA_DIR=$out
 if [[ -n "$quick" ]]; then
     # Small sizes everywhere: checks that each area runs end to end, not how fast.
@@ -112,6 +119,7 @@ plot_link() {  # the Markdown for one plot, if it was drawn
     echo "| OS | $distro, $kernel |"
     echo "| Swift | $swift_version |"
     echo "| mwgate commit | $commit$dirty |"
+    [[ -n "$static_note" ]] && echo "| mwgated / mwctl | **$static_note** |"
     echo
     echo "A load average above the core count at the start means other work shared the CPU: timings of such a run are pessimistic and noisy."
     echo

@@ -1,8 +1,17 @@
 import ArgumentParser
 import Daemon
 
-/// mwgated: the MetaWear gateway daemon (run by systemd as mwgated.service).
+/// The process entry point: memory settings first, while the process has one thread, then
+/// the command line.
 @main
+enum MWGatedMain {
+    static func main() async {
+        ProcessMemory.configure()
+        await MWGated.main()
+    }
+}
+
+/// mwgated: the MetaWear gateway daemon (run by systemd as mwgated.service).
 struct MWGated: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mwgated",
