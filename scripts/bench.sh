@@ -10,6 +10,7 @@
 #                                       goes to OUT_DIR/benchmarks.md, docs/ stays untouched
 #   BENCH_AREAS="control footprint"     only these areas
 #   BENCH_REPORT=path.md                where the report goes
+#   BENCH_NO_BUILD=1                    use the release binaries already built
 #
 # Builds what it measures: the release tree (.build/) and, as the Debian package ships them,
 # mwgated and mwctl with the Swift runtime linked statically (.build-static/).
@@ -43,7 +44,8 @@ commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 dirty=$(git status --porcelain 2>/dev/null | grep -qv '^??' && echo " (with uncommitted changes)" || true)
 
 echo "== build: release tree, and mwgated/mwctl as packaged (static Swift runtime)"
-swift build -c release
+# BENCH_NO_BUILD=1: measure the binaries already built (checking the pipeline itself).
+[[ -n "${BENCH_NO_BUILD:-}" ]] || swift build -c release
 bin=$(swift build -c release --show-bin-path)
 export MWBENCH=$bin/mwbench MWCTL=$bin/mwctl MWSIM=$bin/mwsim
 # MWGATED_STATIC and MWCTL_STATIC, both set, name prebuilt binaries instead (e.g. from dist/).
@@ -128,8 +130,8 @@ plot_link() {  # the Markdown for one plot, if it was drawn
     echo "| area | goal lines | run time |"
     echo "|---|---|---:|"
     for area in $areas; do
-        if [[ -f "$out/$area.md" ]] && ! printf '%s\n' "${failed[@]}" | grep -qx "$area"; then
-            verdicts=$(grep -oE '\*\*(met|NOT met)\*\*|: (met|NOT met)\b|\| (met|NOT met) \|' "$out/$area.md" | grep -oE 'NOT met|met' | sort | uniq -c | awk '{ printf "%s%d %s", (NR > 1 ? ", " : ""), $1, $2 (NF > 2 ? " " $3 : "") }')
+        if [[ -f "$out/$area.md" ]] && ! printf '%s\n' "${failed[@]+"${failed[@]}"}" | grep -qx "$area"; then
+            verdicts=$(grep -oE '\*\*(met|NOT met)\*\*|: (met|NOT met)\b|\| (met|NOT met) \|' "$out/$area.md" | grep -oE 'NOT met|met' | sort | uniq -c | awk '{ printf "%s%d %s", (NR > 1 ? ", " : ""), $1, $2 (NF > 2 ? " " $3 : "") }' || true)
             echo "| [$area](#$area) | ${verdicts:-no goal} | ${seconds_taken[$area]} s |"
         else
             echo "| $area | **failed** (see $out/$area.log) | ${seconds_taken[$area]:-0} s |"

@@ -52,11 +52,13 @@ load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 value() { printf '%s\n' "$raw" | sed -n "s/^$1=//p" | tail -1; }
 mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 met() { awk -v a="$1" -v g="$2" 'BEGIN { print (a < g) ? "met" : "NOT met" }'; }
+packaged="as packaged"
+ldd "$mwgated" 2>/dev/null | grep -q libswiftCore && packaged="NOT as packaged: Swift runtime linked dynamically"
 rss=$(mib "$(value rss_steady_kib)"); rss_max=$(mib "$(value rss_max_kib)")
 ready=$(value ready_median_ms)
 cpu=$(value cpu_ms_per_1000_samples)
 {
-    echo "### Daemon footprint (mwgated as packaged, 4 boards at 100 Hz)"
+    echo "### Daemon footprint (mwgated $packaged, 4 boards at 100 Hz)"
     echo
     echo "mwgated built as the package builds it (release, \`--static-swift-stdlib\`), mwsim simulating BlueZ with $boards boards (mixed MetaMotion R/S) streaming gyro at 100 Hz on a private dbus-daemon, always-on recording into a fresh state directory, directory sink. Start to READY=1: from fork to the sd_notify datagram on a socket the benchmark owns, $starts starts (the first creates the database). RSS sampled every second; steady state = median after ${steady_after} s of streaming; CPU = utime + stime of mwgated over the window from ${steady_after} s to ${seconds} s, divided by the gyro samples it received in that window (its control API's counters)."
     echo
