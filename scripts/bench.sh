@@ -131,7 +131,7 @@ plot_link() {  # the Markdown for one plot, if it was drawn
     echo "|---|---|---:|"
     for area in $areas; do
         if [[ -f "$out/$area.md" ]] && ! printf '%s\n' "${failed[@]+"${failed[@]}"}" | grep -qx "$area"; then
-            verdicts=$(grep -oE '\*\*(met|NOT met)\*\*|: (met|NOT met)\b|\| (met|NOT met) \|' "$out/$area.md" | grep -oE 'NOT met|met' | sort | uniq -c | awk '{ printf "%s%d %s", (NR > 1 ? ", " : ""), $1, $2 (NF > 2 ? " " $3 : "") }' || true)
+            verdicts=$(awk '/[Gg]oal/ { g = 1 } /^$/ { g = 0 } g || /\| (met|NOT met) \|/' "$out/$area.md" | grep -oE '\b(NOT met|met)\b' | sort | uniq -c | awk '{ printf "%s%d %s", (NR > 1 ? ", " : ""), $1, $2 (NF > 2 ? " " $3 : "") }' || true)
             echo "| [$area](#$area) | ${verdicts:-no goal} | ${seconds_taken[$area]} s |"
         else
             echo "| $area | **failed** (see $out/$area.log) | ${seconds_taken[$area]:-0} s |"
