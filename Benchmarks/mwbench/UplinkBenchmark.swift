@@ -152,7 +152,7 @@ enum UplinkBenchmark {
         func close() async { await inner.close() }
 
         func csv() -> String {
-            lock.withLock { "seconds,documents\n" + points.map { String(format: "%.4f,%d\n", $0.seconds, $0.documents) }.joined() }
+            lock.withLock { "seconds,documents\n" + points.map { String(format: "%.4f,%ld\n", $0.seconds, $0.documents) }.joined() }
         }
     }
 
