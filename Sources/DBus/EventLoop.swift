@@ -203,7 +203,9 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
             runJobs(connection)
             while dbus_connection_dispatch(connection) == DBUS_DISPATCH_DATA_REMAINS {}
             if stopRequested || !isAlive() { return }
-            if hasQueuedJobs() { continue }
+            // Queued jobs run next, but the sockets are still looked at (without sleeping),
+            // so tasks that keep re-queueing themselves cannot starve the connection.
+            let jobsWaiting = hasQueuedJobs()
 
             pollFDs.removeAll(keepingCapacity: true)
             polledWatches.removeAll(keepingCapacity: true)
@@ -238,7 +240,7 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
             if let wakeAt {
                 timeoutMs = wakeAt <= now ? 0 : Int32(min(UInt64(Int32.max), (wakeAt - now + 999_999) / 1_000_000))
             }
-            if draining { timeoutMs = 0 }
+            if draining || jobsWaiting { timeoutMs = 0 }
             let ready = poll(&pollFDs, nfds_t(pollFDs.count), timeoutMs)
             withTables { $0.sleepingUntil = nil }
             if ready < 0 && errno != EINTR { return }
