@@ -8,7 +8,8 @@ import MetaWear
 /// process (getrusage), dbus-daemon and mwsim (/proc/PID/stat) over the same window.
 ///
 /// `mwbench boards --bus ADDR --delivery startnotify|acquirenotify [--seconds N] [--rate HZ]
-///  [--packed] [--coalescing-ms MS] [--dbus-pid PID] [--sim-pid PID] [--board AA:BB:…]`
+///  [--packed] [--coalescing-ms MS] [--signal-coalescing-ms MS] [--dbus-pid PID] [--sim-pid PID]
+///  [--board AA:BB:…]`
 /// Prints `key=value` lines; scripts/bench/boards.sh turns them into Markdown.
 enum BoardsBenchmark {
     struct Settings {
@@ -23,6 +24,8 @@ enum BoardsBenchmark {
         var board: BluetoothAddress?
         /// nil: the session's default.
         var coalescing: Duration?
+        /// nil: the session's default (StartNotify reads at once).
+        var signalCoalescing: Duration?
     }
 
     static func parse(_ arguments: [String]) -> Settings {
@@ -47,6 +50,7 @@ enum BoardsBenchmark {
             case "--packed": settings.packed = true
             case "--single": settings.packed = false
             case "--coalescing-ms": settings.coalescing = .milliseconds(Int(value(argument)) ?? 0)
+            case "--signal-coalescing-ms": settings.signalCoalescing = .milliseconds(Int(value(argument)) ?? 0)
             case "--dbus-pid": settings.dbusPID = Int32(value(argument))
             case "--sim-pid": settings.simPID = Int32(value(argument))
             case "--board":
@@ -86,6 +90,7 @@ enum BoardsBenchmark {
         var options = BoardSessionOptions(configuration: configuration, notificationDelivery: settings.delivery,
                                           batteryInterval: nil, watchButton: false, seed: 1)
         if let coalescing = settings.coalescing { options.notificationCoalescing = coalescing }
+        if let coalescing = settings.signalCoalescing { options.signalReadCoalescing = coalescing }
         let client = try await BlueZClient.open(busAddress: settings.bus, discoveryUUIDs: [MetaWearGATT.service])
         let address: BluetoothAddress
         if let board = settings.board {

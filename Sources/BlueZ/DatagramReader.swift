@@ -1,3 +1,4 @@
+import CDBus
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -61,6 +62,10 @@ final class DatagramReader: @unchecked Sendable {
     deinit {
         if wakeRead >= 0 { close(wakeRead) }
         if wakeWrite >= 0 { close(wakeWrite) }
+        payloads.deallocate()
+        controls.deallocate()
+        vectors.deallocate()
+        headers.deallocate()
     }
 
     private let stopLock = NSLock()
@@ -108,54 +113,65 @@ final class DatagramReader: @unchecked Sendable {
         }
     }
 
-    /// Reads every waiting datagram and delivers them as one batch; false once the socket is
-    /// closed or failed (what was read before is still delivered).
+    /// Datagrams read per system call, and the room for each.
+    private static let slots = 32
+    private static let slotBytes = 512
+    /// Room for one SCM_TIMESTAMP control message (a timeval) per slot, 8-byte aligned.
+    private static let controlBytes = 64
+    // Receive buffers, reused for every read (reader thread only).
+    private let payloads = UnsafeMutableRawPointer.allocate(byteCount: DatagramReader.slots * DatagramReader.slotBytes, alignment: 8)
+    private let controls = UnsafeMutableRawPointer.allocate(byteCount: DatagramReader.slots * DatagramReader.controlBytes, alignment: 8)
+    private let vectors = UnsafeMutablePointer<iovec>.allocate(capacity: DatagramReader.slots)
+    private let headers = UnsafeMutablePointer<cdbus_mmsghdr>.allocate(capacity: DatagramReader.slots)
+
+    /// Reads every waiting datagram (up to ``slots`` per system call, `recvmmsg`) and
+    /// delivers them as one batch; false once the socket is closed or failed (what was read
+    /// before is still delivered).
     private func drain() -> Bool {
         var batch: [GattNotification] = []
         var open = true
-        var buffer = [UInt8](repeating: 0, count: 512)
-        // Room for one SCM_TIMESTAMP control message (a timeval), aligned for cmsghdr.
-        var control = [UInt64](repeating: 0, count: 8)
-        var stamps: [timeval?] = []
-        while true {
-            var stamp: timeval?
-            let count = buffer.withUnsafeMutableBytes { data in
-                control.withUnsafeMutableBytes { controlBytes in
-                    var vector = iovec(iov_base: data.baseAddress, iov_len: data.count)
-                    return withUnsafeMutablePointer(to: &vector) { vectorPointer in
-                        var header = msghdr()
-                        header.msg_iov = vectorPointer
-                        header.msg_iovlen = 1
-                        header.msg_control = stamped ? controlBytes.baseAddress : nil
-                        header.msg_controllen = stamped ? controlBytes.count : 0
-                        let count = recvmsg(fd, &header, 0)
-                        if count > 0, stamped { stamp = Self.timestamp(in: &header) }
-                        return count
-                    }
-                }
-            }
-            if count > 0 {
-                batch.append(GattNotification(bytes: Array(buffer[0..<count]), receivedAt: .now, wallClock: Date()))
-                stamps.append(stamp)
-                continue
-            }
-            if count < 0, errno == EINTR { continue }
-            if count < 0, errno == EAGAIN || errno == EWOULDBLOCK { break }
-            open = false  // 0: the peer closed, the link is gone; or a hard error
-            break
-        }
-        guard !batch.isEmpty else { return open }
-        // Kernel stamps are wall-clock; move the monotonic times back by the same age.
+        // One clock reading per batch: kernel stamps are wall-clock, so monotonic times are
+        // derived from their age relative to this reading.
         let now = ContinuousClock.now
         let wallNow = Date()
-        for index in batch.indices {
-            guard let stamp = stamps[index] else { continue }
-            let arrived = Date(timeIntervalSince1970: Double(stamp.tv_sec) + Double(stamp.tv_usec) / 1e6)
-            let age = max(0, wallNow.timeIntervalSince(arrived))
-            batch[index].wallClock = arrived
-            batch[index].receivedAt = now - .microseconds(Int64(age * 1e6))
+        reading: while true {
+            for slot in 0..<Self.slots {
+                vectors[slot] = iovec(iov_base: payloads + slot * Self.slotBytes, iov_len: Self.slotBytes)
+                var header = msghdr()
+                header.msg_iov = vectors + slot
+                header.msg_iovlen = 1
+                header.msg_control = stamped ? controls + slot * Self.controlBytes : nil
+                header.msg_controllen = stamped ? Self.controlBytes : 0
+                headers[slot] = cdbus_mmsghdr(msg_hdr: header, msg_len: 0)
+            }
+            let received = cdbus_recvmmsg(fd, headers, UInt32(Self.slots), Int32(MSG_DONTWAIT))
+            if received < 0 {
+                if errno == EINTR { continue }
+                if errno != EAGAIN && errno != EWOULDBLOCK { open = false }  // a hard error: the link is gone
+                break
+            }
+            if batch.capacity == 0 { batch.reserveCapacity(Int(received)) }
+            for slot in 0..<Int(received) {
+                let count = Int(headers[slot].msg_len)
+                // A zero-length datagram is the peer's end of file: the link is gone.
+                guard count > 0 else {
+                    open = false
+                    break reading
+                }
+                let bytes = [UInt8](UnsafeRawBufferPointer(start: payloads + slot * Self.slotBytes, count: count))
+                var notification = GattNotification(bytes: bytes, receivedAt: now, wallClock: wallNow)
+                if stamped, let stamp = Self.timestamp(in: &headers[slot].msg_hdr) {
+                    let arrived = Date(timeIntervalSince1970: Double(stamp.tv_sec) + Double(stamp.tv_usec) / 1e6)
+                    let age = max(0, wallNow.timeIntervalSince(arrived))
+                    notification.wallClock = arrived
+                    notification.receivedAt = now - .microseconds(Int64(age * 1e6))
+                }
+                batch.append(notification)
+            }
+            // Fewer than asked for: the socket is empty for now.
+            if received < Self.slots { break }
         }
-        deliver(batch)
+        if !batch.isEmpty { deliver(batch) }
         return open
     }
 

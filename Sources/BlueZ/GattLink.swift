@@ -158,7 +158,9 @@ public actor GattLink {
                                  member: "PropertiesChanged", path: characteristic.path,
                                  arguments: [0: BlueZNames.gattCharacteristic])
         let signals = try await connection.signals(matching: rule)
-        forwarders.append(Task {
+        // On the connection's own I/O thread: each signal reaches `onBatch` in the thread that
+        // read it, without a hop through the cooperative pool.
+        forwarders.append(Task(executorPreference: connection.executor) {
             do {
                 for try await signal in signals {
                     guard let bytes = Self.changedValue(signal) else { continue }

@@ -77,14 +77,20 @@ public struct BoardSessionOptions: Sendable {
     public var notificationDelivery: NotificationDelivery
     /// Minimum gap between command writes.
     public var minimumWriteInterval: Duration
-    /// While streaming, how long notification reading rests after the socket ran dry, so
-    /// several notifications are handled per wake-up (at 267 notifications/s each wake-up
-    /// and async hop costs more CPU than decoding). Events reach consumers up to this much
-    /// later. With `AcquireNotify` samples keep their kernel arrival times; with `StartNotify`
-    /// (D-Bus signals) receive times are read times, up to this much late, which the
-    /// recording's lower-envelope timestamping tolerates. Zero reads every notification as it
-    /// arrives.
+    /// While streaming with `AcquireNotify`, how long notification reading rests after the
+    /// socket ran dry, so several notifications are handled per wake-up (at 267
+    /// notifications/s each wake-up and async hop costs more CPU than decoding). Events reach
+    /// consumers up to this much later; samples keep their kernel arrival times
+    /// (`SO_TIMESTAMP`), so timestamps are unaffected. Zero reads every notification as it
+    /// arrives. `StartNotify` streams are governed by ``signalReadCoalescing`` instead.
     public var notificationCoalescing: Duration
+    /// The same for `StartNotify` streams (D-Bus signals), which carry no arrival time: a
+    /// held notification's receive time is the time it was read, up to this much late, and
+    /// all notifications of one read share it. The recording rebuilds sample times from the
+    /// earliest receive times and reads a whole stretch of late ones as lost samples: with
+    /// 100 ms, a simulated 800 Hz stream got false losses and errors of several ms. So the
+    /// default is zero (read at once); set it only where sample times do not matter.
+    public var signalReadCoalescing: Duration
     /// Missing-data threshold in expected notification intervals (reference §9.1: ~5×).
     public var watchdogIntervals: Double
     /// The watchdog never fires sooner than this after the last notification.
@@ -101,7 +107,7 @@ public struct BoardSessionOptions: Sendable {
     public init(configuration: StreamingConfiguration, handshake: HandshakeSequencer.Options = .init(),
                 reconnection: ReconnectionPolicy = .init(), preferredAdapter: String? = nil,
                 notificationDelivery: NotificationDelivery = .automatic, minimumWriteInterval: Duration = .milliseconds(2),
-                notificationCoalescing: Duration = .milliseconds(100),
+                notificationCoalescing: Duration = .milliseconds(100), signalReadCoalescing: Duration = .zero,
                 watchdogIntervals: Double = 5, watchdogMinimum: Duration = .seconds(1), streamRestartsBeforeReconnect: Int = 1,
                 batteryInterval: Duration? = .seconds(600), watchButton: Bool = true,
                 seed: UInt64 = UInt64.random(in: 0...UInt64.max)) {
@@ -112,6 +118,7 @@ public struct BoardSessionOptions: Sendable {
         self.notificationDelivery = notificationDelivery
         self.minimumWriteInterval = minimumWriteInterval
         self.notificationCoalescing = max(.zero, notificationCoalescing)
+        self.signalReadCoalescing = max(.zero, signalReadCoalescing)
         self.watchdogIntervals = watchdogIntervals
         self.watchdogMinimum = watchdogMinimum
         self.streamRestartsBeforeReconnect = max(0, streamRestartsBeforeReconnect)

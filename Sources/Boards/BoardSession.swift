@@ -428,8 +428,8 @@ public actor BoardSession {
             // On before the start commands: no sample can be queued in the inbox ahead of it.
             tap.activate(decoder: plan.decoder, generation: generation)
             writeAll(commands)
-            if let link, options.notificationCoalescing > .zero {
-                let interval = options.notificationCoalescing
+            if let link, options.signalReadCoalescing > .zero {
+                let interval = options.signalReadCoalescing
                 let previous = actionTail
                 // After the start commands, so they are not slowed by delayed replies.
                 actionTail = Task {
@@ -482,11 +482,20 @@ public actor BoardSession {
     private func startSupervision() {
         let gen = generation
         let inbox = inboxContinuation
-        let tick = options.watchdogTimeout / 4
+        let timeout = options.watchdogTimeout
+        let tap = tap
         linkTasks.append(Task {
+            // Sleeps until the stream would be overdue and wakes the session only then, so a
+            // healthy stream costs one timer wake-up per timeout rather than several session
+            // hops; the session's check also resets the restart count once data flowed again.
             while !Task.isCancelled {
-                try? await Task.sleep(for: tick)
+                let overdue = tap.lastNotificationTime.map { $0.advanced(by: timeout) } ?? .now.advanced(by: timeout)
+                let wake = max(overdue, ContinuousClock.now.advanced(by: timeout / 8)).advanced(by: .milliseconds(1))
+                try? await Task.sleep(until: wake, clock: .continuous)
+                guard !Task.isCancelled else { return }
+                if let last = tap.lastNotificationTime, ContinuousClock.now - last <= timeout { continue }
                 inbox.yield(.watchdogTick(gen))
+                try? await Task.sleep(for: timeout / 4)
             }
         })
         if let interval = options.batteryInterval {

@@ -83,6 +83,14 @@ final class StreamingTap: @unchecked Sendable {
         return reading
     }
 
+    /// When the last notification arrived (nil while not streaming), without touching the
+    /// watchdog's motion flag.
+    var lastNotificationTime: ContinuousClock.Instant? {
+        lock.lock()
+        defer { lock.unlock() }
+        return lastNotification
+    }
+
     /// A stream restart counts as activity, so the watchdog waits a full timeout again.
     func noteRestart() {
         lock.lock()

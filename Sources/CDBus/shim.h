@@ -3,9 +3,23 @@
 
 #include <dbus/dbus.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 /* The I/O thread's wake-up fd (Glibc's Swift module does not export sys/eventfd.h). */
 static inline int cdbus_eventfd(void) { return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); }
+
+/* recvmmsg() and struct mmsghdr are GNU extensions that Glibc's Swift module leaves out.
+ * The struct has the kernel's layout; the call is the raw system call (no timeout).
+ * Used to read a burst of AcquireNotify datagrams with one system call. */
+struct cdbus_mmsghdr {
+    struct msghdr msg_hdr;
+    unsigned int msg_len;
+};
+static inline int cdbus_recvmmsg(int fd, struct cdbus_mmsghdr *vector, unsigned int count, int flags) {
+    return (int) syscall(SYS_recvmmsg, fd, vector, count, flags, (void *) 0);
+}
 
 /* libdbus writes its type codes as ((int) 's'); Swift's importer drops such macros,
  * so they are re-exported here as constants. */

@@ -64,6 +64,16 @@ public final class DBusConnection: Sendable {
     /// finish normally.
     public func close() { core.close() }
 
+    /// The connection's I/O thread as a task executor. A task that mostly talks to this
+    /// connection (many calls in flight, a fast signal stream) can prefer it, e.g.
+    /// `Task(executorPreference: connection.executor) { ... }` or
+    /// `group.addTask(executorPreference: connection.executor) { ... }`: its replies and
+    /// signals then resume it on the thread that read them, with no hand-off to the
+    /// cooperative pool, which costs more CPU than the D-Bus work itself. Such a task must
+    /// not block (it would stall the connection); it may await anything. After the
+    /// connection closes, tasks that prefer it run on the global executor.
+    public var executor: any TaskExecutor { core.loop }
+
     // MARK: Names
 
     /// Requests a well-known name. With the default `.doNotQueue`, anything but

@@ -22,11 +22,17 @@ struct RawMessage: @unchecked Sendable {
 /// callback wakes the loop through the eventfd. The callbacks only record state and write
 /// the eventfd: libdbus holds the connection lock while calling them, so they never call
 /// back into libdbus.
-final class EventLoop: @unchecked Sendable {
+///
+/// The loop is also a `TaskExecutor`: a task that prefers it runs on the I/O thread between
+/// dispatches, so a reply read there resumes the waiting task in the same thread, with no
+/// hand-off to the cooperative pool (see ``DBusConnection/executor``).
+final class EventLoop: TaskExecutor, @unchecked Sendable {
     typealias Job = @Sendable (OpaquePointer) -> Void
 
     private struct Queue {
         var jobs: [Job] = []
+        /// Task jobs of tasks that prefer this executor, in enqueue order.
+        var tasks: [UnownedJob] = []
         var accepting = true
         var wakePending = false
     }
@@ -85,8 +91,27 @@ final class EventLoop: @unchecked Sendable {
             state.wakePending = true
             return (true, true)
         }
-        if needsWake { wake() }
+        // The I/O thread looks at the queue before it sleeps again: no need to wake it.
+        if needsWake && !onIOThread { wake() }
         return accepted
+    }
+
+    /// `TaskExecutor`: runs a task's job on the I/O thread. Once the loop has stopped, jobs
+    /// go to the global concurrent executor, so a task never waits on a dead thread.
+    func enqueue(_ job: consuming ExecutorJob) {
+        let unowned = UnownedJob(job)
+        let (accepted, needsWake): (Bool, Bool) = queue.withLock { state in
+            guard state.accepting else { return (false, false) }
+            state.tasks.append(unowned)
+            if state.wakePending { return (true, false) }
+            state.wakePending = true
+            return (true, true)
+        }
+        guard accepted else {
+            globalConcurrentExecutor.enqueue(ExecutorJob(unowned))
+            return
+        }
+        if needsWake && !onIOThread { wake() }
     }
 
     private func withTables<T>(_ body: (inout Tables) -> T) -> T {
@@ -178,7 +203,9 @@ final class EventLoop: @unchecked Sendable {
             runJobs(connection)
             while dbus_connection_dispatch(connection) == DBUS_DISPATCH_DATA_REMAINS {}
             if stopRequested || !isAlive() { return }
-            if hasQueuedJobs() { continue }
+            // Queued jobs run next, but the sockets are still looked at (without sleeping),
+            // so tasks that keep re-queueing themselves cannot starve the connection.
+            let jobsWaiting = hasQueuedJobs()
 
             pollFDs.removeAll(keepingCapacity: true)
             polledWatches.removeAll(keepingCapacity: true)
@@ -213,7 +240,7 @@ final class EventLoop: @unchecked Sendable {
             if let wakeAt {
                 timeoutMs = wakeAt <= now ? 0 : Int32(min(UInt64(Int32.max), (wakeAt - now + 999_999) / 1_000_000))
             }
-            if draining { timeoutMs = 0 }
+            if draining || jobsWaiting { timeoutMs = 0 }
             let ready = poll(&pollFDs, nfds_t(pollFDs.count), timeoutMs)
             withTables { $0.sleepingUntil = nil }
             if ready < 0 && errno != EINTR { return }
@@ -264,23 +291,33 @@ final class EventLoop: @unchecked Sendable {
         }
     }
 
-    private func hasQueuedJobs() -> Bool { queue.withLock { !$0.jobs.isEmpty } }
+    private func hasQueuedJobs() -> Bool { queue.withLock { !$0.jobs.isEmpty || !$0.tasks.isEmpty } }
 
     private func drainWake() {
         var value: UInt64 = 0
         _ = read(wakeFD, &value, 8)
     }
 
+    /// Runs the queued closures, then the queued task jobs (I/O thread, outside dispatch, so
+    /// tasks may call into libdbus).
     private func runJobs(_ connection: OpaquePointer) {
-        let jobs: [Job] = queue.withLock { state in
+        let (jobs, tasks): ([Job], [UnownedJob]) = queue.withLock { state in
             state.wakePending = false
-            defer { state.jobs.removeAll(keepingCapacity: true) }
-            return state.jobs
+            defer {
+                state.jobs.removeAll(keepingCapacity: true)
+                state.tasks.removeAll(keepingCapacity: true)
+            }
+            return (state.jobs, state.tasks)
         }
         for job in jobs { job(connection) }
+        if !tasks.isEmpty {
+            let executor = asUnownedTaskExecutor()
+            for task in tasks { task.runSynchronously(on: executor) }
+        }
     }
 
     /// Stops accepting jobs and runs the ones already queued (I/O thread, at shutdown).
+    /// Task jobs queued meanwhile go on the global executor.
     func drainAfterStop(_ connection: OpaquePointer) {
         queue.withLock { $0.accepting = false }
         runJobs(connection)

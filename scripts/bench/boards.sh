@@ -53,7 +53,7 @@ goal_dbus=$(awk -v o="$sn" -v d="$snd" 'BEGIN { print (o < d) ? "met" : "NOT met
 {
     echo "### Boards: CPU per 1,000 samples through dbus-daemon"
     echo
-    echo "One simulated MetaMotion R (mwsim, separate process) streaming packed gyro at 800 Hz (3 samples per notification, ~267 notifications/s, no rate cap) through a private dbus-daemon; ${seconds} s window per case after 1 s of settling; CPU = user + system time. Our session runs with its defaults (notification reads coalesced 100 ms after the socket runs dry: AcquireNotify keeps kernel arrival times, StartNotify groups D-Bus reads). bleak $bleak_version (PyPI) on the same board in the same run."
+    echo "One simulated MetaMotion R (mwsim, separate process) streaming packed gyro at 800 Hz (3 samples per notification, ~267 notifications/s, no rate cap) through a private dbus-daemon; ${seconds} s window per case after 1 s of settling; CPU = user + system time. Our session runs with its defaults (AcquireNotify: datagrams read in bursts 100 ms after the socket runs dry, each keeping its kernel arrival time; StartNotify: D-Bus signals read as they arrive, since holding reads would turn receive times into read times). bleak $bleak_version (PyPI) on the same board in the same run."
     echo
     echo "| case | samples/s | ours (ms CPU / 1,000 samples) | bleak (ms CPU / 1,000 samples) | bleak ÷ ours | dbus-daemon (ms / 1,000 samples) |"
     echo "|---|---:|---:|---:|---:|---:|"
