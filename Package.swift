@@ -55,7 +55,7 @@ let package = Package(
         .target(name: "DBus", dependencies: ["CDBus"], swiftSettings: strict),
         // A typed org.bluez client and the pure reconnection state machine (reference
         // bluez-dbus.md §2.3).
-        .target(name: "BlueZ", dependencies: ["DBus"], swiftSettings: strict),
+        .target(name: "BlueZ", dependencies: ["DBus", "CDBus"], swiftSettings: strict),
         // Board sessions (handshake, streaming, watchdog, reconnection) and the fleet of them;
         // the I/O edge that keeps MetaWear pure.
         .target(name: "Boards", dependencies: ["BlueZ", "MetaWear"], swiftSettings: strict),
