@@ -23,7 +23,9 @@ struct MWSim: AsyncParsableCommand {
             io.mwgate.Simulator), boards numbered from 0: DropLink(u), Stall(u,d seconds),
             RefuseNextConnect(u,s error), VanishDevice(u), RestoreDevice(u), RestartBluetoothd(),
             PowerCycleAdapter(), DropNotifications(u,d fraction), PressButton(u),
-            GetCommandLog(u) -> aay, GetStats(u) -> a{sv}, ListBoards() -> a(uoss).
+            GetCommandLog(u) -> aay, GetStats(u) -> a{sv}, GetDeliveredRuns(u,s sensor) -> a(tttt)
+            (samples that reached a subscriber: first, last index, first, last epoch µs),
+            ListBoards() -> a(uoss).
 
             Fault grammar (--fault, repeatable, or ';'-separated): KIND@TIME[,key=value...]
               TIME: seconds since start: 10s, 1.5s, 250ms or a bare number
