@@ -40,6 +40,7 @@ UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-
 CRASH_BEFORE, CRASH_AFTER = 1.5, 1.0      # documented ≤ 1 s checkpoint interval + scheduling slack
 LINK_BEFORE, LINK_AFTER = 1.5, 0.5        # samples held for the time fit when the link goes
 STALL_AFTER = 3.0                          # a stall the watchdog turned into a reconnect
+KILL_BEFORE = 0.6                          # kill -9 only in the first 60 % (RSS trend afterwards)
 SESSION_EDGE = 2.0                         # samples this close to a start/stop may fall either side
 
 
@@ -692,6 +693,8 @@ class Soak:
             if t > self.seconds - quiet_tail:
                 break
             kind = self.rng.choices([k for k, _ in kinds], weights)[0]
+            if kind == "kill-9" and t > self.seconds * KILL_BEFORE:
+                kind = "link-drop"  # the last daemon lives long enough for an RSS trend
             step = {"kind": kind, "offset": round(t, 2)}
             if kind in ("link-drop", "stall"):
                 step["board"] = self.rng.randrange(self.args.boards)
@@ -709,6 +712,8 @@ class Soak:
         for i, (kind, _) in enumerate(kinds):
             if kind not in present and self.seconds >= 40:
                 offset = round(8 + (self.seconds - quiet_tail - 8) * (i + 0.5) / len(kinds), 2)
+                if kind == "kill-9":
+                    offset = round(min(offset, self.seconds * KILL_BEFORE), 2)
                 step = {"kind": kind, "offset": offset}
                 if kind in ("link-drop", "stall"):
                     step["board"] = i % self.args.boards
@@ -1131,7 +1136,7 @@ def main():
     parser.add_argument("--fault-interval", type=float, default=12, help="mean seconds between faults")
     parser.add_argument("--restart-delay", type=float, default=5, help="RestartSec of the supervisor (unit: 5 s)")
     parser.add_argument("--rss-interval", type=float, default=5)
-    parser.add_argument("--rss-warmup", type=float, default=60)
+    parser.add_argument("--rss-warmup", type=float, default=30)
     parser.add_argument("--drain-timeout", type=float, default=180)
     parser.add_argument("--bin", default=None, help="directory with mwsim, mwgated, mwctl (default: swift build --show-bin-path)")
     parser.add_argument("--nmea", default=os.path.join(ROOT, "..", "shared", "testdata", "nmea", "quectel-l76k-nmea.log"))
