@@ -183,7 +183,7 @@ extension BlueZSimulator {
         let pipe = try NotifyPipe()
         device.notifyPipe = pipe
         update(device.notifyCharacteristicPath, Self.characteristicInterface, ["NotifyAcquired": .boolean(true), "Notifying": .boolean(true)])
-        return pipe.clientEnd
+        return try pipe.takeClientEnd()
     }
 
     func isNotifying(_ index: Int, _ role: GATTLayout.Role) throws -> Bool {

@@ -29,7 +29,6 @@ struct SoakTests {
         let bin = URL(fileURLWithPath: try DaemonFixture.executable("mwgated")).deletingLastPathComponent().path
         let seed = ProcessInfo.processInfo.environment["SOAK_SEED"] ?? "20261121"
         let report = FileManager.default.temporaryDirectory.appendingPathComponent("mwgate-soak-\(getpid()).md")
-        defer { try? FileManager.default.removeItem(at: report) }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         process.arguments = [Self.repository.appendingPathComponent("scripts/soak/soak.py").path,
@@ -42,10 +41,14 @@ struct SoakTests {
         try process.run()
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "soak failed (seed \(seed)):\n\(text.suffix(6000))")
-        // The report really compared samples: some were emitted and delivered.
         let markdown = (try? String(contentsOf: report, encoding: .utf8)) ?? ""
+        // The failures first (the report's tables are long), then the run's last output.
+        let failures = markdown.components(separatedBy: "**Failures**").dropFirst().first?.components(separatedBy: "<details>").first ?? ""
+        #expect(process.terminationStatus == 0,
+                "soak failed (seed \(seed), report kept at \(report.path)):\(failures)\n\(text.suffix(4000))")
+        // The report really compared samples: some were emitted and delivered.
         #expect(markdown.contains("| **all** |"), "no per-board table in the report:\n\(markdown)")
+        if process.terminationStatus == 0 { try? FileManager.default.removeItem(at: report) }
     }
 }
 
