@@ -848,9 +848,13 @@ class Soak:
             self.failures.append(f"the upload backlog did not drain within {self.args.drain_timeout} s")
         sim = self.simulator()
         self.delivered = {}
+        self.link_stats = {}
         for index, _, address, profile in self.boards:
             runs = sim.GetDeliveredRuns(self.dbus.UInt32(index), "gyro")
             self.delivered[address] = [(int(a), int(b), int(c) / 1e6, int(d) / 1e6) for a, b, c, d in runs]
+            stats = sim.GetStats(self.dbus.UInt32(index))
+            self.link_stats[address] = {k: int(stats.get(k, 0)) for k in
+                                        ("DroppedByRateCap", "UndeliveredNoSubscriber", "Connections", "Disconnections")}
         self.samples_received = {}
         s = self.status()
         if s:
@@ -1071,6 +1075,11 @@ class Soak:
             tot["dup"] += r["duplicates"]
             tot["lost"] += lost
         w(f"| **all** | | **{tot['emitted']}** | **{tot['required']}** | **{tot['up']}** | **{tot['dup']}** | **{tot['lost']}** | | |\n")
+        w("mwsim's link counters (not counted as emitted: these never reached mwgated): "
+          + "; ".join(f"board {r['index']}: {self.link_stats.get(a, {}).get('Connections', 0)} connections, "
+                      f"{self.link_stats.get(a, {}).get('DroppedByRateCap', 0)} notifications dropped by a full notify socket, "
+                      f"{self.link_stats.get(a, {}).get('UndeliveredNoSubscriber', 0)} with no subscriber"
+                      for a, r in sorted(self.per_board.items(), key=lambda kv: kv[1]["index"])) + "\n")
         mism = sum(r["mismatches"] for r in self.per_board.values())
         phantom = sum(r["phantom"] for r in self.per_board.values())
         w(f"- sample values checked against mwsim's deterministic signal: {mism} mismatch(es); samples upstream the boards never sent: {phantom}")
