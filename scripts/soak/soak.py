@@ -339,14 +339,19 @@ class Firestore:
                 return docs
 
     def stop(self):
+        # The whole process group: the launcher script may exit before its java child does.
         try:
             os.killpg(self.proc.pid, signal.SIGTERM)
-            self.proc.wait(timeout=10)
-        except Exception:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except Exception:
-                pass
+            for _ in range(100):
+                os.killpg(self.proc.pid, 0)
+                time.sleep(0.1)
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
 
 
 def plain(value):
