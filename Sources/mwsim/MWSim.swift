@@ -108,7 +108,16 @@ struct MWSim: AsyncParsableCommand {
         configuration.seed = seed
         configuration.faults = FaultPlan(steps: try faults.flatMap { try FaultPlan(parsing: $0).steps })
         if quiet {
-            configuration.log = { line in if !line.hasPrefix("mwsim: write ") { writeToStandardError(line) } }
+            // Wall-clock seconds first, so a soak can line these up with its faults and the daemon's log.
+            configuration.log = { line in
+                if !line.hasPrefix("mwsim: write ") {
+                    var now = timespec()
+                    clock_gettime(CLOCK_REALTIME, &now)
+                    let milliseconds = String(now.tv_nsec / 1_000_000)
+                    let padded = String(repeating: "0", count: 3 - milliseconds.count) + milliseconds
+                    writeToStandardError("\(now.tv_sec).\(padded) " + line)
+                }
+            }
         }
         let simulator = BlueZSimulator(configuration: configuration)
         try await simulator.start()

@@ -1138,6 +1138,12 @@ class Soak:
         if not self.args.keep and not self.failures:
             subprocess.run(["rm", "-rf", self.work])
         else:
+            # mwgated writes no times on stderr: keep each line with the time the driver saw
+            # it (s since the start of the faults), to line it up with mwsim's and the faults.
+            if hasattr(self, "supervisor") and hasattr(self, "started"):
+                with open(f"{self.work}/mwgated-lines.txt", "w") as f:
+                    for when, line in list(self.supervisor.lines):
+                        f.write(f"{when - self.started:+9.3f} {line}\n")
             log(f"kept {self.work}")
 
 
