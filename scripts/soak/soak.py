@@ -795,6 +795,13 @@ class Soak:
         session["end"] = session["stop_called"]
         session["ended_by"] = how if code == 0 else f"stop failed ({code}): {out.strip()[:200]}"
         if code == 0:
+            # What the daemon counted per board (gyro samples received, and in the session)
+            # right after the stop: with mwsim's delivered runs this tells a sample that never
+            # reached the recording pipeline from one it received and did not record.
+            status = self.status()
+            if status is not None:
+                with open(f"{self.work}/status-after-stop-{len(self.sessions) + 1}.json", "w") as f:
+                    json.dump({"stop_called": session["stop_called"] - self.started, "status": status}, f, indent=1)
             self.mwctl("survey", "submit", "--hazard", "pothole=2")
 
     def inject(self, step, session):
