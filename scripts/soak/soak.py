@@ -798,10 +798,18 @@ class Soak:
             # What the daemon counted per board (gyro samples received, and in the session)
             # right after the stop: with mwsim's delivered runs this tells a sample that never
             # reached the recording pipeline from one it received and did not record.
-            status = self.status()
-            if status is not None:
-                with open(f"{self.work}/status-after-stop-{len(self.sessions) + 1}.json", "w") as f:
-                    json.dump({"stop_called": session["stop_called"] - self.started, "status": status}, f, indent=1)
+            number = len(self.sessions) + 1
+
+            def snapshot(suffix):
+                status = self.status()
+                if status is not None:
+                    with open(f"{self.work}/status-after-stop-{number}{suffix}.json", "w") as f:
+                        json.dump({"stop_called": session["stop_called"] - self.started,
+                                   "taken": time.time() - self.started, "status": status}, f, indent=1)
+            snapshot("")
+            # Again a little later: samples still on their way when the stop came show up
+            # in the received counts then.
+            threading.Timer(3.0, snapshot, args=("-later",)).start()
             self.mwctl("survey", "submit", "--hazard", "pothole=2")
 
     def inject(self, step, session):
