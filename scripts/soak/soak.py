@@ -872,6 +872,10 @@ class Soak:
         for index, _, address, profile in self.boards:
             runs = sim.GetDeliveredRuns(self.dbus.UInt32(index), "gyro")
             self.delivered[address] = [(int(a), int(b), int(c) / 1e6, int(d) / 1e6) for a, b, c, d in runs]
+            with open(f"{self.work}/delivered-{index}.txt", "w") as f:
+                # mwsim's delivered runs of this board (first..last index, seconds since the start).
+                for a, b, c, d in self.delivered[address]:
+                    f.write(f"{a}..{b} {c - self.started:+.3f}..{d - self.started:+.3f}\n")
             stats = sim.GetStats(self.dbus.UInt32(index))
             self.link_stats[address] = {k: int(stats.get(k, 0)) for k in
                                         ("DroppedByRateCap", "UndeliveredNoSubscriber", "Connections", "Disconnections")}
