@@ -23,12 +23,18 @@ public struct DeliveredRun: Sendable, Hashable {
 struct DeliveredSampleLog {
     /// More runs than this (a pathological fault storm) drop the oldest ones.
     static let runLimit = 100_000
+    /// A pause longer than this between two consecutive samples starts a new run, so a run's
+    /// times can be interpolated: a board whose sensors were stopped (by a handshake) and
+    /// started again continues its counter without a gap, and one run over the pause made
+    /// the soak place samples seconds before they were handed over.
+    static let pauseMicroseconds: UInt64 = 250_000
     private(set) var runs: [SimulatedSensorKind: [DeliveredRun]] = [:]
 
     /// Records the samples of one stream notification that reached a subscriber. `newest` is
     /// the index of the newest sample the board has produced, to extend the 16-bit index the
     /// notification carries (x of every simulated sample) to the board's full counter.
-    mutating func record(_ bytes: [UInt8], newestIndex newest: (SimulatedSensorKind) -> UInt64?) {
+    mutating func record(_ bytes: [UInt8], at now: UInt64 = nowMicroseconds(),
+                         newestIndex newest: (SimulatedSensorKind) -> UInt64?) {
         guard bytes.count >= 8 else { return }
         let sensor: SimulatedSensorKind
         switch bytes[0] {
@@ -37,7 +43,6 @@ struct DeliveredSampleLog {
         default: return
         }
         guard bytes[1] >= 0x04, bytes[1] != 0x80, let newest = newest(sensor) else { return }
-        let now = Self.nowMicroseconds()
         let samples = (bytes.count - 2) / 6
         for sample in 0..<samples {
             let offset = 2 + sample * 6
@@ -50,7 +55,7 @@ struct DeliveredSampleLog {
 
     private mutating func append(_ sensor: SimulatedSensorKind, _ index: UInt64, _ now: UInt64) {
         var list = runs[sensor, default: []]
-        if var last = list.last, index == last.last &+ 1 {
+        if var last = list.last, index == last.last &+ 1, now &- last.lastMicroseconds <= Self.pauseMicroseconds {
             last.last = index
             last.lastMicroseconds = now
             list[list.count - 1] = last
