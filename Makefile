@@ -3,7 +3,7 @@ SWIFT ?= swift
 SWIFT_FLAGS ?=
 BENCH_DIR ?= bench-results
 
-.PHONY: all deps build release test bench demo deb clean cli-docs mwctl-static
+.PHONY: all deps build release test bench demo deb clean cli-docs mwctl-static soak
 
 all: build
 
@@ -50,6 +50,16 @@ mwctl-static: deps
 
 demo: build
 	scripts/demo.sh
+
+# A bounded soak with injected faults, checked sample by sample (docs/soak.md): half the time
+# against the Firestore emulator, half against PostgreSQL. SOAK_SEED replays a run's faults.
+SOAK_SECONDS ?= 600
+SOAK_SINK ?= both
+SOAK_SEED ?=
+SOAK_OUT ?= soak-results/soak.md
+soak: build
+	/usr/bin/python3 scripts/soak/soak.py --seconds $(SOAK_SECONDS) --sink $(SOAK_SINK) --out $(SOAK_OUT) \
+		$(if $(SOAK_SEED),--seed $(SOAK_SEED))
 
 # dist/mwgate_<version>_<arch>.deb: static-stdlib release binaries, units, sysusers, tmpfiles,
 # D-Bus policy, udev rule, default configuration.

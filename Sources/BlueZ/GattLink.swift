@@ -136,21 +136,33 @@ public actor GattLink {
                           onBatch: @escaping @Sendable ([GattNotification]) -> Void,
                           onEnd: @escaping @Sendable () -> Void) async throws {
         if delivery == .automatic, characteristic.offersAcquireNotify, connection.canPassFileDescriptors {
-            do {
-                let reply = try await connection.call(destination: BlueZNames.service, path: characteristic.path,
-                                                      interface: BlueZNames.gattCharacteristic, member: "AcquireNotify",
-                                                      arguments: [[String: DBusValue]().dbusValue], timeout: callTimeout)
-                let (descriptor, _) = try reply.decode(DBusFileDescriptor.self, UInt16.self)
-                let fd = descriptor.duplicate()
-                if fd >= 0 {
-                    readers.append(DatagramReader(owning: fd, coalescing: coalescing, deliver: onBatch, finish: onEnd))
-                    activeDelivery = "AcquireNotify"
-                    return
+            var refusals = 0
+            while true {
+                do {
+                    let reply = try await connection.call(destination: BlueZNames.service, path: characteristic.path,
+                                                          interface: BlueZNames.gattCharacteristic, member: "AcquireNotify",
+                                                          arguments: [[String: DBusValue]().dbusValue], timeout: callTimeout)
+                    let (descriptor, _) = try reply.decode(DBusFileDescriptor.self, UInt16.self)
+                    let fd = descriptor.duplicate()
+                    if fd >= 0 {
+                        readers.append(DatagramReader(owning: fd, coalescing: coalescing, deliver: onBatch, finish: onEnd))
+                        activeDelivery = "AcquireNotify"
+                        return
+                    }
+                } catch let error as DBusError where BlueZErrorClass(error) == .noReply {
+                    throw error
+                } catch let error as DBusError where Self.isHeldElsewhere(error) && refusals < Self.acquireRetries {
+                    // Still held by a link we just closed (a quick reconnect): BlueZ frees it
+                    // when it sees that fd hang up. Falling back now would leave this whole
+                    // connection on the slower StartNotify path, or fail outright, since
+                    // StartNotify is refused while the notify is acquired.
+                    refusals += 1
+                    try await Task.sleep(for: Self.acquireRetryInterval)
+                    continue
+                } catch {
+                    // NotSupported / odd reply / still held after the retries: StartNotify below.
                 }
-            } catch let error as DBusError where BlueZErrorClass(error) == .noReply {
-                throw error
-            } catch {
-                // NotSupported / NotPermitted / odd reply: fall back to StartNotify below.
+                break
             }
         }
         // Exactly this characteristic's GattCharacteristic1 changes: the bus routes nothing else.
@@ -173,6 +185,21 @@ public actor GattLink {
                                       interface: BlueZNames.gattCharacteristic, member: "StartNotify", timeout: callTimeout)
         notifyPaths.append(characteristic.path)
         activeDelivery = "StartNotify"
+    }
+
+    /// How often a refused `AcquireNotify` (notify acquired or in progress) is retried.
+    static let acquireRetries = 8
+    /// The pause before each retry.
+    static let acquireRetryInterval: Duration = .milliseconds(100)
+
+    /// `NotPermitted: Notify acquired` or `InProgress`: someone (typically our own previous
+    /// link, closed a moment ago) still holds the notification channel.
+    static func isHeldElsewhere(_ error: DBusError) -> Bool {
+        switch error.name {
+        case "org.bluez.Error.InProgress": true
+        case "org.bluez.Error.NotPermitted": error.message.lowercased().contains("acquired")
+        default: false
+        }
     }
 
     /// Groups notification reads for the steady stream: with `StartNotify`, the link's

@@ -163,6 +163,7 @@ extension BlueZSimulator {
         guard role == .notify else { return }  // battery level: accepted, never changes
         guard device.notifyPipe == nil else { throw BlueZError.notPermitted("Notify acquired") }
         guard device.notifySessions.insert(sender).inserted else { return }
+        log("mwsim: board \(index) StartNotify by \(sender)")
         // Not connected: BlueZ answers success and arms the session when GATT is ready.
         refreshNotifying(device)
     }
@@ -171,6 +172,7 @@ extension BlueZSimulator {
         let device = try device(index)
         guard role == .notify else { return }
         guard device.notifySessions.remove(sender) != nil else { throw BlueZError.failed("No notify session started") }
+        log("mwsim: board \(index) StopNotify by \(sender)")
         refreshNotifying(device)
     }
 
@@ -178,12 +180,19 @@ extension BlueZSimulator {
         let device = try device(index)
         guard role == .notify else { throw BlueZError.notSupported() }
         guard device.connected else { throw BlueZError.notConnected() }
-        guard device.notifyPipe == nil else { throw BlueZError.notPermitted("Notify acquired") }
-        guard device.notifySessions.isEmpty else { throw BlueZError.inProgress() }
+        guard device.notifyPipe == nil else {
+            log("mwsim: board \(index) AcquireNotify refused: notify already acquired")
+            throw BlueZError.notPermitted("Notify acquired")
+        }
+        guard device.notifySessions.isEmpty else {
+            log("mwsim: board \(index) AcquireNotify refused: StartNotify sessions \(device.notifySessions.sorted())")
+            throw BlueZError.inProgress()
+        }
         let pipe = try NotifyPipe()
         device.notifyPipe = pipe
+        log("mwsim: board \(index) AcquireNotify")
         update(device.notifyCharacteristicPath, Self.characteristicInterface, ["NotifyAcquired": .boolean(true), "Notifying": .boolean(true)])
-        return pipe.clientEnd
+        return try pipe.takeClientEnd()
     }
 
     func isNotifying(_ index: Int, _ role: GATTLayout.Role) throws -> Bool {

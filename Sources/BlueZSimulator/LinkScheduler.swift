@@ -222,7 +222,16 @@ extension BlueZSimulator {
             case .closed: releaseNotifyPipe(device)
             }
         }
-        if reached { device.stats.notificationsDelivered += 1 } else { device.stats.undeliveredNoSubscriber += 1 }
+        if reached {
+            device.stats.notificationsDelivered += 1
+            let model = device.model
+            device.delivered.record(bytes) { sensor in
+                let next = model.state(sensor).nextSampleIndex
+                return next > 0 ? next - 1 : nil
+            }
+        } else {
+            device.stats.undeliveredNoSubscriber += 1
+        }
     }
 
     // MARK: Faults
@@ -306,6 +315,11 @@ extension BlueZSimulator {
 
     /// Every byte string the central wrote to board `index`, in order.
     public func commandLog(_ index: Int) throws -> [[UInt8]] { try device(index).model.commandLog }
+
+    /// The runs of `sensor` samples board `index` handed to a subscriber, oldest first.
+    public func deliveredRuns(_ index: Int, sensor: SimulatedSensorKind) throws -> [DeliveredRun] {
+        try device(index).delivered.runs[sensor] ?? []
+    }
 
     /// Connection events of the current link that released notifications.
     public func linkReleases(_ index: Int) throws -> [LinkRelease] { try device(index).releases }

@@ -7,8 +7,10 @@ import DBus
 /// client in the reply; the simulator writes one datagram per notification into the other and
 /// closes it on disconnect, which the client sees as HUP.
 final class NotifyPipe {
-    /// The end handed to the client (libdbus duplicates it when the reply is built).
-    let clientEnd: DBusFileDescriptor
+    /// The end handed to the client (libdbus duplicates it when the reply is built). Taken
+    /// once by ``takeClientEnd()``: the simulator must not keep a copy, or a client that dies
+    /// (kill -9) would never show as HUP and the notify stayed acquired for good.
+    private var clientEnd: DBusFileDescriptor?
     private var localFD: Int32
 
     init() throws(DBusError) {
@@ -22,6 +24,16 @@ final class NotifyPipe {
     }
 
     deinit { close() }
+
+    /// The client's end, for the AcquireNotify reply; released (closed here) once the reply
+    /// holds its duplicate.
+    func takeClientEnd() throws(DBusError) -> DBusFileDescriptor {
+        guard let end = clientEnd else {
+            throw DBusError(name: "org.bluez.Error.Failed", message: "notify channel already handed out")
+        }
+        clientEnd = nil
+        return end
+    }
 
     /// Outcome of one datagram.
     enum SendResult { case sent, full, closed }

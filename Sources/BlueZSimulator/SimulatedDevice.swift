@@ -39,6 +39,8 @@ final class SimulatedDevice {
     var stallTask: Task<Void, Never>?
     var requestWriteInFlight = false
     var stats = BoardStats()
+    /// Stream samples that reached a subscriber, by index (the soak's ground truth).
+    var delivered = DeliveredSampleLog()
     var releases: [LinkRelease] = []
     var random: SeededRandom
 

@@ -1,4 +1,5 @@
 import DBus
+import MetaWearBoardModel
 
 /// `io.mwgate.Simulator1` at `/io/mwgate/Simulator1`: fault injection and observation for
 /// end-to-end tests, on the simulator's control connection (bus name `io.mwgate.Simulator`).
@@ -17,6 +18,10 @@ import DBus
 /// - `GetCommandLog(u board) → aay`: every write the central made, in order.
 /// - `GetStats(u board) → a{sv}`: samples emitted per sensor, last indices, delivered and
 ///   dropped notifications (see ``BoardStats``).
+/// - `GetDeliveredRuns(u board, s sensor) → a(tttt)`: the stream samples of `sensor` (`gyro`
+///   or `accelerometer`) that reached a subscriber, as runs of consecutive board-side indices:
+///   first index, last index, and the wall-clock µs (Unix epoch) the first and last were handed
+///   over (see ``DeliveredRun``).
 /// - `ListBoards() → a(uoss)`: index, Device1 path, address, profile name.
 public enum SimulatorControlInterface {
     /// Interface name.
@@ -74,6 +79,18 @@ public enum SimulatorControlInterface {
                        outNames: ["stats"]) { [weak simulator] call in
                 guard let simulator else { throw DBusError.disconnected() }
                 return [try await simulator.stats(try board(call)).dbusValue]
+            },
+            DBusMethod("GetDeliveredRuns", in: [.uint32, .string], out: [.array(.structure([.uint64, .uint64, .uint64, .uint64]))],
+                       inNames: ["board", "sensor"], outNames: ["runs"]) { [weak simulator] call in
+                guard let simulator else { throw DBusError.disconnected() }
+                let (index, name) = try boardAnd(call, String.self)
+                guard let sensor = SimulatedSensorKind(rawValue: name) else {
+                    throw DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", message: "unknown sensor '\(name)' (gyro or accelerometer)")
+                }
+                let runs = try await simulator.deliveredRuns(index, sensor: sensor)
+                return [.array(element: .structure([.uint64, .uint64, .uint64, .uint64]), runs.map {
+                    .structure([.uint64($0.first), .uint64($0.last), .uint64($0.firstMicroseconds), .uint64($0.lastMicroseconds)])
+                })]
             },
             DBusMethod("ListBoards", out: [.array(.structure([.uint32, .objectPath, .string, .string]))], outNames: ["boards"]) { [weak simulator] _ in
                 guard let simulator else { throw DBusError.disconnected() }

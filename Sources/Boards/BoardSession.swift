@@ -425,6 +425,11 @@ public actor BoardSession {
             var commands = plan.startCommands
             if options.watchButton, description.modules.has(.switchModule) { commands.append(Commands.subscribeButton) }
             if ledSignal != .off { commands += ledSignal.commands(ledRevision: description.ledRevision ?? 1) }
+            // Reported before the tap is on: the reader publishes on its own thread the moment
+            // the tap is on, and a sample ahead of `streaming` finds its board not attached
+            // (the recording drops it; seen in the soak on a loaded machine).
+            if let battery = description.battery { emit(.battery(battery)) }
+            emit(.state(.streaming(description)))
             // On before the start commands: no sample can be queued in the inbox ahead of it.
             tap.activate(decoder: plan.decoder, generation: generation)
             writeAll(commands)
@@ -437,8 +442,6 @@ public actor BoardSession {
                     await link.coalesceNotificationReads(interval)
                 }
             }
-            if let battery = description.battery { emit(.battery(battery)) }
-            emit(.state(.streaming(description)))
             startSupervision()
         case .failed(let error):
             sequencer = nil

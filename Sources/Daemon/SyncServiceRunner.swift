@@ -47,7 +47,16 @@ public struct SyncServiceRunner: Service, SyncControl, CustomStringConvertible {
             }
         }
         defer { events.cancel() }
-        try await cancelWhenGracefulShutdown { try await sync.run() }
+        // The sink's connection is closed before the process exits: PostgresNIO traps
+        // (assertion) when a connection is released still open, which turned every SIGTERM of
+        // a debug build into a crash.
+        do {
+            try await cancelWhenGracefulShutdown { try await sync.run() }
+        } catch {
+            await sync.sink.close()
+            throw error
+        }
+        await sync.sink.close()
     }
 
     /// The sync's state for `mwctl sync` (times in seconds since the epoch).

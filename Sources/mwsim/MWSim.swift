@@ -23,7 +23,9 @@ struct MWSim: AsyncParsableCommand {
             io.mwgate.Simulator), boards numbered from 0: DropLink(u), Stall(u,d seconds),
             RefuseNextConnect(u,s error), VanishDevice(u), RestoreDevice(u), RestartBluetoothd(),
             PowerCycleAdapter(), DropNotifications(u,d fraction), PressButton(u),
-            GetCommandLog(u) -> aay, GetStats(u) -> a{sv}, ListBoards() -> a(uoss).
+            GetCommandLog(u) -> aay, GetStats(u) -> a{sv}, GetDeliveredRuns(u,s sensor) -> a(tttt)
+            (samples that reached a subscriber: first, last index, first, last epoch µs),
+            ListBoards() -> a(uoss).
 
             Fault grammar (--fault, repeatable, or ';'-separated): KIND@TIME[,key=value...]
               TIME: seconds since start: 10s, 1.5s, 250ms or a bare number
@@ -106,7 +108,16 @@ struct MWSim: AsyncParsableCommand {
         configuration.seed = seed
         configuration.faults = FaultPlan(steps: try faults.flatMap { try FaultPlan(parsing: $0).steps })
         if quiet {
-            configuration.log = { line in if !line.hasPrefix("mwsim: write ") { writeToStandardError(line) } }
+            // Wall-clock seconds first, so a soak can line these up with its faults and the daemon's log.
+            configuration.log = { line in
+                if !line.hasPrefix("mwsim: write ") {
+                    var now = timespec()
+                    clock_gettime(CLOCK_REALTIME, &now)
+                    let milliseconds = String(now.tv_nsec / 1_000_000)
+                    let padded = String(repeating: "0", count: 3 - milliseconds.count) + milliseconds
+                    writeToStandardError("\(now.tv_sec).\(padded) " + line)
+                }
+            }
         }
         let simulator = BlueZSimulator(configuration: configuration)
         try await simulator.start()

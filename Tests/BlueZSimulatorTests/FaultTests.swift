@@ -36,6 +36,28 @@ struct FaultTests {
         }
     }
 
+    /// A client that dies (kill -9) closes its notify fd; BlueZ sees HUP and releases the
+    /// notify, so the restarted client can acquire it again without reconnecting.
+    @Test func aClosedNotifyFDReleasesTheAcquiredNotify() async throws {
+        try await SimulatorHarness.with { harness in
+            let path = try await harness.connect(0)
+            let notify = try harness.notifyPath(path)
+            do {
+                let reply = try await harness.call(notify, "org.bluez.GattCharacteristic1", "AcquireNotify",
+                                                   [.dictionary(key: .string, value: .variant, [])])
+                let (fd, _) = try reply.decode(DBusFileDescriptor.self, UInt16.self)
+                #expect(fd.rawValue >= 0)
+                #expect(try await harness.property(notify, "org.bluez.GattCharacteristic1", "NotifyAcquired") == .boolean(true))
+            }  // the only client copy of the fd is closed here
+            try await harness.eventually("NotifyAcquired false after the client closed its fd") {
+                try await harness.property(notify, "org.bluez.GattCharacteristic1", "NotifyAcquired") == .boolean(false)
+            }
+            let again = try await harness.call(notify, "org.bluez.GattCharacteristic1", "AcquireNotify",
+                                               [.dictionary(key: .string, value: .variant, [])])
+            #expect(try again.decode(DBusFileDescriptor.self, UInt16.self).1 == 247)
+        }
+    }
+
     @Test func refusedConnectUsesBlueZErrorNamesThenSucceeds() async throws {
         try await SimulatorHarness.with { harness in
             let path = try await harness.simulator.boardInfo(0).path
