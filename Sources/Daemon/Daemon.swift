@@ -60,7 +60,7 @@ public enum Daemon {
     /// Runs the daemon until SIGTERM/SIGINT; returns the exit status.
     public static func run(_ options: Options, environment: [String: String] = ProcessEnvironment.current,
                            extraServices: @Sendable (Gateway, StatusReporter, Logger) async throws -> [any Service] = { _, _, _ in [] }) async -> Int32 {
-        MemoryPolicy.apply()
+        ProcessMemory.configure(environment: environment)
         let level = ReloadableLogLevel(.info)
         let output: JournalOutput = environment[journalSocketVariable].flatMap { $0.isEmpty ? nil : JournalOutput.native(socketPath: $0) }
             ?? .automatic(environment: environment)

@@ -4,10 +4,10 @@ import Glibc
 @testable import Daemon
 import Testing
 
-/// mwgated fixes glibc's mmap threshold (MemoryPolicy): without it, freeing one large buffer
+/// mwgated fixes glibc's mmap threshold (ProcessMemory): without it, freeing one large buffer
 /// (a Firestore commit body) raises the threshold to that size, later large buffers come from
 /// the arenas, and the arenas keep their pages, so RSS only ever grows (the Firestore soak).
-@Suite(.serialized) struct MemoryPolicyTests {
+@Suite(.serialized) struct ProcessMemoryTests {
     /// glibc marks a chunk served by its own mapping with bit 1 (IS_MMAPPED) of the size
     /// word just before the pointer.
     private func isOwnMapping(_ pointer: UnsafeMutableRawPointer) -> Bool {
@@ -16,7 +16,7 @@ import Testing
 
     @Test func largeBuffersKeepTheirOwnMappingAfterALargerOneWasFreed() throws {
         #if canImport(Glibc)
-        #expect(MemoryPolicy.apply())
+        #expect(ProcessMemory.configure(environment: [:]))
         let large = try #require(malloc(6 << 20))
         memset(large, 1, 6 << 20)
         free(large)
