@@ -24,10 +24,13 @@ public final class FirestoreEmulator: Sendable {
         return nil
     }
 
-    /// Starts the emulator and waits (up to 90 s: it is Java) until it answers.
-    public init(projectID: String = "demo-mwgate") async throws {
+    /// Starts the emulator on `port` (a free one when nil) and waits (up to 90 s: it is Java)
+    /// until it answers. A fixed port lets a test configure a client before the emulator is
+    /// up, as an upstream that is down at first.
+    public init(projectID: String = "demo-mwgate", port: Int? = nil) async throws {
         self.projectID = projectID
-        port = freePort()
+        self.port = port ?? freePort()
+        let port = self.port
         let p = Process()
         // Foundation starts the child as the leader of a new process group, which its java
         // child joins; stop() signals the whole group.
@@ -193,10 +196,11 @@ public final class PostgresServer: Sendable {
                                   tls: .disable)
     }
 
-    /// Runs SQL through psql and returns the unaligned output.
-    public func psql(_ sql: String) throws -> String {
+    /// Runs SQL through psql as the superuser and returns the unaligned output.
+    @discardableResult
+    public func psql(_ sql: String, database: String = "postgres") throws -> String {
         let psql = "/usr/lib/postgresql/15/bin/psql"
-        let r = try run(psql, ["-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres", "-d", "postgres", "-At", "-v", "ON_ERROR_STOP=1",
+        let r = try run(psql, ["-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres", "-d", database, "-At", "-v", "ON_ERROR_STOP=1",
                                "-c", sql])
         guard r.status == 0 else { throw FixtureError(description: "psql failed: \(r.output)") }
         return r.output.trimmingCharacters(in: .whitespacesAndNewlines)
