@@ -245,7 +245,9 @@ let package = Package(
         // The built mwgated as a subprocess on a private bus with mwsim as another.
         .testTarget(
             name: "DaemonTests",
-            dependencies: ["Daemon", "Gateway", "GatewayConfig", "Buffer", "ServiceSupport", "TestSupport", "mwgated", "mwsim", "mwctl"],
+            dependencies: [
+                "Daemon", "Gateway", "GatewayConfig", "Buffer", "ServiceSupport", "TestSupport", "UpstreamFixtures", "mwgated", "mwsim", "mwctl",
+            ],
             swiftSettings: strict
         ),
         .testTarget(
@@ -258,10 +260,23 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Upstream servers for tests (Google's Firestore emulator, a throwaway PostgreSQL),
+        // shared by the sink tests and the whole-daemon tests.
+        .target(
+            name: "UpstreamFixtures",
+            dependencies: [
+                "Uplink",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            ],
+            path: "Tests/UpstreamFixtures",
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "UplinkTests",
             dependencies: [
-                "Uplink", "Buffer", "Recording", "MetaWear", "GNSS", "mwuplink-fixture",
+                "Uplink", "Buffer", "Recording", "MetaWear", "GNSS", "mwuplink-fixture", "UpstreamFixtures",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -8,6 +8,8 @@
 #   scripts/demo.sh            (or: make demo)
 #   DEMO_SECONDS=30 scripts/demo.sh     record longer
 #   DEMO_KEEP=1 scripts/demo.sh         keep the temporary directory for a look afterwards
+#   UPSTREAM=firestore scripts/demo.sh  upload to Google's Firestore emulator (started here on
+#                                       a free loopback port) instead of the directory sink
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -25,6 +27,19 @@ if [ ! -r "$nmea" ]; then
     exit 1
 fi
 nmea=$(cd "$(dirname "$nmea")" && pwd)/$(basename "$nmea")
+upstream=${UPSTREAM:-directory}
+emulator=/usr/lib/google-cloud-sdk/platform/cloud-firestore-emulator/cloud_firestore_emulator
+case $upstream in
+directory) ;;
+firestore)
+    if [ ! -x "$emulator" ] || ! command -v java >/dev/null; then
+        echo "demo: UPSTREAM=firestore needs Google's Firestore emulator ($emulator, Debian package" >&2
+        echo "      google-cloud-cli-firestore-emulator from Google's Cloud SDK apt repository) and java" >&2
+        echo "      (openjdk-17-jre-headless); without UPSTREAM the demo uses the directory sink" >&2
+        exit 1
+    fi ;;
+*) echo "demo: UPSTREAM must be 'directory' (default) or 'firestore', not '$upstream'" >&2; exit 1 ;;
+esac
 
 work=$(mktemp -d /tmp/mwgate-demo.XXXXXX)
 pids=()
@@ -36,6 +51,11 @@ cleanup() {
         kill -TERM "${pids[i]}" 2>/dev/null || true
         wait "${pids[i]}" 2>/dev/null || true
     done
+    # The emulator's launcher leads its own process group, java included.
+    if [ -n "${emulator_pid:-}" ]; then
+        kill -TERM -- "-$emulator_pid" 2>/dev/null || true
+        wait "$emulator_pid" 2>/dev/null || true
+    fi
     if [ "${DEMO_KEEP:-0}" = 1 ]; then
         echo "demo: kept $work"
     else
@@ -73,6 +93,19 @@ pids+=($!)
 # is built in; without it the demo records in always-on mode and stops the daemon to end it.
 if "$bin/mwctl" --help | grep -qE "^  session "; then control=dbus; mode=manual; else control=none; mode=always; fi
 
+if [ "$upstream" = firestore ]; then
+    say "Google's Firestore emulator (stands in for Cloud Firestore)"
+    port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    setsid "$emulator" start --host=127.0.0.1 --port="$port" --project_id=demo-mwgate >"$work/emulator.log" 2>&1 &
+    emulator_pid=$!
+    firestore="http://127.0.0.1:$port/v1/projects/demo-mwgate/databases/(default)/documents"
+    # Java takes a while; mwgated does not wait for it: its uploads retry until it answers.
+    echo "emulator: 127.0.0.1:$port (log $work/emulator.log)"
+    sink_settings=$(printf '[sink]\ntype = "firestore"\n\n[sink.firestore]\nproject_id = "demo-mwgate"\nemulator_host = "127.0.0.1:%s"' "$port")
+else
+    sink_settings=$(printf '[sink]\ntype = "directory"\n\n[sink.directory]\npath = "%s"' "$work/documents")
+fi
+
 mkdir -p "$work/state" "$work/run" "$work/etc"
 : >"$work/mwgated.log"
 cat >"$work/etc/mwgated.toml" <<EOF
@@ -85,11 +118,7 @@ source = "file:$nmea?speed=realtime"
 [session]
 mode = "$mode"
 
-[sink]
-type = "directory"
-
-[sink.directory]
-path = "$work/documents"
+$sink_settings
 EOF
 
 say "mwgated (config $work/etc/mwgated.toml, state $work/state)"
@@ -113,12 +142,20 @@ if [ "$control" = dbus ]; then
     ctl session stop
     say "the walker's hazard survey (mwctl survey submit)"
     ctl survey submit --hazard pothole=3 --hazard kerb=1
-    say "upload to the directory sink (mwctl sync)"
-    for _ in $(seq 100); do
-        [ -n "$(find "$work/documents" -name '*.json' 2>/dev/null | head -n 1)" ] && break
-        sleep 0.2
-    done
-    sleep 1
+    if [ "$upstream" = firestore ]; then
+        say "upload to the Firestore emulator (mwctl sync; waits until the backlog is empty)"
+        for _ in $(seq 600); do
+            ctl sync | grep -qE "^backlog: 0 document" && break
+            sleep 0.2
+        done
+    else
+        say "upload to the directory sink (mwctl sync)"
+        for _ in $(seq 100); do
+            [ -n "$(find "$work/documents" -name '*.json' 2>/dev/null | head -n 1)" ] && break
+            sleep 0.2
+        done
+        sleep 1
+    fi
     ctl sync || true
     say "sessions (mwctl session list)"
     ctl session list
@@ -159,7 +196,21 @@ head -n 3 "$work/session.csv"
 echo "GeoJSON: $work/session.geojson"
 
 say "where the documents are"
-if [ -d "$work/documents" ] && [ -n "$(ls -A "$work/documents" 2>/dev/null)" ]; then
+if [ "$upstream" = firestore ]; then
+    echo "Firestore emulator: $firestore"
+    for collection in realtime_data records; do
+        /usr/bin/python3 - "$firestore/$collection?pageSize=300" "$collection" <<'PY' || echo "  (could not list $collection)"
+import json, sys, urllib.request
+request = urllib.request.Request(sys.argv[1], headers={"Authorization": "Bearer owner"})
+documents = json.load(urllib.request.urlopen(request, timeout=30)).get("documents", [])
+for d in documents:
+    fields = d.get("fields", {})
+    points = len(fields.get("data", {}).get("arrayValue", {}).get("values", []))
+    detail = f"{points} points" if sys.argv[2] == "realtime_data" else "session " + fields.get("session_id", {}).get("stringValue", "?")
+    print(f"  {sys.argv[2]}/{d['name'].rsplit('/', 1)[-1]}  {detail}")
+PY
+    done
+elif [ -d "$work/documents" ] && [ -n "$(ls -A "$work/documents" 2>/dev/null)" ]; then
     echo "directory sink: $work/documents"
     (cd "$work/documents" && find . -name '*.json' | sort | while read -r f; do
         printf '  %-90s %8d bytes\n' "$f" "$(stat -c %s "$f")"; done)

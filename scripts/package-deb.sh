@@ -7,6 +7,7 @@
 #
 #   scripts/package-deb.sh [OUT_DIR]        (make deb; OUT_DIR defaults to dist/)
 #   MWGATE_DEB_SKIP_BUILD=1 ...             package the release binaries already built
+#   MWGATE_DEB_COMPRESSION=none ...         dpkg-deb -Z (default xz)
 #   MWGATE_DEB_BIN_DIR=DIR ...              package the binaries in DIR instead (the packaging
 #                                           test uses the debug build; never ship that)
 set -euo pipefail
@@ -84,16 +85,26 @@ Description: MetaWear sensor gateway (BLE boards + GNSS, recording, upstream syn
 EOF
 echo /etc/mwgate/mwgated.toml >"$root/DEBIAN/conffiles"
 
+# Maintainer scripts honour DPKG_ROOT (dpkg --root ... --force-script-chrootless): an
+# installation into another root touches only that root, never this machine's services.
 cat >"$root/DEBIAN/postinst" <<'EOF'
 #!/bin/sh
 set -e
 if [ "$1" = configure ]; then
-    if command -v systemd-sysusers >/dev/null 2>&1; then systemd-sysusers mwgate.conf || true; fi
-    if command -v systemd-tmpfiles >/dev/null 2>&1; then systemd-tmpfiles --create mwgate.conf || true; fi
-    if [ -d /run/systemd/system ]; then systemctl daemon-reload || true; fi
-    if command -v udevadm >/dev/null 2>&1 && [ -d /run/udev ]; then udevadm control --reload || true; fi
-    if [ -d /run/dbus ] && command -v dbus-send >/dev/null 2>&1; then
-        dbus-send --system --type=method_call --dest=org.freedesktop.DBus / org.freedesktop.DBus.ReloadConfig >/dev/null 2>&1 || true
+    # The account first: tmpfiles hands /var/lib/mwgate to it. A failure here fails the
+    # configuration (the service cannot run without its user).
+    if command -v systemd-sysusers >/dev/null 2>&1; then
+        systemd-sysusers ${DPKG_ROOT:+--root="$DPKG_ROOT"} mwgate.conf
+    fi
+    if command -v systemd-tmpfiles >/dev/null 2>&1; then
+        systemd-tmpfiles ${DPKG_ROOT:+--root="$DPKG_ROOT"} --create mwgate.conf || true
+    fi
+    if [ -z "$DPKG_ROOT" ]; then
+        if [ -d /run/systemd/system ]; then systemctl daemon-reload || true; fi
+        if command -v udevadm >/dev/null 2>&1 && [ -d /run/udev ]; then udevadm control --reload || true; fi
+        if [ -d /run/dbus ] && command -v dbus-send >/dev/null 2>&1; then
+            dbus-send --system --type=method_call --dest=org.freedesktop.DBus / org.freedesktop.DBus.ReloadConfig >/dev/null 2>&1 || true
+        fi
     fi
     echo "mwgate: enable with 'systemctl enable --now mwgated' (configuration: /etc/mwgate/mwgated.toml)"
 fi
@@ -102,20 +113,27 @@ EOF
 cat >"$root/DEBIAN/prerm" <<'EOF'
 #!/bin/sh
 set -e
-if [ "$1" = remove ] && [ -d /run/systemd/system ]; then
+if [ "$1" = remove ] && [ -z "$DPKG_ROOT" ] && [ -d /run/systemd/system ]; then
     systemctl disable --now mwgated.service >/dev/null 2>&1 || true
 fi
 exit 0
 EOF
+# remove keeps the buffer (recorded sessions, unsent documents) and the account; purge
+# deletes the buffer too. The account stays (Debian does not reuse ids of removed users).
 cat >"$root/DEBIAN/postrm" <<'EOF'
 #!/bin/sh
 set -e
-if [ -d /run/systemd/system ]; then systemctl daemon-reload >/dev/null 2>&1 || true; fi
+if [ "$1" = purge ]; then
+    rm -rf "$DPKG_ROOT/var/lib/mwgate" "$DPKG_ROOT/run/mwgate"
+    rmdir "$DPKG_ROOT/etc/mwgate" 2>/dev/null || true
+fi
+if [ -z "$DPKG_ROOT" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload >/dev/null 2>&1 || true; fi
 exit 0
 EOF
 chmod 0755 "$root/DEBIAN/postinst" "$root/DEBIAN/prerm" "$root/DEBIAN/postrm"
 
 mkdir -p "$out"
 deb="$out/mwgate_${version}_${arch}.deb"
-dpkg-deb --root-owner-group --build "$root" "$deb" >/dev/null
+# MWGATE_DEB_COMPRESSION=none: the tests package debug binaries, which xz takes minutes over.
+dpkg-deb --root-owner-group ${MWGATE_DEB_COMPRESSION:+-Z"$MWGATE_DEB_COMPRESSION"} --build "$root" "$deb" >/dev/null
 echo "$deb"

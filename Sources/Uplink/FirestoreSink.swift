@@ -67,7 +67,7 @@ public struct FirestoreSink: Sink {
 
     /// A sink for `configuration`. A service-account key is checked (parsed and loaded)
     /// here, so a broken key fails at startup.
-    public init(configuration: FirestoreConfiguration, httpClient: HTTPClient = .shared,
+    public init(configuration: FirestoreConfiguration, httpClient: HTTPClient = .uplink,
                 logger: Logger = Logger(label: "mwgate.uplink.firestore"),
                 now: @escaping @Sendable () -> Date = { Date() }) throws(JWTSigner.KeyError) {
         self.configuration = configuration

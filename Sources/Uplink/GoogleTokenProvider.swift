@@ -25,7 +25,7 @@ public actor GoogleTokenProvider {
 
     /// A provider for `key`; the token is renewed `refreshMargin` seconds before it expires.
     public init(key: ServiceAccountKey, scope: String = GoogleTokenProvider.datastoreScope, refreshMargin: Double = 300,
-                httpClient: HTTPClient = .shared, logger: Logger = Logger(label: "mwgate.uplink.auth"),
+                httpClient: HTTPClient = .uplink, logger: Logger = Logger(label: "mwgate.uplink.auth"),
                 now: @escaping @Sendable () -> Date = { Date() }) throws(JWTSigner.KeyError) {
         self.key = key
         signer = try JWTSigner(serviceAccount: key)

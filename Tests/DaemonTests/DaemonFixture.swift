@@ -37,7 +37,8 @@ final class DaemonFixture: @unchecked Sendable {
     var stateDirectory: String { directory.appendingPathComponent("state").path }
     var configurationFile: String { directory.appendingPathComponent("mwgated.toml").path }
 
-    init(sessionMode: String = "always", simulatorFaults: [String] = []) throws {
+    /// `extraConfiguration` is appended to the TOML file (e.g. a `[sink]` table).
+    init(sessionMode: String = "always", simulatorFaults: [String] = [], extraConfiguration: String = "") throws {
         // Unix socket paths are limited to 108 bytes: keep the directory short.
         directory = URL(fileURLWithPath: "/tmp/mwgd-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -56,14 +57,29 @@ final class DaemonFixture: @unchecked Sendable {
 
             [session]
             mode = "\(sessionMode)"
+
+            \(extraConfiguration)
             """
         try config.write(toFile: configurationFile, atomically: true, encoding: .utf8)
     }
 
     /// Starts mwgated with the watchdog on (`WATCHDOG_USEC`), systemd's directories set and
     /// the journal pointed at the test socket.
-    func startDaemon(watchdog: Duration = .seconds(2), withConfigurationFile: Bool = true) throws {
+    /// `credentials` (name -> content) are delivered as systemd does for `LoadCredential=`:
+    /// files readable only by the service in a directory named by `CREDENTIALS_DIRECTORY`.
+    func startDaemon(watchdog: Duration = .seconds(2), withConfigurationFile: Bool = true, credentials: [String: String] = [:]) throws {
         var environment = bus.environment
+        if !credentials.isEmpty {
+            let store = directory.appendingPathComponent("credentials").path
+            try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: true)
+            for (name, content) in credentials {
+                let file = store + "/" + name
+                try content.write(toFile: file, atomically: false, encoding: .utf8)
+                chmod(file, 0o400)
+            }
+            chmod(store, 0o500)
+            environment["CREDENTIALS_DIRECTORY"] = store
+        }
         environment["NOTIFY_SOCKET"] = notify.path
         environment["WATCHDOG_USEC"] = "\(watchdog.components.seconds * 1_000_000)"
         environment["MWGATE_JOURNAL_SOCKET"] = journal.path
@@ -90,6 +106,7 @@ final class DaemonFixture: @unchecked Sendable {
         notify.close()
         journal.close()
         bus.stop()
+        chmod(directory.appendingPathComponent("credentials").path, 0o700)
         try? FileManager.default.removeItem(at: directory)
     }
 }

@@ -29,7 +29,7 @@ struct PackageTests {
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         let binaries = URL(fileURLWithPath: try DaemonFixture.executable("mwgated")).deletingLastPathComponent().path
         let built = try run("/bin/bash", [Self.repo.appendingPathComponent("scripts/package-deb.sh").path, scratch],
-                            environment: ["MWGATE_DEB_BIN_DIR": binaries, "MWGATE_VERSION": "1.2.3"])
+                            environment: ["MWGATE_DEB_BIN_DIR": binaries, "MWGATE_VERSION": "1.2.3", "MWGATE_DEB_COMPRESSION": "none"])
         let deb = try #require(built.split(separator: "\n").last.map(String.init))
         #expect(deb.hasSuffix("mwgate_1.2.3_\(try run("/usr/bin/dpkg", ["--print-architecture"]).trimmingCharacters(in: .whitespacesAndNewlines)).deb"))
         let depends = try run("/usr/bin/dpkg-deb", ["-f", deb, "Depends"])
@@ -73,6 +73,61 @@ struct PackageTests {
             #expect((attributes[.ownerAccountID] as? NSNumber)?.intValue == uid)
             #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o750)
         }
+    }
+}
+
+extension PackageTests {
+    /// dpkg itself installs, removes and purges the package in a scratch root (its own dpkg
+    /// database there, maintainer scripts run chrootless with DPKG_ROOT): the account is made
+    /// through sysusers in that root, remove keeps the configuration and the buffer, purge
+    /// removes both, and nothing outside the root is touched.
+    @Test func dpkgInstallsRemovesAndPurgesThePackageInAScratchRoot() throws {
+        let scratch = "/tmp/mwgd-dpkg-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let binaries = URL(fileURLWithPath: try DaemonFixture.executable("mwgated")).deletingLastPathComponent().path
+        let built = try run("/bin/bash", [Self.repo.appendingPathComponent("scripts/package-deb.sh").path, scratch],
+                            environment: ["MWGATE_DEB_BIN_DIR": binaries, "MWGATE_VERSION": "1.2.3", "MWGATE_DEB_COMPRESSION": "none"])
+        let deb = try #require(built.split(separator: "\n").last.map(String.init))
+        let root = scratch + "/root"
+        for directory in ["var/lib/dpkg/info", "var/lib/dpkg/updates", "var/lib/dpkg/triggers"] {
+            try FileManager.default.createDirectory(atPath: "\(root)/\(directory)", withIntermediateDirectories: true)
+        }
+        for file in ["var/lib/dpkg/status", "var/lib/dpkg/available"] {
+            _ = FileManager.default.createFile(atPath: "\(root)/\(file)", contents: nil)
+        }
+        // The scratch root has no libc6 etc. in its dpkg database: only the dependency check is forced.
+        let dpkg = ["--root=\(root)", "--force-script-chrootless", "--force-depends", "--log=/dev/null"]
+            + (getuid() == 0 ? [] : ["--force-not-root"])
+        let hostPasswd = try String(contentsOfFile: "/etc/passwd", encoding: .utf8)
+
+        let installed = try run("/usr/bin/dpkg", dpkg + ["-i", deb])
+        #expect(installed.contains("Setting up mwgate (1.2.3)"))
+        #expect(try run("/usr/bin/dpkg-query", ["--root=\(root)", "-W", "-f=${Status}", "mwgate"]) == "install ok installed")
+        let passwd = try String(contentsOfFile: "\(root)/etc/passwd", encoding: .utf8)
+        #expect(passwd.split(separator: "\n").contains { $0.hasPrefix("mwgate:") && $0.hasSuffix(":/var/lib/mwgate:/usr/sbin/nologin") })
+        #expect(FileManager.default.fileExists(atPath: "\(root)/usr/bin/mwgated"))
+        var isDirectory: ObjCBool = false
+        #expect(FileManager.default.fileExists(atPath: "\(root)/var/lib/mwgate", isDirectory: &isDirectory) && isDirectory.boolValue)
+        // This machine's accounts are untouched.
+        #expect(try String(contentsOfFile: "/etc/passwd", encoding: .utf8) == hostPasswd)
+
+        // remove: the program, units and rules go; the configuration and the buffer stay.
+        _ = FileManager.default.createFile(atPath: "\(root)/var/lib/mwgate/buffer.sqlite", contents: Data("sessions".utf8))
+        _ = try run("/usr/bin/dpkg", dpkg + ["-r", "mwgate"])
+        for file in ["usr/bin/mwgated", "usr/bin/mwctl", "usr/lib/systemd/system/mwgated.service", "usr/lib/udev/rules.d/61-mwgate-gps.rules",
+                     "usr/share/dbus-1/system.d/io.mwgate.Gateway1.conf", "usr/lib/sysusers.d/mwgate.conf"] {
+            #expect(!FileManager.default.fileExists(atPath: "\(root)/\(file)"), "\(file) left after remove")
+        }
+        #expect(FileManager.default.fileExists(atPath: "\(root)/etc/mwgate/mwgated.toml"))
+        #expect(FileManager.default.fileExists(atPath: "\(root)/var/lib/mwgate/buffer.sqlite"))
+
+        // purge: the configuration and the buffer go too; dpkg forgets the package.
+        _ = try run("/usr/bin/dpkg", dpkg + ["-P", "mwgate"])
+        #expect(!FileManager.default.fileExists(atPath: "\(root)/etc/mwgate"))
+        #expect(!FileManager.default.fileExists(atPath: "\(root)/var/lib/mwgate"))
+        #expect(!FileManager.default.fileExists(atPath: "\(root)/usr"))
+        #expect((try? run("/usr/bin/dpkg-query", ["--root=\(root)", "-W", "mwgate"])) == nil, "dpkg still lists mwgate after purge")
     }
 }
 

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Recording
 import Testing
+import UpstreamFixtures
 @testable import Uplink
 
 /// A fresh RSA key made by openssl, as PEM text, plus its public key file.

@@ -1,6 +1,7 @@
 import Foundation
 import Recording
 import Testing
+import UpstreamFixtures
 @testable import Buffer
 @testable import Uplink
 

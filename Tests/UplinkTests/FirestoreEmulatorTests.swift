@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Recording
 import Testing
+import UpstreamFixtures
 @testable import Buffer
 @testable import Uplink
 

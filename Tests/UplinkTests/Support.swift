@@ -4,15 +4,9 @@ import Logging
 import MetaWear
 import Recording
 import Testing
+import UpstreamFixtures
 @testable import Buffer
 @testable import Uplink
-
-/// A fresh directory under the temp dir.
-func temporaryDirectory(_ tag: String = "uplink") -> String {
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("mwgate-\(tag)-\(UUID().uuidString)").path
-    try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    return dir
-}
 
 /// The repository root (tests are in Tests/UplinkTests).
 let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -68,53 +62,6 @@ func recordSession(into store: BufferStore, boards: Int, seconds: Double, startS
     return RecordedSession(sessionID: sessionID, record: record, chunkNames: record.gscopeData)
 }
 
-/// Runs a command and returns its status and output. Output goes through a file, not a
-/// pipe: daemons started by the command (pg_ctl) may inherit the descriptor and would keep
-/// a pipe open forever.
-@discardableResult
-func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws -> (status: Int32, output: String) {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: executable)
-    p.arguments = arguments
-    if let environment { p.environment = environment }
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("mwgate-run-\(UUID().uuidString)").path
-    _ = FileManager.default.createFile(atPath: path, contents: nil)
-    defer { try? FileManager.default.removeItem(atPath: path) }
-    let out = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
-    p.standardOutput = out
-    p.standardError = out
-    p.standardInput = FileHandle.nullDevice
-    try p.run()
-    p.waitUntilExit()
-    try? out.close()
-    let data = FileManager.default.contents(atPath: path) ?? Data()
-    return (p.terminationStatus, String(decoding: data, as: UTF8.self))
-}
-
-/// A free TCP port on loopback (bound then released).
-func freePort() -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var addr = sockaddr_in()
-    addr.sin_family = sa_family_t(AF_INET)
-    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-    addr.sin_port = 0
-    _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-    var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
-    return Int(UInt16(bigEndian: addr.sin_port))
-}
-
-/// Polls `condition` until it holds or `timeout` seconds pass.
-func eventually(timeout: Double = 60, _ condition: () async throws -> Bool) async rethrows -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if try await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(100))
-    }
-    return try await condition()
-}
-
 /// Log lines captured from a swift-log Logger.
 final class LogCapture: @unchecked Sendable {
     private let lock = NSLock()
@@ -144,62 +91,8 @@ struct CapturingHandler: LogHandler {
     }
 }
 
-/// Minimal JSON Schema (2020-12 subset used by docs/schema: type, required, properties,
-/// items, maxItems, oneOf, enum, const, minimum, maximum). Returns the violations.
-func schemaViolations(_ value: Any, _ schema: [String: Any], path: String = "$") -> [String] {
-    var out: [String] = []
-    func isType(_ v: Any, _ t: String) -> Bool {
-        switch t {
-        case "null": return v is NSNull
-        case "object": return v is [String: Any]
-        case "array": return v is [Any]
-        case "string": return v is String
-        // Values come from FirestoreEncoding.plain: native Bool, Int64, Double, String.
-        case "boolean": return v is Bool
-        case "integer": return v is Int64
-        case "number": return v is Double || v is Int64
-        default: return false
-        }
-    }
-    if let t = schema["type"] {
-        let types = (t as? [String]) ?? [(t as? String) ?? ""]
-        if !types.contains(where: { isType(value, $0) }) { out.append("\(path): expected \(types), got \(type(of: value)) \(value)") }
-    }
-    if let c = schema["const"], "\(c)" != "\(value)" { out.append("\(path): expected const \(c), got \(value)") }
-    if let e = schema["enum"] as? [Any], !e.contains(where: { "\($0)" == "\(value)" }) { out.append("\(path): \(value) not in \(e)") }
-    let numeric: Double? = (value as? Double) ?? (value as? Int64).map(Double.init)
-    if let m = (schema["minimum"] as? NSNumber)?.doubleValue, let v = numeric, v < m { out.append("\(path): \(v) < \(m)") }
-    if let m = (schema["maximum"] as? NSNumber)?.doubleValue, let v = numeric, v > m { out.append("\(path): \(v) > \(m)") }
-    if let oneOf = schema["oneOf"] as? [[String: Any]] {
-        let matches = oneOf.filter { schemaViolations(value, $0, path: path).isEmpty }.count
-        if matches != 1 { out.append("\(path): matches \(matches) of oneOf") }
-    }
-    if let object = value as? [String: Any] {
-        for r in (schema["required"] as? [String]) ?? [] where object[r] == nil { out.append("\(path): missing \(r)") }
-        let props = (schema["properties"] as? [String: Any]) ?? [:]
-        for (k, v) in object {
-            if let sub = props[k] as? [String: Any] {
-                out += schemaViolations(v, sub, path: "\(path).\(k)")
-            } else if !props.isEmpty {
-                out.append("\(path): unexpected field \(k)")
-            }
-        }
-    }
-    if let array = value as? [Any] {
-        if let max = schema["maxItems"] as? Int, array.count > max { out.append("\(path): \(array.count) items > \(max)") }
-        if let items = schema["items"] as? [String: Any] {
-            for (i, v) in array.enumerated() {
-                out += schemaViolations(v, items, path: "\(path)[\(i)]")
-                if out.count > 20 { return out }
-            }
-        }
-    }
-    return out
-}
-
 func loadSchema(_ name: String) throws -> [String: Any] {
-    let data = try Data(contentsOf: URL(fileURLWithPath: "\(repositoryRoot)/docs/schema/\(name).schema.json"))
-    return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+    try loadDocumentSchema(name, repositoryRoot: repositoryRoot)
 }
 
 /// Plain JSON value of a document as we meant it (for equality with what came back).

@@ -1,18 +1,21 @@
 import AsyncHTTPClient
 import Foundation
 import NIOCore
-import Testing
-@testable import Uplink
+import NIOFoundationCompat
+import Uplink
 
 /// Google's Firestore emulator on a free loopback port, in its own process group.
-final class FirestoreEmulator: Sendable {
-    static let launcher = "/usr/lib/google-cloud-sdk/platform/cloud-firestore-emulator/cloud_firestore_emulator"
-    let port: Int
-    let projectID: String
+public final class FirestoreEmulator: Sendable {
+    /// The emulator's launcher as Debian's google-cloud-cli-firestore-emulator installs it.
+    public static let launcher = "/usr/lib/google-cloud-sdk/platform/cloud-firestore-emulator/cloud_firestore_emulator"
+    /// The loopback port it listens on.
+    public let port: Int
+    /// The project every request names.
+    public let projectID: String
     private let pid: Int32
 
     /// Why the emulator cannot run here, or nil when it can.
-    static var missing: String? {
+    public static var missing: String? {
         if !FileManager.default.isExecutableFile(atPath: launcher) {
             return "Firestore emulator not installed (\(launcher); Debian package google-cloud-cli-firestore-emulator from Google's Cloud SDK repo)"
         }
@@ -21,9 +24,13 @@ final class FirestoreEmulator: Sendable {
         return nil
     }
 
-    init(projectID: String = "demo-mwgate") async throws {
+    /// Starts the emulator on `port` (a free one when nil) and waits (up to 90 s: it is Java)
+    /// until it answers. A fixed port lets a test configure a client before the emulator is
+    /// up, as an upstream that is down at first.
+    public init(projectID: String = "demo-mwgate", port: Int? = nil) async throws {
         self.projectID = projectID
-        port = freePort()
+        self.port = port ?? freePort()
+        let port = self.port
         let p = Process()
         // Foundation starts the child as the leader of a new process group, which its java
         // child joins; stop() signals the whole group.
@@ -46,10 +53,13 @@ final class FirestoreEmulator: Sendable {
         }
     }
 
-    var host: String { "127.0.0.1:\(port)" }
-    var base: String { "http://\(host)/v1/projects/\(projectID)/databases/(default)/documents" }
+    /// `127.0.0.1:PORT`, as FIRESTORE_EMULATOR_HOST wants it.
+    public var host: String { "127.0.0.1:\(port)" }
+    /// The REST root of the default database's documents.
+    public var base: String { "http://\(host)/v1/projects/\(projectID)/databases/(default)/documents" }
 
-    func stop() {
+    /// Stops the emulator and its java child.
+    public func stop() {
         Self.signal(pid, SIGTERM)
         for _ in 0..<50 {
             if kill(-pid, 0) != 0 { break }
@@ -60,12 +70,12 @@ final class FirestoreEmulator: Sendable {
 
     /// Signals the launcher's process group (java included), or only the launcher when it
     /// does not lead a group of its own.
-    static func signal(_ pid: Int32, _ sig: Int32) {
+    public static func signal(_ pid: Int32, _ sig: Int32) {
         if getpgid(pid) == pid { kill(-pid, sig) } else { kill(pid, sig) }
     }
 
     /// GET a path under the database's documents (typed JSON).
-    func get(_ path: String) async throws -> (status: Int, json: [String: Any]) {
+    public func get(_ path: String) async throws -> (status: Int, json: [String: Any]) {
         var r = HTTPClientRequest(url: "\(base)/\(path)")
         r.headers.add(name: "Authorization", value: "Bearer owner")
         let response = try await HTTPClient.shared.execute(r, timeout: .seconds(30))
@@ -75,14 +85,14 @@ final class FirestoreEmulator: Sendable {
     }
 
     /// A document's fields decoded to plain JSON (native Bool/Int64/Double/String), nil when absent.
-    func document(_ collection: String, _ name: String) async throws -> [String: Any]? {
+    public func document(_ collection: String, _ name: String) async throws -> [String: Any]? {
         let (status, json) = try await get("\(collection)/\(name)")
         guard status == 200 else { return nil }
         return FirestoreEncoding.plain(["mapValue": ["fields": json["fields"] ?? [:]]]) as? [String: Any]
     }
 
     /// Names of all documents in a collection (paged).
-    func list(_ collection: String) async throws -> [String] {
+    public func list(_ collection: String) async throws -> [String] {
         var names: [String] = []
         var token: String?
         repeat {
@@ -98,22 +108,33 @@ final class FirestoreEmulator: Sendable {
     }
 }
 
-struct FixtureError: Error, CustomStringConvertible { var description: String }
+/// A server fixture that could not start, with what it printed.
+public struct FixtureError: Error, CustomStringConvertible {
+    /// What went wrong.
+    public var description: String
+    /// Wraps a message.
+    public init(description: String) { self.description = description }
+}
 
 /// A throwaway PostgreSQL 15 cluster: initdb into a temp dir owned by an unprivileged user
 /// (tests run as root in CI), listening on 127.0.0.1 at a free port.
-final class PostgresServer: Sendable {
-    static let bin = "/usr/lib/postgresql/15/bin"
-    let port: Int
-    let dir: String
+public final class PostgresServer: Sendable {
+    /// Debian's PostgreSQL 15 server binaries.
+    public static let bin = "/usr/lib/postgresql/15/bin"
+    /// The loopback port it listens on.
+    public let port: Int
+    /// The cluster's scratch directory (data, socket, log).
+    public let dir: String
     private let asUser: [String]
 
-    static var missing: String? {
+    /// Why PostgreSQL cannot run here, or nil when it can.
+    public static var missing: String? {
         FileManager.default.isExecutableFile(atPath: "\(bin)/postgres") ? nil
             : "PostgreSQL 15 server not installed (\(bin)/postgres; Debian package postgresql-15)"
     }
 
-    init() throws {
+    /// Creates the cluster (initdb, trust authentication, user postgres) and starts it.
+    public init() throws {
         dir = temporaryDirectory("pg")
         port = freePort()
         asUser = getuid() == 0 ? ["/usr/sbin/runuser", "-u", "nobody", "--"] : []
@@ -131,7 +152,7 @@ final class PostgresServer: Sendable {
     /// Starts the postmaster as our own child. Not through pg_ctl: Foundation's Process
     /// notices a child's exit through a descriptor the daemon would inherit, so waiting for
     /// `pg_ctl start` never returns.
-    func start() throws {
+    public func start() throws {
         let p = Process()
         let postgres = ["\(Self.bin)/postgres", "-D", "\(dir)/data", "-c", "listen_addresses=127.0.0.1", "-p", "\(port)",
                         "-k", dir, "-c", "fsync=off"]
@@ -154,7 +175,7 @@ final class PostgresServer: Sendable {
     }
 
     /// Stops the postmaster: "fast" (SIGINT) or "immediate" (SIGQUIT, like a crash).
-    func stop(mode: String = "fast") {
+    public func stop(mode: String = "fast") {
         guard let text = try? String(contentsOfFile: "\(dir)/data/postmaster.pid", encoding: .utf8),
               let pid = text.split(separator: "\n").first.flatMap({ Int32($0) }) else { return }
         kill(pid, mode == "immediate" ? SIGQUIT : SIGINT)
@@ -163,20 +184,23 @@ final class PostgresServer: Sendable {
         usleep(200_000)
     }
 
-    func destroy() {
+    /// Stops the server at once and removes its directory.
+    public func destroy() {
         stop(mode: "immediate")
         try? FileManager.default.removeItem(atPath: dir)
     }
 
-    var configuration: PostgresSinkConfiguration {
+    /// The sink configuration that reaches this server.
+    public var configuration: PostgresSinkConfiguration {
         PostgresSinkConfiguration(endpoint: .tcp(host: "127.0.0.1", port: port), username: "postgres", database: "postgres",
                                   tls: .disable)
     }
 
-    /// Runs SQL through psql and returns the unaligned output.
-    func psql(_ sql: String) throws -> String {
+    /// Runs SQL through psql as the superuser and returns the unaligned output.
+    @discardableResult
+    public func psql(_ sql: String, database: String = "postgres") throws -> String {
         let psql = "/usr/lib/postgresql/15/bin/psql"
-        let r = try run(psql, ["-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres", "-d", "postgres", "-At", "-v", "ON_ERROR_STOP=1",
+        let r = try run(psql, ["-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres", "-d", database, "-At", "-v", "ON_ERROR_STOP=1",
                                "-c", sql])
         guard r.status == 0 else { throw FixtureError(description: "psql failed: \(r.output)") }
         return r.output.trimmingCharacters(in: .whitespacesAndNewlines)
