@@ -126,6 +126,16 @@ struct ControlAPIFuzzTests {
             let before = try rig.gateway.store.dataset(sessionID: session.id).points
             try #require(!before.isEmpty)
 
+            // Regression (make fuzz, seed 0xea6327973306bbb0): an empty hazard name was refused
+            // as "unknown hazard  (known: …)", naming nothing.
+            do {
+                _ = try await call("SubmitSurvey", [.string(""), .dictionary(key: .string, value: .int32,
+                                                                             [DBusDictionaryEntry(key: .string(""), value: .int32(2))])])
+                Issue.record("a survey with an empty hazard name was accepted")
+            } catch let error as DBusError {
+                #expect(error.name == GatewayControl.ErrorName.invalidArgument && error.message.contains("hazard name is empty"), "\(error)")
+            }
+
             var tally = FuzzTally(parser: "control API")
             for seed in Fuzz.seeds("control API", count: Fuzz.count(500)) {
                 var c = FuzzCase(parser: "control API", seed: seed)
@@ -233,7 +243,9 @@ struct ControlAPIFuzzTests {
         case ("SubmitSurvey", "io.mwgate.Error.InvalidArgument"):
             if case .dictionary(_, _, let entries)? = arguments.last {
                 let names = entries.compactMap { if case .string(let s) = $0.key { s } else { nil } }
-                c.expect(names.isEmpty ? error.message.contains("no hazard") : names.contains { error.message.contains($0) },
+                let blank = names.contains { $0.trimmingCharacters(in: .whitespaces).isEmpty }
+                c.expect(names.isEmpty ? error.message.contains("no hazard")
+                         : blank ? error.message.contains("hazard name is empty") : names.contains { error.message.contains($0) },
                          "'\(error.message)' names none of \(names)")
             }
         default: break
