@@ -103,7 +103,7 @@ struct NMEAFuzzTests {
             Self.check(fixes, &c)
         }
         #expect(tally.failures == 0)
-        #expect(tally.byKind.count == 3)
+        #expect(Fuzz.replay != nil || tally.byKind.count == 3, "every generator kind ran")
     }
 
     /// Each defect is counted under its own name (the framer's rejection report) and the
