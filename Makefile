@@ -3,7 +3,7 @@ SWIFT ?= swift
 SWIFT_FLAGS ?=
 BENCH_DIR ?= bench-results
 
-.PHONY: all deps build release test bench demo deb clean cli-docs mwctl-static soak
+.PHONY: all deps build release test fuzz bench demo deb clean cli-docs mwctl-static soak
 
 all: build
 
@@ -68,3 +68,10 @@ deb: deps
 
 clean:
 	$(SWIFT) package clean
+
+# The fuzz suite (Tests/FuzzTests, docs/fuzzing.md) with MWGATE_FUZZ_SCALE times the inputs
+# `make test` tries. Replay one failing case with MWGATE_FUZZ_REPLAY=<seed it printed>.
+MWGATE_FUZZ_SCALE ?= 25
+fuzz: deps
+	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
+	MWGATE_FUZZ_SCALE=$(MWGATE_FUZZ_SCALE) $(SWIFT) test --skip-build --filter FuzzTests $(SWIFT_FLAGS)

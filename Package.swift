@@ -175,12 +175,21 @@ let package = Package(
         .target(name: "GatewayConfig", dependencies: ["GNSS", "MetaWear", "Buffer"], swiftSettings: strict),
         .testTarget(
             name: "ServiceSupportTests",
-            dependencies: ["ServiceSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["ServiceSupport", "TestSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
         .testTarget(name: "GatewayConfigTests", dependencies: ["GatewayConfig", "GNSS", "MetaWear"], swiftSettings: strict),
         // Test fixtures shared by the test targets: a private dbus-daemon and child processes.
         .target(name: "TestSupport", dependencies: ["DBus"], path: "Tests/TestSupport", exclude: ["Fixtures"], swiftSettings: strict),
+        // The in-process gateway start-up (bus, BlueZ simulator, state directory, gateway) shared
+        // by the gateway, control API and fuzz tests; separate so light test targets stay light.
+        .target(
+            name: "GatewayTestSupport",
+            dependencies: ["Gateway", "BlueZ", "BlueZSimulator", "GNSS", "MetaWear", "TestSupport",
+                           .product(name: "Logging", package: "swift-log")],
+            path: "Tests/GatewayTestSupport",
+            swiftSettings: strict
+        ),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "BlueZTests",
@@ -219,7 +228,7 @@ let package = Package(
             name: "GatewayTests",
             dependencies: [
                 "Gateway", "Boards", "BlueZ", "GNSS", "MetaWear", "Recording", "Buffer",
-                "BlueZSimulator", "MetaWearBoardModel", "TestSupport",
+                "BlueZSimulator", "MetaWearBoardModel", "TestSupport", "GatewayTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -254,7 +263,7 @@ let package = Package(
             name: "ControlAPITests",
             dependencies: [
                 "ControlAPI", "ControlServer", "DBus", "Gateway", "BlueZ", "Buffer", "MetaWear", "Recording",
-                "BlueZSimulator", "MetaWearBoardModel", "mwctl", "TestSupport",
+                "BlueZSimulator", "MetaWearBoardModel", "mwctl", "TestSupport", "GatewayTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -283,6 +292,19 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            swiftSettings: strict
+        ),
+        // Seeded fuzzers over every parser of outside bytes (NMEA, MetaWear notifications and
+        // handshake, configuration, control API over a real bus, the gpsd stream, recording into
+        // the buffer); `make fuzz` runs them longer (docs/fuzzing.md).
+        .testTarget(
+            name: "FuzzTests",
+            dependencies: [
+                "GNSS", "MetaWear", "MetaWearBoardModel", "GatewayConfig", "Recording", "Buffer", "BlueZ", "DBus",
+                "ControlAPI", "ControlServer", "Gateway", "TestSupport", "GatewayTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
         ),

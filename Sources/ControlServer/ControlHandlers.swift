@@ -157,6 +157,10 @@ final class ControlHandlers: Sendable {
             guard !hazards.isEmpty else {
                 throw Self.error(E.invalidArgument, "no hazard given; call SubmitNoHazard to report a walk without hazards")
             }
+            // An empty name would print as nothing in the errors below ("unknown hazard  (known…")).
+            guard !hazards.keys.contains(where: { $0.trimmingCharacters(in: .whitespaces).isEmpty }) else {
+                throw Self.error(E.invalidArgument, "a hazard name is empty; name one of \(catalogue.isEmpty ? "the hazards" : catalogue.joined(separator: ", "))")
+            }
             for (name, intensity) in hazards where intensity < 1 {
                 throw Self.error(E.invalidArgument, "hazard \(name) has intensity \(intensity); intensities start at 1")
             }

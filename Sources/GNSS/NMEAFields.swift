@@ -46,6 +46,14 @@ public struct NMEAField {
         return Double(mantissa) / NMEAField.powerOfTen(scale)
     }
 
+    /// A decimal for a quantity that cannot be negative (a DOP, a speed, a standard
+    /// deviation): a negative value is corrupt input and reads as absent, so it cannot turn
+    /// into a negative accuracy downstream.
+    @inlinable public var nonNegativeDecimal: Double? {
+        guard let value = decimal, value >= 0 else { return nil }
+        return value
+    }
+
     /// 10^exponent, exact for the exponents used here (at most 18).
     @inlinable @inline(__always) static func powerOfTen(_ exponent: Int) -> Double {
         var value = 1.0

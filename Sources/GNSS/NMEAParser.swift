@@ -53,7 +53,7 @@ public enum NMEAParser {
         let north = c.next()
         let longitude = c.next()
         let east = c.next()
-        let speed = c.next().decimal
+        let speed = c.next().nonNegativeDecimal
         let course = c.next().decimal
         let date = ddmmyy(c.next())
         let variation = c.next().decimal
@@ -77,7 +77,7 @@ public enum NMEAParser {
         let east = c.next()
         let quality = c.next().integer
         let satellites = c.next().integer
-        let hdop = c.next().decimal
+        let hdop = c.next().nonNegativeDecimal
         let altitude = c.next().decimal
         c.skip(1)
         let separation = c.next().decimal
@@ -96,9 +96,9 @@ public enum NMEAParser {
         let mode = c.next().integer
         var used = 0
         for _ in 0..<12 where !c.next().isEmpty { used += 1 }
-        let pdop = c.next().decimal
-        let hdop = c.next().decimal
-        let vdop = c.next().decimal
+        let pdop = c.next().nonNegativeDecimal
+        let hdop = c.next().nonNegativeDecimal
+        let vdop = c.next().nonNegativeDecimal
         let system = c.next().integer.flatMap { GNSSSystem(rawValue: UInt8(truncatingIfNeeded: $0)) }
         return .init(
             talker: talker, selection: selection, fixMode: mode, satellitesUsed: used,
@@ -151,14 +151,14 @@ public enum NMEAParser {
             let mode = c.next().character.flatMap(FAAMode.init(rawValue:))
             return .init(
                 talker: talker, courseTrue: first.decimal, courseMagnetic: magnetic.decimal,
-                speedKnots: knots.decimal, speedKmh: kmh.decimal, mode: mode)
+                speedKnots: knots.nonNegativeDecimal, speedKmh: kmh.nonNegativeDecimal, mode: mode)
         }
         // Pre-3.01 form: course true, course magnetic, knots, km/h, without unit letters.
         let knots = c.next()
         let kmh = c.next()
         return .init(
             talker: talker, courseTrue: first.decimal, courseMagnetic: second.decimal,
-            speedKnots: knots.decimal, speedKmh: kmh.decimal, mode: nil)
+            speedKnots: knots.nonNegativeDecimal, speedKmh: kmh.nonNegativeDecimal, mode: nil)
     }
 
     private static func gll(_ c: inout NMEAFieldCursor, _ talker: NMEATalker) -> NMEASentence.GLL {
@@ -188,7 +188,7 @@ public enum NMEAParser {
             if let mode = FAAMode(rawValue: modes[offset]), mode.isUsable { anyValid = true }
         }
         let satellites = c.next().integer
-        let hdop = c.next().decimal
+        let hdop = c.next().nonNegativeDecimal
         let altitude = c.next().decimal
         let separation = c.next().decimal
         c.skip(2)
@@ -219,10 +219,10 @@ public enum NMEAParser {
 
     private static func gst(_ c: inout NMEAFieldCursor, _ talker: NMEATalker) -> NMEASentence.GST {
         .init(
-            talker: talker, time: c.next().timeOfDay, rangeRMS: c.next().decimal,
-            semiMajor: c.next().decimal, semiMinor: c.next().decimal,
-            orientation: c.next().decimal, latitudeSigma: c.next().decimal,
-            longitudeSigma: c.next().decimal, altitudeSigma: c.next().decimal)
+            talker: talker, time: c.next().timeOfDay, rangeRMS: c.next().nonNegativeDecimal,
+            semiMajor: c.next().nonNegativeDecimal, semiMinor: c.next().nonNegativeDecimal,
+            orientation: c.next().decimal, latitudeSigma: c.next().nonNegativeDecimal,
+            longitudeSigma: c.next().nonNegativeDecimal, altitudeSigma: c.next().nonNegativeDecimal)
     }
 
     private static func txt(_ c: inout NMEAFieldCursor, _ talker: NMEATalker) -> NMEASentence.TXT {

@@ -9,52 +9,38 @@ import Gateway
 import Logging
 import MetaWear
 import ServiceLifecycle
+import GatewayTestSupport
 import TestSupport
 
 /// A private bus with the BlueZ simulator (2 boards), a gateway on an NMEA replay and the
 /// control server owning io.mwgate.Gateway1, all in one service group; `mwctl` runs as a
 /// child process against the bus.
 final class ControlHarness: @unchecked Sendable {
-    let bus: TestBus
-    let simulator: BlueZSimulator
-    let addresses: [BluetoothAddress]
-    let stateDirectory: URL
-    let gateway: Gateway
+    let rig: SimulatedGatewayRig
     let sync: FakeSync
     private let group: ServiceGroup
     private var running: Task<Void, any Error>?
 
-    static let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
-    static let nmeaCapture = repositoryRoot.deletingLastPathComponent()
-        .appendingPathComponent("shared/testdata/nmea/quectel-l76k-nmea.log").path
+    var bus: TestBus { rig.bus }
+    var simulator: BlueZSimulator { rig.simulator }
+    var addresses: [BluetoothAddress] { rig.addresses }
+    var stateDirectory: URL { rig.stateDirectory }
+    var gateway: Gateway { rig.gateway }
+
+    static let repositoryRoot = SimulatedGatewayRig.repositoryRoot
 
     init(hazards: [String] = ["pothole", "crack", "curb", "crowd"], withUpstream: Bool = true) async throws {
-        bus = try TestBus()
-        var configuration = SimulatorConfiguration(busAddress: bus.address, boards: 2, model: .mixed)
-        configuration.discoveryDelay = .milliseconds(50)
-        configuration.log = { _ in }
-        simulator = BlueZSimulator(configuration: configuration)
-        try await simulator.start()
-        var found: [BluetoothAddress] = []
-        for index in 0..<2 {
-            let info = try await simulator.boardInfo(index)
-            guard let address = BluetoothAddress(info.address) else { throw TestBusError(message: "bad address \(info.address)") }
-            found.append(address)
+        rig = try await SimulatedGatewayRig.start(label: "ctl") { addresses, stateDirectory, busAddress in
+            GatewaySettings(
+                boards: .addresses(addresses), streaming: SimulatedGatewayRig.streaming,
+                gnss: .file(path: SimulatedGatewayRig.nmeaCapture, pacing: .realtime),
+                sessionMode: .manual, hazardCatalogue: hazards, stateDirectory: stateDirectory, busAddress: busAddress)
         }
-        addresses = found
-        stateDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("mwgate-ctl-\(UUID().uuidString.prefix(8))")
-        let streaming = try StreamingConfiguration(gyro: GyroConfiguration(rate: .hz50, range: .dps2000),
-                                                   accelerometer: AccelerometerConfiguration(rate: .hz50, range: .g4))
-        let settings = GatewaySettings(
-            boards: .addresses(found), streaming: streaming, gnss: .file(path: Self.nmeaCapture, pacing: .realtime),
-            sessionMode: .manual, hazardCatalogue: hazards, stateDirectory: stateDirectory.path, busAddress: bus.address)
         var logger = Logger(label: "mwgate.control-test")
         logger.logLevel = .warning
-        gateway = try await Gateway.assemble(settings: settings, logger: logger, clockProbe: FixedClockSynchronisation(false))
         sync = FakeSync()
-        let server = ControlServer(gateway: gateway, sync: withUpstream ? sync : nil, busAddress: bus.address, logger: logger)
-        group = gateway.serviceGroup(adding: [server], gracefulShutdownSignals: [])
+        let server = ControlServer(gateway: rig.gateway, sync: withUpstream ? sync : nil, busAddress: rig.bus.address, logger: logger)
+        group = rig.gateway.serviceGroup(adding: [server], gracefulShutdownSignals: [])
     }
 
     func start() async throws {
@@ -76,9 +62,7 @@ final class ControlHarness: @unchecked Sendable {
             _ = try? await running.value
         }
         running = nil
-        await simulator.stop()
-        bus.stop()
-        try? FileManager.default.removeItem(at: stateDirectory)
+        await rig.stop()
     }
 
     static func with(withUpstream: Bool = true, _ body: (ControlHarness) async throws -> Void) async throws {

@@ -26,60 +26,13 @@ struct PolicyTests {
         if await !exists(outsider) { try await must(["/usr/sbin/useradd", "--no-create-home", outsider]) }
     }
 
-    /// A private bus configured like Debian's system.conf (deny own and method calls by
-    /// default) that includes our policy file.
-    final class SystemLikeBus {
-        let directory: URL
-        let address: String
-        let process: ChildProcess
-
-        init() throws {
-            directory = URL(fileURLWithPath: "/tmp").appendingPathComponent("mwgate-policy-\(UUID().uuidString.prefix(8))")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o755])
-            let socket = directory.appendingPathComponent("system_bus_socket").path
-            let config = """
-                <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
-                 "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-                <busconfig>
-                  <type>system</type>
-                  <listen>unix:path=\(socket)</listen>
-                  <auth>EXTERNAL</auth>
-                  <policy context="default">
-                    <allow user="*"/>
-                    <deny own="*"/>
-                    <deny send_type="method_call"/>
-                    <allow send_type="signal"/>
-                    <allow send_requested_reply="true" send_type="method_return"/>
-                    <allow send_requested_reply="true" send_type="error"/>
-                    <allow receive_type="method_call"/>
-                    <allow receive_type="method_return"/>
-                    <allow receive_type="error"/>
-                    <allow receive_type="signal"/>
-                    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
-                    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
-                    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Properties"/>
-                  </policy>
-                  <include>\(PolicyTests.policyFile)</include>
-                </busconfig>
-                """
-            let configPath = directory.appendingPathComponent("bus.conf").path
-            try config.write(toFile: configPath, atomically: true, encoding: .utf8)
-            process = try ChildProcess(TestBus.daemonPath, ["--config-file=\(configPath)", "--nofork", "--print-address=1", "--nopidfile"],
-                                       environment: ProcessInfo.processInfo.environment)
-            address = process.readLine().trimmingCharacters(in: .whitespacesAndNewlines)
-            guard address.hasPrefix("unix:") else {
-                process.terminate(SIGKILL)
-                throw TestBusError(message: "dbus-daemon did not start: '\(address)'")
-            }
-            // Unprivileged users must be able to connect (the system socket is 0666 too).
-            chmod(socket, 0o666)
-        }
-
-        func stop() {
-            process.terminate()
-            try? FileManager.default.removeItem(at: directory)
-        }
+    /// A private bus configured like Debian's system.conf (TestSupport's `SystemLikeBus`)
+    /// that includes our policy file, in a directory other users can reach.
+    static func systemLikeBus() throws -> (SystemLikeBus, URL) {
+        let directory = URL(fileURLWithPath: "/tmp").appendingPathComponent("mwgate-policy-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o755])
+        return (try SystemLikeBus(including: PolicyTests.policyFile, in: directory), directory)
     }
 
     /// A stand-in service (python3-dbus) owning io.mwgate.Gateway1 with RetryDead -> 0.
@@ -105,8 +58,11 @@ struct PolicyTests {
 
     @Test func onlyMwgateOwnsAndOnlyRootAndTheGroupMayCall() async throws {
         try await Self.ensureUsers()
-        let bus = try SystemLikeBus()
-        defer { bus.stop() }
+        let (bus, directory) = try Self.systemLikeBus()
+        defer {
+            bus.stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
         let mwctl = try CLI.path()
 
         // Nobody but mwgate may own the name.
@@ -118,7 +74,7 @@ struct PolicyTests {
             #expect(result.stderr.contains("not allowed to own") || result.stderr.contains("Access denied"), "\(user): \(result.stderr)")
         }
 
-        let script = bus.directory.appendingPathComponent("stand_in.py").path
+        let script = directory.appendingPathComponent("stand_in.py").path
         try Self.standIn.write(toFile: script, atomically: true, encoding: .utf8)
         chmod(script, 0o644)
         let service = try ChildProcess("/usr/sbin/runuser", ["-u", "mwgate", "--", "/usr/bin/python3", script, bus.address],

@@ -4,7 +4,7 @@ import Testing
 
 @Suite("Fix assembler")
 struct FixAssemblerTests {
-    typealias S = TestSupport
+    typealias S = NMEATestData
 
     func cycle(_ time: String, date: String? = "210810", status: String = "A", quality: Int = 1,
                gsaMode: Int = 3, lat: String = "5155.55442", alt: String = "-4.0") -> String {

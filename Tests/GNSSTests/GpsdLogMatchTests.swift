@@ -51,7 +51,7 @@ struct GpsdLogMatchTests {
 
     static func expectedTPVs(_ name: String) throws -> [Expected] {
         // Split bytes, not Characters: "\r\n" is a single Character in Swift.
-        let lines = try TestSupport.log(name).split(separator: 0x0A, omittingEmptySubsequences: false)
+        let lines = try NMEATestData.log(name).split(separator: 0x0A, omittingEmptySubsequences: false)
         var cycle: NMEATimeOfDay?
         var out: [Expected] = []
         for (number, rawLine) in lines.enumerated() {
@@ -70,7 +70,7 @@ struct GpsdLogMatchTests {
     }
 
     static func compare(log: String, expected: String) throws -> Outcome {
-        let (fixes, decoder) = NMEADecoder.decode(try TestSupport.log(log))
+        let (fixes, decoder) = NMEADecoder.decode(try NMEATestData.log(log))
         var outcome = Outcome(log: log)
         outcome.ourFixes = fixes.count
         outcome.ourPositions = fixes.filter(\.hasPosition).count

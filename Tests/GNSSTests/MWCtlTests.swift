@@ -18,7 +18,7 @@ struct MWCtlTests {
     static var binary: String {
         let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         var candidates = [bundle.appendingPathComponent("mwctl").path]
-        candidates.append(TestSupport.repositoryRoot.appendingPathComponent(".build/debug/mwctl").path)
+        candidates.append(NMEATestData.repositoryRoot.appendingPathComponent(".build/debug/mwctl").path)
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? candidates[0]
     }
 
@@ -50,12 +50,12 @@ struct MWCtlTests {
     }
 
     @Test func decodeJSONIsGpsdTPV() throws {
-        let log = TestSupport.nmeaDirectory.appendingPathComponent("quectel-l76k-nmea.log").path
+        let log = NMEATestData.nmeaDirectory.appendingPathComponent("quectel-l76k-nmea.log").path
         let result = try Self.run(["gnss", "decode", log, "--json"])
         #expect(result.status == 0)
         #expect(result.stderr.isEmpty)
         let lines = result.stdout.split(separator: "\n")
-        let expected = NMEADecoder.decode(try TestSupport.log("quectel-l76k-nmea.log")).fixes
+        let expected = NMEADecoder.decode(try NMEATestData.log("quectel-l76k-nmea.log")).fixes
         #expect(lines.count == expected.count)
         for (line, fix) in zip(lines, expected) {
             let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
@@ -77,7 +77,7 @@ struct MWCtlTests {
     }
 
     @Test func decodeTextOneLinePerFix() throws {
-        let log = TestSupport.nmeaDirectory.appendingPathComponent("ublox-lea-5h.log").path
+        let log = NMEATestData.nmeaDirectory.appendingPathComponent("ublox-lea-5h.log").path
         let result = try Self.run(["gnss", "decode", log])
         #expect(result.status == 0)
         let lines = result.stdout.split(separator: "\n")
@@ -103,10 +103,10 @@ struct MWCtlTests {
     }
 
     @Test func watchFileSourceFast() throws {
-        let log = TestSupport.nmeaDirectory.appendingPathComponent("bu353-glonass.log").path
+        let log = NMEATestData.nmeaDirectory.appendingPathComponent("bu353-glonass.log").path
         let result = try Self.run(["gnss", "watch", "--source", "file:\(log)?speed=fast", "--json"])
         #expect(result.status == 0)
-        #expect(result.stdout.split(separator: "\n").count == NMEADecoder.decode(try TestSupport.log("bu353-glonass.log")).fixes.count)
+        #expect(result.stdout.split(separator: "\n").count == NMEADecoder.decode(try NMEATestData.log("bu353-glonass.log")).fixes.count)
     }
 
     @Test func watchUnreadableFileExits8() throws {

@@ -18,6 +18,31 @@ struct NMEAParserTests {
         #expect(rmc.time == NMEATimeOfDay(microseconds: (5 * 3600 + 52 * 60 + 34) * 1_000_000))
     }
 
+    /// Found by the fuzz suite (make fuzz, seed 0x8ff0921f9fec5ea0): a '-' slipped into the
+    /// HDOP field gave a fix with HDOP -0.9, which became a negative location accuracy
+    /// (HDOP × 5 m) in recorded documents. Quantities that cannot be negative read as absent.
+    @Test func negativeDOPsSpeedsAndSigmasReadAsAbsent() {
+        guard case .gga(let gga) = NMEAParser.parse(text: "GPGGA,092750.000,5321.6802,N,00630.3372,W,1,8,-0.9,280.2,M,-34.0,M,,")
+        else { Issue.record("not GGA"); return }
+        #expect(gga.hdop == nil)
+        #expect(gga.geoidSeparation.map { abs($0 + 34.0) < 1e-3 } ?? false)  // signed quantities keep their sign
+        guard case .gsa(let gsa) = NMEAParser.parse(text: "GPGSA,A,3,10,07,05,02,29,04,08,13,,,,,-1.72,-1.03,-1.38")
+        else { Issue.record("not GSA"); return }
+        #expect(gsa.pdop == nil && gsa.hdop == nil && gsa.vdop == nil)
+        guard case .rmc(let rmc) = NMEAParser.parse(text: "GPRMC,225446,A,4916.45,N,12311.12,W,-000.5,054.7,191194,020.3,E")
+        else { Issue.record("not RMC"); return }
+        #expect(rmc.speedKnots == nil)
+        guard case .gst(let gst) = NMEAParser.parse(text: "GPGST,172814.0,-0.006,0.023,-0.020,273.6,-0.023,0.020,-0.031")
+        else { Issue.record("not GST"); return }
+        #expect(gst.rangeRMS == nil && gst.semiMinor == nil && gst.latitudeSigma == nil && gst.altitudeSigma == nil)
+        #expect(gst.semiMajor.map { abs($0 - 0.023) < 1e-4 } ?? false)
+        #expect(gst.longitudeSigma.map { abs($0 - 0.020) < 1e-4 } ?? false)
+        // End to end: the fix from a negative-HDOP GGA has no HDOP (and so no accuracy from it).
+        let fixes = NMEATestData.fixes(NMEATestData.sentence("GPRMC,092750.000,A,5321.6802,N,00630.3372,W,0.02,31.66,280511,,,A") + "\r\n"
+            + NMEATestData.sentence("GPGGA,092750.000,5321.6802,N,00630.3372,W,1,8,-0.9,280.2,M,-34.0,M,,") + "\r\n")
+        #expect(!fixes.isEmpty && fixes.allSatisfy { $0.hdop == nil })
+    }
+
     @Test func rmcPre23WithoutMode() {
         guard case .rmc(let rmc) = NMEAParser.parse(text: "GPRMC,225446,A,4916.45,N,12311.12,W,000.5,054.7,191194,020.3,E")
         else { Issue.record("not RMC"); return }

@@ -71,7 +71,7 @@ struct SerialSourceTests {
 
         let first = try FakeReceiver()
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: first.slavePath)
-        first.startTalking(try TestSupport.log("ublox-lea-5h.log"))
+        first.startTalking(try NMEATestData.log("ublox-lea-5h.log"))
 
         let events = LockedBox<[String]>([])
         let source = SerialFixSource(
@@ -101,10 +101,10 @@ struct SerialSourceTests {
         try await Task.sleep(for: .milliseconds(300))
         let second = try FakeReceiver()
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: second.slavePath)
-        second.startTalking(try TestSupport.log("bu353-glonass.log"))
+        second.startTalking(try NMEATestData.log("bu353-glonass.log"))
         defer { second.unplug() }
 
-        let bu353Times = Set(NMEADecoder.decode(try TestSupport.log("bu353-glonass.log")).fixes.map(\.timeOfDay))
+        let bu353Times = Set(NMEADecoder.decode(try NMEATestData.log("bu353-glonass.log")).fixes.map(\.timeOfDay))
         #expect(await waitFor(seconds: 30) { box.get().filter { bu353Times.contains($0.timeOfDay) }.count >= 3 })
         #expect(events.get().contains { $0.contains("reconnecting") })
         print("serial: \(box.get().count) fixes over two plug-ins; events: \(Set(events.get()).sorted().prefix(6))")
@@ -118,7 +118,7 @@ struct SerialSourceTests {
         let receiver = try FakeReceiver()
         defer { receiver.unplug() }
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: receiver.slavePath)
-        receiver.startTalking(try TestSupport.log("ublox-lea-5h.log"))
+        receiver.startTalking(try NMEATestData.log("ublox-lea-5h.log"))
         let events = LockedBox<[String]>([])
         let source = SerialFixSource(
             path: link, baud: 9600,

@@ -9,7 +9,7 @@ import Glibc
 /// gpsfake, and a pty standing in for a serial receiver.
 @Suite("Fix sources", .serialized)
 struct SourceTests {
-    static let log = TestSupport.nmeaDirectory.appendingPathComponent("ublox-lea-5h.log").path
+    static let log = NMEATestData.nmeaDirectory.appendingPathComponent("ublox-lea-5h.log").path
 
     /// What must agree between sources: everything but arrival time and clock offset.
     static func comparable(_ fix: GNSSFix) -> String {
@@ -30,7 +30,7 @@ struct SourceTests {
         let source = FileReplayFixSource(path: Self.log, pacing: .fast,
                                          configuration: FixSourceConfiguration(assembler: .init()))
         let fixes = try await collect(source.fixes(), limit: .max, timeout: .seconds(30))
-        let expected = NMEADecoder.decode(try TestSupport.log("ublox-lea-5h.log")).fixes
+        let expected = NMEADecoder.decode(try NMEATestData.log("ublox-lea-5h.log")).fixes
         #expect(fixes.map(Self.comparable) == expected.map(Self.comparable))
         #expect(fixes.count == 20)
     }
@@ -44,8 +44,8 @@ struct SourceTests {
         let path = directory.appendingPathComponent("three.nmea").path
         var text = "# three cycles\n"
         for second in 0..<3 {
-            text += TestSupport.sentence("GPRMC,12000\(second).00,A,5155.55442,N,00434.65873,E,0.0,,210810,,,A") + "\r\n"
-            text += TestSupport.sentence("GPGGA,12000\(second).00,5155.55442,N,00434.65873,E,1,06,2.51,-4.0,M,46.0,M,,") + "\r\n"
+            text += NMEATestData.sentence("GPRMC,12000\(second).00,A,5155.55442,N,00434.65873,E,0.0,,210810,,,A") + "\r\n"
+            text += NMEATestData.sentence("GPGGA,12000\(second).00,5155.55442,N,00434.65873,E,1,06,2.51,-4.0,M,46.0,M,,") + "\r\n"
         }
         try text.write(toFile: path, atomically: true, encoding: .utf8)
         let spec = try GNSSSourceSpec(parsing: "file:\(path)?speed=realtime")
@@ -66,7 +66,7 @@ struct SourceTests {
 
     @Test func tcpSourceReadsAndReconnects() async throws {
         let listener = try LoopbackListener()
-        let bytes = try TestSupport.log("ublox-lea-5h.log")
+        let bytes = try NMEATestData.log("ublox-lea-5h.log")
         // The peer serves the log, hangs up, then serves it again: the source must come
         // back on its own and deliver both copies.
         let server = Thread {
@@ -84,7 +84,7 @@ struct SourceTests {
     @Test func gpsdSourceSendsWatchAndSkipsJSON() async throws {
         let listener = try LoopbackListener()
         let banner = Array(#"{"class":"VERSION","release":"3.22","rev":"3.22","proto_major":3,"proto_minor":14}"#.utf8) + [0x0A]
-        let bytes = banner + (try TestSupport.log("ublox-lea-5h.log"))
+        let bytes = banner + (try NMEATestData.log("ublox-lea-5h.log"))
         let received = LockedBox<[UInt8]>([])
         let server = Thread { received.set(listener.serveOnce(bytes)) }
         server.start()
@@ -98,8 +98,8 @@ struct SourceTests {
         // One cycle, then silence with the connection open: the open cycle must be
         // emitted after the quiet period instead of waiting for a next cycle.
         let listener = try LoopbackListener()
-        let cycle = TestSupport.sentence("GPRMC,120000.00,A,5155.55442,N,00434.65873,E,0.0,,210810,,,A") + "\r\n"
-            + TestSupport.sentence("GPGGA,120000.00,5155.55442,N,00434.65873,E,1,06,2.51,-4.0,M,46.0,M,,") + "\r\n"
+        let cycle = NMEATestData.sentence("GPRMC,120000.00,A,5155.55442,N,00434.65873,E,0.0,,210810,,,A") + "\r\n"
+            + NMEATestData.sentence("GPGGA,120000.00,5155.55442,N,00434.65873,E,1,06,2.51,-4.0,M,46.0,M,,") + "\r\n"
         let server = Thread { _ = listener.serveOnce(Array(cycle.utf8), holdOpenFor: .seconds(20)) }
         server.start()
         let source = TCPFixSource(

@@ -8,6 +8,7 @@ import Logging
 import MetaWear
 import MetaWearBoardModel
 import ServiceLifecycle
+import GatewayTestSupport
 import TestSupport
 import Testing
 
@@ -15,51 +16,28 @@ import Testing
 /// MetaMotion S / BMI270), a temporary state directory and a gateway assembled on them,
 /// running in a `ServiceGroup`.
 final class GatewayHarness: @unchecked Sendable {
-    let bus: TestBus
-    let simulator: BlueZSimulator
-    let addresses: [BluetoothAddress]
-    let stateDirectory: URL
-    let gateway: Gateway
+    let rig: SimulatedGatewayRig
     let group: ServiceGroup
     private(set) var running: Task<Void, any Error>?
 
-    static let nmeaCapture: String = {
-        // Tests/GatewayTests/GatewayHarness.swift -> repo root -> ../shared/testdata/nmea
-        let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        return repo.deletingLastPathComponent().appendingPathComponent("shared/testdata/nmea/quectel-l76k-nmea.log").path
-    }()
+    var bus: TestBus { rig.bus }
+    var simulator: BlueZSimulator { rig.simulator }
+    var addresses: [BluetoothAddress] { rig.addresses }
+    var stateDirectory: URL { rig.stateDirectory }
+    var gateway: Gateway { rig.gateway }
 
-    static let streaming: StreamingConfiguration = {
-        // 50 Hz gyro + 50 Hz accelerometer = 100 notifications/s, the link budget.
-        (try? StreamingConfiguration(gyro: GyroConfiguration(rate: .hz50, range: .dps2000),
-                                     accelerometer: AccelerometerConfiguration(rate: .hz50, range: .g4)))!
-    }()
+    static let nmeaCapture = SimulatedGatewayRig.nmeaCapture
+    static let streaming = SimulatedGatewayRig.streaming
 
     init(mode: GatewaySettings.SessionMode, gnss: Bool = true) async throws {
-        bus = try TestBus()
-        var configuration = SimulatorConfiguration(busAddress: bus.address, boards: 2, model: .mixed)
-        configuration.discoveryDelay = .milliseconds(50)
-        configuration.log = { _ in }
-        simulator = BlueZSimulator(configuration: configuration)
-        try await simulator.start()
-        var found: [BluetoothAddress] = []
-        for index in 0..<2 {
-            let info = try await simulator.boardInfo(index)
-            guard let address = BluetoothAddress(info.address) else { throw TestBusError(message: "bad address \(info.address)") }
-            found.append(address)
+        rig = try await SimulatedGatewayRig.start(label: "gw") { addresses, stateDirectory, busAddress in
+            GatewaySettings(
+                boards: .addresses(addresses), streaming: SimulatedGatewayRig.streaming,
+                gnss: gnss ? .file(path: SimulatedGatewayRig.nmeaCapture, pacing: .realtime) : nil,
+                sessionMode: mode, stateDirectory: stateDirectory, busAddress: busAddress,
+                alwaysModeIdleStop: .seconds(30))
         }
-        addresses = found
-        stateDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("mwgate-gw-\(UUID().uuidString.prefix(8))")
-        let settings = GatewaySettings(
-            boards: .addresses(found), streaming: Self.streaming,
-            gnss: gnss ? .file(path: Self.nmeaCapture, pacing: .realtime) : nil,
-            sessionMode: mode, stateDirectory: stateDirectory.path, busAddress: bus.address,
-            alwaysModeIdleStop: .seconds(30))
-        var logger = Logger(label: "mwgate.test")
-        logger.logLevel = .warning
-        // A Pi without NTP: the GNSS UTC offset corrects the clock (the capture is from 2026-08-05).
-        gateway = try await Gateway.assemble(settings: settings, logger: logger, clockProbe: FixedClockSynchronisation(false))
-        group = gateway.serviceGroup(gracefulShutdownSignals: [])
+        group = rig.gateway.serviceGroup(gracefulShutdownSignals: [])
     }
 
     func start() {
@@ -77,9 +55,7 @@ final class GatewayHarness: @unchecked Sendable {
     /// Stops everything (also after a failed test).
     func tearDown() async {
         if running != nil { try? await shutDown() }
-        await simulator.stop()
-        bus.stop()
-        try? FileManager.default.removeItem(at: stateDirectory)
+        await rig.stop()
     }
 
     /// Runs `body` with a started harness and always tears it down.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// The packaged systemd, sysusers, tmpfiles, D-Bus and udev files, checked with the real tools.
 /// Missing tools skip the test with the reason shown in the test output.
@@ -89,75 +90,16 @@ import Testing
 
 /// The D-Bus policy, loaded by a private dbus-daemon with system-bus-like defaults.
 @Suite(.serialized) struct DBusPolicyTests {
-    static let systemLikeConfiguration = """
-        <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
-         "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-        <busconfig>
-          <type>system</type>
-          <listen>unix:path=SOCKET</listen>
-          <auth>EXTERNAL</auth>
-          <policy context="default">
-            <allow user="*"/>
-            <deny own="*"/>
-            <deny send_type="method_call"/>
-            <allow send_type="signal"/>
-            <allow send_requested_reply="true" send_type="method_return"/>
-            <allow send_requested_reply="true" send_type="error"/>
-            <allow receive_type="method_call"/>
-            <allow receive_type="method_return"/>
-            <allow receive_type="error"/>
-            <allow receive_type="signal"/>
-            <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
-            <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
-          </policy>
-          <include>POLICY</include>
-        </busconfig>
-        """
-
-    /// A running private bus; stopped by `stop()`.
-    final class Bus {
-        let address: String
-        let process: Process
-        init(address: String, process: Process) {
-            self.address = address
-            self.process = process
-        }
-        func stop() {
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            process.waitUntilExit()
-        }
-    }
-
-    /// Starts a bus that includes `policy`; returns nil and the daemon's output when it refuses.
-    /// The daemon runs in the foreground (`--nofork`): a forked daemon would inherit the
-    /// descriptor Foundation's Process watches for the child's exit.
-    static func startBus(policy: String, in directory: String) throws -> (Bus?, String) {
+    /// Starts a system-like bus (TestSupport's `SystemLikeBus`) that includes `policy`;
+    /// returns nil and the daemon's output when it refuses.
+    static func startBus(policy: String, in directory: String) throws -> (SystemLikeBus?, String) {
         let policyPath = directory + "/policy.conf"
         try policy.write(toFile: policyPath, atomically: true, encoding: .utf8)
-        let config = systemLikeConfiguration.replacingOccurrences(of: "SOCKET", with: directory + "/bus.sock")
-            .replacingOccurrences(of: "POLICY", with: policyPath)
-        try config.write(toFile: directory + "/bus.conf", atomically: true, encoding: .utf8)
-        let outPath = directory + "/bus.out", errPath = directory + "/bus.err"
-        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
-        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Tool.find("dbus-daemon") ?? "/usr/bin/dbus-daemon")
-        process.arguments = ["--config-file=\(directory)/bus.conf", "--nofork", "--print-address=1"]
-        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-        try process.run()
-        let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline {
-            let out = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
-            if let line = out.split(separator: "\n").first, out.contains("\n") {
-                return (Bus(address: String(line), process: process), "")
-            }
-            if !process.isRunning { break }
-            usleep(20_000)
+        do {
+            return (try SystemLikeBus(including: policyPath, in: URL(fileURLWithPath: directory)), "")
+        } catch let refused as SystemLikeBusRefused {
+            return (nil, refused.output)
         }
-        let bus = Bus(address: "", process: process)
-        bus.stop()
-        return (nil, (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")
     }
 
     @Test(.enabled(if: Tool.available("dbus-daemon"), "dbus-daemon is not installed"))

@@ -2,7 +2,7 @@ import Foundation
 @testable import GNSS
 
 /// Paths and helpers shared by the GNSS tests.
-enum TestSupport {
+enum NMEATestData {
     /// The repository root, computed from this file's path.
     static let repositoryRoot = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
