@@ -172,7 +172,6 @@ enum UplinkBenchmark {
             for d in g { after += FirestoreEncoding.writeBytes(d, databasePath: path).count + (d.firestoreSize + d.firestoreSize) % 2 }
         }
         let c5 = cpuSeconds()
-        let c4 = cpuSeconds()
         print("cpu_ms_per_document_load_decode=\(String(format: "%.2f", (c1 - c0) * 1000 / n))")
         print("cpu_ms_per_document_typed_json=\(String(format: "%.2f", (c2 - c1) * 1000 / n)) (\(typedBytes / Int(n)) B)")
         print("cpu_ms_per_document_plain_json=\(String(format: "%.2f", (c3 - c2) * 1000 / n)) (\(plainBytes / Int(n)) B)")
