@@ -1,9 +1,5 @@
 import Recording
 
-/// The Swift runtime's shortest round-trip formatter, the one `Double.description` uses
-/// (`size_t swift_float64ToString(char *, size_t, double, bool debug)`); returns the length.
-@_silgen_name("swift_float64ToString")
-func swiftFloat64ToString(_ buffer: UnsafeMutablePointer<UInt8>, _ bufferLength: UInt, _ value: Double, _ debug: Bool) -> UInt
 
 /// Appends JSON to a byte array: the hot path of every upload (a 2,000-point chunk is about
 /// 700 kB of typed JSON), so no intermediate Strings except the short ones Double and Int64
@@ -36,16 +32,10 @@ struct JSONBytes {
         }
     }
 
-    /// Shortest round-trip form (Swift's `description`), finite values only: formatted by
-    /// the runtime routine behind `description` straight into a stack buffer, skipping the
-    /// String (which allocates for the 16–24 characters a latitude often needs).
-    mutating func number(_ d: Double) {
-        var buffer: (UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0)  // 40 bytes; the longest form is 24
-        withUnsafeMutableBytes(of: &buffer) { raw in
-            guard let base = raw.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
-            let length = Int(swiftFloat64ToString(base, UInt(raw.count), d, false))
-            bytes.append(contentsOf: UnsafeRawBufferPointer(start: base, count: min(length, raw.count)))
-        }
+    /// Shortest round-trip form (Swift's `description`), finite values only.
+    @inline(__always) mutating func number(_ d: Double) {
+        var s = d.description
+        s.withUTF8 { bytes.append(contentsOf: $0) }
     }
 
     /// A JSON string literal with the escapes JSON requires.
