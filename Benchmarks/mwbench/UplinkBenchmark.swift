@@ -4,17 +4,24 @@ import Logging
 import Recording
 import Uplink
 
-/// `mwbench uplink WORK [--emulator HOST:PORT] [--pg-port N] [--chunks N]`: drains a
+/// `mwbench uplink WORK [--emulator HOST:PORT] [--project P] [--pg-port N] [--database D]
+/// [--peer-database D] [--chunks N] [--no-null-sink]`: drains a
 /// one-hour backlog of 4 boards at 100 Hz (720 chunks of 2,000 points + the records
 /// document) into the Firestore emulator and into PostgreSQL with the real sync service,
 /// measuring wall time and this process's CPU. For the plain-client peers it writes the
 /// same bodies (Firestore commit JSON, PostgreSQL parameter rows) to files in WORK.
 enum UplinkBenchmark {
     static func run(_ arguments: [String]) async {
-        guard let work = arguments.first else { fail("usage: mwbench uplink WORK [--emulator HOST:PORT] [--pg-port N] [--chunks N]") }
+        guard let work = arguments.first else {
+            fail("usage: mwbench uplink WORK [--emulator HOST:PORT] [--project P] [--pg-port N] [--database D] [--peer-database D] [--chunks N] [--no-null-sink]")
+        }
         var emulator: String?
         var pgPort: Int?
         var chunks = 720
+        var project = "bench-ours"
+        var database = "ours"
+        var peerDatabase = "peer"
+        var withNullSink = true
         var i = 1
         while i < arguments.count {
             let value = i + 1 < arguments.count ? arguments[i + 1] : ""
@@ -22,6 +29,13 @@ enum UplinkBenchmark {
             case "--emulator": emulator = value
             case "--pg-port": pgPort = Int(value)
             case "--chunks": chunks = Int(value) ?? chunks
+            case "--project": project = value
+            case "--database": database = value
+            case "--peer-database": peerDatabase = value
+            case "--no-null-sink":
+                withNullSink = false
+                i += 1
+                continue
             default: fail("mwbench uplink: unknown option \(arguments[i])")
             }
             i += 2
@@ -29,9 +43,9 @@ enum UplinkBenchmark {
         // Logs to stderr: stdout carries the key=value results.
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
         print("chunks=\(chunks)")
-        await nullSink(work: work, chunks: chunks)
-        if let emulator { await firestore(work: work, host: emulator, chunks: chunks) }
-        if let pgPort { await postgres(work: work, port: pgPort, chunks: chunks) }
+        if withNullSink { await nullSink(work: work, chunks: chunks) }
+        if let emulator { await firestore(work: work, host: emulator, project: project, chunks: chunks) }
+        if let pgPort { await postgres(work: work, port: pgPort, database: database, peerDatabase: peerDatabase, chunks: chunks) }
     }
 
     /// A buffer holding one session: 4 boards, `chunks` sealed chunks (boards interleaved as
@@ -168,7 +182,7 @@ enum UplinkBenchmark {
         await measure("null", store: store, sink: NullSink(), documents: chunks + 1)
     }
 
-    static func firestore(work: String, host: String, chunks: Int) async {
+    static func firestore(work: String, host: String, project: String, chunks: Int) async {
         let store = backlog("\(work)/fs-state", chunks: chunks)
         let c0 = cpuSeconds()
         let groups = commitGroups(store, size: configuration.documentsPerCommit)
@@ -180,9 +194,29 @@ enum UplinkBenchmark {
         var plainBytes = 0
         for g in groups { for d in g { plainBytes += d.jsonBytes.count } }
         let c3 = cpuSeconds()
+        // What the Firestore sink did per document before the direct writer (value-tree
+        // encoding, and the size check through the tree in both prepare and write), and what
+        // it does now, for before/after in the same run.
+        let path = "projects/x/databases/(default)"
+        var before = 0
+        for g in groups {
+            for d in g {
+                let size = FirestoreSize.document(collection: d.collection, documentID: d.name, fields: d.fields)
+                    + FirestoreSize.document(collection: d.collection, documentID: d.name, fields: d.fields)
+                before += FirestoreEncoding.valueTreeWriteBytes(d, databasePath: path).count + size % 2
+            }
+        }
+        let c4 = cpuSeconds()
+        var after = 0
+        for g in groups {
+            for d in g { after += FirestoreEncoding.writeBytes(d, databasePath: path).count + (d.firestoreSize + d.firestoreSize) % 2 }
+        }
+        let c5 = cpuSeconds()
         print("cpu_ms_per_document_load_decode=\(String(format: "%.2f", (c1 - c0) * 1000 / n))")
         print("cpu_ms_per_document_typed_json=\(String(format: "%.2f", (c2 - c1) * 1000 / n)) (\(typedBytes / Int(n)) B)")
         print("cpu_ms_per_document_plain_json=\(String(format: "%.2f", (c3 - c2) * 1000 / n)) (\(plainBytes / Int(n)) B)")
+        print("cpu_ms_per_document_sink_encoding_before=\(String(format: "%.2f", (c4 - c3) * 1000 / n)) (\(before / Int(n)) B)")
+        print("cpu_ms_per_document_sink_encoding_after=\(String(format: "%.2f", (c5 - c4) * 1000 / n)) (\(after / Int(n)) B)")
         // The peer gets the same commits for its own project (a replay into ours would only
         // measure ALREADY_EXISTS).
         var lines = ""
@@ -192,7 +226,7 @@ enum UplinkBenchmark {
         print("firestore_commits=\(groups.count)")
         print("firestore_body_bytes=\(lines.utf8.count - groups.count)")
         let sink: FirestoreSink
-        do { sink = try FirestoreSink(configuration: .emulator(host: host, projectID: "bench-ours")) } catch { fail("\(error)") }
+        do { sink = try FirestoreSink(configuration: .emulator(host: host, projectID: project)) } catch { fail("\(error)") }
         // Warm the emulator's JVM first (not measured), so neither side pays for its JIT.
         do {
             let warm = try FirestoreSink(configuration: .emulator(host: host, projectID: "bench-warmup"))
@@ -201,7 +235,7 @@ enum UplinkBenchmark {
         await measure("firestore", store: store, sink: sink, documents: groups.reduce(0) { $0 + $1.count })
     }
 
-    static func postgres(work: String, port: Int, chunks: Int) async {
+    static func postgres(work: String, port: Int, database: String, peerDatabase: String, chunks: Int) async {
         let store = backlog("\(work)/pg-state", chunks: chunks)
         let groups = commitGroups(store, size: configuration.documentsPerCommit)
         // Peer rows: the same parameters our sink binds, one JSON array per transaction.
@@ -228,11 +262,11 @@ enum UplinkBenchmark {
         print("postgresql_commits=\(groups.count)")
         // Tables for the peer, created by our migration.
         let peer = PostgresSink(configuration: PostgresSinkConfiguration(endpoint: .tcp(host: "127.0.0.1", port: port), username: "postgres",
-                                                                        database: "peer", tls: .disable))
+                                                                        database: peerDatabase, tls: .disable))
         do { try await peer.prepare() } catch { fail("mwbench uplink: peer database: \(error)") }
         await peer.close()
         let sink = PostgresSink(configuration: PostgresSinkConfiguration(endpoint: .tcp(host: "127.0.0.1", port: port), username: "postgres",
-                                                                        database: "ours", tls: .disable))
+                                                                        database: database, tls: .disable))
         await measure("postgresql", store: store, sink: sink, documents: groups.reduce(0) { $0 + $1.count })
         await sink.close()
     }

@@ -27,8 +27,9 @@ extension BufferStore: RecordingStore {
     /// (in transactions of its own) after the commit.
     @discardableResult
     public func seal(_ chunk: ChunkToSeal) throws -> String {
-        // Checksummed before taking the writer, so the lock is held only for SQLite work.
-        let crc = CRC32.checksum(chunk.bytes)
+        // The recorder keeps the checksum as the chunk fills; otherwise it is computed here,
+        // before taking the writer, so the lock is held only for SQLite work.
+        let crc = chunk.checksum ?? CRC32.checksum(chunk.bytes)
         let (name, over) = try writer.write { db -> (String, Bool) in
             let name = try sealInTransaction(db, chunk, crc: crc)
             return (name, try overBudget(db, freshFreeSpace: false))
@@ -66,8 +67,8 @@ extension BufferStore: RecordingStore {
                     ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """).execute(arguments: [name, chunk.sessionID, chunk.board, chunk.seq, nextUploadSeq, now, chunk.pointCount,
                                      chunk.firstTimestamp, chunk.lastTimestamp, chunk.timeSource.rawValue,
-                                     chunk.missedSamples, Int64(crc ?? CRC32.checksum(chunk.bytes)), now, chunk.bytes.count,
-                                     Data(chunk.bytes)])
+                                     chunk.missedSamples, Int64(crc ?? chunk.checksum ?? CRC32.checksum(chunk.bytes)), now,
+                                     chunk.bytes.count, Data(chunk.bytes)])
         if let next = chunk.followingCheckpoint {
             try writeOpenChunk(db, next, at: now)
         } else {

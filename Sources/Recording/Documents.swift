@@ -41,9 +41,35 @@ public struct RealtimeDataDocument: Hashable, Sendable {
         ]
     }
 
-    /// Size by Firestore's rules.
+    /// Size by Firestore's rules (what `FirestoreSize.document` gives for `fields`), summed
+    /// per point without building the value tree: the sinks check it before every commit.
     public var firestoreSize: Int {
-        FirestoreSize.document(collection: Self.collection, documentID: name, fields: fields)
+        let names = Self.collection.utf8.count + 1 + name.utf8.count + 1 + 16
+        var fields = "data".utf8.count + 1
+        for p in points { fields += Self.firestoreSize(of: p) }
+        fields += "session_id".utf8.count + 1 + sessionID.utf8.count + 1
+        fields += "board".utf8.count + 1 + board.utf8.count + 1
+        fields += "seq".utf8.count + 1 + 8 + "schema_version".utf8.count + 1 + 8
+        return names + fields + 32
+    }
+
+    /// Firestore size of `value(p)`: key bytes + 1 per field, 8 per number, 1 per null,
+    /// string bytes + 1.
+    static func firestoreSize(of p: RecordedPoint) -> Int {
+        // x, y, z (8 each) and timestamp (8), with their keys.
+        let reading = 3 * (1 + 1 + 8) + "timestamp".utf8.count + 1 + 8
+        var n = "gyroscope".utf8.count + 1 + reading
+        if let l = p.location {
+            n += "location".utf8.count + 1
+            n += "latitude".utf8.count + 1 + 8 + "longitude".utf8.count + 1 + 8 + "timestamp".utf8.count + 1 + 8
+            n += "accuracy".utf8.count + 1 + (l.accuracy == nil ? 1 : 8) + "age_ms".utf8.count + 1 + 8
+        } else {
+            n += "location".utf8.count + 1 + 1
+            n += "location_missing".utf8.count + 1 + (p.missingLocation ?? .noFix).name.utf8.count + 1
+        }
+        if p.accelerometer != nil { n += "accelerometer".utf8.count + 1 + reading }
+        if p.missedBefore > 0 { n += "missed_before".utf8.count + 1 + 8 }
+        return n
     }
 
     /// Plain JSON of the document's fields.

@@ -154,9 +154,17 @@ public enum CRC32 {
 
     /// Checksum of `bytes`.
     public static func checksum(_ bytes: [UInt8]) -> UInt32 {
-        bytes.withUnsafeBytes { raw in
-            tables.withUnsafeBufferPointer { t in
-                var c: UInt32 = 0xFFFF_FFFF
+        checksum(bytes, continuing: 0, from: 0)
+    }
+
+    /// The checksum of `previous`'s bytes followed by `bytes[start...]`, where `previous` is
+    /// the checksum of what came before (0 for nothing): lets a chunk's checksum grow with
+    /// the chunk, so the seal does not read 100 kB again.
+    public static func checksum(_ bytes: [UInt8], continuing previous: UInt32, from start: Int) -> UInt32 {
+        bytes.withUnsafeBytes { all in
+            let raw = UnsafeRawBufferPointer(rebasing: all[min(max(start, 0), all.count)...])
+            return tables.withUnsafeBufferPointer { t in
+                var c: UInt32 = previous ^ 0xFFFF_FFFF
                 var i = 0
                 let n = raw.count
                 while i + 16 <= n {

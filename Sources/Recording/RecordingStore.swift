@@ -83,6 +83,10 @@ public struct ChunkToSeal: Hashable, Sendable {
     /// Gyro samples found missing inside the chunk.
     public var missedSamples: Int
 
+    /// CRC-32 of `bytes` when the caller kept it while the chunk filled (the recorder
+    /// does); nil to have the store compute it.
+    public var checksum: UInt32?
+
     /// The board's next open chunk (the samples still held for the time fit or a fix),
     /// written in the same transaction so a crash right after the seal loses nothing held.
     public var followingCheckpoint: ChunkCheckpoint?

@@ -69,6 +69,8 @@ public final class SessionController {
         /// Gyro points waiting until the accelerometer stream is stamped past them.
         var waitingForAccelerometer: [LocationMerger<GyroItem>.Located] = []
         var committed: [UInt8] = []
+        /// CRC-32 of `committed`, extended as points are appended.
+        var committedChecksum: UInt32 = 0
         var committedCount = 0
         var firstTimestamp = 0.0
         var lastTimestamp = 0.0
@@ -360,7 +362,9 @@ public final class SessionController {
         // stream would copy the chunk's bytes for every point.
         func add(_ b: inout BoardStream) -> Bool {
             if b.committedCount == 0 { b.firstTimestamp = p.gyroscope.timestamp; b.worstSource = l.payload.source }
+            let start = b.committed.count
             PointCodec.append(p, to: &b.committed)
+            b.committedChecksum = CRC32.checksum(b.committed, continuing: b.committedChecksum, from: start)
             b.committedCount += 1
             b.lastTimestamp = p.gyroscope.timestamp
             b.worstSource = max(b.worstSource, l.payload.source)
@@ -389,10 +393,12 @@ public final class SessionController {
 
     private func sealOpenChunk(board: String, alsoHeld: ArraySlice<LocationMerger<GyroItem>.Located> = []) {
         guard let s = session, var b = boards[board], b.committedCount > 0 else { return }
-        let chunk = ChunkToSeal(sessionID: s.id, board: board, seq: b.seq, bytes: b.committed, pointCount: b.committedCount,
+        var chunk = ChunkToSeal(sessionID: s.id, board: board, seq: b.seq, bytes: b.committed, pointCount: b.committedCount,
                                 firstTimestamp: b.firstTimestamp, lastTimestamp: b.lastTimestamp,
                                 timeSource: b.worstSource, missedSamples: b.missedInChunk)
+        chunk.checksum = b.committedChecksum
         b.committed = []
+        b.committedChecksum = 0
         b.committed.reserveCapacity(configuration.chunkSize * 56)
         b.committedCount = 0
         b.missedInChunk = 0

@@ -1,5 +1,6 @@
 import Recording
 
+
 /// Appends JSON to a byte array: the hot path of every upload (a 2,000-point chunk is about
 /// 700 kB of typed JSON), so no intermediate Strings except the short ones Double and Int64
 /// descriptions fit in without allocating.
@@ -12,9 +13,23 @@ struct JSONBytes {
         s.withUTF8Buffer { bytes.append(contentsOf: $0) }
     }
 
-    @inline(__always) mutating func number(_ i: Int64) {
-        var s = String(i)
-        s.withUTF8 { bytes.append(contentsOf: $0) }
+    /// Decimal digits written straight into the buffer (what `String(i)` gives).
+    mutating func number(_ i: Int64) {
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: sign + 20 digits fit
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            var v = i.magnitude
+            var at = buffer.count
+            repeat {
+                at -= 1
+                buffer[at] = 0x30 + UInt8(truncatingIfNeeded: v % 10)
+                v /= 10
+            } while v != 0
+            if i < 0 {
+                at -= 1
+                buffer[at] = 0x2D
+            }
+            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[at...]))
+        }
     }
 
     /// Shortest round-trip form (Swift's `description`), finite values only.
@@ -89,6 +104,149 @@ struct JSONBytes {
         }
     }
 
+    /// A typed double (`typed(.double(d))`).
+    @inline(__always) mutating func typedDouble(_ d: Double) {
+        if d.isFinite {
+            raw(#"{"doubleValue":"#)
+            number(d)
+            raw("}")
+        } else {
+            typed(.double(d))
+        }
+    }
+
+    /// A typed integer (`typed(.integer(i))`).
+    @inline(__always) mutating func typedInteger(_ i: Int64) {
+        raw(#"{"integerValue":""#)
+        number(i)
+        raw(#""}"#)
+    }
+
+    /// A plain double, as `plain(.double(d))` writes it.
+    @inline(__always) mutating func plainDouble(_ d: Double) {
+        if d.isFinite, d != d.rounded() || abs(d) >= 1e15 {
+            number(d)
+        } else {
+            plain(.double(d))
+        }
+    }
+
+    /// The typed `fields` of a `realtime_data` document, byte for byte
+    /// `typedFields(document.fields)`, written from the points without building the
+    /// FirestoreValue tree (three small arrays and a dozen enum boxes per point).
+    mutating func typedRealtimeFields(_ document: RealtimeDataDocument) {
+        raw(#"{"data":{"arrayValue":{"values":["#)
+        for (i, p) in document.points.enumerated() {
+            if i > 0 { raw(",") }
+            typedPoint(p)
+        }
+        raw(#"]}},"session_id":"#)
+        typed(.string(document.sessionID))
+        raw(#","board":"#)
+        typed(.string(document.board))
+        raw(#","seq":"#)
+        typedInteger(Int64(document.seq))
+        raw(#","schema_version":"#)
+        typedInteger(RealtimeDataDocument.schemaVersion)
+        raw("}")
+    }
+
+    /// `typed(RealtimeDataDocument.value(p))`, without the tree.
+    mutating func typedPoint(_ p: RecordedPoint) {
+        raw(#"{"mapValue":{"fields":{"gyroscope":"#)
+        typedReading(p.gyroscope.x, p.gyroscope.y, p.gyroscope.z, p.gyroscope.timestamp)
+        if let l = p.location {
+            raw(#","location":{"mapValue":{"fields":{"latitude":"#)
+            typedDouble(l.latitude)
+            raw(#","longitude":"#)
+            typedDouble(l.longitude)
+            raw(#","timestamp":"#)
+            typedInteger(Int64(l.timestamp.rounded()))
+            raw(#","accuracy":"#)
+            if let a = l.accuracy { typedDouble(a) } else { raw(#"{"nullValue":null}"#) }
+            raw(#","age_ms":"#)
+            typedInteger(Int64(l.age.rounded()))
+            raw("}}}")
+        } else {
+            raw(#","location":{"nullValue":null},"location_missing":"#)
+            typed(.string((p.missingLocation ?? .noFix).name))
+        }
+        if let a = p.accelerometer {
+            raw(#","accelerometer":"#)
+            typedReading(a.x, a.y, a.z, a.timestamp)
+        }
+        if p.missedBefore > 0 {
+            raw(#","missed_before":"#)
+            typedInteger(Int64(p.missedBefore))
+        }
+        raw("}}}")
+    }
+
+    @inline(__always) mutating func typedReading(_ x: Double, _ y: Double, _ z: Double, _ timestamp: Double) {
+        raw(#"{"mapValue":{"fields":{"x":"#)
+        typedDouble(x)
+        raw(#","y":"#)
+        typedDouble(y)
+        raw(#","z":"#)
+        typedDouble(z)
+        raw(#","timestamp":"#)
+        typedInteger(Int64(timestamp.rounded()))
+        raw("}}}")
+    }
+
+    /// `plain(.array(points.map(RealtimeDataDocument.value)))`, without the tree.
+    mutating func plainPoints(_ points: [RecordedPoint]) {
+        raw("[")
+        for (i, p) in points.enumerated() {
+            if i > 0 { raw(",") }
+            plainPoint(p)
+        }
+        raw("]")
+    }
+
+    /// `plain(RealtimeDataDocument.value(p))`, without the tree.
+    mutating func plainPoint(_ p: RecordedPoint) {
+        raw(#"{"gyroscope":"#)
+        plainReading(p.gyroscope.x, p.gyroscope.y, p.gyroscope.z, p.gyroscope.timestamp)
+        if let l = p.location {
+            raw(#","location":{"latitude":"#)
+            plainDouble(l.latitude)
+            raw(#","longitude":"#)
+            plainDouble(l.longitude)
+            raw(#","timestamp":"#)
+            number(Int64(l.timestamp.rounded()))
+            raw(#","accuracy":"#)
+            if let a = l.accuracy { plainDouble(a) } else { raw("null") }
+            raw(#","age_ms":"#)
+            number(Int64(l.age.rounded()))
+            raw("}")
+        } else {
+            raw(#","location":null,"location_missing":"#)
+            string((p.missingLocation ?? .noFix).name)
+        }
+        if let a = p.accelerometer {
+            raw(#","accelerometer":"#)
+            plainReading(a.x, a.y, a.z, a.timestamp)
+        }
+        if p.missedBefore > 0 {
+            raw(#","missed_before":"#)
+            number(Int64(p.missedBefore))
+        }
+        raw("}")
+    }
+
+    @inline(__always) mutating func plainReading(_ x: Double, _ y: Double, _ z: Double, _ timestamp: Double) {
+        raw(#"{"x":"#)
+        plainDouble(x)
+        raw(#","y":"#)
+        plainDouble(y)
+        raw(#","z":"#)
+        plainDouble(z)
+        raw(#","timestamp":"#)
+        number(Int64(timestamp.rounded()))
+        raw("}")
+    }
+
     /// `{"name": typed value, ...}`.
     mutating func typedFields(_ fields: [(String, FirestoreValue)]) {
         raw("{")
@@ -142,7 +300,22 @@ extension SinkDocument {
     /// Plain JSON of the fields as bytes (what the directory and PostgreSQL sinks store).
     public var jsonBytes: [UInt8] {
         var out = JSONBytes(capacity: 64 * 1024)
-        out.plain(.map(fields))
+        switch self {
+        case let .realtimeData(d):
+            out.raw(#"{"data":"#)
+            out.plainPoints(d.points)
+            out.raw(#","session_id":"#)
+            out.string(d.sessionID)
+            out.raw(#","board":"#)
+            out.string(d.board)
+            out.raw(#","seq":"#)
+            out.number(Int64(d.seq))
+            out.raw(#","schema_version":"#)
+            out.number(RealtimeDataDocument.schemaVersion)
+            out.raw("}")
+        case .records:
+            out.plain(.map(fields))
+        }
         return out.bytes
     }
 }

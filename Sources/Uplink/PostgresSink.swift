@@ -123,12 +123,14 @@ public actor PostgresSink: Sink {
     /// Encodes the next documents' points JSON ahead, off the actor.
     public nonisolated func prepare(_ documents: [SinkDocument]) async {
         for case let .realtimeData(d) in documents {
-            prepared.put(d.name, Array(Self.pointsJSON(d).utf8))
+            prepared.put(d.name, Self.pointsJSONBytes(d))
         }
     }
 
-    static func pointsJSON(_ d: RealtimeDataDocument) -> String {
-        FirestoreValue.array(d.points.map(RealtimeDataDocument.value)).fastJSONText
+    static func pointsJSONBytes(_ d: RealtimeDataDocument) -> [UInt8] {
+        var out = JSONBytes(capacity: d.points.count * 240)
+        out.plainPoints(d.points)
+        return out.bytes
     }
 
     public func close() async {
@@ -142,7 +144,7 @@ public actor PostgresSink: Sink {
     private func insert(_ doc: SinkDocument, on conn: PostgresConnection) async throws {
         switch doc {
         case let .realtimeData(d):
-            let data = prepared.take(d.name).map { String(decoding: $0, as: UTF8.self) } ?? Self.pointsJSON(d)
+            let data = String(decoding: prepared.take(d.name) ?? Self.pointsJSONBytes(d), as: UTF8.self)
             try await conn.query("""
                 INSERT INTO realtime_data (name, session_id, board, seq, schema_version, point_count, data)
                 VALUES (\(d.name), \(d.sessionID), \(d.board), \(d.seq), \(Int(RealtimeDataDocument.schemaVersion)),

@@ -128,6 +128,9 @@ public actor SyncService {
             logger.error("cannot read the outbox: \(error)")
             throw CancellationError()
         }
+        // Prefetched documents not taken this round are dropped (their turn may be far off).
+        let taken = Set(items.map(\.id))
+        prefetchedDocuments = prefetchedDocuments.filter { taken.contains($0.key) }
         guard !items.isEmpty else {
             if !probing {
                 current.activity = .idle
@@ -196,11 +199,12 @@ public actor SyncService {
             }
         }
         guard !documents.isEmpty else { return .done(sent: 0, failure: nil) }
-        // While this commit is in flight, the session's next documents are read and encoded.
-        async let prefetched: Void = Self.prepareNext(store: store, sink: sink, after: items[items.count - 1],
-                                                     count: configuration.documentsPerCommit)
+        // While this commit is in flight, the session's next documents are read, decoded and
+        // encoded; the next round takes them from here instead of reading them again.
+        async let prefetched = Self.prepareNext(store: store, sink: sink, after: items[items.count - 1],
+                                                count: configuration.documentsPerCommit)
         let outcome = await writeAndSettle(documents)
-        await prefetched
+        prefetchedDocuments.merge(await prefetched) { $1 }
         return outcome
     }
 
@@ -222,14 +226,26 @@ public actor SyncService {
         }
     }
 
-    private nonisolated static func prepareNext(store: BufferStore, sink: any Sink, after item: OutboxItem, count: Int) async {
-        guard let next = try? store.pendingItems(sessionID: item.sessionID, afterSeq: item.seq, limit: count) else { return }
-        var documents: [SinkDocument] = []
+    /// The next documents of a session, loaded (checksum verified, decoded) and handed to
+    /// the sink to encode ahead; keyed by outbox handle. A sealed chunk never changes, so a
+    /// document loaded here is the one a later load would give.
+    private nonisolated static func prepareNext(store: BufferStore, sink: any Sink, after item: OutboxItem,
+                                                count: Int) async -> [Int64: SinkDocument] {
+        guard let next = try? store.pendingItems(sessionID: item.sessionID, afterSeq: item.seq, limit: count) else { return [:] }
+        var documents: [Int64: SinkDocument] = [:]
+        var ordered: [SinkDocument] = []
         for n in next where n.kind == .realtimeData {
-            if let doc = try? store.realtimeDocument(name: n.documentName) { documents.append(.realtimeData(doc)) }
+            if let doc = try? store.realtimeDocument(name: n.documentName) {
+                documents[n.id] = .realtimeData(doc)
+                ordered.append(.realtimeData(doc))
+            }
         }
-        if !documents.isEmpty { await sink.prepare(documents) }
+        if !ordered.isEmpty { await sink.prepare(ordered) }
+        return documents
     }
+
+    /// Documents `prepareNext` loaded for the next round (realtime_data only).
+    private var prefetchedDocuments: [Int64: SinkDocument] = [:]
 
     private func sendOneByOne(_ documents: [(OutboxItem, SinkDocument)]) async -> Outcome {
         var sent = 0
@@ -275,6 +291,7 @@ public actor SyncService {
     private func load(_ item: OutboxItem) throws -> SinkDocument {
         switch item.kind {
         case .realtimeData:
+            if let ready = prefetchedDocuments.removeValue(forKey: item.id), ready.name == item.documentName { return ready }
             guard let doc = try store.realtimeDocument(name: item.documentName) else {
                 throw LoadError(description: "chunk not in the buffer")
             }

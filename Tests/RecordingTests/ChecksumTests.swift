@@ -21,6 +21,23 @@ struct ChecksumTests {
         #expect(CRC32.checksum([UInt8](repeating: 0, count: 32)) == 0x190A_55AD)
     }
 
+    @Test("a checksum continued piece by piece equals the checksum of the whole")
+    func continued() {
+        var state: UInt64 = 0x2545_F491_4F6C_DD1D
+        let data = (0..<300).map { _ -> UInt8 in
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return UInt8(truncatingIfNeeded: state >> 33)
+        }
+        for step in [1, 7, 16, 53, 77, 300] {
+            var crc: UInt32 = 0
+            for start in stride(from: 0, to: data.count, by: step) {
+                crc = CRC32.checksum(Array(data[..<min(start + step, data.count)]), continuing: crc, from: start)
+            }
+            #expect(crc == Self.reference(data), "pieces of \(step)")
+        }
+        #expect(CRC32.checksum(data, continuing: CRC32.checksum(data), from: data.count) == CRC32.checksum(data))
+    }
+
     @Test("CRC-32 equals the bytewise definition for every length and alignment up to 70 bytes (all tail paths)")
     func matchesBytewise() {
         var state: UInt64 = 0x9E37_79B9_7F4A_7C15

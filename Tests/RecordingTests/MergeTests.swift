@@ -188,6 +188,8 @@ struct SessionTests {
             let raw = points.map { Int(($0.gyroscope.x * 16.4).rounded()) }
             #expect(raw == (0..<total).map { Int(Int16(truncatingIfNeeded: $0)) })
             #expect(points.dropFirst(200).allSatisfy { $0.location != nil })
+            // The checksum kept while each chunk filled is the CRC-32 of its sealed bytes.
+            #expect(chunks.allSatisfy { $0.checksum == CRC32.checksum($0.bytes) })
         }
         let end = try #require(store.ended.first)
         #expect(end.pointCount == 10_100)

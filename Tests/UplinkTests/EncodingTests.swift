@@ -61,6 +61,73 @@ struct EncodingTests {
 
 @Suite("Fast JSON writer")
 struct FastJSONTests {
+    /// Points of every shape, with numbers that stress the formatter (integral, tiny, huge,
+    /// negative zero, 17 significant digits, non-finite in the typed-only fields).
+    static func points(_ n: Int) -> [RecordedPoint] {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<n).map { i in
+            let t = 1_800_000_000_000 + Double(i) * 10.37
+            let odd: [Double] = [0, -0.0, 1, -1, 1e15, 1e15 - 1, 9.007_199_254_740_993e15, 1e-300, 5e-324, 1.7976931348623157e308,
+                                 0.1, 1.0 / 3, -2.5e-7, 123_456_789.123_456_79]
+            let x = i < odd.count ? odd[i] : Double.random(in: -2000...2000, using: &generator)
+            let location = i % 7 == 0 ? nil : PointLocation(latitude: Double.random(in: -90...90, using: &generator),
+                                                            longitude: i % 2 == 0 ? -8.5 : Double(bitPattern: generator.next() >> 2),
+                                                            timestamp: t - 3, accuracy: i % 5 == 0 ? nil : 2.5 + Double(i) / 3,
+                                                            age: Double(i % 9) + 0.5)
+            return RecordedPoint(gyroscope: GyroReading(x: x, y: -1e-7 * Double(i), z: i % 13 == 0 ? .infinity : 1e20, timestamp: t),
+                                 location: location, missingLocation: location == nil ? (i % 2 == 0 ? .staleFix : nil) : nil,
+                                 accelerometer: i % 3 == 0 ? AccelerometerReading(x: 0.5, y: i % 17 == 0 ? .nan : -1, z: 0.98, timestamp: t) : nil,
+                                 missedBefore: i % 11 == 0 ? 2 : 0)
+        }
+    }
+
+    @Test("the direct realtime_data writers give the same bytes as the value-tree encoders")
+    func directWritersMatchTree() {
+        let doc = RealtimeDataDocument(name: "N", sessionID: "S\"q\\ \u{1}ü", board: "AA:BB", seq: -3, points: Self.points(600))
+        var direct = JSONBytes()
+        direct.typedRealtimeFields(doc)
+        var tree = JSONBytes()
+        tree.typedFields(doc.fields)
+        #expect(direct.bytes == tree.bytes)
+        var plain = JSONBytes()
+        plain.plainPoints(doc.points)
+        var plainTree = JSONBytes()
+        plainTree.plain(.array(doc.points.map(RealtimeDataDocument.value)))
+        #expect(plain.bytes == plainTree.bytes)
+        let empty = RealtimeDataDocument(name: "E", sessionID: "S", board: "B", seq: 0, points: [])
+        var emptyDirect = JSONBytes()
+        emptyDirect.typedRealtimeFields(empty)
+        var emptyTree = JSONBytes()
+        emptyTree.typedFields(empty.fields)
+        #expect(emptyDirect.bytes == emptyTree.bytes)
+    }
+
+    @Test("numbers are written as Swift's description writes them")
+    func numbersMatchDescription() {
+        var generator = SystemRandomNumberGenerator()
+        var doubles: [Double] = [0, -0.0, 1, 0.1, 1e15, 1e16, 1e-5, 1e-4, 5e-324, .greatestFiniteMagnitude, -.greatestFiniteMagnitude,
+                                 .leastNormalMagnitude, 47.376_000_000_001_8, 2.220_446_049_250_313e-16]
+        for _ in 0..<20_000 { doubles.append(Double(bitPattern: generator.next())) }
+        for d in doubles where d.isFinite {
+            var out = JSONBytes()
+            out.number(d)
+            #expect(String(decoding: out.bytes, as: UTF8.self) == d.description)
+        }
+        var integers: [Int64] = [0, 1, -1, 9, 10, -10, .max, .min, 1_800_000_000_000]
+        for _ in 0..<2_000 { integers.append(Int64(bitPattern: generator.next())) }
+        for i in integers {
+            var out = JSONBytes()
+            out.number(i)
+            #expect(String(decoding: out.bytes, as: UTF8.self) == String(i))
+        }
+    }
+
+    @Test("realtime_data size is the Firestore rules' size of its fields")
+    func sizeMatchesRules() {
+        let doc = RealtimeDataDocument(name: UUID().uuidString, sessionID: "S-ü", board: "AA:BB", seq: 7, points: Self.points(300))
+        #expect(doc.firestoreSize == FirestoreSize.document(collection: RealtimeDataDocument.collection, documentID: doc.name, fields: doc.fields))
+    }
+
     @Test("plain JSON bytes equal Recording's jsonText for points of every shape")
     func plainMatchesRecording() throws {
         var points: [RecordedPoint] = []

@@ -25,6 +25,9 @@ def write_timeline(sink, timeline):
 def firestore(url, path):
     import requests
     bodies = [line.rstrip("\n").encode() for line in open(path, encoding="utf-8") if line.strip()]
+    # The bodies name documents in projects/bench-peer; each round writes its own project.
+    project = url.split("/projects/")[1].split("/")[0]
+    bodies = [b.replace(b'"projects/bench-peer/', b'"projects/' + project.encode() + b'/') for b in bodies]
     session = requests.Session()
     headers = {"Content-Type": "application/json", "Authorization": "Bearer owner"}
     docs = 0
@@ -50,10 +53,10 @@ boards, "start", "end", point_count, time_source)
 VALUES (%s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s::jsonb, %s, %s, %s, %s) ON CONFLICT (name) DO NOTHING"""
 
 
-def postgres(port, path):
+def postgres(port, path, dbname):
     import psycopg2
     groups = [json.loads(line) for line in open(path, encoding="utf-8") if line.strip()]
-    conn = psycopg2.connect(host="127.0.0.1", port=port, user="postgres", dbname="peer")
+    conn = psycopg2.connect(host="127.0.0.1", port=port, user="postgres", dbname=dbname)
     docs = 0
     timeline = [(0.0, 0)]
     c0, t0 = cpu(), time.perf_counter()
@@ -76,4 +79,4 @@ if __name__ == "__main__":
     if sys.argv[1] == "firestore":
         firestore(sys.argv[2], sys.argv[3])
     else:
-        postgres(int(sys.argv[2]), sys.argv[3])
+        postgres(int(sys.argv[2]), sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else "peer")
