@@ -48,6 +48,15 @@ install -D -m 0644 systemd/mwgate.tmpfiles "$root/usr/lib/tmpfiles.d/mwgate.conf
 install -D -m 0644 dbus/io.mwgate.Gateway1.conf "$root/usr/share/dbus-1/system.d/io.mwgate.Gateway1.conf"
 install -D -m 0644 udev/61-mwgate-gps.rules "$root/usr/lib/udev/rules.d/61-mwgate-gps.rules"
 install -D -m 0644 packaging/mwgated.toml "$root/etc/mwgate/mwgated.toml"
+# mwctl's completions and man page, generated from its own parser (as `make cli-docs`).
+install -d "$root/usr/share/bash-completion/completions" "$root/usr/share/zsh/vendor-completions" \
+    "$root/usr/share/fish/vendor_completions.d" "$root/usr/share/man/man1"
+"$bin/mwctl" --generate-completion-script bash >"$root/usr/share/bash-completion/completions/mwctl"
+"$bin/mwctl" --generate-completion-script zsh >"$root/usr/share/zsh/vendor-completions/_mwctl"
+"$bin/mwctl" --generate-completion-script fish >"$root/usr/share/fish/vendor_completions.d/mwctl.fish"
+/usr/bin/python3 scripts/gen-man.py "$bin/mwctl" | gzip -9n >"$root/usr/share/man/man1/mwctl.1.gz"
+chmod 0644 "$root"/usr/share/bash-completion/completions/mwctl "$root"/usr/share/zsh/vendor-completions/_mwctl \
+    "$root"/usr/share/fish/vendor_completions.d/mwctl.fish "$root"/usr/share/man/man1/mwctl.1.gz
 for doc in operations.md configuration.md; do
     install -D -m 0644 "docs/$doc" "$root/usr/share/doc/mwgate/$doc"
 done

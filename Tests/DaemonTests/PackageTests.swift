@@ -43,9 +43,16 @@ struct PackageTests {
         _ = try run("/usr/bin/dpkg", ["-x", deb, root])
         for file in ["usr/bin/mwgated", "usr/bin/mwctl", "usr/lib/systemd/system/mwgated.service", "usr/lib/sysusers.d/mwgate.conf",
                      "usr/lib/tmpfiles.d/mwgate.conf", "usr/share/dbus-1/system.d/io.mwgate.Gateway1.conf",
-                     "usr/lib/udev/rules.d/61-mwgate-gps.rules", "etc/mwgate/mwgated.toml", "usr/share/doc/mwgate/operations.md"] {
+                     "usr/lib/udev/rules.d/61-mwgate-gps.rules", "etc/mwgate/mwgated.toml", "usr/share/doc/mwgate/operations.md",
+                     "usr/share/bash-completion/completions/mwctl", "usr/share/zsh/vendor-completions/_mwctl",
+                     "usr/share/fish/vendor_completions.d/mwctl.fish", "usr/share/man/man1/mwctl.1.gz"] {
             #expect(FileManager.default.fileExists(atPath: "\(root)/\(file)"), "\(file) missing from the package")
         }
+        // The completions are mwctl's own (generated from its parser), not empty files.
+        let bashCompletion = try String(contentsOfFile: "\(root)/usr/share/bash-completion/completions/mwctl", encoding: .utf8)
+        #expect(bashCompletion.contains("survey") && bashCompletion.contains("session"))
+        let manPage = try run("/bin/sh", ["-c", "gzip -dc '\(root)/usr/share/man/man1/mwctl.1.gz'"])
+        #expect(manPage.contains(".TH") && manPage.contains("doctor"))
         // The packaged binary runs and accepts the packaged default configuration.
         let check = try run("\(root)/usr/bin/mwgated", ["--check-config", "--config", "\(root)/etc/mwgate/mwgated.toml"])
         #expect(check.contains("configuration is valid"))
