@@ -29,6 +29,16 @@ struct FixtureMissing: Error, CustomStringConvertible {
 let nmeaCapture = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
     .appendingPathComponent("../../../shared/testdata/nmea/quectel-l76k-nmea.log").standardized.path
 
+/// Waits (up to 60 s) until the fixture has written a line starting with `prefix`, or exited.
+private func waitForLine(startingWith prefix: String, in path: String, while process: Process) {
+    let deadline = Date().addingTimeInterval(60)
+    while process.isRunning, Date() < deadline {
+        if let text = try? String(contentsOfFile: path, encoding: .utf8),
+           text.split(separator: "\n").contains(where: { $0.hasPrefix(prefix) }) { return }
+        Thread.sleep(forTimeInterval: 0.005)
+    }
+}
+
 @Suite("Crash safety", .serialized)
 struct CrashTests {
     @Test("kill -9 at random moments, 50 times: database intact, sealed chunks intact, at most 1 s lost")
@@ -50,10 +60,13 @@ struct CrashTests {
             p.arguments = ["--db", db, "--speed", "40", "--seed", String(iteration), "--boards", "2", "--nmea", nmeaCapture]
             p.standardOutput = handle
             try p.run()
-            // The first seal commits about 0.6 s after start (2,000 points at 40× of 100 Hz),
-            // so the window reaches past it often enough to check ≥ 10 sealed chunks even when
-            // a loaded machine starts the fixture slowly.
-            Thread.sleep(forTimeInterval: Double.random(in: 0.15...0.95, using: &rng))
+            // The kill moment counts from what the fixture has done, not from its start, so a
+            // loaded machine that starts it slowly still gets the same coverage: every other
+            // run from its session start (kills with only an open chunk, or just after the
+            // first seal, which commits about 0.6 s in at 40× of 100 Hz), the others from
+            // its first seal (kills with sealed chunks behind them).
+            waitForLine(startingWith: iteration.isMultiple(of: 2) ? "sealed " : "session ", in: out.path, while: p)
+            Thread.sleep(forTimeInterval: Double.random(in: 0...0.8, using: &rng))
             kill(p.processIdentifier, SIGKILL)
             p.waitUntilExit()
             try handle.close()
