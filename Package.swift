@@ -221,7 +221,7 @@ let package = Package(
         ),
         .testTarget(
             name: "BufferTests",
-            dependencies: ["Buffer", "Recording", "MetaWear", "GNSS", "mwrecord-fixture"],
+            dependencies: ["Buffer", "Recording", "MetaWear", "GNSS", "TestSupport", "mwrecord-fixture"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -1,6 +1,7 @@
 import Foundation
 import Recording
 import Testing
+import TestSupport
 @testable import Buffer
 
 /// The fixture executable, built beside the test bundle.
@@ -42,7 +43,7 @@ private func waitForLine(startingWith prefix: String, in path: String, while pro
 @Suite("Crash safety", .serialized)
 struct CrashTests {
     @Test("kill -9 at random moments, 50 times: database intact, sealed chunks intact, at most 1 s lost")
-    func killLoop() throws {
+    func killLoop() async throws {
         let fixture = try fixturePath()
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -54,23 +55,16 @@ struct CrashTests {
         for iteration in 0..<50 {
             let out = URL(fileURLWithPath: dir).appendingPathComponent("out-\(iteration).txt")
             _ = FileManager.default.createFile(atPath: out.path, contents: nil)
-            let handle = try FileHandle(forWritingTo: out)
-            let p = Process()
-            p.executableURL = fixture
-            p.arguments = ["--db", db, "--speed", "40", "--seed", String(iteration), "--boards", "2", "--nmea", nmeaCapture]
-            p.standardOutput = handle
-            try p.run()
-            // The kill moment counts from what the fixture has done, not from its start, so a
-            // loaded machine that starts it slowly still gets the same coverage: every other
-            // run from its session start (kills with only an open chunk, or just after the
-            // first seal, which commits about 0.6 s in at 40× of 100 Hz), the others from
-            // its first seal (kills with sealed chunks behind them).
-            waitForLine(startingWith: iteration.isMultiple(of: 2) ? "sealed " : "session ", in: out.path, while: p)
-            Thread.sleep(forTimeInterval: Double.random(in: 0...0.8, using: &rng))
-            kill(p.processIdentifier, SIGKILL)
-            p.waitUntilExit()
-            try handle.close()
-            #expect(p.terminationReason == .uncaughtSignal, "fixture exited by itself: \(p.terminationStatus)")
+            // Start, wait, kill: blocking work, on a thread of its own rather than the test
+            // pool's (the checks stay here, in the test's own context).
+            let delay = Double.random(in: 0...0.8, using: &rng)
+            let outPath = out.path
+            let reason = try await onOwnThread {
+                try Self.runAndKill(fixture: fixture, arguments: ["--db", db, "--speed", "40", "--seed", String(iteration), "--boards", "2",
+                                                                  "--nmea", nmeaCapture],
+                                    output: outPath, anchor: iteration.isMultiple(of: 2) ? "sealed " : "session ", delay: delay)
+            }
+            #expect(reason.killed, "fixture exited by itself: \(reason.status)")
 
             var session: String?
             var accepted: [String: Int] = [:]
@@ -107,5 +101,26 @@ struct CrashTests {
         }
         #expect(sessionsChecked >= 40)
         #expect(everSealed.count >= 10)
+    }
+
+    /// Runs the fixture, kills it `delay` seconds after it printed a line starting with
+    /// `anchor` (the kill moment counts from what it has done, not from its start, so a loaded
+    /// machine that starts it slowly still gets the same coverage: from its session start,
+    /// kills with only an open chunk or just after the first seal, about 0.6 s in at 40× of
+    /// 100 Hz; from its first seal, kills with sealed chunks behind them), and reaps it.
+    private static func runAndKill(fixture: URL, arguments: [String], output: String, anchor: String,
+                                   delay: Double) throws -> (killed: Bool, status: Int32) {
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
+        defer { try? handle.close() }
+        let p = Process()
+        p.executableURL = fixture
+        p.arguments = arguments
+        p.standardOutput = handle
+        try p.run()
+        waitForLine(startingWith: anchor, in: output, while: p)
+        Thread.sleep(forTimeInterval: delay)
+        kill(p.processIdentifier, SIGKILL)
+        p.waitUntilExit()
+        return (p.terminationReason == .uncaughtSignal, p.terminationStatus)
     }
 }

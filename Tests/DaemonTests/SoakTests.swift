@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// The short form of `make soak` (scripts/soak/soak.py, docs/soak.md): mwsim with four boards
 /// of both chip profiles at 100 Hz, an NMEA replay over TCP, PostgreSQL behind a fault proxy
@@ -25,15 +26,30 @@ struct SoakTests {
 
     @Test("60 s of faults against PostgreSQL: no unexplained loss, no duplicate, intact buffer, clean exit",
           .enabled(if: missing == nil, "\(missing ?? "")"), .timeLimit(.minutes(10)))
-    func shortSoak() throws {
+    func shortSoak() async throws {
         let bin = URL(fileURLWithPath: try DaemonFixture.executable("mwgated")).deletingLastPathComponent().path
         let seed = ProcessInfo.processInfo.environment["SOAK_SEED"] ?? "20261121"
         let report = FileManager.default.temporaryDirectory.appendingPathComponent("mwgate-soak-\(getpid()).md")
+        let arguments = [Self.repository.appendingPathComponent("scripts/soak/soak.py").path,
+                         "--seconds", "60", "--sink", "postgres", "--seed", seed, "--bin", bin,
+                         "--fault-interval", "8", "--rss-warmup", "20", "--out", report.path]
+        // A minute of waiting for the driver: on a thread of its own, not the test pool's (the
+        // checks stay here, in the test's own context).
+        let (status, text) = try await onOwnThread { try Self.runDriver(arguments) }
+        let markdown = (try? String(contentsOf: report, encoding: .utf8)) ?? ""
+        // The failures first (the report's tables are long), then the run's last output.
+        let failures = markdown.components(separatedBy: "**Failures**").dropFirst().first?.components(separatedBy: "<details>").first ?? ""
+        #expect(status == 0, "soak failed (seed \(seed), report kept at \(report.path)):\(failures)\n\(text.suffix(4000))")
+        // The report really compared samples: some were emitted and delivered.
+        #expect(markdown.contains("| **all** |"), "no per-board table in the report:\n\(markdown)")
+        if status == 0 { try? FileManager.default.removeItem(at: report) }
+    }
+
+    /// Runs the soak driver to its end; its exit status and output.
+    private static func runDriver(_ arguments: [String]) throws -> (Int32, String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [Self.repository.appendingPathComponent("scripts/soak/soak.py").path,
-                             "--seconds", "60", "--sink", "postgres", "--seed", seed, "--bin", bin,
-                             "--fault-interval", "8", "--rss-warmup", "20", "--out", report.path]
+        process.arguments = arguments
         let output = Pipe()
         process.standardOutput = output
         process.standardError = output
@@ -41,14 +57,7 @@ struct SoakTests {
         try process.run()
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        let markdown = (try? String(contentsOf: report, encoding: .utf8)) ?? ""
-        // The failures first (the report's tables are long), then the run's last output.
-        let failures = markdown.components(separatedBy: "**Failures**").dropFirst().first?.components(separatedBy: "<details>").first ?? ""
-        #expect(process.terminationStatus == 0,
-                "soak failed (seed \(seed), report kept at \(report.path)):\(failures)\n\(text.suffix(4000))")
-        // The report really compared samples: some were emitted and delivered.
-        #expect(markdown.contains("| **all** |"), "no per-board table in the report:\n\(markdown)")
-        if process.terminationStatus == 0 { try? FileManager.default.removeItem(at: report) }
+        return (process.terminationStatus, text)
     }
 }
 
