@@ -88,7 +88,9 @@ public indirect enum FirestoreValue: Hashable, Sendable {
         return "\(d)"
     }
 
-    static func writeString(_ s: String, _ out: inout String) {
+    /// Appends `s` as a JSON string literal (quotes, backslash escapes, `\\u00XX` for the other
+    /// control characters), shared by the documents' encoders and the Uplink's JSON.
+    public static func writeString(_ s: String, _ out: inout String) {
         out += "\""
         for u in s.unicodeScalars {
             switch u {
@@ -99,7 +101,8 @@ public indirect enum FirestoreValue: Hashable, Sendable {
             case "\t": out += "\\t"
             default:
                 if u.value < 0x20 {
-                    out += String(format: "\\u%04x", u.value)
+                    let hex = String(u.value, radix: 16)
+                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
                 } else {
                     out.unicodeScalars.append(u)
                 }

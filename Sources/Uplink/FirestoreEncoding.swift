@@ -122,24 +122,8 @@ public enum FirestoreEncoding {
         }
     }
 
+    /// JSON string literal: the same escaper as the documents' encoder.
     static func writeString(_ s: String, _ out: inout String) {
-        out += "\""
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if u.value < 0x20 {
-                    let hex = String(u.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(u)
-                }
-            }
-        }
-        out += "\""
+        FirestoreValue.writeString(s, &out)
     }
 }
