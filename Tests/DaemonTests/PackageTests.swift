@@ -23,14 +23,20 @@ struct PackageTests {
         return output + errors
     }
 
+    /// Builds the package (version 1.2.3, uncompressed) from the test build's binaries into
+    /// `directory`; its path.
+    func buildPackage(into directory: String) throws -> String {
+        let binaries = URL(fileURLWithPath: try DaemonFixture.executable("mwgated")).deletingLastPathComponent().path
+        let built = try run("/bin/bash", [Self.repo.appendingPathComponent("scripts/package-deb.sh").path, directory],
+                            environment: ["MWGATE_DEB_BIN_DIR": binaries, "MWGATE_VERSION": "1.2.3", "MWGATE_DEB_COMPRESSION": "none"])
+        return try #require(built.split(separator: "\n").last.map(String.init))
+    }
+
     @Test func theDebianPackageInstallsIntoAScratchRootAndItsUnitVerifies() throws {
         let scratch = "/tmp/mwgd-deb-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: scratch) }
-        let binaries = URL(fileURLWithPath: try DaemonFixture.executable("mwgated")).deletingLastPathComponent().path
-        let built = try run("/bin/bash", [Self.repo.appendingPathComponent("scripts/package-deb.sh").path, scratch],
-                            environment: ["MWGATE_DEB_BIN_DIR": binaries, "MWGATE_VERSION": "1.2.3", "MWGATE_DEB_COMPRESSION": "none"])
-        let deb = try #require(built.split(separator: "\n").last.map(String.init))
+        let deb = try buildPackage(into: scratch)
         #expect(deb.hasSuffix("mwgate_1.2.3_\(try run("/usr/bin/dpkg", ["--print-architecture"]).trimmingCharacters(in: .whitespacesAndNewlines)).deb"))
         let depends = try run("/usr/bin/dpkg-deb", ["-f", deb, "Depends"])
         #expect(depends.contains("libdbus-1-3"))
@@ -92,10 +98,7 @@ extension PackageTests {
         let scratch = "/tmp/mwgd-dpkg-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: scratch) }
-        let binaries = URL(fileURLWithPath: try DaemonFixture.executable("mwgated")).deletingLastPathComponent().path
-        let built = try run("/bin/bash", [Self.repo.appendingPathComponent("scripts/package-deb.sh").path, scratch],
-                            environment: ["MWGATE_DEB_BIN_DIR": binaries, "MWGATE_VERSION": "1.2.3", "MWGATE_DEB_COMPRESSION": "none"])
-        let deb = try #require(built.split(separator: "\n").last.map(String.init))
+        let deb = try buildPackage(into: scratch)
         let root = scratch + "/root"
         for directory in ["var/lib/dpkg/info", "var/lib/dpkg/updates", "var/lib/dpkg/triggers"] {
             try FileManager.default.createDirectory(atPath: "\(root)/\(directory)", withIntermediateDirectories: true)
