@@ -14,8 +14,8 @@ public final class BufferStore: Sendable {
         public var budget: DiskBudget
         /// Days synced data is kept before retention deletes it.
         public var retentionDays: Double
-        /// Time zone of the history index's days.
-        public var timeZone: TimeZone
+        /// Where the history index's days begin and end.
+        public var days: DayBoundaries
         /// The gateway's device UUID (`user_id` of records documents).
         public var userID: String
         /// Where log lines go (one line each; the daemon forwards them to its logger).
@@ -25,13 +25,13 @@ public final class BufferStore: Sendable {
 
         /// Settings with defaults: 1 GiB budget, 256 MiB free floor, 30 days retention.
         public init(userID: String, budget: DiskBudget = DiskBudget(), retentionDays: Double = 30,
-                    timeZone: TimeZone = .current,
+                    days: DayBoundaries = .systemLocalTime,
                     log: @escaping @Sendable (String) -> Void = { FileHandle.standardError.write(Data(("mwgate buffer: " + $0 + "\n").utf8)) },
                     now: @escaping @Sendable () -> Date = { Date() }) {
             self.userID = userID
             self.budget = budget
             self.retentionDays = retentionDays
-            self.timeZone = timeZone
+            self.days = days
             self.log = log
             self.now = now
         }
@@ -355,11 +355,8 @@ public final class BufferStore: Sendable {
 
     func nowMilliseconds() -> Double { configuration.now().timeIntervalSince1970 * 1000 }
 
-    /// The local day (`YYYY-MM-DD`) of an epoch-millisecond time in the configured zone.
+    /// The local day (`YYYY-MM-DD`) of an epoch-millisecond time, by the configured boundaries.
     public func day(ofEpochMilliseconds ms: Double) -> String {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = configuration.timeZone
-        let c = calendar.dateComponents([.year, .month, .day], from: Date(timeIntervalSince1970: ms / 1000))
-        return String(format: "%04d-%02d-%02d", c.year ?? 0, c.month ?? 0, c.day ?? 0)
+        configuration.days.day(ofEpochMilliseconds: ms)
     }
 }

@@ -22,7 +22,7 @@ func openStore(_ dir: String, budget: DiskBudget = DiskBudget(maxBytes: 1 << 40,
                log: @escaping @Sendable (String) -> Void = { _ in }) throws -> BufferStore {
     let clock = clock ?? TestClock(Date(timeIntervalSince1970: 1_800_000_000))
     return try BufferStore(path: BufferStore.path(inStateDirectory: dir),
-                           configuration: .init(userID: "GATEWAY-UUID", budget: budget, timeZone: TimeZone(identifier: "UTC")!,
+                           configuration: .init(userID: "GATEWAY-UUID", budget: budget, days: .utc,
                                                 log: log, now: { clock.now }))
 }
 

@@ -15,7 +15,7 @@ let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
 func openStore(_ dir: String) throws -> BufferStore {
     try BufferStore(path: BufferStore.path(inStateDirectory: dir),
                     configuration: .init(userID: "GATEWAY-UUID", budget: DiskBudget(maxBytes: 1 << 40, minFreeBytes: 0),
-                                         timeZone: TimeZone(identifier: "UTC")!, log: { _ in }))
+                                         days: .utc, log: { _ in }))
 }
 
 /// What a synthetic recording produced.
