@@ -63,18 +63,29 @@ extension BufferStore: RecordingStore {
     func sealInTransaction(_ db: Database, _ chunk: ChunkToSeal, crc: UInt32? = nil) throws -> String {
         let name = chunkNames.next()
         let now = nowMilliseconds()
-        // One statement reads the session's state and, from one scan of the session's entries
-        // in the covering index, the next upload_seq and the duplicate check (one chunk per
-        // session, board and seq), instead of a second UNIQUE index and a counter in the
-        // session row (a page each per seal). The three answers come packed in one integer
+        // One statement reads the session's state, the next upload_seq and the duplicate
+        // check (one chunk per session, board and seq), all from the covering index instead of
+        // a second UNIQUE index and a counter in the session row (a page each per seal). The
+        // next upload_seq is the largest of four index seeks, one per upload state (the CHECK
+        // constraint allows no other), not a scan
+        // of the session; the duplicate check does scan the session's entries, comparing the
+        // integer seq before the board. The three answers come packed in one integer
         // (next upload_seq << 2 | duplicate << 1 | recording-and-kept), read as a plain value,
         // not as a Row (which builds a column-name table for every fetch).
         guard let packed = try Int64.fetchOne(db.cachedStatement(sql: """
-            SELECT o.next * 4 + o.duplicate * 2 + (s.state = 'recording' AND s.data_state = 'kept')
-            FROM sessions s, (SELECT coalesce(max(upload_seq), -1) + 1 AS next,
-                                     coalesce(max(board = ?2 AND seq = ?3), 0) AS duplicate
-                              FROM chunks INDEXED BY chunks_session_upload WHERE session_id = ?1) o
-            WHERE s.id = ?1
+            SELECT (1 + max(
+                    coalesce((SELECT max(upload_seq) FROM chunks INDEXED BY chunks_session_upload
+                              WHERE session_id = ?1 AND upload_state = 'pending'), -1),
+                    coalesce((SELECT max(upload_seq) FROM chunks INDEXED BY chunks_session_upload
+                              WHERE session_id = ?1 AND upload_state = 'in_flight'), -1),
+                    coalesce((SELECT max(upload_seq) FROM chunks INDEXED BY chunks_session_upload
+                              WHERE session_id = ?1 AND upload_state = 'sent'), -1),
+                    coalesce((SELECT max(upload_seq) FROM chunks INDEXED BY chunks_session_upload
+                              WHERE session_id = ?1 AND upload_state = 'dead'), -1))) * 4
+                + EXISTS (SELECT 1 FROM chunks INDEXED BY chunks_session_upload
+                          WHERE session_id = ?1 AND seq = ?3 AND board = ?2) * 2
+                + (state = 'recording' AND data_state = 'kept')
+            FROM sessions WHERE id = ?1
             """), arguments: [chunk.sessionID, chunk.board, chunk.seq]) else {
             throw StoreError.unknownSession(chunk.sessionID)
         }
