@@ -44,8 +44,8 @@ extension BufferStore: RecordingStore {
     }
 
     /// Runs `body` in one IMMEDIATE transaction, like GRDB's `write`, but through cached
-    /// BEGIN and COMMIT statements: `write` compiles both anew for every transaction, which
-    /// on the seal path cost as much CPU as the seal's own statements. Any error rolls back.
+    /// BEGIN and COMMIT statements: `write` compiles both anew (SQL parse and GRDB's statement
+    /// analysis) for every transaction, several percent of a seal's CPU. Any error rolls back.
     static func immediateTransaction<T>(_ db: Database, _ body: () throws -> T) throws -> T {
         try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute()
         do {
@@ -67,9 +67,8 @@ extension BufferStore: RecordingStore {
         // check (one chunk per session, board and seq), all from the covering index instead of
         // a second UNIQUE index and a counter in the session row (a page each per seal). The
         // next upload_seq is the largest of four index seeks, one per upload state (the CHECK
-        // constraint allows no other), not a scan
-        // of the session; the duplicate check does scan the session's entries, comparing the
-        // integer seq before the board. The three answers come packed in one integer
+        // constraint allows no other), not a scan of the session; the duplicate check does
+        // scan the session's entries, comparing the integer seq before the board. The three answers come packed in one integer
         // (next upload_seq << 2 | duplicate << 1 | recording-and-kept), read as a plain value,
         // not as a Row (which builds a column-name table for every fetch).
         guard let packed = try Int64.fetchOne(db.cachedStatement(sql: """
