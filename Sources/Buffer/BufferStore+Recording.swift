@@ -16,7 +16,9 @@ extension BufferStore: RecordingStore {
 
     /// Replaces the board's open chunk (one small FULL-synchronous transaction).
     public func checkpoint(_ chunk: ChunkCheckpoint) throws {
-        try writer.write { db in try writeOpenChunk(db, chunk, at: nowMilliseconds()) }
+        try writer.writeWithoutTransaction { db in
+            try Self.immediateTransaction(db) { try writeOpenChunk(db, chunk, at: nowMilliseconds()) }
+        }
         freeSpace.stored(chunk.bytes.count)
     }
 
@@ -30,45 +32,82 @@ extension BufferStore: RecordingStore {
         // The recorder keeps the checksum as the chunk fills; otherwise it is computed here,
         // before taking the writer, so the lock is held only for SQLite work.
         let crc = chunk.checksum ?? CRC32.checksum(chunk.bytes)
-        let (name, over) = try writer.write { db -> (String, Bool) in
-            let name = try sealInTransaction(db, chunk, crc: crc)
-            return (name, try overBudget(db, freshFreeSpace: false))
+        let (name, over) = try writer.writeWithoutTransaction { db -> (String, Bool) in
+            try Self.immediateTransaction(db) {
+                let name = try sealInTransaction(db, chunk, crc: crc)
+                return (name, try overBudget(db, freshFreeSpace: false))
+            }
         }
         freeSpace.stored(chunk.bytes.count + (chunk.followingCheckpoint?.bytes.count ?? 0))
         if over { try enforceBudget() }
         return name
     }
 
+    /// Runs `body` in one IMMEDIATE transaction, like GRDB's `write`, but through cached
+    /// BEGIN and COMMIT statements: `write` compiles both anew (SQL parse and GRDB's statement
+    /// analysis) for every transaction, several percent of a seal's CPU. Any error rolls back.
+    static func immediateTransaction<T>(_ db: Database, _ body: () throws -> T) throws -> T {
+        try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute()
+        do {
+            let result = try body()
+            try db.cachedStatement(sql: "COMMIT TRANSACTION").execute()
+            return result
+        } catch {
+            // A failed COMMIT or statement may already have rolled back (SQLITE_FULL, IOERR);
+            // the error that matters is the first one.
+            if db.isInsideTransaction { try? db.rollback() }
+            throw error
+        }
+    }
+
     func sealInTransaction(_ db: Database, _ chunk: ChunkToSeal, crc: UInt32? = nil) throws -> String {
-        let name = UUID().uuidString.uppercased()
+        let name = chunkNames.next()
         let now = nowMilliseconds()
-        guard let session = try Row.fetchOne(db.cachedStatement(sql: "SELECT state, data_state FROM sessions WHERE id = ?"),
-                                             arguments: [chunk.sessionID]) else {
+        // One statement reads the session's state, the next upload_seq and the duplicate
+        // check (one chunk per session, board and seq), all from the covering index instead of
+        // a second UNIQUE index and a counter in the session row (a page each per seal). The
+        // next upload_seq is the largest of four index seeks, one per upload state (the CHECK
+        // constraint allows no other), not a scan of the session; the duplicate check does
+        // scan the session's entries, comparing the integer seq before the board. The three answers come packed in one integer
+        // (next upload_seq << 2 | duplicate << 1 | recording-and-kept), read as a plain value,
+        // not as a Row (which builds a column-name table for every fetch).
+        guard let packed = try Int64.fetchOne(db.cachedStatement(sql: """
+            SELECT (1 + max(
+                    coalesce((SELECT max(upload_seq) FROM chunks INDEXED BY chunks_session_upload
+                              WHERE session_id = ?1 AND upload_state = 'pending'), -1),
+                    coalesce((SELECT max(upload_seq) FROM chunks INDEXED BY chunks_session_upload
+                              WHERE session_id = ?1 AND upload_state = 'in_flight'), -1),
+                    coalesce((SELECT max(upload_seq) FROM chunks INDEXED BY chunks_session_upload
+                              WHERE session_id = ?1 AND upload_state = 'sent'), -1),
+                    coalesce((SELECT max(upload_seq) FROM chunks INDEXED BY chunks_session_upload
+                              WHERE session_id = ?1 AND upload_state = 'dead'), -1))) * 4
+                + EXISTS (SELECT 1 FROM chunks INDEXED BY chunks_session_upload
+                          WHERE session_id = ?1 AND seq = ?3 AND board = ?2) * 2
+                + (state = 'recording' AND data_state = 'kept')
+            FROM sessions WHERE id = ?1
+            """), arguments: [chunk.sessionID, chunk.board, chunk.seq]) else {
             throw StoreError.unknownSession(chunk.sessionID)
         }
-        // One scan of the session's entries in the covering index gives the next upload_seq
-        // and the duplicate check (one chunk per session, board and seq), instead of a
-        // second UNIQUE index and a counter in the session row (a page each per seal).
-        let order = try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT coalesce(max(upload_seq), -1) + 1 AS next, coalesce(max(board = ?2 AND seq = ?3), 0) AS duplicate
-            FROM chunks INDEXED BY chunks_session_upload WHERE session_id = ?1
-            """), arguments: [chunk.sessionID, chunk.board, chunk.seq])
-        let nextUploadSeq: Int = order?["next"] ?? 0
-        if order?["duplicate"] as Bool? == true {
+        let found = (live: packed & 1 == 1, duplicate: packed & 2 == 2, nextUploadSeq: packed >> 2)
+        if found.duplicate {
             throw StoreError.sessionState(chunk.sessionID, "chunk \(chunk.seq) of board \(chunk.board) is already sealed")
         }
         // The chunk row carries its own upload state (pending, next upload_seq of the
         // session): one row, no separate outbox row. Its id is above every id ever used
         // (chunk_id_floor remembers deleted ones), so an upload handle is never reused.
-        try db.cachedStatement(sql: """
+        let insert = try db.cachedStatement(sql: """
             INSERT INTO chunks (id, name, session_id, board, seq, upload_seq, updated_at, point_count, first_ts, last_ts,
                                 time_source, missed, crc32, sealed_at, size, points)
             VALUES (max(coalesce((SELECT max(id) FROM chunks), 0), (SELECT value FROM chunk_id_floor WHERE id = 0)) + 1,
                     ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """).execute(arguments: [name, chunk.sessionID, chunk.board, chunk.seq, nextUploadSeq, now, chunk.pointCount,
-                                     chunk.firstTimestamp, chunk.lastTimestamp, chunk.timeSource.rawValue,
-                                     chunk.missedSamples, Int64(crc ?? chunk.checksum ?? CRC32.checksum(chunk.bytes)), now,
-                                     chunk.bytes.count, Data(chunk.bytes)])
+            """)
+        let checksum = Int64(crc ?? chunk.checksum ?? CRC32.checksum(chunk.bytes))
+        try Self.withBlob(chunk.bytes) { points in
+            try insert.execute(arguments: [name, chunk.sessionID, chunk.board, chunk.seq, found.nextUploadSeq, now,
+                                           chunk.pointCount, chunk.firstTimestamp, chunk.lastTimestamp,
+                                           chunk.timeSource.rawValue, chunk.missedSamples, checksum, now,
+                                           chunk.bytes.count, points])
+        }
         if let next = chunk.followingCheckpoint {
             try writeOpenChunk(db, next, at: now)
         } else {
@@ -79,7 +118,7 @@ extension BufferStore: RecordingStore {
         // `liveSessionColumns`) and stored when it stops; its summary and day row do not count
         // its samples (history adds them live). So a seal into a recording session writes no
         // session, summary or day page. A seal into any other session updates them here.
-        if session["state"] as String != "recording" || session["data_state"] as String != "kept" {
+        if !found.live {
             try db.execute(sql: """
                 UPDATE sessions SET point_count = point_count + ?1,
                     boards = CASE WHEN EXISTS (SELECT 1 FROM json_each(boards) WHERE value = ?2) THEN boards
@@ -92,16 +131,29 @@ extension BufferStore: RecordingStore {
         return name
     }
 
+    /// Calls `body` with the points as a blob argument that borrows the array's storage
+    /// instead of copying ~100 kB into a new Data: GRDB binds it without a copy of its own
+    /// (SQLITE_STATIC), so SQLite reads the recorder's bytes directly. `body` must not keep it.
+    static func withBlob<T>(_ bytes: [UInt8], _ body: (Data) throws -> T) rethrows -> T {
+        try bytes.withUnsafeBytes { raw in
+            guard let base = raw.baseAddress, raw.count > 0 else { return try body(Data()) }
+            return try body(Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: raw.count, deallocator: .none))
+        }
+    }
+
     /// Replaces the board's open chunk.
     func writeOpenChunk(_ db: Database, _ chunk: ChunkCheckpoint, at now: Double) throws {
-        try db.cachedStatement(sql: """
+        let upsert = try db.cachedStatement(sql: """
             INSERT INTO open_chunks (session_id, board, seq, point_count, time_source, updated_at, size, points)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (session_id, board) DO UPDATE SET seq = excluded.seq, point_count = excluded.point_count,
                 time_source = excluded.time_source, updated_at = excluded.updated_at, size = excluded.size,
                 points = excluded.points
-            """).execute(arguments: [chunk.sessionID, chunk.board, chunk.seq, chunk.pointCount, chunk.timeSource.rawValue,
-                                     now, chunk.bytes.count, Data(chunk.bytes)])
+            """)
+        try Self.withBlob(chunk.bytes) { points in
+            try upsert.execute(arguments: [chunk.sessionID, chunk.board, chunk.seq, chunk.pointCount, chunk.timeSource.rawValue,
+                                           now, chunk.bytes.count, points])
+        }
     }
 
     /// Queues a session's records document, after all its chunks in upload order.

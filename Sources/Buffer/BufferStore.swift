@@ -68,6 +68,8 @@ public final class BufferStore: Sendable {
     let reader: any DatabaseReader
     /// Throttled statvfs readings for the free-space floor.
     let freeSpace: FreeSpaceProbe
+    /// Names of sealed chunks (random UUIDs without a file open per name).
+    let chunkNames = ChunkNameGenerator()
 
     /// Opens (creating and migrating) the database for recording, sets `synchronous=FULL`
     /// on the writer and checks it stuck, and returns in-flight outbox items to pending.

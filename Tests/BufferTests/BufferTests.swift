@@ -122,6 +122,47 @@ struct BufferStoreTests {
         #expect(try rounded(store.history()) == rounded(store.historyFromScratch()))
     }
 
+    @Test("chunk names: distinct uppercase random UUIDs (version 4, RFC 4122 variant) across pool refills")
+    func chunkNames() throws {
+        let generator = ChunkNameGenerator()
+        let count = ChunkNameGenerator.poolSize / 16 * 3 + 5
+        let names = (0..<count).map { _ in generator.next() }
+        #expect(Set(names).count == count)
+        for name in names {
+            let uuid = try #require(UUID(uuidString: name), "\(name) is not a UUID")
+            #expect(uuid.uuidString == name)
+            let chars = Array(name)
+            #expect(chars[14] == "4")
+            #expect("89AB".contains(chars[19]))
+        }
+        // Not a constant pattern: every hex position takes more than one value.
+        for position in Array(names[0]).indices where ![8, 13, 14, 18, 19, 23].contains(position) {
+            #expect(Set(names.map { Array($0)[position] }).count > 1, "position \(position) never changes")
+        }
+    }
+
+    @Test("a failed seal (duplicate seq, unknown session) leaves no transaction open: the next seal commits")
+    func failedSealRollsBack() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = try openStore(dir)
+        let id = try recordSession(store, start: 1_800_000_000_000, chunks: 1, size: 10)
+        let bytes = PointCodec.encode(points(10, t0: 0))
+        func chunk(_ session: String, seq: Int) -> ChunkToSeal {
+            ChunkToSeal(sessionID: session, board: "B1", seq: seq, bytes: bytes, pointCount: 10, firstTimestamp: 0,
+                        lastTimestamp: 90, timeSource: .gnssCorrected, missedSamples: 0)
+        }
+        #expect(throws: BufferStore.StoreError.sessionState(id, "chunk 0 of board B1 is already sealed")) {
+            try store.seal(chunk(id, seq: 0))
+        }
+        #expect(throws: BufferStore.StoreError.unknownSession("nope")) { try store.seal(chunk("nope", seq: 0)) }
+        let name = try store.seal(chunk(id, seq: 1))
+        #expect(try store.realtimeDocument(name: name)?.seq == 1)
+        #expect(try store.storedBytes() == store.storedBytesFromScratch())
+        // Durable: a second connection sees it (the transaction committed, not left open).
+        #expect(try openStore(dir).realtimeDocument(name: name)?.seq == 1)
+    }
+
     @Test("retention drops synced points after the configured days")
     func retention() throws {
         let dir = temporaryDirectory()
