@@ -45,7 +45,7 @@ cli-docs:
 # mwctl as packaged: the Swift runtime linked statically (twice as fast to start, runs
 # without the Swift runtime installed). Own scratch path, so the release tree stays cached.
 mwctl-static: deps
-	$(SWIFT) build -c release --product mwctl --static-swift-stdlib --scratch-path .build-static $(SWIFT_FLAGS)
+	SWIFT_FLAGS="$(SWIFT_FLAGS)" scripts/build-static.sh mwctl
 	@echo "mwctl: .build-static/release/mwctl"
 
 demo: build

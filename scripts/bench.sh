@@ -50,8 +50,7 @@ bin=$(swift build -c release --show-bin-path)
 export MWBENCH=$bin/mwbench MWCTL=$bin/mwctl MWSIM=$bin/mwsim
 # MWGATED_STATIC and MWCTL_STATIC, both set, name prebuilt binaries instead (e.g. from dist/).
 if [[ -z "${MWGATED_STATIC:-}" || -z "${MWCTL_STATIC:-}" ]]; then
-    swift build -c release --static-swift-stdlib --scratch-path .build-static --product mwgated
-    swift build -c release --static-swift-stdlib --scratch-path .build-static --product mwctl
+    scripts/build-static.sh mwgated mwctl
     export MWCTL_STATIC=$root/.build-static/release/mwctl MWGATED_STATIC=$root/.build-static/release/mwgated
 fi
 for binary in "$MWGATED_STATIC" "$MWCTL_STATIC"; do

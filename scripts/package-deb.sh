@@ -27,12 +27,9 @@ if [ -n "${MWGATE_DEB_BIN_DIR:-}" ]; then
     bin=$MWGATE_DEB_BIN_DIR
 else
     if [ "${MWGATE_DEB_SKIP_BUILD:-0}" != 1 ]; then
-        # A scratch path of its own (shared with `make mwctl-static`): static-stdlib objects
-        # must not mix with the ordinary release build's.
-        swift build -c release --static-swift-stdlib --scratch-path .build-static --product mwgated
-        swift build -c release --static-swift-stdlib --scratch-path .build-static --product mwctl
+        scripts/build-static.sh mwgated mwctl
     fi
-    bin=$(swift build -c release --scratch-path .build-static --show-bin-path)
+    bin=$(scripts/build-static.sh --bin-path)
 fi
 
 stage=$(mktemp -d)

@@ -79,8 +79,14 @@ public final class BufferStore: Sendable {
         freeSpace = FreeSpaceProbe(databasePath: path)
         var config = GRDB.Configuration()
         config.busyMode = .timeout(10)
+        // Every connection's page cache is capped at 512 KiB (SQLite's default is 2 MiB each,
+        // for the writer and every reader): the buffer's big values are chunk blobs, written
+        // once and read once, which a cache does not speed up; the B-tree pages that are
+        // read again fit many times over.
+        config.maximumReaderCount = 3
         config.prepareDatabase { db in
             try db.execute(sql: "PRAGMA journal_size_limit = 8388608")
+            try db.execute(sql: "PRAGMA cache_size = -512")
         }
         let pool = try DatabasePool(path: path, configuration: config)
         // GRDB's WAL setup forces NORMAL after prepareDatabase; FULL makes every commit (and

@@ -12,7 +12,7 @@ mwbench=${MWBENCH:?MWBENCH must point to the release mwbench binary}
 mwctl=${MWCTL:?MWCTL must point to the release mwctl binary}
 runs=${CONTROL_BENCH_RUNS:-50}
 if [ -z "${MWCTL_STATIC:-}" ]; then
-    swift build -c release --product mwctl --static-swift-stdlib --scratch-path .build-static >&2
+    "$(dirname "$0")/../build-static.sh" mwctl >&2
     MWCTL_STATIC=.build-static/release/mwctl
 fi
 
