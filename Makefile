@@ -30,17 +30,19 @@ BENCH_AREAS ?=
 bench: deps
 	BENCH_QUICK=$(BENCH_QUICK) BENCH_AREAS="$(BENCH_AREAS)" scripts/bench.sh $(BENCH_DIR)
 
-# mwctl's shell completions and man page, generated from its parser, for the package to
-# install (build/cli/{mwctl.bash,_mwctl,mwctl.fish,mwctl.1}).
+# mwctl's shell completions and the man pages, generated from the parsers
+# (build/cli/{mwctl.bash,_mwctl,mwctl.fish,mwctl.1,mwgated.8}).
 CLI_DIR ?= build/cli
 cli-docs:
 	$(SWIFT) build -c release --product mwctl $(SWIFT_FLAGS)
+	$(SWIFT) build -c release --product mwgated $(SWIFT_FLAGS)
 	mkdir -p $(CLI_DIR)
 	mwctl=$$($(SWIFT) build -c release --show-bin-path)/mwctl; \
 	$$mwctl --generate-completion-script bash > $(CLI_DIR)/mwctl.bash && \
 	$$mwctl --generate-completion-script zsh > $(CLI_DIR)/_mwctl && \
 	$$mwctl --generate-completion-script fish > $(CLI_DIR)/mwctl.fish && \
-	/usr/bin/python3 scripts/gen-man.py $$mwctl > $(CLI_DIR)/mwctl.1
+	/usr/bin/python3 scripts/gen-man.py $$mwctl > $(CLI_DIR)/mwctl.1 && \
+	/usr/bin/python3 scripts/gen-man.py $$(dirname $$mwctl)/mwgated > $(CLI_DIR)/mwgated.8
 
 # mwctl as packaged: the Swift runtime linked statically (twice as fast to start, runs
 # without the Swift runtime installed). Own scratch path, so the release tree stays cached.

@@ -8,6 +8,8 @@
 #   scripts/package-deb.sh [OUT_DIR]        (make deb; OUT_DIR defaults to dist/)
 #   MWGATE_DEB_SKIP_BUILD=1 ...             package the release binaries already built
 #   MWGATE_DEB_COMPRESSION=none ...         dpkg-deb -Z (default xz)
+#   MWGATE_MAINTAINER="Name <address>" ...  the Maintainer field (set a real address before
+#                                           publishing; the default is a placeholder)
 #   MWGATE_DEB_BIN_DIR=DIR ...              package the binaries in DIR instead (the packaging
 #                                           test uses the debug build; never ship that)
 set -euo pipefail
@@ -45,15 +47,18 @@ install -D -m 0644 systemd/mwgate.tmpfiles "$root/usr/lib/tmpfiles.d/mwgate.conf
 install -D -m 0644 dbus/io.mwgate.Gateway1.conf "$root/usr/share/dbus-1/system.d/io.mwgate.Gateway1.conf"
 install -D -m 0644 udev/61-mwgate-gps.rules "$root/usr/lib/udev/rules.d/61-mwgate-gps.rules"
 install -D -m 0644 packaging/mwgated.toml "$root/etc/mwgate/mwgated.toml"
-# mwctl's completions and man page, generated from its own parser (as `make cli-docs`).
+# mwctl's completions and both man pages, generated from the programs' own parsers (as
+# `make cli-docs`). bash-completion sources its files: no #! line.
 install -d "$root/usr/share/bash-completion/completions" "$root/usr/share/zsh/vendor-completions" \
-    "$root/usr/share/fish/vendor_completions.d" "$root/usr/share/man/man1"
-"$bin/mwctl" --generate-completion-script bash >"$root/usr/share/bash-completion/completions/mwctl"
+    "$root/usr/share/fish/vendor_completions.d" "$root/usr/share/man/man1" "$root/usr/share/man/man8"
+"$bin/mwctl" --generate-completion-script bash | sed '1{/^#!/d}' >"$root/usr/share/bash-completion/completions/mwctl"
 "$bin/mwctl" --generate-completion-script zsh >"$root/usr/share/zsh/vendor-completions/_mwctl"
 "$bin/mwctl" --generate-completion-script fish >"$root/usr/share/fish/vendor_completions.d/mwctl.fish"
 /usr/bin/python3 scripts/gen-man.py "$bin/mwctl" | gzip -9n >"$root/usr/share/man/man1/mwctl.1.gz"
+/usr/bin/python3 scripts/gen-man.py "$bin/mwgated" | gzip -9n >"$root/usr/share/man/man8/mwgated.8.gz"
 chmod 0644 "$root"/usr/share/bash-completion/completions/mwctl "$root"/usr/share/zsh/vendor-completions/_mwctl \
-    "$root"/usr/share/fish/vendor_completions.d/mwctl.fish "$root"/usr/share/man/man1/mwctl.1.gz
+    "$root"/usr/share/fish/vendor_completions.d/mwctl.fish "$root"/usr/share/man/man1/mwctl.1.gz \
+    "$root"/usr/share/man/man8/mwgated.8.gz
 for doc in operations.md configuration.md; do
     install -D -m 0644 "docs/$doc" "$root/usr/share/doc/mwgate/$doc"
 done
@@ -77,7 +82,7 @@ cat >"$root/DEBIAN/control" <<EOF
 Package: mwgate
 Version: $version
 Architecture: $arch
-Maintainer: mwgate developers <mwgate@localhost>
+Maintainer: ${MWGATE_MAINTAINER:-mwgate developers <mwgate@localhost>}
 Installed-Size: $size
 Depends: $depends
 Recommends: bluez, dbus, systemd
@@ -119,8 +124,10 @@ EOF
 cat >"$root/DEBIAN/prerm" <<'EOF'
 #!/bin/sh
 set -e
-if [ "$1" = remove ] && [ -z "$DPKG_ROOT" ] && [ -d /run/systemd/system ]; then
-    systemctl disable --now mwgated.service >/dev/null 2>&1 || true
+# Debian's own helpers (init-system-helpers) stop and disable the unit: they respect
+# policy-rc.d and a package manager running without systemd.
+if [ "$1" = remove ] && [ -z "$DPKG_ROOT" ] && command -v deb-systemd-invoke >/dev/null 2>&1; then
+    deb-systemd-invoke stop mwgated.service >/dev/null 2>&1 || true
 fi
 exit 0
 EOF
@@ -129,6 +136,9 @@ EOF
 cat >"$root/DEBIAN/postrm" <<'EOF'
 #!/bin/sh
 set -e
+if [ "$1" = remove ] && [ -z "$DPKG_ROOT" ] && command -v deb-systemd-helper >/dev/null 2>&1; then
+    deb-systemd-helper disable mwgated.service >/dev/null 2>&1 || true
+fi
 if [ "$1" = purge ]; then
     rm -rf "$DPKG_ROOT/var/lib/mwgate" "$DPKG_ROOT/run/mwgate"
     rmdir "$DPKG_ROOT/etc/mwgate" 2>/dev/null || true

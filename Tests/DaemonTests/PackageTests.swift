@@ -51,7 +51,8 @@ struct PackageTests {
                      "usr/lib/tmpfiles.d/mwgate.conf", "usr/share/dbus-1/system.d/io.mwgate.Gateway1.conf",
                      "usr/lib/udev/rules.d/61-mwgate-gps.rules", "etc/mwgate/mwgated.toml", "usr/share/doc/mwgate/operations.md",
                      "usr/share/bash-completion/completions/mwctl", "usr/share/zsh/vendor-completions/_mwctl",
-                     "usr/share/fish/vendor_completions.d/mwctl.fish", "usr/share/man/man1/mwctl.1.gz"] {
+                     "usr/share/fish/vendor_completions.d/mwctl.fish", "usr/share/man/man1/mwctl.1.gz",
+                     "usr/share/man/man8/mwgated.8.gz"] {
             #expect(FileManager.default.fileExists(atPath: "\(root)/\(file)"), "\(file) missing from the package")
         }
         // The completions are mwctl's own (generated from its parser), not empty files.
@@ -59,6 +60,8 @@ struct PackageTests {
         #expect(bashCompletion.contains("survey") && bashCompletion.contains("session"))
         let manPage = try run("/bin/sh", ["-c", "gzip -dc '\(root)/usr/share/man/man1/mwctl.1.gz'"])
         #expect(manPage.contains(".TH") && manPage.contains("doctor"))
+        let daemonPage = try run("/bin/sh", ["-c", "gzip -dc '\(root)/usr/share/man/man8/mwgated.8.gz'"])
+        #expect(daemonPage.contains(".TH MWGATED 8") && daemonPage.contains("check\\-config") && daemonPage.contains("SIGHUP"))
         // The packaged binary runs and accepts the packaged default configuration.
         let check = try run("\(root)/usr/bin/mwgated", ["--check-config", "--config", "\(root)/etc/mwgate/mwgated.toml"])
         #expect(check.contains("configuration is valid"))
