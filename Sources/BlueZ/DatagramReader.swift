@@ -105,8 +105,16 @@ final class DatagramReader: @unchecked Sendable {
             if ready == 0 || shouldStop { continue }
             let events = descriptors[0].revents
             if events & Int16(POLLIN) != 0 {
-                guard drain() else { return }
-                if coalescingNanoseconds > 0 { pause() }
+                guard drain().open else { return }
+                // A steady stream: after each rest, read straight away (no poll() first) and
+                // rest again, until a read finds the socket empty; then wait in poll().
+                while coalescingNanoseconds > 0 {
+                    pause()
+                    if shouldStop { return }
+                    let (open, count) = drain()
+                    guard open else { return }
+                    if count == 0 { break }
+                }
             } else if events & Int16(POLLHUP | POLLERR | POLLNVAL) != 0 {
                 return
             }
@@ -125,9 +133,9 @@ final class DatagramReader: @unchecked Sendable {
     private let headers = UnsafeMutablePointer<cdbus_mmsghdr>.allocate(capacity: DatagramReader.slots)
 
     /// Reads every waiting datagram (up to ``slots`` per system call, `recvmmsg`) and
-    /// delivers them as one batch; false once the socket is closed or failed (what was read
-    /// before is still delivered).
-    private func drain() -> Bool {
+    /// delivers them as one batch; `open` is false once the socket is closed or failed (what
+    /// was read before is still delivered), `count` is the number of notifications read.
+    private func drain() -> (open: Bool, count: Int) {
         var batch: [GattNotification] = []
         var open = true
         // One clock reading per batch: kernel stamps are wall-clock, so monotonic times are
@@ -172,7 +180,7 @@ final class DatagramReader: @unchecked Sendable {
             if received < Self.slots { break }
         }
         if !batch.isEmpty { deliver(batch) }
-        return open
+        return (open, batch.count)
     }
 
     private static func timestamp(in header: inout msghdr) -> timeval? {
