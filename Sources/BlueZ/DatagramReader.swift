@@ -1,5 +1,6 @@
 import CDBus
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,7 +12,7 @@ import Glibc
 /// CPU per notification is dominated by wake-ups and the async hops after them, not by
 /// reading, so the reader drains every datagram waiting per wake-up and hands them on as one
 /// batch. With a `coalescing` interval it then sleeps that long before looking again, so at
-/// 267 notifications/s and 100 ms about 27 arrive per wake-up. Receive times stay exact:
+/// 267 notifications/s and 250 ms about 67 arrive per wake-up. Receive times stay exact:
 /// the kernel stamps each datagram on arrival (`SO_TIMESTAMP`).
 final class DatagramReader: @unchecked Sendable {
     typealias Deliver = @Sendable ([GattNotification]) -> Void
@@ -21,7 +22,9 @@ final class DatagramReader: @unchecked Sendable {
     /// Read end / write end of the pipe that wakes the thread for ``stop()``.
     private let wakeRead: Int32
     private let wakeWrite: Int32
-    private let coalescingNanoseconds: Int64
+    /// See ``setCoalescing(_:)``; 0 reads as soon as data arrives.
+    private let coalescing = Atomic<Int64>(0)
+    private var coalescingNanoseconds: Int64 { coalescing.load(ordering: .relaxed) }
     private let deliver: Deliver
     private let finish: Finish
     private let stamped: Bool
@@ -36,7 +39,7 @@ final class DatagramReader: @unchecked Sendable {
         self.deliver = deliver
         self.finish = finish
         let (seconds, attoseconds) = coalescing.components
-        coalescingNanoseconds = max(0, seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        self.coalescing.store(max(0, seconds * 1_000_000_000 + attoseconds / 1_000_000_000), ordering: .relaxed)
         let flags = fcntl(fd, F_GETFL)
         if flags >= 0 { _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK) }
         var on: Int32 = 1
@@ -66,6 +69,13 @@ final class DatagramReader: @unchecked Sendable {
         controls.deallocate()
         vectors.deallocate()
         headers.deallocate()
+    }
+
+    /// Changes the rest after each read (any thread): zero while a handshake's replies should
+    /// be read at once, the streaming interval after it. Takes effect from the next read.
+    func setCoalescing(_ interval: Duration) {
+        let (seconds, attoseconds) = interval.components
+        coalescing.store(max(0, seconds * 1_000_000_000 + attoseconds / 1_000_000_000), ordering: .relaxed)
     }
 
     private let stopLock = NSLock()

@@ -188,14 +188,17 @@ public actor GattLink {
         activeDelivery = "StartNotify"
     }
 
-    /// Groups `StartNotify` notifications for a steady stream: each is still read and
-    /// stamped as its signal arrives, but they are handed on together, a notification after a
-    /// quiet spell at once and later ones within `interval` at the end of it (one consumer
-    /// wake-up per `interval` instead of one per notification). Call it once a handshake's
-    /// request-and-reply exchange is over; `.zero` hands each on by itself again. With
-    /// `AcquireNotify` this does nothing (see `coalescing` of ``subscribe(to:delivery:coalescing:onBatch:onEnd:)``).
+    /// Groups notifications for a steady stream, one hand-off per `interval` instead of one
+    /// per notification (a thread wake-up each). With `AcquireNotify` the reader rests
+    /// `interval` after each read (the `coalescing` of ``subscribe(to:delivery:coalescing:onBatch:onEnd:)``
+    /// from now on); datagrams keep their kernel arrival times. With `StartNotify` each
+    /// signal is still read and stamped as it arrives, and only the hand-off is grouped: a
+    /// notification after a quiet spell at once, later ones within `interval` at its end.
+    /// Call it once a handshake's request-and-reply exchange is over (grouping would hold
+    /// each reply); `.zero` hands each notification on by itself again.
     public func groupNotifications(_ interval: Duration) {
         for grouper in groupers { grouper.setInterval(interval) }
+        for reader in readers { reader.setCoalescing(interval) }
     }
 
     /// How often a refused `AcquireNotify` (notify acquired or in progress) is retried.

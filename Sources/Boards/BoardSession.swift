@@ -313,8 +313,8 @@ public actor BoardSession {
                 // held back only until the link itself is in the inbox.
                 let gate = LinkInboxGate(inbox: inbox, generation: gen, tap: self.tap)
                 do {
-                    try await link.subscribe(to: notify, delivery: options.notificationDelivery,
-                                             coalescing: options.notificationCoalescing,
+                    // Read at once during the handshake; grouped once streaming (see handshakeEnded).
+                    try await link.subscribe(to: notify, delivery: options.notificationDelivery, coalescing: .zero,
                                              onBatch: { gate.deliver($0) }, onEnd: { gate.end() })
                 } catch {
                     await link.close()
