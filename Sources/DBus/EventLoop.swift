@@ -65,7 +65,7 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
     // I/O-thread state.
     private var stopRequested = false
     /// Replies read in this dispatch round, resumed together after it (see ``resumeAfterDispatch(_:with:)``).
-    private var repliesToResume: [(CheckedContinuation<DBusMessage, any Error>, Result<DBusMessage, any Error>)] = []
+    private var repliesToResume: [(UnsafeContinuation<DBusMessage, any Error>, Result<DBusMessage, any Error>)] = []
     /// See ``setReadCoalescing(nanoseconds:)``; 0 reads as soon as data arrives.
     private let readCoalescing = Atomic<UInt64>(0)
 
@@ -151,7 +151,7 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
     /// the other replies read in it. Resuming a task on the global executor wakes a pool
     /// thread; a group of resumptions in a row wakes one or two that then run them all,
     /// where resumptions spread over the round would wake one for each.
-    func resumeAfterDispatch(_ continuation: CheckedContinuation<DBusMessage, any Error>,
+    func resumeAfterDispatch(_ continuation: UnsafeContinuation<DBusMessage, any Error>,
                              with result: Result<DBusMessage, any Error>) {
         repliesToResume.append((continuation, result))
     }
@@ -263,7 +263,9 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
                     pollFDs.append(pollfd(fd: dbus_watch_get_unix_fd(watch), events: events, revents: 0))
                     polledWatches.append(watch)
                 }
-                var earliest = tables.timers.values.map(\.deadline).min()
+                // A loop, not map/min: this runs on every turn, and an array per turn shows.
+                var earliest: UInt64?
+                for timer in tables.timers.values where timer.deadline < earliest ?? .max { earliest = timer.deadline }
                 if tables.lingering > now {
                     earliest = min(earliest ?? .max, tables.lingering)
                 } else {
@@ -363,13 +365,15 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
     /// Runs the queued closures, then the queued task jobs (I/O thread, outside dispatch, so
     /// tasks may call into libdbus).
     private func runJobs(_ connection: OpaquePointer) {
+        // Taken by swapping in empty arrays: emptying a buffer the returned copy still shares
+        // would allocate a fresh one on every loop turn.
         let (jobs, tasks): ([Job], [UnownedJob]) = queue.withLock { state in
             state.wakePending = false
-            defer {
-                state.jobs.removeAll(keepingCapacity: true)
-                state.tasks.removeAll(keepingCapacity: true)
-            }
-            return (state.jobs, state.tasks)
+            guard !state.jobs.isEmpty || !state.tasks.isEmpty else { return ([], []) }
+            let taken = (state.jobs, state.tasks)
+            state.jobs = []
+            state.tasks = []
+            return taken
         }
         for job in jobs { job(connection) }
         if !tasks.isEmpty {

@@ -8,7 +8,7 @@ import Synchronization
 final class ReplyWaiter: @unchecked Sendable {
     private enum State {
         case waiting
-        case suspended(CheckedContinuation<DBusMessage, any Error>)
+        case suspended(UnsafeContinuation<DBusMessage, any Error>)
         case finished
     }
 
@@ -19,7 +19,7 @@ final class ReplyWaiter: @unchecked Sendable {
     /// The connection that tracks this waiter until it completes (I/O thread).
     weak var core: ConnectionCore?
 
-    func install(_ continuation: CheckedContinuation<DBusMessage, any Error>) {
+    func install(_ continuation: UnsafeContinuation<DBusMessage, any Error>) {
         let early: Result<DBusMessage, any Error>? = state.withLock { value in
             if let result = value.1 {
                 value.0 = .finished
@@ -36,7 +36,7 @@ final class ReplyWaiter: @unchecked Sendable {
     /// Delivers the outcome; later outcomes are ignored. With `loop` (only on its I/O
     /// thread) the caller resumes after the loop's dispatch round.
     func finish(_ result: Result<DBusMessage, any Error>, resumingAfterDispatchOf loop: EventLoop? = nil) {
-        let continuation: CheckedContinuation<DBusMessage, any Error>? = state.withLock { value in
+        let continuation: UnsafeContinuation<DBusMessage, any Error>? = state.withLock { value in
             guard value.1 == nil else { return nil }
             value.1 = result
             if case .suspended(let continuation) = value.0 {
