@@ -8,7 +8,7 @@ import MetaWear
 /// process (getrusage), dbus-daemon and mwsim (/proc/PID/stat) over the same window.
 ///
 /// `mwbench boards --bus ADDR --delivery startnotify|acquirenotify [--seconds N] [--rate HZ]
-///  [--packed] [--coalescing-ms MS] [--signal-coalescing-ms MS] [--dbus-pid PID] [--sim-pid PID]
+///  [--packed] [--coalescing-ms MS] [--signal-coalescing-ms MS] [--label KEY] [--dbus-pid PID] [--sim-pid PID]
 ///  [--board AA:BB:…]`
 /// Prints `key=value` lines; scripts/bench/boards.sh turns them into Markdown.
 enum BoardsBenchmark {
@@ -26,6 +26,8 @@ enum BoardsBenchmark {
         var coalescing: Duration?
         /// nil: the session's default (StartNotify reads at once).
         var signalCoalescing: Duration?
+        /// Prefix of the printed keys (default: the delivery name).
+        var label: String?
     }
 
     static func parse(_ arguments: [String]) -> Settings {
@@ -51,6 +53,7 @@ enum BoardsBenchmark {
             case "--single": settings.packed = false
             case "--coalescing-ms": settings.coalescing = .milliseconds(Int(value(argument)) ?? 0)
             case "--signal-coalescing-ms": settings.signalCoalescing = .milliseconds(Int(value(argument)) ?? 0)
+            case "--label": settings.label = value(argument)
             case "--dbus-pid": settings.dbusPID = Int32(value(argument))
             case "--sim-pid": settings.simPID = Int32(value(argument))
             case "--board":
@@ -141,7 +144,7 @@ enum BoardsBenchmark {
         guard samples > 0 else { fail("mwbench boards: no samples in the measuring window") }
         let own = end.own - start.own
         let perThousand = { (cpu: Double) in cpu * 1000 / Double(samples) * 1000 }  // ms per 1,000 samples
-        let prefix = settings.deliveryName
+        let prefix = settings.label ?? settings.deliveryName
         print("\(prefix)_samples=\(samples)")
         print("\(prefix)_notifications=\(notifications)")
         print("\(prefix)_seconds=\(String(format: "%.2f", wallSeconds))")

@@ -1,5 +1,6 @@
 import CDBus
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -21,7 +22,9 @@ final class DatagramReader: @unchecked Sendable {
     /// Read end / write end of the pipe that wakes the thread for ``stop()``.
     private let wakeRead: Int32
     private let wakeWrite: Int32
-    private let coalescingNanoseconds: Int64
+    /// See ``setCoalescing(_:)``; 0 reads as soon as data arrives.
+    private let coalescing = Atomic<Int64>(0)
+    private var coalescingNanoseconds: Int64 { coalescing.load(ordering: .relaxed) }
     private let deliver: Deliver
     private let finish: Finish
     private let stamped: Bool
@@ -36,7 +39,7 @@ final class DatagramReader: @unchecked Sendable {
         self.deliver = deliver
         self.finish = finish
         let (seconds, attoseconds) = coalescing.components
-        coalescingNanoseconds = max(0, seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        self.coalescing.store(max(0, seconds * 1_000_000_000 + attoseconds / 1_000_000_000), ordering: .relaxed)
         let flags = fcntl(fd, F_GETFL)
         if flags >= 0 { _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK) }
         var on: Int32 = 1
@@ -66,6 +69,13 @@ final class DatagramReader: @unchecked Sendable {
         controls.deallocate()
         vectors.deallocate()
         headers.deallocate()
+    }
+
+    /// Changes the rest after each read (any thread): zero while a handshake's replies should
+    /// be read at once, the streaming interval after it. Takes effect from the next read.
+    func setCoalescing(_ interval: Duration) {
+        let (seconds, attoseconds) = interval.components
+        coalescing.store(max(0, seconds * 1_000_000_000 + attoseconds / 1_000_000_000), ordering: .relaxed)
     }
 
     private let stopLock = NSLock()
@@ -105,8 +115,16 @@ final class DatagramReader: @unchecked Sendable {
             if ready == 0 || shouldStop { continue }
             let events = descriptors[0].revents
             if events & Int16(POLLIN) != 0 {
-                guard drain() else { return }
-                if coalescingNanoseconds > 0 { pause() }
+                guard drain().open else { return }
+                // A steady stream: after each rest, read straight away (no poll() first) and
+                // rest again, until a read finds the socket empty; then wait in poll().
+                while coalescingNanoseconds > 0 {
+                    pause()
+                    if shouldStop { return }
+                    let (open, count) = drain()
+                    guard open else { return }
+                    if count == 0 { break }
+                }
             } else if events & Int16(POLLHUP | POLLERR | POLLNVAL) != 0 {
                 return
             }
@@ -125,9 +143,9 @@ final class DatagramReader: @unchecked Sendable {
     private let headers = UnsafeMutablePointer<cdbus_mmsghdr>.allocate(capacity: DatagramReader.slots)
 
     /// Reads every waiting datagram (up to ``slots`` per system call, `recvmmsg`) and
-    /// delivers them as one batch; false once the socket is closed or failed (what was read
-    /// before is still delivered).
-    private func drain() -> Bool {
+    /// delivers them as one batch; `open` is false once the socket is closed or failed (what
+    /// was read before is still delivered), `count` is the number of notifications read.
+    private func drain() -> (open: Bool, count: Int) {
         var batch: [GattNotification] = []
         var open = true
         // One clock reading per batch: kernel stamps are wall-clock, so monotonic times are
@@ -172,7 +190,7 @@ final class DatagramReader: @unchecked Sendable {
             if received < Self.slots { break }
         }
         if !batch.isEmpty { deliver(batch) }
-        return open
+        return (open, batch.count)
     }
 
     private static func timestamp(in header: inout msghdr) -> timeval? {

@@ -45,7 +45,7 @@ public actor GattLink {
     private var lastWrite: ContinuousClock.Instant?
     private var readers: [DatagramReader] = []
     private var notifyPaths: [DBusObjectPath] = []
-    private var forwarders: [Task<Void, Never>] = []
+    private var groupers: [NotificationGrouper] = []
     private var closed = false
 
     /// Opens a fresh connection to `busAddress` (nil: system bus).
@@ -130,7 +130,8 @@ public actor GattLink {
     ///
     /// With `AcquireNotify`, `coalescing` lets the reader wait that long after each wake-up
     /// before reading again, trading that much latency for fewer wake-ups; receive times
-    /// stay the kernel's arrival times. With `StartNotify` each signal is its own batch.
+    /// stay the kernel's arrival times. With `StartNotify` each signal is its own batch until
+    /// ``groupNotifications(_:)`` groups them.
     public func subscribe(to characteristic: GattCharacteristicInfo, delivery: NotificationDelivery = .automatic,
                           coalescing: Duration = .zero,
                           onBatch: @escaping @Sendable ([GattNotification]) -> Void,
@@ -169,22 +170,35 @@ public actor GattLink {
         let rule = DBusMatchRule(sender: BlueZNames.service, interface: DBusStandardInterface.properties,
                                  member: "PropertiesChanged", path: characteristic.path,
                                  arguments: [0: BlueZNames.gattCharacteristic])
-        let signals = try await connection.signals(matching: rule)
-        // On the connection's own I/O thread: each signal reaches `onBatch` in the thread that
-        // read it, without a hop through the cooperative pool.
-        forwarders.append(Task(executorPreference: connection.executor) {
-            do {
-                for try await signal in signals {
-                    guard let bytes = Self.changedValue(signal) else { continue }
-                    onBatch([GattNotification(bytes: bytes, receivedAt: .now, wallClock: Date())])
-                }
-            } catch {}
+        let grouper = NotificationGrouper(connection: connection, deliver: onBatch)
+        groupers.append(grouper)
+        // On the connection's I/O thread, as each signal is read: the receive time is taken
+        // there, with no task or thread between the read and the stamp.
+        // It lives as long as the connection, which ``close()`` closes: that ends it (onEnd).
+        _ = try await connection.addSignalHandler(matchingAny: [rule], onEnd: { _ in
+            grouper.flush()
             onEnd()
-        })
+        }) { signal in
+            guard let bytes = Self.changedValue(signal) else { return }
+            grouper.receive(GattNotification(bytes: bytes, receivedAt: .now, wallClock: Date()))
+        }
         _ = try await connection.call(destination: BlueZNames.service, path: characteristic.path,
                                       interface: BlueZNames.gattCharacteristic, member: "StartNotify", timeout: callTimeout)
         notifyPaths.append(characteristic.path)
         activeDelivery = "StartNotify"
+    }
+
+    /// Groups notifications for a steady stream, one hand-off per `interval` instead of one
+    /// per notification (a thread wake-up each). With `AcquireNotify` the reader rests
+    /// `interval` after each read (the `coalescing` of ``subscribe(to:delivery:coalescing:onBatch:onEnd:)``
+    /// from now on); datagrams keep their kernel arrival times. With `StartNotify` each
+    /// signal is still read and stamped as it arrives, and only the hand-off is grouped: a
+    /// notification after a quiet spell at once, later ones within `interval` at its end.
+    /// Call it once a handshake's request-and-reply exchange is over (grouping would hold
+    /// each reply); `.zero` hands each notification on by itself again.
+    public func groupNotifications(_ interval: Duration) {
+        for grouper in groupers { grouper.setInterval(interval) }
+        for reader in readers { reader.setCoalescing(interval) }
     }
 
     /// How often a refused `AcquireNotify` (notify acquired or in progress) is retried.
@@ -220,7 +234,7 @@ public actor GattLink {
         guard body.count >= 2, case .dictionary(_, _, let entries) = body[1] else { return nil }
         for entry in entries {
             guard case .string("Value") = entry.key else { continue }
-            return try? entry.value.as([UInt8].self)
+            return entry.value.bytes
         }
         return nil
     }
@@ -236,7 +250,6 @@ public actor GattLink {
                                            timeout: .seconds(2))
         }
         readers.forEach { $0.stop() }
-        forwarders.forEach { $0.cancel() }
         connection.close()
     }
 }

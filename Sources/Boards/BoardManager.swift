@@ -23,10 +23,11 @@ public actor BoardManager {
     public nonisolated let client: BlueZClient
     /// Options for boards added without their own.
     public let defaultOptions: BoardSessionOptions
-    /// Events of every board, merged in arrival order; finishes after ``shutdown()``.
-    public nonisolated let events: AsyncStream<BoardEvent>
+    /// Events of every board, merged in arrival order, in each session's batches; finishes
+    /// after ``shutdown()``.
+    public nonisolated let events: BoardEventStream
 
-    private let continuation: AsyncStream<BoardEvent>.Continuation
+    private let continuation: AsyncStream<[BoardEvent]>.Continuation
     private var sessions: [BluetoothAddress: BoardSession] = [:]
     private var forwarders: [BluetoothAddress: Task<Void, Never>] = [:]
     private var discovery: Discovery?
@@ -37,7 +38,7 @@ public actor BoardManager {
     public init(client: BlueZClient, defaultOptions: BoardSessionOptions) {
         self.client = client
         self.defaultOptions = defaultOptions
-        (events, continuation) = AsyncStream.makeStream(of: BoardEvent.self, bufferingPolicy: .unbounded)
+        (events, continuation) = BoardEventStream.makeStream()
     }
 
     /// Opens a BlueZ client on `busAddress` (nil: the system bus, honouring
@@ -60,7 +61,7 @@ public actor BoardManager {
         sessions[address] = session
         let continuation = continuation
         forwarders[address] = Task {
-            for await event in session.events { continuation.yield(event) }
+            for await batch in session.events.batches { continuation.yield(batch) }
         }
         await session.start()
     }

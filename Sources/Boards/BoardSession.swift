@@ -15,11 +15,11 @@ public actor BoardSession {
     public nonisolated let address: BluetoothAddress
     /// The options in force.
     public nonisolated let options: BoardSessionOptions
-    /// Events in order; finishes after ``stop()``.
-    public nonisolated let events: AsyncStream<BoardEvent>
+    /// Events in order, in batches (see ``BoardEventStream``); finishes after ``stop()``.
+    public nonisolated let events: BoardEventStream
 
     private let client: BlueZClient
-    private let eventContinuation: AsyncStream<BoardEvent>.Continuation
+    private let eventContinuation: AsyncStream<[BoardEvent]>.Continuation
     private let inbox: AsyncStream<Input>
     private let inboxContinuation: AsyncStream<Input>.Continuation
     private var machine: ReconnectionMachine
@@ -71,7 +71,7 @@ public actor BoardSession {
         self.client = client
         self.options = options
         machine = ReconnectionMachine(policy: options.reconnection, seed: options.seed)
-        (events, eventContinuation) = AsyncStream.makeStream(of: BoardEvent.self, bufferingPolicy: .unbounded)
+        (events, eventContinuation) = BoardEventStream.makeStream()
         (inbox, inboxContinuation) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
         tap = StreamingTap(board: address, events: eventContinuation)
     }
@@ -313,8 +313,8 @@ public actor BoardSession {
                 // held back only until the link itself is in the inbox.
                 let gate = LinkInboxGate(inbox: inbox, generation: gen, tap: self.tap)
                 do {
-                    try await link.subscribe(to: notify, delivery: options.notificationDelivery,
-                                             coalescing: options.notificationCoalescing,
+                    // Read at once during the handshake; grouped once streaming (see handshakeEnded).
+                    try await link.subscribe(to: notify, delivery: options.notificationDelivery, coalescing: .zero,
                                              onBatch: { gate.deliver($0) }, onEnd: { gate.end() })
                 } catch {
                     await link.close()
@@ -433,13 +433,15 @@ public actor BoardSession {
             // On before the start commands: no sample can be queued in the inbox ahead of it.
             tap.activate(decoder: plan.decoder, generation: generation)
             writeAll(commands)
-            if let link, options.signalReadCoalescing > .zero {
-                let interval = options.signalReadCoalescing
+            if let link {
+                let grouping = options.notificationCoalescing
+                let reads = options.signalReadCoalescing
                 let previous = actionTail
                 // After the start commands, so they are not slowed by delayed replies.
                 actionTail = Task {
                     await previous?.value
-                    await link.coalesceNotificationReads(interval)
+                    await link.groupNotifications(grouping)
+                    if reads > .zero { await link.coalesceNotificationReads(reads) }
                 }
             }
             startSupervision()
@@ -570,8 +572,8 @@ public actor BoardSession {
             guard new != state else { return }
             state = new
         }
-        eventContinuation.yield(BoardEvent(board: address, kind: kind, receivedAt: notification?.receivedAt ?? .now,
-                                           wallClock: notification?.wallClock ?? Date()))
+        eventContinuation.yield([BoardEvent(board: address, kind: kind, receivedAt: notification?.receivedAt ?? .now,
+                                            wallClock: notification?.wallClock ?? Date())])
     }
 }
 

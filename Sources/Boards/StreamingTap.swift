@@ -14,14 +14,14 @@ import MetaWear
 final class StreamingTap: @unchecked Sendable {
     private let lock = NSLock()
     private let board: BluetoothAddress
-    private let events: AsyncStream<BoardEvent>.Continuation
+    private let events: AsyncStream<[BoardEvent]>.Continuation
     private var decoder: NotificationDecoder?
     private var generation = -1
     private var buttonDetector = ButtonToggleDetector()
     private var lastNotification: ContinuousClock.Instant?
     private var motionSeen = false
 
-    init(board: BluetoothAddress, events: AsyncStream<BoardEvent>.Continuation) {
+    init(board: BluetoothAddress, events: AsyncStream<[BoardEvent]>.Continuation) {
         self.board = board
         self.events = events
     }
@@ -52,6 +52,9 @@ final class StreamingTap: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         guard let decoder, generation == self.generation else { return false }
+        // One stream element per batch: the consumer wakes once for all of it.
+        var published: [BoardEvent] = []
+        published.reserveCapacity(batch.count)
         for notification in batch {
             lastNotification = notification.receivedAt
             let kind: BoardEvent.Kind
@@ -67,9 +70,10 @@ final class StreamingTap: @unchecked Sendable {
                 }
                 kind = .sample(event)
             }
-            events.yield(BoardEvent(board: board, kind: kind, receivedAt: notification.receivedAt,
-                                    wallClock: notification.wallClock))
+            published.append(BoardEvent(board: board, kind: kind, receivedAt: notification.receivedAt,
+                                        wallClock: notification.wallClock))
         }
+        if !published.isEmpty { events.yield(published) }
         return true
     }
 

@@ -160,6 +160,33 @@ public final class DBusConnection: Sendable {
         try await core.subscribe([rule])
     }
 
+    /// Calls `handler` for every signal matching any of `rules`, on the connection's I/O
+    /// thread, as each is read, in bus order; returns after the bus has installed the
+    /// matches. For fast streams (GATT notifications) where a stream element and a task
+    /// resumption per signal would cost more than the signal: `handler` runs inside the
+    /// connection's dispatch, so it must be quick and must not block or wait (hand work on,
+    /// e.g. with ``schedule(after:_:)`` or into a stream of your own). `onEnd` is called once
+    /// when the connection ends (nil after ``close()``, the error when it was lost), not after
+    /// ``DBusSignalHandler/cancel()``.
+    public func addSignalHandler(matchingAny rules: [DBusMatchRule],
+                                 onEnd: @escaping @Sendable ((any Error)?) -> Void = { _ in },
+                                 _ handler: @escaping @Sendable (DBusSignal) -> Void) async throws -> DBusSignalHandler {
+        let id = try await core.subscribe(rules, sink: .handler(handler, end: onEnd))
+        return DBusSignalHandler(core: core, id: id)
+    }
+
+    /// Runs `job` on the connection's I/O thread once `delay` has passed (for signal
+    /// handlers that hold work back, e.g. to hand on a group of signals at once). Scheduled
+    /// from a handler, it costs no wake-up of its own while signals keep the thread awake.
+    /// Jobs still waiting when the connection ends run then. Returns false (and never runs
+    /// `job`) when the connection has already ended.
+    @discardableResult
+    public func schedule(after delay: Duration, _ job: @escaping @Sendable () -> Void) -> Bool {
+        let (seconds, attoseconds) = delay.components
+        let nanoseconds = UInt64(max(0, seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
+        return core.loop.schedule(at: EventLoop.now() + nanoseconds) { _ in job() }
+    }
+
     /// After reading everything waiting on the socket, leave it alone for `interval`, so a
     /// fast stream of small signals (e.g. GATT notifications via PropertiesChanged) is read
     /// and dispatched in groups instead of one wake-up per signal. Replies to calls on this
@@ -210,4 +237,19 @@ public final class DBusConnection: Sendable {
     public func unexportObjectManager(at path: DBusObjectPath) {
         core.registry.removeManager(at: path)
     }
+}
+
+/// A signal handler installed with ``DBusConnection/addSignalHandler(matchingAny:onEnd:_:)``.
+public final class DBusSignalHandler: Sendable {
+    private let core: ConnectionCore
+    private let id: UInt64
+
+    init(core: ConnectionCore, id: UInt64) {
+        self.core = core
+        self.id = id
+    }
+
+    /// Removes the handler and its matches from the bus. A signal being dispatched may still
+    /// reach the handler; none read afterwards does.
+    public func cancel() { core.unsubscribe(id) }
 }

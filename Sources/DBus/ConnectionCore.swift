@@ -15,9 +15,33 @@ final class ConnectionCore: @unchecked Sendable {
         case address(String)
     }
 
+    /// Where a subscription's signals go.
+    enum SignalSink: Sendable {
+        /// Yielded into a stream, consumed by a task.
+        case stream(AsyncThrowingStream<DBusSignal, any Error>.Continuation)
+        /// Called on the I/O thread during dispatch; `end` once when the connection goes
+        /// (nil: closed by the user).
+        case handler(@Sendable (DBusSignal) -> Void, end: @Sendable ((any Error)?) -> Void)
+
+        func deliver(_ signal: DBusSignal) {
+            switch self {
+            case .stream(let continuation): continuation.yield(signal)
+            case .handler(let handler, _): handler(signal)
+            }
+        }
+
+        func finish(throwing error: (any Error)?) {
+            switch self {
+            case .stream(let continuation):
+                if let error { continuation.finish(throwing: error) } else { continuation.finish() }
+            case .handler(_, let end): end(error)
+            }
+        }
+    }
+
     private struct Subscription {
         let rules: [DBusMatchRule]
-        let continuation: AsyncThrowingStream<DBusSignal, any Error>.Continuation
+        let sink: SignalSink
     }
 
     let loop: EventLoop
@@ -35,7 +59,8 @@ final class ConnectionCore: @unchecked Sendable {
     private var waiters: [ObjectIdentifier: ReplyWaiter] = [:]
 
     // I/O thread.
-    private var subscriptions: [UInt64: Subscription] = [:]
+    /// In subscription order (ids only grow, so appending keeps it sorted).
+    private var subscriptions: [(id: UInt64, subscription: Subscription)] = []
     private var trackedNames: [String: Int] = [:]
     private var nameOwners: [String: String] = [:]
     private var closedByUser = false
@@ -120,8 +145,10 @@ final class ConnectionCore: @unchecked Sendable {
             dbus_connection_close(connection)
         }
         while dbus_connection_dispatch(connection) == DBUS_DISPATCH_DATA_REMAINS {}
+        loop.resumeReplies()
         loop.drainAfterStop(connection)
         while dbus_connection_dispatch(connection) == DBUS_DISPATCH_DATA_REMAINS {}
+        loop.resumeReplies()
         waitersLock.lock()
         let remaining = waiters.values
         waiters.removeAll()
@@ -130,12 +157,8 @@ final class ConnectionCore: @unchecked Sendable {
             waiter.cancelPending()
             waiter.finish(.failure(DBusError.disconnected()))
         }
-        for subscription in subscriptions.values {
-            if closedByUser {
-                subscription.continuation.finish()
-            } else {
-                subscription.continuation.finish(throwing: DBusError.disconnected("the D-Bus connection was lost"))
-            }
+        for entry in subscriptions {
+            entry.subscription.sink.finish(throwing: closedByUser ? nil : DBusError.disconnected("the D-Bus connection was lost"))
         }
         subscriptions.removeAll()
         dbus_connection_unref(connection)
@@ -170,7 +193,10 @@ final class ConnectionCore: @unchecked Sendable {
         let milliseconds = Self.milliseconds(timeout)
         let waiter = ReplyWaiter()
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
+            // Unchecked: the waiter's state resumes it exactly once (reply, error, timeout,
+            // cancellation or disconnection, whichever is first); the check cost shows at
+            // tens of thousands of calls a second.
+            try await withUnsafeThrowingContinuation { continuation in
                 waiter.install(continuation)
                 startCall(raw, milliseconds, waiter)
             }
@@ -223,8 +249,9 @@ final class ConnectionCore: @unchecked Sendable {
         dbus_pending_call_set_notify(pending, { _, data in
             guard let data else { return }
             let waiter = Unmanaged<ReplyWaiter>.fromOpaque(data).retain().takeRetainedValue()
-            waiter.complete()
-            waiter.core?.forget(waiter)
+            let core = waiter.core
+            waiter.complete(on: core?.loop)
+            core?.forget(waiter)
         }, Unmanaged.passRetained(waiter).toOpaque(), { data in
             guard let data else { return }
             Unmanaged<ReplyWaiter>.fromOpaque(data).release()
@@ -248,31 +275,23 @@ final class ConnectionCore: @unchecked Sendable {
     /// bus has acknowledged it: signals sent after this returns are delivered. A signal that
     /// matches several of `rules` is delivered once, and all arrive in bus order.
     func subscribe(_ rules: [DBusMatchRule]) async throws -> AsyncThrowingStream<DBusSignal, any Error> {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: DBusSignal.self, bufferingPolicy: .unbounded)
+        let id = try await subscribe(rules, sink: .stream(continuation))
+        continuation.onTermination = { [weak self] _ in self?.unsubscribe(id) }
+        return stream
+    }
+
+    /// The same with any sink; returns the id for ``unsubscribe(_:)``.
+    func subscribe(_ rules: [DBusMatchRule], sink: SignalSink) async throws -> UInt64 {
         guard !rules.isEmpty else { throw DBusValidationError(kind: "match rule list", value: "(empty)") }
         for rule in rules { try rule.validate() }
-        let (stream, continuation) = AsyncThrowingStream.makeStream(of: DBusSignal.self, bufferingPolicy: .unbounded)
         let id = nextSubscriptionID.wrappingAdd(1, ordering: .relaxed).oldValue
         let wellKnown = Array(Set(rules.compactMap(\.wellKnownSender))).sorted()
         let added = loop.enqueue { [self] _ in
-            subscriptions[id] = Subscription(rules: rules, continuation: continuation)
+            subscriptions.append((id, Subscription(rules: rules, sink: sink)))
             for name in wellKnown { trackedNames[name, default: 0] += 1 }
         }
         guard added else { throw DBusError.disconnected() }
-        continuation.onTermination = { [weak self] _ in
-            guard let self else { return }
-            loop.enqueue { [self] connection in
-                guard subscriptions.removeValue(forKey: id) != nil else { return }
-                for rule in rules { sendBusCall(connection, "RemoveMatch", rule.description) }
-                for name in wellKnown {
-                    trackedNames[name, default: 1] -= 1
-                    if trackedNames[name] == 0 {
-                        trackedNames[name] = nil
-                        nameOwners[name] = nil
-                        sendBusCall(connection, "RemoveMatch", Self.ownerRule(name).description)
-                    }
-                }
-            }
-        }
         do {
             for name in wellKnown {
                 _ = try await busCall("AddMatch", [.string(Self.ownerRule(name).description)])
@@ -285,10 +304,29 @@ final class ConnectionCore: @unchecked Sendable {
             }
             for rule in rules { _ = try await busCall("AddMatch", [.string(rule.description)]) }
         } catch {
-            continuation.finish(throwing: error)
+            unsubscribe(id)
+            // A stream ends with the error; a handler's caller gets it thrown instead.
+            if case .stream = sink { sink.finish(throwing: error) }
             throw error
         }
-        return stream
+        return id
+    }
+
+    /// Removes a subscription locally and from the bus (any thread; nothing if already gone).
+    func unsubscribe(_ id: UInt64) {
+        loop.enqueue { [self] connection in
+            guard let index = subscriptions.firstIndex(where: { $0.id == id }) else { return }
+            let removed = subscriptions.remove(at: index).subscription
+            for rule in removed.rules { sendBusCall(connection, "RemoveMatch", rule.description) }
+            for name in Set(removed.rules.compactMap(\.wellKnownSender)) {
+                trackedNames[name, default: 1] -= 1
+                if trackedNames[name] == 0 {
+                    trackedNames[name] = nil
+                    nameOwners[name] = nil
+                    sendBusCall(connection, "RemoveMatch", Self.ownerRule(name).description)
+                }
+            }
+        }
     }
 
     private static func ownerRule(_ name: String) -> DBusMatchRule {
@@ -322,7 +360,10 @@ final class ConnectionCore: @unchecked Sendable {
                 return DBUS_HANDLER_RESULT_HANDLED
             }
             routeSignal(raw)
-            return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+            // Handled: no libdbus object paths are registered (exported objects answer from
+            // this filter), and its object-tree lookup would split the path into freshly
+            // allocated components for every signal.
+            return DBUS_HANDLER_RESULT_HANDLED
         case CDBUS_MESSAGE_TYPE_METHOD_CALL:
             guard let message = try? MessageReader.read(raw) else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
             registry.handle(message, core: self)
@@ -341,12 +382,11 @@ final class ConnectionCore: @unchecked Sendable {
             nameOwners[name] = newOwner
         }
         let signal = DBusSignal(message: message)
-        for id in subscriptions.keys.sorted() {
-            guard let subscription = subscriptions[id] else { continue }
+        for (_, subscription) in subscriptions {
             let matched = subscription.rules.contains { rule in
                 rule.matches(message, senderOwner: rule.wellKnownSender.flatMap { nameOwners[$0] })
             }
-            if matched { subscription.continuation.yield(signal) }
+            if matched { subscription.sink.deliver(signal) }
         }
     }
 }

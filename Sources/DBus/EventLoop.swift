@@ -35,6 +35,8 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
         var tasks: [UnownedJob] = []
         var accepting = true
         var wakePending = false
+        /// Jobs to run once their deadline (monotonic ns) has passed, see ``schedule(at:_:)``.
+        var deferred: [(deadline: UInt64, job: Job)] = []
     }
 
     private struct Timer {
@@ -62,6 +64,8 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
     private var ioThread = pthread_self()
     // I/O-thread state.
     private var stopRequested = false
+    /// Replies read in this dispatch round, resumed together after it (see ``resumeAfterDispatch(_:with:)``).
+    private var repliesToResume: [(UnsafeContinuation<DBusMessage, any Error>, Result<DBusMessage, any Error>)] = []
     /// See ``setReadCoalescing(nanoseconds:)``; 0 reads as soon as data arrives.
     private let readCoalescing = Atomic<UInt64>(0)
 
@@ -96,6 +100,22 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
         return accepted
     }
 
+    /// Runs `job` on the I/O thread once `deadline` (``now()``, nanoseconds) has passed;
+    /// false when the loop has stopped. The loop's poll timeout covers the earliest such
+    /// deadline, so a job scheduled from the I/O thread itself costs no extra wake-up while
+    /// the loop is woken anyway (e.g. by a stream of signals).
+    @discardableResult
+    func schedule(at deadline: UInt64, _ job: @escaping Job) -> Bool {
+        let accepted: Bool = queue.withLock { state in
+            guard state.accepting else { return false }
+            state.deferred.append((deadline, job))
+            return true
+        }
+        // The loop recomputes its timeout before it sleeps again when this is its own thread.
+        if accepted && !onIOThread { wake() }
+        return accepted
+    }
+
     /// `TaskExecutor`: runs a task's job on the I/O thread. Once the loop has stopped, jobs
     /// go to the global concurrent executor, so a task never waits on a dead thread.
     func enqueue(_ job: consuming ExecutorJob) {
@@ -125,7 +145,24 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
         _ = write(wakeFD, &one, 8)
     }
 
-    private var onIOThread: Bool { pthread_equal(pthread_self(), ioThread) != 0 }
+    var onIOThread: Bool { pthread_equal(pthread_self(), ioThread) != 0 }
+
+    /// I/O thread: resumes a caller once the current dispatch round is over, together with
+    /// the other replies read in it. Resuming a task on the global executor wakes a pool
+    /// thread; a group of resumptions in a row wakes one or two that then run them all,
+    /// where resumptions spread over the round would wake one for each.
+    func resumeAfterDispatch(_ continuation: UnsafeContinuation<DBusMessage, any Error>,
+                             with result: Result<DBusMessage, any Error>) {
+        repliesToResume.append((continuation, result))
+    }
+
+    /// I/O thread: resumes the callers collected in the dispatch round.
+    func resumeReplies() {
+        guard !repliesToResume.isEmpty else { return }
+        let replies = repliesToResume
+        repliesToResume.removeAll(keepingCapacity: true)
+        for (continuation, result) in replies { continuation.resume(with: result) }
+    }
 
     /// Called on the I/O thread to end the loop after the current iteration.
     func requestStop() { stopRequested = true }
@@ -202,6 +239,7 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
         while true {
             runJobs(connection)
             while dbus_connection_dispatch(connection) == DBUS_DISPATCH_DATA_REMAINS {}
+            resumeReplies()
             if stopRequested || !isAlive() { return }
             // Queued jobs run next, but the sockets are still looked at (without sleeping),
             // so tasks that keep re-queueing themselves cannot starve the connection.
@@ -225,7 +263,9 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
                     pollFDs.append(pollfd(fd: dbus_watch_get_unix_fd(watch), events: events, revents: 0))
                     polledWatches.append(watch)
                 }
-                var earliest = tables.timers.values.map(\.deadline).min()
+                // A loop, not map/min: this runs on every turn, and an array per turn shows.
+                var earliest: UInt64?
+                for timer in tables.timers.values where timer.deadline < earliest ?? .max { earliest = timer.deadline }
                 if tables.lingering > now {
                     earliest = min(earliest ?? .max, tables.lingering)
                 } else {
@@ -236,6 +276,7 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
             }
             var timeoutMs: Int32 = -1
             var wakeAt = earliest
+            if let deferred = earliestDeferred() { wakeAt = min(wakeAt ?? .max, deferred) }
             if holding { wakeAt = min(wakeAt ?? .max, holdUntil) }
             if let wakeAt {
                 timeoutMs = wakeAt <= now ? 0 : Int32(min(UInt64(Int32.max), (wakeAt - now + 999_999) / 1_000_000))
@@ -269,7 +310,28 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
                 }
             }
             fireTimers()
+            runDeferred(connection)
         }
+    }
+
+    private func earliestDeferred() -> UInt64? {
+        queue.withLock { state in
+            var earliest: UInt64?
+            for entry in state.deferred where entry.deadline < earliest ?? .max { earliest = entry.deadline }
+            return earliest
+        }
+    }
+
+    /// Runs the scheduled jobs that are due, in deadline order.
+    private func runDeferred(_ connection: OpaquePointer) {
+        let now = Self.now()
+        let due: [(deadline: UInt64, job: Job)] = queue.withLock { state in
+            guard state.deferred.contains(where: { $0.deadline <= now }) else { return [] }
+            let due = state.deferred.filter { $0.deadline <= now }
+            state.deferred.removeAll { $0.deadline <= now }
+            return due
+        }
+        for entry in due.sorted(by: { $0.deadline < $1.deadline }) { entry.job(connection) }
     }
 
     /// Handles due timeouts. Timeouts are only removed on this thread (pending calls
@@ -277,6 +339,8 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
     private func fireTimers() {
         let now = Self.now()
         let due: [OpaquePointer] = withTables { tables in
+            // Most loop turns (every signal read) find nothing due: no allocation for them.
+            guard tables.timers.values.contains(where: { $0.deadline <= now }) else { return [] }
             let due = tables.timers.filter { $0.value.deadline <= now }.map(\.key)
             for timeout in due {
                 if var timer = tables.timers[timeout] {
@@ -301,13 +365,15 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
     /// Runs the queued closures, then the queued task jobs (I/O thread, outside dispatch, so
     /// tasks may call into libdbus).
     private func runJobs(_ connection: OpaquePointer) {
+        // Taken by swapping in empty arrays: emptying a buffer the returned copy still shares
+        // would allocate a fresh one on every loop turn.
         let (jobs, tasks): ([Job], [UnownedJob]) = queue.withLock { state in
             state.wakePending = false
-            defer {
-                state.jobs.removeAll(keepingCapacity: true)
-                state.tasks.removeAll(keepingCapacity: true)
-            }
-            return (state.jobs, state.tasks)
+            guard !state.jobs.isEmpty || !state.tasks.isEmpty else { return ([], []) }
+            let taken = (state.jobs, state.tasks)
+            state.jobs = []
+            state.tasks = []
+            return taken
         }
         for job in jobs { job(connection) }
         if !tasks.isEmpty {
@@ -316,10 +382,16 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
         }
     }
 
-    /// Stops accepting jobs and runs the ones already queued (I/O thread, at shutdown).
+    /// Stops accepting jobs and runs the ones already queued or scheduled (I/O thread, at shutdown).
     /// Task jobs queued meanwhile go on the global executor.
     func drainAfterStop(_ connection: OpaquePointer) {
-        queue.withLock { $0.accepting = false }
+        let deferred: [(deadline: UInt64, job: Job)] = queue.withLock { state in
+            state.accepting = false
+            defer { state.deferred.removeAll() }
+            return state.deferred
+        }
         runJobs(connection)
+        // Scheduled jobs run now rather than never (e.g. held signals are handed on).
+        for entry in deferred.sorted(by: { $0.deadline < $1.deadline }) { entry.job(connection) }
     }
 }

@@ -1,4 +1,5 @@
 import CDBus
+import Synchronization
 
 /// Decodes a libdbus message into a Swift ``DBusMessage``. Runs on the connection's I/O
 /// thread; libdbus has already validated the wire data, so only our own limits can fail.
@@ -96,12 +97,50 @@ enum MessageReader {
         }
     }
 
-    private static func readArray(_ iterator: inout DBusMessageIter) throws(DBusTypeMismatch) -> DBusValue {
+    /// The type of a basic type code, nil for containers.
+    private static func basicType(_ code: Int32) -> DBusType? {
+        switch code {
+        case CDBUS_TYPE_BYTE: .byte
+        case CDBUS_TYPE_BOOLEAN: .boolean
+        case CDBUS_TYPE_INT16: .int16
+        case CDBUS_TYPE_UINT16: .uint16
+        case CDBUS_TYPE_INT32: .int32
+        case CDBUS_TYPE_UINT32: .uint32
+        case CDBUS_TYPE_INT64: .int64
+        case CDBUS_TYPE_UINT64: .uint64
+        case CDBUS_TYPE_DOUBLE: .double
+        case CDBUS_TYPE_STRING: .string
+        case CDBUS_TYPE_OBJECT_PATH: .objectPath
+        case CDBUS_TYPE_SIGNATURE: .signature
+        case CDBUS_TYPE_UNIX_FD: .unixFD
+        case CDBUS_TYPE_VARIANT: .variant
+        default: nil
+        }
+    }
+
+    /// Container signatures seen before, parsed once (the same few recur in every message).
+    private static let parsedSignatures = Mutex<[String: DBusType]>([:])
+
+    /// The array's type: from the element's type code when that is basic (no signature
+    /// text to fetch and parse), else from the signature, parsed once per distinct text.
+    private static func arrayType(_ iterator: inout DBusMessageIter) throws(DBusTypeMismatch) -> DBusType {
+        if let element = basicType(dbus_message_iter_get_element_type(&iterator)) { return .array(element) }
         let text = signatureOf(&iterator)
+        if let known = parsedSignatures.withLock({ $0[text] }) { return known }
         let type: DBusType
         do { type = try DBusType(text) } catch {
             throw DBusTypeMismatch(expected: "valid array signature", actual: text)
         }
+        parsedSignatures.withLock { cache in
+            // Bounded: a peer sending ever new signatures must not grow it without end.
+            if cache.count >= 256 { cache.removeAll() }
+            cache[text] = type
+        }
+        return type
+    }
+
+    private static func readArray(_ iterator: inout DBusMessageIter) throws(DBusTypeMismatch) -> DBusValue {
+        let type = try arrayType(&iterator)
         var inner = DBusMessageIter()
         dbus_message_iter_recurse(&iterator, &inner)
         switch type {
@@ -131,7 +170,7 @@ enum MessageReader {
             }
             return .dictionary(key: key, value: value, entries)
         default:
-            throw DBusTypeMismatch(expected: "array signature", actual: text)
+            throw DBusTypeMismatch(expected: "array signature", actual: type.description)
         }
     }
 }

@@ -8,7 +8,7 @@ import Synchronization
 final class ReplyWaiter: @unchecked Sendable {
     private enum State {
         case waiting
-        case suspended(CheckedContinuation<DBusMessage, any Error>)
+        case suspended(UnsafeContinuation<DBusMessage, any Error>)
         case finished
     }
 
@@ -19,7 +19,7 @@ final class ReplyWaiter: @unchecked Sendable {
     /// The connection that tracks this waiter until it completes (I/O thread).
     weak var core: ConnectionCore?
 
-    func install(_ continuation: CheckedContinuation<DBusMessage, any Error>) {
+    func install(_ continuation: UnsafeContinuation<DBusMessage, any Error>) {
         let early: Result<DBusMessage, any Error>? = state.withLock { value in
             if let result = value.1 {
                 value.0 = .finished
@@ -33,9 +33,10 @@ final class ReplyWaiter: @unchecked Sendable {
 
     var isFinished: Bool { state.withLock { $0.1 != nil } }
 
-    /// Delivers the outcome; later outcomes are ignored.
-    func finish(_ result: Result<DBusMessage, any Error>) {
-        let continuation: CheckedContinuation<DBusMessage, any Error>? = state.withLock { value in
+    /// Delivers the outcome; later outcomes are ignored. With `loop` (only on its I/O
+    /// thread) the caller resumes after the loop's dispatch round.
+    func finish(_ result: Result<DBusMessage, any Error>, resumingAfterDispatchOf loop: EventLoop? = nil) {
+        let continuation: UnsafeContinuation<DBusMessage, any Error>? = state.withLock { value in
             guard value.1 == nil else { return nil }
             value.1 = result
             if case .suspended(let continuation) = value.0 {
@@ -44,7 +45,12 @@ final class ReplyWaiter: @unchecked Sendable {
             }
             return nil
         }
-        continuation?.resume(with: result)
+        guard let continuation else { return }
+        if let loop {
+            loop.resumeAfterDispatch(continuation, with: result)
+        } else {
+            continuation.resume(with: result)
+        }
     }
 
     func setPending(_ call: OpaquePointer) {
@@ -62,25 +68,27 @@ final class ReplyWaiter: @unchecked Sendable {
     }
 
     /// Takes the reply from the completed pending call (I/O thread, or the sending thread
-    /// when the reply beat the notification's installation).
-    func complete() {
+    /// when the reply beat the notification's installation). On `loop`'s I/O thread the
+    /// caller resumes after the dispatch round (see ``EventLoop/resumeAfterDispatch(_:with:)``).
+    func complete(on loop: EventLoop? = nil) {
         guard let pending = takePending() else { return }
         let reply = dbus_pending_call_steal_reply(pending)
         dbus_pending_call_unref(pending)
+        let batching = loop.flatMap { $0.onIOThread ? $0 : nil }
         guard let reply else {
-            finish(.failure(DBusError.disconnected("the call was cancelled before a reply came")))
+            finish(.failure(DBusError.disconnected("the call was cancelled before a reply came")), resumingAfterDispatchOf: batching)
             return
         }
         defer { dbus_message_unref(reply) }
         do {
             let message = try MessageReader.read(reply)
             if let error = message.error {
-                finish(.failure(error))
+                finish(.failure(error), resumingAfterDispatchOf: batching)
             } else {
-                finish(.success(message))
+                finish(.success(message), resumingAfterDispatchOf: batching)
             }
         } catch {
-            finish(.failure(error))
+            finish(.failure(error), resumingAfterDispatchOf: batching)
         }
     }
 

@@ -14,6 +14,24 @@ public protocol DBusRepresentable: Sendable {
 }
 
 extension DBusValue {
+    /// The bytes of a byte array (`ay`, also inside a variant), or nil for any other value.
+    /// Cheaper than `as([UInt8].self)` where that cost shows (a GATT value per notification).
+    public var bytes: [UInt8]? {
+        switch self {
+        case .variant(let inner):
+            return inner.bytes
+        case .array(element: .byte, let items):
+            var bytes = [UInt8](repeating: 0, count: items.count)
+            for index in items.indices {
+                guard case .byte(let byte) = items[index] else { return nil }
+                bytes[index] = byte
+            }
+            return bytes
+        default:
+            return nil
+        }
+    }
+
     /// Converts to a Swift type, e.g. `try value.as(String.self)` or
     /// `try value.as([String: DBusValue].self)` for `a{sv}`.
     ///

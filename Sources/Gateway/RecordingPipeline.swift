@@ -86,8 +86,10 @@ public actor RecordingPipeline {
     // MARK: Inputs
 
     /// Feeds every event of `events` until the stream finishes (the board manager shut down).
-    public func consume(boardEvents events: AsyncStream<BoardEvent>) async {
-        for await event in events { handle(event) }
+    public func consume(boardEvents events: BoardEventStream) async {
+        for await batch in events.batches {
+            for event in batch { handle(event) }
+        }
     }
 
     /// Handles one board event.

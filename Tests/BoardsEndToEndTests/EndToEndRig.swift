@@ -171,7 +171,7 @@ final class EventRecorder: @unchecked Sendable {
 }
 
 /// Forwards a session's or manager's events into a recorder until the stream ends.
-func recordEvents(_ stream: AsyncStream<BoardEvent>, into recorder: EventRecorder) -> Task<Void, Never> {
+func recordEvents(_ stream: BoardEventStream, into recorder: EventRecorder) -> Task<Void, Never> {
     Task { for await event in stream { recorder.record(event) } }
 }
 

@@ -39,6 +39,12 @@ for delivery in startnotify acquirenotify; do
         --dbus-pid "$dbus_pid" --sim-pid "$sim_pid" --board "$board" 2>> "$work/mwbench.log")$'\n'
     sleep 1
 done
+# Diagnostic, not a goal line: AcquireNotify grouped per 250 ms instead of the default 100 ms,
+# to show what longer groups would buy.
+raw+=$("$bench" boards --bus "$address" --delivery acquirenotify --coalescing-ms 250 --label acquirenotify250 \
+    --seconds "$seconds" --rate 800 --packed --dbus-pid "$dbus_pid" --sim-pid "$sim_pid" --board "$board" \
+    2>> "$work/mwbench.log")$'\n'
+sleep 1
 # gyro 800 Hz = ODR code 11.
 raw+=$(DBUS_SYSTEM_BUS_ADDRESS="$address" "$venv/bin/python" "$here/boards_peer.py" "$board" "$seconds" 11 "$dbus_pid" "$sim_pid" \
     2>> "$work/bleak.log")$'\n'
@@ -47,21 +53,24 @@ value() { printf '%s\n' "$raw" | sed -n "s/^$1=//p" | tail -1; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0) printf "%.1f", b / a; else print "inf" }'; }
 sn=$(value startnotify_ms_per_1000); an=$(value acquirenotify_ms_per_1000); bl=$(value bleak_ms_per_1000)
 snd=$(value startnotify_dbus_ms_per_1000); and=$(value acquirenotify_dbus_ms_per_1000); bld=$(value bleak_dbus_ms_per_1000)
-r_sn=$(ratio "$sn" "$bl"); r_an=$(ratio "$an" "$bl")
-goal_bleak=$(awk -v a="$r_sn" -v b="$r_an" 'BEGIN { print (a >= 10 && b >= 10) ? "met" : "NOT met" }')
+a250=$(value acquirenotify250_ms_per_1000)
+r_sn=$(ratio "$sn" "$bl"); r_an=$(ratio "$an" "$bl"); r_a250=$(ratio "$a250" "$bl")
+met10() { awk -v r="$1" 'BEGIN { print (r >= 10) ? "met" : "NOT met" }'; }
+goal_bleak_an=$(met10 "$r_an"); goal_bleak_sn=$(met10 "$r_sn")
 goal_dbus=$(awk -v o="$sn" -v d="$snd" 'BEGIN { print (o < d) ? "met" : "NOT met" }')
 {
     echo "### Boards: CPU per 1,000 samples through dbus-daemon"
     echo
-    echo "One simulated MetaMotion R (mwsim, separate process) streaming packed gyro at 800 Hz (3 samples per notification, ~267 notifications/s, no rate cap) through a private dbus-daemon; ${seconds} s window per case after 1 s of settling; CPU = user + system time. Our session runs with its defaults (AcquireNotify: datagrams read in bursts 100 ms after the socket runs dry, each keeping its kernel arrival time; StartNotify: D-Bus signals read as they arrive, since holding reads would turn receive times into read times). bleak $bleak_version (PyPI) on the same board in the same run."
+    echo "One simulated MetaMotion R (mwsim, separate process) streaming packed gyro at 800 Hz (3 samples per notification, ~267 notifications/s, no rate cap) through a private dbus-daemon; ${seconds} s window per case after 1 s of settling; CPU = user + system time. Our session runs with its defaults: once streaming, notifications reach the consumer in groups every 100 ms, one event-stream element per group (AcquireNotify: datagrams read in bursts 100 ms apart, each keeping its kernel arrival time; StartNotify: each D-Bus signal read and stamped as it arrives by a handler on the link connection's I/O thread, since holding reads would turn receive times into read times; only the hand-off is grouped). bleak $bleak_version (PyPI) on the same board in the same run."
     echo
     echo "| case | samples/s | ours (ms CPU / 1,000 samples) | bleak (ms CPU / 1,000 samples) | bleak ÷ ours | dbus-daemon (ms / 1,000 samples) |"
     echo "|---|---:|---:|---:|---:|---:|"
     echo "| our BoardSession, StartNotify (PropertiesChanged) | $(value startnotify_samples_per_s) | $sn | $bl | $r_sn | $snd |"
     echo "| our BoardSession, AcquireNotify (socket fd) | $(value acquirenotify_samples_per_s) | $an | $bl | $r_an | $and |"
+    echo "| diagnostic: our BoardSession, AcquireNotify grouped per 250 ms (not the default) | $(value acquirenotify250_samples_per_s) | $a250 | $bl | $r_a250 | $(value acquirenotify250_dbus_ms_per_1000) |"
     echo "| bleak (its default path), same board | $(value bleak_samples_per_s) | | $bl | | $bld |"
     echo
-    echo "Goal ≥ 10× less CPU than bleak: $goal_bleak (StartNotify ${r_sn}×, AcquireNotify ${r_an}×)."
+    echo "Goal ≥ 10× less CPU than bleak: AcquireNotify (the session's default path wherever BlueZ offers it) ${r_an}× — $goal_bleak_an; StartNotify (the fallback, on bleak's own transport: one D-Bus signal and wake-up per notification) ${r_sn}× — $goal_bleak_sn."
     echo "Goal: our CPU below dbus-daemon's cost of routing the same notifications (StartNotify, where it routes them): $goal_dbus (ours $sn vs dbus-daemon $snd ms per 1,000 samples; with AcquireNotify dbus-daemon routes none: $and)."
     echo
     echo "<details><summary>raw</summary>"
