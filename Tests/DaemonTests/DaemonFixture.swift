@@ -48,12 +48,15 @@ final class DaemonFixture: @unchecked Sendable {
                                            + simulatorFaults.flatMap { ["--fault", $0] })
         notify = try DatagramCollector(path: directory.appendingPathComponent("notify").path)
         journal = try DatagramCollector(path: directory.appendingPathComponent("journal").path)
+        // The capture lasts 30 s, less than a start takes on a loaded machine: ten minutes of it.
+        let capture = directory.appendingPathComponent("gnss.nmea").path
+        try LoopedNMEACapture.write(from: Self.nmeaCapture, to: capture, repeats: 20)
         let config = """
             [boards]
             gyro_rate = 50
 
             [gnss]
-            source = "file:\(Self.nmeaCapture)"
+            source = "file:\(capture)"
 
             [session]
             mode = "\(sessionMode)"

@@ -24,6 +24,21 @@ struct DaemonProcessTests {
         return path
     }
 
+    /// `TimeoutStopSec=` of the shipped unit (systemd/mwgated.service): how long systemd waits
+    /// after SIGTERM before it kills the daemon.
+    static func unitStopTimeout() throws -> Duration {
+        let unit = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("systemd/mwgated.service").path
+        let text = try String(contentsOfFile: unit, encoding: .utf8)
+        let values = text.split(separator: "\n").compactMap { line -> Substring? in
+            line.hasPrefix("TimeoutStopSec=") ? line.dropFirst("TimeoutStopSec=".count) : nil
+        }
+        guard let value = values.last, let seconds = Int(value.hasSuffix("s") ? value.dropLast() : value), seconds > 0 else {
+            throw TestBusError(message: "\(unit): no TimeoutStopSec=<seconds>s line")
+        }
+        return .seconds(seconds)
+    }
+
     @Test func aBadConfigurationStopsTheStartWithExitStatus78AndNamesFileLineAndKey() throws {
         let path = try writeConfig("""
             [boards]
@@ -87,13 +102,22 @@ struct DaemonProcessTests {
         try await waitUntil("an open chunk with points") {
             (Int((try? fixture.query("SELECT COALESCE(SUM(point_count),0) FROM open_chunks")) ?? "0") ?? 0) > 100
         }
+        // The promise is systemd's: after TimeoutStopSec it sends SIGKILL, and so does the test,
+        // so a shutdown that hangs fails here (exit status 137) instead of hanging the suite.
+        // How fast a stop is normally belongs to `make bench`, not here.
+        let stopLimit = try Self.unitStopTimeout()
         let daemon = try #require(fixture.daemon)
         let stopAt = ContinuousClock.now
         kill(daemon.pid, SIGTERM)
+        let killer = Task.detached {
+            try await Task.sleep(for: stopLimit)
+            kill(daemon.pid, SIGKILL)
+        }
         let status = await Task.detached { daemon.wait() }.value
+        killer.cancel()
         let took = ContinuousClock.now - stopAt
-        #expect(status == 0)
-        #expect(took < .seconds(5), "shutdown took \(took)")
+        #expect(status == 0, "exit status \(status) after \(took); systemd kills after TimeoutStopSec=\(stopLimit)")
+        #expect(took < stopLimit, "shutdown took \(took)")
         #expect(fixture.notify.messages.contains { $0.contains("STOPPING=1") })
 
         // Nothing left open; the sealed points equal what the session accepted.
@@ -148,7 +172,7 @@ struct DaemonProcessTests {
     }
 
     @Test func withoutAConfigurationFileItDiscoversTheBoardsOnDefaultsAndLogsALostBoard() async throws {
-        let fixture = try DaemonFixture(simulatorFaults: ["link-drop@6s,board=1"])
+        let fixture = try DaemonFixture()
         defer { fixture.tearDown() }
         try fixture.startDaemon(withConfigurationFile: false)
         try await waitUntil("READY=1") { fixture.notify.messages.contains { $0.contains("READY=1") } }
@@ -158,7 +182,11 @@ struct DaemonProcessTests {
             fixture.notify.messages.contains { $0.contains("STATUS=2/2 boards streaming") && $0.contains("idle") }
         }
         #expect(FileManager.default.fileExists(atPath: fixture.stateDirectory + "/buffer.sqlite"))
-        // The simulator drops board 1's link: board-lost (warning, with the board), then it reconnects.
+        // The simulator drops board 1's link: board-lost (warning, with the board), then it
+        // reconnects. Dropped on demand once it streams: a drop scheduled at a fixed time after
+        // mwsim's start came before the connection on a loaded machine, and was a no-op.
+        try await fixture.bus.run("/usr/bin/dbus-send", ["--system", "--print-reply", "--dest=io.mwgate.Simulator",
+                                                         "/io/mwgate/Simulator1", "io.mwgate.Simulator1.DropLink", "uint32:1"])
         try await waitUntil("board-lost") { !fixture.entries(withMessageID: MessageID.boardLost.rawValue).isEmpty }
         let lost = try #require(fixture.entries(withMessageID: MessageID.boardLost.rawValue).first)
         #expect(lost["PRIORITY"] == "4")

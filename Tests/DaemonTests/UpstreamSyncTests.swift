@@ -259,7 +259,8 @@ struct UpstreamSyncTests {
             #expect(f[8] == f[5], "every point has a location or says why not")
         }
         #expect(arrived == session.chunks)
-        // The replayed capture lasts about half a minute: only the first session is sure of fixes.
+        // The fixture replays ten minutes of fixes from the daemon's start: the first session is
+        // sure to record inside them, the second (after an outage of unknown length) is not.
         if expectLocations { #expect(located > 0) }
 
         let text = try server.psql("""
