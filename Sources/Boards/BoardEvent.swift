@@ -85,10 +85,14 @@ public struct BoardSessionOptions: Sendable {
     /// (`SO_TIMESTAMP`). With `StartNotify` every signal is still read and stamped as it
     /// arrives; only the hand-off is grouped. Grouping starts when the handshake is over
     /// (its replies are never held). Longer groups cost less CPU (one wake-up of the reader
-    /// and one of the consumer per group: at 800 Hz, 250 ms takes about 40% less than the
-    /// default 100 ms) but leave more samples in flight at a recording session's start and
-    /// stop, which the recorder places by arrival. Zero hands on every notification by itself.
+    /// and one of the consumer per group: at 800 Hz, the default 250 ms takes about 40% less
+    /// than 100 ms) but leave more samples in flight at a recording session's start and stop,
+    /// which the recorder places by arrival: up to this long's worth of samples per board
+    /// lands on the other side of an edge. For a walking session that is a quarter of a
+    /// step; live status lags by as much. Zero hands on every notification by itself.
     public var notificationCoalescing: Duration
+    /// The default ``notificationCoalescing``: 250 ms.
+    public static let defaultNotificationCoalescing: Duration = .milliseconds(250)
     /// Holding the reads themselves for `StartNotify` streams (D-Bus signals), which carry
     /// no arrival time: a
     /// held notification's receive time is the time it was read, up to this much late, and
@@ -113,7 +117,7 @@ public struct BoardSessionOptions: Sendable {
     public init(configuration: StreamingConfiguration, handshake: HandshakeSequencer.Options = .init(),
                 reconnection: ReconnectionPolicy = .init(), preferredAdapter: String? = nil,
                 notificationDelivery: NotificationDelivery = .automatic, minimumWriteInterval: Duration = .milliseconds(2),
-                notificationCoalescing: Duration = .milliseconds(100), signalReadCoalescing: Duration = .zero,
+                notificationCoalescing: Duration = defaultNotificationCoalescing, signalReadCoalescing: Duration = .zero,
                 watchdogIntervals: Double = 5, watchdogMinimum: Duration = .seconds(1), streamRestartsBeforeReconnect: Int = 1,
                 batteryInterval: Duration? = .seconds(600), watchButton: Bool = true,
                 seed: UInt64 = UInt64.random(in: 0...UInt64.max)) {

@@ -1,4 +1,5 @@
 import BlueZ
+import Boards
 import Buffer
 import Foundation
 import Gateway
@@ -11,9 +12,14 @@ import Testing
 @Suite(.serialized, .enabled(if: TestBus.isAvailable, "needs /usr/bin/dbus-daemon"))
 struct GatewayPipelineTests {
     /// Samples a board may have in flight at a session edge: emitted before the edge but
-    /// delivered after it, or the reverse (BLE batching at 7.5–30 ms connection events plus a
-    /// loaded scheduler). 10 samples = 200 ms at 50 Hz, per edge.
-    static let edgeSlack = 10
+    /// delivered after it, or the reverse. The recorder places samples by arrival, so that is
+    /// the session's notification grouping plus 200 ms for BLE batching (7.5–30 ms connection
+    /// events) and a loaded scheduler, at the harness's 50 Hz.
+    static let edgeSlack: Int = {
+        let grouping = BoardSessionOptions.defaultNotificationCoalescing
+        let seconds = Double(grouping.components.seconds) + Double(grouping.components.attoseconds) / 1e18 + 0.2
+        return Int((seconds * 50).rounded(.up))
+    }()
 
     @Test func walkingSessionIsSealedPerBoardWithLocationsAndARecordsDocument() async throws {
         try await GatewayHarness.with(mode: .manual) { h in
