@@ -109,15 +109,17 @@ run_ours() {  # $1 = round
         psql -q -h 127.0.0.1 -p "$pg_port" -U postgres -d postgres -c "CREATE DATABASE ours_$r"
         a+=(--pg-port "$pg_port" --database "ours_$r" --peer-database peer_template)
     fi
-    local out
+    local out load
+    load=$(cut -d' ' -f1 /proc/loadavg)
     out=$("$bench" uplink "${a[@]}")
     stop_emulator
     raw_all+="round $r ours"$'\n'"$out"$'\n'
     pgrows=$(printf '%s\n' "$out" | sed -n 's/^postgresql_rows=//p')
-    printf '%s\n' "$out" | sed "s/^/r${r}_/" >> "$work/ours.kv"
+    printf '%s\n' "$out" "load=$load" | sed "s/^/r${r}_/" >> "$work/ours.kv"
 }
 run_peer() {  # $1 = round; PostgreSQL rows from the latest run of ours
     local r=$1 out=""
+    out+="peer_load=$(cut -d' ' -f1 /proc/loadavg)"$'\n'
     if [ -n "$have_fs" ]; then
         fresh_emulator
         out+=$(/usr/bin/python3 "$here/uplink_peer.py" firestore "$(commit_url "bench-peer-$r")" "$fs_bodies")
@@ -156,7 +158,8 @@ for sink in firestore postgresql; do
         ow=$(kv ours r${r}_${sink}_wall_s); oc=$(kv ours r${r}_${sink}_cpu_s)
         pw=$(kv peer r${r}_peer_${sink}_wall_s); pc=$(kv peer r${r}_peer_${sink}_cpu_s)
         [ -n "$ow" ] && [ -n "$pw" ] || continue
-        echo "$ow $pw $oc $pc" | awk -v n="$n" '{ printf "%s %s %s %s %.3f %.3f %.3f %.3f\n", $1, $2, $3, $4, $2 / $1, $3 * 1000 / n, $4 * 1000 / n, $3 / $4 }' >> "$work/$sink.rounds"
+        ol=$(kv ours r${r}_load); pl=$(kv peer r${r}_peer_load)
+        echo "$ow $pw $oc $pc $ol $pl" | awk -v n="$n" '{ printf "%s %s %s %s %.3f %.3f %.3f %.3f %s %s\n", $1, $2, $3, $4, $2 / $1, $3 * 1000 / n, $4 * 1000 / n, $3 / $4, $5, $6 }' >> "$work/$sink.rounds"
     done
     ow=$(awk '{ print $1 }' "$work/$sink.rounds" | median); pw=$(awk '{ print $2 }' "$work/$sink.rounds" | median)
     ratio=$(awk '{ print $5 }' "$work/$sink.rounds" | median)
@@ -172,7 +175,7 @@ for sink in firestore postgresql; do
         wall = (1 / r <= 1.10) ? "met" : "NOT met";
         printf "%s: wall-time overhead %+.0f%% vs the plain client (median of per-round ratios; goal < +10%%: %s).", s, (1 / r - 1) * 100, wall }')
     verdicts+="$verdict "
-    per_round+="$sink (our wall s, peer wall s, our CPU s, peer CPU s, throughput ratio, our CPU ms/doc, peer CPU ms/doc, CPU ratio):"$'\n'"$(sed 's/^/    /' "$work/$sink.rounds")"$'\n'
+    per_round+="$sink (our wall s, peer wall s, our CPU s, peer CPU s, throughput ratio, our CPU ms/doc, peer CPU ms/doc, CPU ratio, 1-min load when ours started, when the peer started):"$'\n'"$(sed 's/^/    /' "$work/$sink.rounds")"$'\n'
 done
 
 {
