@@ -213,8 +213,8 @@ public actor SyncService {
     private var confirmedUnmarked: Set<Int64> = []
     private var marking: Task<Void, Never>?
 
-    /// Writes the `sent` marks of `items` in the background (one mark at a time: the caller
-    /// settles the previous one first). If the process dies before the mark lands, the
+    /// Writes the `sent` marks of `items` in the background, after any mark still being
+    /// written (in order, one at a time). If the process dies before the mark lands, the
     /// documents go again after restart, and their fixed names make that harmless.
     private func startMarking(_ items: [OutboxItem]) {
         guard !items.isEmpty else { return }
@@ -222,7 +222,9 @@ public actor SyncService {
         let store = store
         let logger = logger
         let ids = items.map(\.id)
+        let previous = marking
         marking = Task.detached {
+            await previous?.value
             do { try store.markSent(ids) } catch {
                 // The documents are stored upstream; they go again after restart, harmlessly.
                 logger.error("cannot mark documents sent: \(error)")
@@ -230,12 +232,16 @@ public actor SyncService {
         }
     }
 
-    /// Waits for the `sent` mark being written, if any.
+    /// Waits until every `sent` mark started so far is written. (`mwctl sync now` may run a
+    /// drain beside `run`, so another round can start a mark while this one waits.)
     private func settleMarks() async {
-        guard let task = marking else { return }
-        marking = nil
-        await task.value
-        confirmedUnmarked = []
+        while let task = marking {
+            await task.value
+            if marking == task {
+                marking = nil
+                confirmedUnmarked = []
+            }
+        }
     }
 
     /// Sends one session's documents in order; marks each result in the store.

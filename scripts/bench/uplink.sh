@@ -102,17 +102,23 @@ if [ -n "$have_fs" ]; then
     fs_bodies=$("$bench" uplink "$work/bodies" --chunks "$chunks" --no-null-sink --bodies-only | sed -n 's/^firestore_bodies=//p')
 fi
 run_ours() {  # $1 = round
-    local r=$1 a=("$work/ours-$1" --chunks "$chunks")
+    local r=$1 out="" load
+    load=$(cut -d' ' -f1 /proc/loadavg)
+    if [ -n "$have_fs" ]; then
+        fresh_emulator
+        out+=$("$bench" uplink "$work/ours-$r-fs" --chunks "$chunks" --no-null-sink --emulator "127.0.0.1:$emu_port" --project "bench-ours-$r")
+        out+=$'\n'
+        # Stopped before the PostgreSQL drain, as for the peer: a JVM holding a drain's
+        # documents keeps collecting garbage for a while.
+        stop_emulator
+    fi
+    local a=("$work/ours-$r" --chunks "$chunks")
     if (( r > 1 )); then a+=(--no-null-sink); fi
-    if [ -n "$have_fs" ]; then fresh_emulator; a+=(--emulator "127.0.0.1:$emu_port" --project "bench-ours-$r"); fi
     if [ -n "$have_pg" ]; then
         psql -q -h 127.0.0.1 -p "$pg_port" -U postgres -d postgres -c "CREATE DATABASE ours_$r"
         a+=(--pg-port "$pg_port" --database "ours_$r" --peer-database peer_template)
     fi
-    local out load
-    load=$(cut -d' ' -f1 /proc/loadavg)
-    out=$("$bench" uplink "${a[@]}")
-    stop_emulator
+    out+=$("$bench" uplink "${a[@]}")
     raw_all+="round $r ours"$'\n'"$out"$'\n'
     pgrows=$(printf '%s\n' "$out" | sed -n 's/^postgresql_rows=//p')
     printf '%s\n' "$out" "load=$load" | sed "s/^/r${r}_/" >> "$work/ours.kv"
