@@ -62,7 +62,10 @@ fresh_emulator() {
     /usr/bin/python3 "$here/uplink_peer.py" warmup "$(commit_url bench-warmup)" "$fs_bodies" "$warmup_commits"
     curl -s -o /dev/null -X DELETE "http://127.0.0.1:$emu_port/emulator/v1/projects/bench-warmup/databases/(default)/documents"
 }
-if [ -x "$launcher" ] && command -v java >/dev/null; then
+sinks=${UPLINK_SINKS:-firestore postgresql}  # e.g. UPLINK_SINKS=postgresql for a short rerun
+if [[ " $sinks " != *" firestore "* ]]; then
+    fs_note="Firestore not run (UPLINK_SINKS=$sinks)."
+elif [ -x "$launcher" ] && command -v java >/dev/null; then
     have_fs=1
     if (( emu_heap_mb < 5000 )); then
         fs_note="The emulator's heap ($emu_heap_mb MB, 2/5 of RAM) is below the ~5 GB one drain needs: expect GC stalls."
@@ -73,7 +76,9 @@ fi
 
 pg_note=""
 have_pg=""
-if [ -x "$pgbin/postgres" ]; then
+if [[ " $sinks " != *" postgresql "* ]]; then
+    pg_note="PostgreSQL not run (UPLINK_SINKS=$sinks)."
+elif [ -x "$pgbin/postgres" ]; then
     pg_port=$(free_port)
     as=()
     if [ "$(id -u)" -eq 0 ]; then as=(runuser -u nobody --); chown nobody "$work"; fi
