@@ -5,15 +5,17 @@ import Recording
 import Uplink
 
 /// `mwbench uplink WORK [--emulator HOST:PORT] [--project P] [--pg-port N] [--database D]
-/// [--peer-database D] [--chunks N] [--no-null-sink]`: drains a
+/// [--peer-database D] [--chunks N] [--no-null-sink] [--bodies-only]`: drains a
 /// one-hour backlog of 4 boards at 100 Hz (720 chunks of 2,000 points + the records
 /// document) into the Firestore emulator and into PostgreSQL with the real sync service,
 /// measuring wall time and this process's CPU. For the plain-client peers it writes the
-/// same bodies (Firestore commit JSON, PostgreSQL parameter rows) to files in WORK.
+/// same bodies (Firestore commit JSON, PostgreSQL parameter rows) to files in WORK;
+/// `--bodies-only` writes the Firestore bodies and stops. The emulator is expected warm:
+/// scripts/bench/uplink.sh warms a fresh one the same way before ours and before the peer.
 enum UplinkBenchmark {
     static func run(_ arguments: [String]) async {
         guard let work = arguments.first else {
-            fail("usage: mwbench uplink WORK [--emulator HOST:PORT] [--project P] [--pg-port N] [--database D] [--peer-database D] [--chunks N] [--no-null-sink]")
+            fail("usage: mwbench uplink WORK [--emulator HOST:PORT] [--project P] [--pg-port N] [--database D] [--peer-database D] [--chunks N] [--no-null-sink] [--bodies-only]")
         }
         var emulator: String?
         var pgPort: Int?
@@ -22,6 +24,7 @@ enum UplinkBenchmark {
         var database = "ours"
         var peerDatabase = "peer"
         var withNullSink = true
+        var bodiesOnly = false
         var i = 1
         while i < arguments.count {
             let value = i + 1 < arguments.count ? arguments[i + 1] : ""
@@ -36,6 +39,10 @@ enum UplinkBenchmark {
                 withNullSink = false
                 i += 1
                 continue
+            case "--bodies-only":
+                bodiesOnly = true
+                i += 1
+                continue
             default: fail("mwbench uplink: unknown option \(arguments[i])")
             }
             i += 2
@@ -43,6 +50,10 @@ enum UplinkBenchmark {
         // Logs to stderr: stdout carries the key=value results.
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
         print("chunks=\(chunks)")
+        if bodiesOnly {
+            writeFirestoreBodies(work: work, groups: commitGroups(backlog("\(work)/fs-state", chunks: chunks), size: configuration.documentsPerCommit))
+            return
+        }
         if withNullSink { await nullSink(work: work, chunks: chunks) }
         if let emulator { await firestore(work: work, host: emulator, project: project, chunks: chunks) }
         if let pgPort { await postgres(work: work, port: pgPort, database: database, peerDatabase: peerDatabase, chunks: chunks) }
@@ -78,6 +89,10 @@ enum UplinkBenchmark {
                                             boards: (0..<4).map { "AA:BB:CC:DD:EE:0\($0)" }, pointCount: chunks * 2000, distance: 4000,
                                             timeSource: .systemClockSynchronised))
             try store.submitSurvey(sessionID: "BENCH", survey: .hazards(["pothole": 2]), submittedAt: Date(timeIntervalSince1970: end / 1000))
+            // A real backlog was written over an hour and is long on disk: the writes of
+            // building it here are flushed before the measured drain, not during it (where
+            // they slowed our PostgreSQL commits' fsyncs, the peer having no such setup).
+            sync()
             return store
         } catch {
             fail("mwbench uplink: cannot build the backlog: \(error)")
@@ -137,36 +152,44 @@ enum UplinkBenchmark {
         }
     }
 
-    /// Passes writes through and notes when each commit completed, for the report's
-    /// backlog-drain plot (one lock per commit: nothing next to a network round trip).
+    /// Passes writes through and notes when each commit started and completed, for the
+    /// report's backlog-drain plot and the gaps between commits (one lock per commit:
+    /// nothing next to a network round trip).
     final class TimelineSink: Sink, @unchecked Sendable {
         let inner: any Sink
         var name: String { inner.name }
         private let lock = NSLock()
         private var origin = ContinuousClock.now
-        private var points: [(seconds: Double, documents: Int)] = []
+        private var points: [(seconds: Double, documents: Int, started: Double)] = []
         private var documents = 0
 
         init(wrapping inner: any Sink) { self.inner = inner }
 
         func start() {
-            lock.withLock { origin = .now; points = [(0, 0)]; documents = 0 }
+            lock.withLock { origin = .now; points = [(0, 0, 0)]; documents = 0 }
         }
 
         func write(_ batch: [SinkDocument]) async throws(SinkError) {
+            let started = lock.withLock { seconds(since: origin) }
             try await inner.write(batch)
             lock.withLock {
                 documents += batch.count
-                let elapsed = ContinuousClock.now - origin
-                points.append((Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18, documents))
+                points.append((seconds(since: origin), documents, started))
             }
+        }
+
+        private func seconds(since start: ContinuousClock.Instant) -> Double {
+            let elapsed = ContinuousClock.now - start
+            return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         }
 
         func prepare(_ batch: [SinkDocument]) async { await inner.prepare(batch) }
         func close() async { await inner.close() }
 
         func csv() -> String {
-            lock.withLock { "seconds,documents\n" + points.map { String(format: "%.4f,%ld\n", $0.seconds, $0.documents) }.joined() }
+            lock.withLock {
+                "seconds,documents,started\n" + points.map { String(format: "%.4f,%ld,%.4f\n", $0.seconds, $0.documents, $0.started) }.joined()
+            }
         }
     }
 
@@ -217,22 +240,21 @@ enum UplinkBenchmark {
         print("cpu_ms_per_document_plain_json=\(String(format: "%.2f", (c3 - c2) * 1000 / n)) (\(plainBytes / Int(n)) B)")
         print("cpu_ms_per_document_sink_encoding_before=\(String(format: "%.2f", (c4 - c3) * 1000 / n)) (\(before / Int(n)) B)")
         print("cpu_ms_per_document_sink_encoding_after=\(String(format: "%.2f", (c5 - c4) * 1000 / n)) (\(after / Int(n)) B)")
-        // The peer gets the same commits for its own project (a replay into ours would only
-        // measure ALREADY_EXISTS).
+        writeFirestoreBodies(work: work, groups: groups)
+        let sink: FirestoreSink
+        do { sink = try FirestoreSink(configuration: .emulator(host: host, projectID: project)) } catch { fail("\(error)") }
+        await measure("firestore", store: store, sink: sink, documents: groups.reduce(0) { $0 + $1.count })
+    }
+
+    /// The commits ours sends, for the peer's own project (a replay into ours would only
+    /// measure ALREADY_EXISTS) and for the emulator warm-ups: one JSON body per line.
+    static func writeFirestoreBodies(work: String, groups: [[SinkDocument]]) {
         var lines = ""
         for g in groups { lines += FirestoreEncoding.commitBody(g, databasePath: "projects/bench-peer/databases/(default)") + "\n" }
         do { try lines.write(toFile: "\(work)/fs-bodies.jsonl", atomically: true, encoding: .utf8) } catch { fail("\(error)") }
         print("firestore_bodies=\(work)/fs-bodies.jsonl")
         print("firestore_commits=\(groups.count)")
         print("firestore_body_bytes=\(lines.utf8.count - groups.count)")
-        let sink: FirestoreSink
-        do { sink = try FirestoreSink(configuration: .emulator(host: host, projectID: project)) } catch { fail("\(error)") }
-        // Warm the emulator's JVM first (not measured), so neither side pays for its JIT.
-        do {
-            let warm = try FirestoreSink(configuration: .emulator(host: host, projectID: "bench-warmup"))
-            for g in groups.prefix(8) { try await warm.write(g) }
-        } catch { fail("mwbench uplink: emulator warm-up failed: \(error)") }
-        await measure("firestore", store: store, sink: sink, documents: groups.reduce(0) { $0 + $1.count })
     }
 
     static func postgres(work: String, port: Int, database: String, peerDatabase: String, chunks: Int) async {

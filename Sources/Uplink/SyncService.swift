@@ -12,6 +12,10 @@ import Recording
 ///   upstream is down a single probe commit instead of every session retrying.
 /// * The drain is paced by `DrainRateLimiter`; a rate-limited answer halves the pace.
 /// * Permanent failures dead-letter the document with the reason; later documents go on.
+/// * A document is marked sent only after the upstream confirmed it; that mark (a
+///   FULL-synchronous write) is written while the next commit is in flight, not between
+///   the two, and the service never ends a drain, waits out a backoff or goes idle with a
+///   mark still unwritten.
 ///
 /// Recording never waits for this: the service only reads sealed chunks from the store.
 public actor SyncService {
@@ -94,6 +98,7 @@ public actor SyncService {
                 do { try await clock.sleep(until: clock.now() + configuration.idlePollInterval) } catch { break }
             }
         }
+        await settleMarks()
         logger.info("sync stopped", metadata: ["sent": "\(current.sent)"])
     }
 
@@ -104,12 +109,19 @@ public actor SyncService {
     public func drain() async throws -> Int {
         try store.releaseInFlight()
         let before = current.sent
-        while try await step() {}
+        do {
+            while try await step() {}
+        } catch {
+            await settleMarks()
+            throw error
+        }
+        await settleMarks()
         return current.sent - before
     }
 
     /// One round: wait out a backoff, take work, send it. False when there was nothing to do.
     private func step() async throws -> Bool {
+        if retryAt != nil { await settleMarks() }
         if let retryAt {
             current.activity = .backingOff
             current.nextAttemptIn = max(0, retryAt - clock.now())
@@ -117,13 +129,18 @@ public actor SyncService {
             try await clock.sleep(until: retryAt)
         }
         let probing = retryAt != nil
-        let items: [OutboxItem]
+        var items: [OutboxItem]
         do {
             // Read only: a round's documents are in flight until the round ends, and rounds
-            // do not overlap, so the outbox needs no in-flight marks.
+            // do not overlap, so the outbox needs no in-flight marks. The previous round's
+            // documents may still read as pending while their mark is being written: they
+            // are each session's first pending items, so reading that many more per session
+            // and leaving them out gives the next ones.
+            let marking = confirmedUnmarked.count
             items = probing ? try store.uploadCandidates(limit: 1, perSession: 1)
-                : try store.uploadCandidates(limit: configuration.documentsPerCommit * configuration.concurrentSessions,
-                                      perSession: configuration.documentsPerCommit)
+                : try store.uploadCandidates(limit: (configuration.documentsPerCommit + marking) * configuration.concurrentSessions,
+                                             perSession: configuration.documentsPerCommit + marking)
+            items.removeAll { confirmedUnmarked.contains($0.id) }
         } catch {
             logger.error("cannot read the outbox: \(error)")
             throw CancellationError()
@@ -132,6 +149,7 @@ public actor SyncService {
         let taken = Set(items.map(\.id))
         prefetchedDocuments = prefetchedDocuments.filter { taken.contains($0.key) }
         guard !items.isEmpty else {
+            await settleMarks()
             if !probing {
                 current.activity = .idle
                 current.nextAttemptIn = nil
@@ -144,7 +162,7 @@ public actor SyncService {
         for item in items {
             if let i = groups.firstIndex(where: { $0[0].sessionID == item.sessionID }) { groups[i].append(item) } else { groups.append([item]) }
         }
-        groups = Array(groups.prefix(configuration.concurrentSessions))
+        groups = groups.prefix(configuration.concurrentSessions).map { Array($0.prefix(configuration.documentsPerCommit)) }
         current.inFlight = groups.reduce(0) { $0 + $1.count }
         current.activity = .draining
         current.nextAttemptIn = nil
@@ -163,15 +181,21 @@ public actor SyncService {
             for await r in group { results.append(r) }
             return results.sorted { $0.0 < $1.0 }.map(\.1)
         }
+        // The previous round's mark has had this whole round to land; this round's starts
+        // now and overlaps the next round's commit.
+        await settleMarks()
         var cancelled = false
+        var confirmed: [OutboxItem] = []
         for outcome in outcomes {
             switch outcome {
             case .cancelled: cancelled = true
-            case .done(let sent, let failure):
+            case .done(let sent, let failure, let toMark):
+                confirmed += toMark
                 if sent > 0 { recordSuccess(sent) }
                 if let failure { recordFailure(failure) }
             }
         }
+        startMarking(confirmed)
         refreshBacklog()
         publish()
         if cancelled { throw CancellationError() }
@@ -179,9 +203,45 @@ public actor SyncService {
     }
 
     enum Outcome: Sendable {
-        /// `sent` documents stored; `failure` set when the rest hit a transient error.
-        case done(sent: Int, failure: SinkError?)
+        /// `sent` documents stored; `failure` set when the rest hit a transient error;
+        /// `toMark`: stored documents whose `sent` mark is still to be written.
+        case done(sent: Int, failure: SinkError?, toMark: [OutboxItem] = [])
         case cancelled
+    }
+
+    /// Documents the upstream confirmed whose `sent` mark is being written by `marking`.
+    private var confirmedUnmarked: Set<Int64> = []
+    private var marking: Task<Void, Never>?
+
+    /// Writes the `sent` marks of `items` in the background, after any mark still being
+    /// written (in order, one at a time). If the process dies before the mark lands, the
+    /// documents go again after restart, and their fixed names make that harmless.
+    private func startMarking(_ items: [OutboxItem]) {
+        guard !items.isEmpty else { return }
+        confirmedUnmarked.formUnion(items.map(\.id))
+        let store = store
+        let logger = logger
+        let ids = items.map(\.id)
+        let previous = marking
+        marking = Task.detached {
+            await previous?.value
+            do { try store.markSent(ids) } catch {
+                // The documents are stored upstream; they go again after restart, harmlessly.
+                logger.error("cannot mark documents sent: \(error)")
+            }
+        }
+    }
+
+    /// Waits until every `sent` mark started so far is written. (`mwctl sync now` may run a
+    /// drain beside `run`, so another round can start a mark while this one waits.)
+    private func settleMarks() async {
+        while let task = marking {
+            await task.value
+            if marking == task {
+                marking = nil
+                confirmedUnmarked = []
+            }
+        }
     }
 
     /// Sends one session's documents in order; marks each result in the store.
@@ -211,8 +271,7 @@ public actor SyncService {
     private func writeAndSettle(_ documents: [(OutboxItem, SinkDocument)]) async -> Outcome {
         do {
             try await sink.write(documents.map(\.1))
-            markSent(documents.map(\.0))
-            return .done(sent: documents.count, failure: nil)
+            return .done(sent: documents.count, failure: nil, toMark: documents.map(\.0))
         } catch {
             if Task.isCancelled {
                 _ = try? store.releaseInFlight(documents.map(\.0.id))

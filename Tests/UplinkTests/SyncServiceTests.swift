@@ -312,6 +312,34 @@ struct BackoffTests {
         #expect(seen.first?.backlogCount == 30 || seen.dropFirst().first?.backlogCount == 30)
     }
 
+    @Test("a commit's documents are marked sent only once it is confirmed, and at the latest while the next commit is in flight; none is sent twice")
+    func marksOverlapTheNextCommit() async throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = try openStore(dir)
+        try fillStore(store, sessions: 2, chunks: 7, size: 10)
+        let sink = MarkWatchingSink(store: store)
+        let service = SyncService(store: store, sink: sink, configuration: SyncConfiguration(documentsPerCommit: 3, concurrentSessions: 1,
+                                                                                             idlePollInterval: 0.05))
+        let sent = try await service.drain()
+        let seen = sink.snapshot
+        #expect(sent == 16)
+        // Every document once, each session in seal order.
+        #expect(seen.written.count == 16 && Set(seen.written).count == 16)
+        for s in 0..<2 {
+            let record = try #require(try store.recordsDocument(sessionID: "S\(s)"))
+            #expect(seen.written.filter { record.gscopeData.contains($0) || $0 == record.name } == record.gscopeData + [record.name])
+        }
+        // While a commit was being written, its own documents were never marked sent yet ...
+        #expect(seen.markedTooEarly.isEmpty, "marked before the upstream confirmed: \(seen.markedTooEarly)")
+        // ... and the previous commit's marks landed while this one was in flight.
+        #expect(seen.previousMarkedDuringCommit == seen.commits - 1, "\(seen.previousMarkedDuringCommit) of \(seen.commits - 1)")
+        let stats = try store.backlogStats()
+        #expect(stats.count == 0 && stats.inFlight == 0)
+        let status = await service.status
+        #expect(status.sent == 16 && status.backlogCount == 0)
+    }
+
     @Test("cancellation abandons the commit in flight and puts its documents back")
     func cancellation() async throws {
         let dir = temporaryDirectory()
@@ -377,4 +405,42 @@ struct HangingSink: Sink {
         do { try await Task.sleep(for: .seconds(3600)) } catch { throw .transient(reason: "cancelled", retryAfter: nil) }
     }
     func close() async {}
+}
+
+/// Stores everything; during each commit checks the outbox: the commit's own documents
+/// must not be marked sent yet, and the previous commit's mark must land while this one is
+/// in flight (waited for up to 30 s).
+final class MarkWatchingSink: Sink, @unchecked Sendable {
+    let name = "mark-watching"
+    let store: BufferStore
+    private let lock = NSLock()
+    private var written: [String] = []
+    private var previous: [String] = []
+    private var markedTooEarly: [String] = []
+    private var previousMarkedDuringCommit = 0
+    private var commits = 0
+
+    init(store: BufferStore) { self.store = store }
+
+    func write(_ documents: [SinkDocument]) async throws(SinkError) {
+        let names = documents.map(\.name)
+        let early = names.filter { (try? store.outboxState(of: $0))??.state == .sent }
+        let before = lock.withLock { previous }
+        let landed = await eventually(timeout: 30) {
+            before.allSatisfy { (try? store.outboxState(of: $0))??.state == .sent }
+        }
+        lock.withLock {
+            commits += 1
+            markedTooEarly += early
+            if landed, !before.isEmpty { previousMarkedDuringCommit += 1 }
+            written += names
+            previous = names
+        }
+    }
+
+    func close() async {}
+
+    var snapshot: (written: [String], markedTooEarly: [String], previousMarkedDuringCommit: Int, commits: Int) {
+        lock.withLock { (written, markedTooEarly, previousMarkedDuringCommit, commits) }
+    }
 }

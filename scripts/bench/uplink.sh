@@ -15,7 +15,7 @@ emu_pid=""
 pg_pid=""
 pgbin=/usr/lib/postgresql/15/bin
 cleanup() {
-    if [ -n "$emu_pid" ]; then kill -TERM -- "-$emu_pid" 2>/dev/null || true; sleep 1; kill -KILL -- "-$emu_pid" 2>/dev/null || true; fi
+    stop_emulator
     if [ -n "$pg_pid" ]; then kill -INT "$pg_pid" 2>/dev/null || true; for _ in $(seq 50); do kill -0 "$pg_pid" 2>/dev/null || break; sleep 0.2; done; fi
     rm -rf "$work"
 }
@@ -25,19 +25,60 @@ free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("12
 launcher=/usr/lib/google-cloud-sdk/platform/cloud-firestore-emulator/cloud_firestore_emulator
 fs_note=""
 have_fs=""
-if [ -x "$launcher" ] && command -v java >/dev/null; then
+# The emulator keeps every document in its JVM heap, deleted ones too: DELETE .../documents
+# empties a project for readers but frees no memory (a full GC after deleting two drains still
+# held 5.3 GB), so each drain adds ~3.3 GB of live heap. With two rounds in one emulator the
+# heap filled (default max = 1/4 of RAM), G1 fell into back-to-back 12 s full GCs and a
+# commit got no answer for 120 s. So every measured drain gets an emulator of its own, with
+# a fixed heap (no resizing in the middle of a drain) large enough for one drain, warmed up
+# the same way before ours and before the peer.
+ram_mb=$(awk '/MemTotal/ { print int($2 / 1024) }' /proc/meminfo)
+emu_heap_mb=$(( ram_mb * 2 / 5 < 8192 ? ram_mb * 2 / 5 : 8192 ))
+warmup_commits=${UPLINK_WARMUP_COMMITS:-40}
+emu_port=""
+start_emulator() {
+    stop_emulator
     emu_port=$(free_port)
-    setsid "$launcher" start --host=127.0.0.1 --port="$emu_port" --project_id=bench-default > "$work/emulator.log" 2>&1 &
+    JAVA_TOOL_OPTIONS="-Xms${emu_heap_mb}m -Xmx${emu_heap_mb}m" setsid "$launcher" start --host=127.0.0.1 --port="$emu_port" \
+        --project_id=bench-default >> "$work/emulator.log" 2>&1 &
     emu_pid=$!
-    for _ in $(seq 120); do curl -s -o /dev/null "http://127.0.0.1:$emu_port/" && break; sleep 0.5; done
+    for _ in $(seq 240); do curl -s -o /dev/null "http://127.0.0.1:$emu_port/" && return 0; sleep 0.5; done
+    echo "uplink: the Firestore emulator did not start (see $work/emulator.log)" >&2
+    return 1
+}
+stop_emulator() {
+    [ -n "$emu_pid" ] || return 0
+    kill -TERM -- "-$emu_pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$emu_pid" 2>/dev/null || break; sleep 0.2; done
+    kill -KILL -- "-$emu_pid" 2>/dev/null || true
+    wait "$emu_pid" 2>/dev/null || true
+    emu_pid=""
+}
+commit_url() { echo "http://127.0.0.1:$emu_port/v1/projects/$1/databases/(default)/documents:commit"; }
+# A fresh emulator, its JIT warmed by the first commits of the drain into a project of their
+# own (not measured, same client and bodies for both sides), then emptied.
+fresh_emulator() {
+    start_emulator
+    /usr/bin/python3 "$here/uplink_peer.py" warmup "$(commit_url bench-warmup)" "$fs_bodies" "$warmup_commits"
+    curl -s -o /dev/null -X DELETE "http://127.0.0.1:$emu_port/emulator/v1/projects/bench-warmup/databases/(default)/documents"
+}
+sinks=${UPLINK_SINKS:-firestore postgresql}  # e.g. UPLINK_SINKS=postgresql for a short rerun
+if [[ " $sinks " != *" firestore "* ]]; then
+    fs_note="Firestore not run (UPLINK_SINKS=$sinks)."
+elif [ -x "$launcher" ] && command -v java >/dev/null; then
     have_fs=1
+    if (( emu_heap_mb < 5000 )); then
+        fs_note="The emulator's heap ($emu_heap_mb MB, 2/5 of RAM) is below the ~5 GB one drain needs: expect GC stalls."
+    fi
 else
     fs_note="Firestore emulator or java missing: Firestore rows skipped."
 fi
 
 pg_note=""
 have_pg=""
-if [ -x "$pgbin/postgres" ]; then
+if [[ " $sinks " != *" postgresql "* ]]; then
+    pg_note="PostgreSQL not run (UPLINK_SINKS=$sinks)."
+elif [ -x "$pgbin/postgres" ]; then
     pg_port=$(free_port)
     as=()
     if [ "$(id -u)" -eq 0 ]; then as=(runuser -u nobody --); chown nobody "$work"; fi
@@ -53,42 +94,48 @@ else
     pg_note="PostgreSQL 15 missing: PostgreSQL rows skipped."
 fi
 
-# Ours and the peer alternate (AB, BA, ...) for $rounds rounds, each drain into an empty
-# project / a fresh database, so load changes on this shared machine and the emulator's
-# growing JVM heap hit both sides alike; the verdict is the median of the per-round ratios.
-rounds=${UPLINK_ROUNDS:-2}
-reset_emulator() {
-    # Empties every project used so far: the emulator keeps all documents in its heap.
-    for project in bench-warmup $(seq -f 'bench-ours-%g' "$rounds") $(seq -f 'bench-peer-%g' "$rounds"); do
-        curl -s -o /dev/null -X DELETE "http://127.0.0.1:$emu_port/emulator/v1/projects/$project/databases/(default)/documents"
-    done
-}
+# Ours and the peer alternate (AB, BA, ...) for $rounds rounds, each drain into a fresh
+# emulator / a fresh database, so load changes on this shared machine hit both sides alike;
+# the verdict is the median of the per-round ratios.
+rounds=${UPLINK_ROUNDS:-3}
 raw_all=""
 peer_all=""
-bodies=""
 pgrows=""
+fs_bodies=""
+if [ -n "$have_fs" ]; then
+    # The commit bodies, for the warm-ups and the peer (the same ones ours sends).
+    fs_bodies=$("$bench" uplink "$work/bodies" --chunks "$chunks" --no-null-sink --bodies-only | sed -n 's/^firestore_bodies=//p')
+fi
 run_ours() {  # $1 = round
-    local r=$1 a=("$work/ours-$1" --chunks "$chunks")
+    local r=$1 out="" load
+    load=$(cut -d' ' -f1 /proc/loadavg)
+    if [ -n "$have_fs" ]; then
+        fresh_emulator
+        out+=$("$bench" uplink "$work/ours-$r-fs" --chunks "$chunks" --no-null-sink --emulator "127.0.0.1:$emu_port" --project "bench-ours-$r")
+        out+=$'\n'
+        # Stopped before the PostgreSQL drain, as for the peer: a JVM holding a drain's
+        # documents keeps collecting garbage for a while.
+        stop_emulator
+    fi
+    local a=("$work/ours-$r" --chunks "$chunks")
     if (( r > 1 )); then a+=(--no-null-sink); fi
-    if [ -n "$have_fs" ]; then reset_emulator; a+=(--emulator "127.0.0.1:$emu_port" --project "bench-ours-$r"); fi
     if [ -n "$have_pg" ]; then
         psql -q -h 127.0.0.1 -p "$pg_port" -U postgres -d postgres -c "CREATE DATABASE ours_$r"
         a+=(--pg-port "$pg_port" --database "ours_$r" --peer-database peer_template)
     fi
-    local out
-    out=$("$bench" uplink "${a[@]}")
+    out+=$("$bench" uplink "${a[@]}")
     raw_all+="round $r ours"$'\n'"$out"$'\n'
-    bodies=$(printf '%s\n' "$out" | sed -n 's/^firestore_bodies=//p')
     pgrows=$(printf '%s\n' "$out" | sed -n 's/^postgresql_rows=//p')
-    printf '%s\n' "$out" | sed "s/^/r${r}_/" >> "$work/ours.kv"
+    printf '%s\n' "$out" "load=$load" | sed "s/^/r${r}_/" >> "$work/ours.kv"
 }
-run_peer() {  # $1 = round; uses the bodies of the latest run of ours
+run_peer() {  # $1 = round; PostgreSQL rows from the latest run of ours
     local r=$1 out=""
-    if [ -n "$have_fs" ] && [ -n "$bodies" ]; then
-        reset_emulator
-        out+=$(/usr/bin/python3 "$here/uplink_peer.py" firestore \
-            "http://127.0.0.1:$emu_port/v1/projects/bench-peer-$r/databases/(default)/documents:commit" "$bodies")
+    out+="peer_load=$(cut -d' ' -f1 /proc/loadavg)"$'\n'
+    if [ -n "$have_fs" ]; then
+        fresh_emulator
+        out+=$(/usr/bin/python3 "$here/uplink_peer.py" firestore "$(commit_url "bench-peer-$r")" "$fs_bodies")
         out+=$'\n'
+        stop_emulator
     fi
     if [ -n "$have_pg" ] && [ -n "$pgrows" ]; then
         psql -q -h 127.0.0.1 -p "$pg_port" -U postgres -d postgres -c "CREATE DATABASE peer_$r TEMPLATE peer_template"
@@ -122,7 +169,8 @@ for sink in firestore postgresql; do
         ow=$(kv ours r${r}_${sink}_wall_s); oc=$(kv ours r${r}_${sink}_cpu_s)
         pw=$(kv peer r${r}_peer_${sink}_wall_s); pc=$(kv peer r${r}_peer_${sink}_cpu_s)
         [ -n "$ow" ] && [ -n "$pw" ] || continue
-        echo "$ow $pw $oc $pc" | awk -v n="$n" '{ printf "%s %s %s %s %.3f %.3f %.3f %.3f\n", $1, $2, $3, $4, $2 / $1, $3 * 1000 / n, $4 * 1000 / n, $3 / $4 }' >> "$work/$sink.rounds"
+        ol=$(kv ours r${r}_load); pl=$(kv peer r${r}_peer_load)
+        echo "$ow $pw $oc $pc $ol $pl" | awk -v n="$n" '{ printf "%s %s %s %s %.3f %.3f %.3f %.3f %s %s\n", $1, $2, $3, $4, $2 / $1, $3 * 1000 / n, $4 * 1000 / n, $3 / $4, $5, $6 }' >> "$work/$sink.rounds"
     done
     ow=$(awk '{ print $1 }' "$work/$sink.rounds" | median); pw=$(awk '{ print $2 }' "$work/$sink.rounds" | median)
     ratio=$(awk '{ print $5 }' "$work/$sink.rounds" | median)
@@ -138,7 +186,7 @@ for sink in firestore postgresql; do
         wall = (1 / r <= 1.10) ? "met" : "NOT met";
         printf "%s: wall-time overhead %+.0f%% vs the plain client (median of per-round ratios; goal < +10%%: %s).", s, (1 / r - 1) * 100, wall }')
     verdicts+="$verdict "
-    per_round+="$sink (our wall s, peer wall s, our CPU s, peer CPU s, throughput ratio, our CPU ms/doc, peer CPU ms/doc, CPU ratio):"$'\n'"$(sed 's/^/    /' "$work/$sink.rounds")"$'\n'
+    per_round+="$sink (our wall s, peer wall s, our CPU s, peer CPU s, throughput ratio, our CPU ms/doc, peer CPU ms/doc, CPU ratio, 1-min load when ours started, when the peer started):"$'\n'"$(sed 's/^/    /' "$work/$sink.rounds")"$'\n'
 done
 
 {
@@ -152,7 +200,7 @@ done
     echo
     echo "Goal: our overhead under 10% of the plain client's, wall time bounded by the server. $verdicts $fs_note $pg_note"
     echo
-    echo "Load average (1/5/15 min) before: $load_before; after: $load_after. Ours and the peer alternate (AB, BA, ...), each into an empty emulator project / a fresh database. Per round:"
+    echo "Load average (1/5/15 min) before: $load_before; after: $load_after. Ours and the peer alternate (AB, BA, ...), each into a fresh database / a fresh Firestore emulator of its own (JVM heap fixed at $emu_heap_mb MB, warmed by the first $warmup_commits commits into a separate project before the measured drain; the emulator keeps even deleted documents in its heap, so one emulator for several drains fills up). Per round:"
     echo
     printf '%s' "$per_round"
     echo
