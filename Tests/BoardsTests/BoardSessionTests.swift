@@ -130,8 +130,12 @@ struct BoardSessionTests {
         await session.stop()
         await collector.value
         #expect(await log.states.last == .stopped)
-        #expect(await client.device(address)?.connected == false)
+        // BlueZ itself (the mock) is disconnected and no longer notifying when stop returns;
+        // the client's property cache follows from BlueZ's PropertiesChanged signal, which
+        // may be read just after Disconnect's reply.
+        #expect(try await mock.state(boardAddress)["Connected"] == .boolean(false))
         #expect(try await mock.state(boardAddress)["Notifying"] == .boolean(false))
+        try await waitUntil("the client to see the board disconnected") { await client.device(address)?.connected == false }
         await client.close()
     }
 }

@@ -326,6 +326,7 @@ def State(self, address):
     if board['notify'] is not None:
         notifying = bool(mockobject.objects[board['notify']].props[CHAR_IFACE]['Notifying'])
     return {
+        'Connected': dbus.Boolean(bool(mockobject.objects[board['path']].props[DEVICE_IFACE]['Connected']), variant_level=1),
         'Notifying': dbus.Boolean(notifying, variant_level=1),
         'Acquired': dbus.Boolean(board.get('fd') is not None, variant_level=1),
         'StartNotifyCalls': dbus.Int32(board['start_notify_calls'], variant_level=1),
