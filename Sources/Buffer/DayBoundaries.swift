@@ -32,13 +32,9 @@ public enum DayBoundaries: Sendable, Equatable {
             seconds += time_t(offset)
             guard gmtime_r(&seconds, &fields) != nil else { return "0000-00-00" }
         }
-        return Self.padded(Int(fields.tm_year) + 1900, width: 4) + "-"
-            + Self.padded(Int(fields.tm_mon) + 1, width: 2) + "-"
-            + Self.padded(Int(fields.tm_mday), width: 2)
-    }
-
-    private static func padded(_ value: Int, width: Int) -> String {
-        let digits = String(value)
-        return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
+        // "%Y-%m-%d" is 10 bytes for years 0-9999, the range the guard above allows.
+        var text = [CChar](repeating: 0, count: 16)
+        guard strftime(&text, text.count, "%Y-%m-%d", &fields) > 0 else { return "0000-00-00" }
+        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
