@@ -102,41 +102,29 @@ enum DBusBenchmark {
         }
         report("calls", count: calls, from: start, to: CPU.now(daemonPID: daemonPID))
 
-        // Pipelined: 16 calls in flight, as a gateway talking to several boards would have.
+        // Pipelined: 16 calls in flight, as a gateway talking to several boards would have;
+        // then the same with the callers on the connection's executor (its I/O thread):
+        // replies resume them where they are read, with no hand-off to the cooperative pool.
         let window = 16
-        start = CPU.now(daemonPID: daemonPID)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for worker in 0..<window {
-                group.addTask {
-                    for index in stride(from: worker, to: calls, by: window) {
-                        let reply = try await connection.call(destination: service, path: path, interface: interface,
-                                                              member: "Ping", arguments: [.uint32(UInt32(index))],
-                                                              timeout: .seconds(30))
-                        guard try reply.decode(UInt32.self) == UInt32(index) else { fail("Ping answered the wrong value") }
+        func pipelined(_ label: String, executor: (any TaskExecutor)?) async throws {
+            let start = CPU.now(daemonPID: daemonPID)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for worker in 0..<window {
+                    group.addTask(executorPreference: executor) {
+                        for index in stride(from: worker, to: calls, by: window) {
+                            let reply = try await connection.call(destination: service, path: path, interface: interface,
+                                                                  member: "Ping", arguments: [.uint32(UInt32(index))],
+                                                                  timeout: .seconds(30))
+                            guard try reply.decode(UInt32.self) == UInt32(index) else { fail("Ping answered the wrong value") }
+                        }
                     }
                 }
+                try await group.waitForAll()
             }
-            try await group.waitForAll()
+            report(label, count: calls, from: start, to: CPU.now(daemonPID: daemonPID))
         }
-        report("pipelined", count: calls, from: start, to: CPU.now(daemonPID: daemonPID))
-
-        // The same, with the callers on the connection's executor (its I/O thread): replies
-        // resume them where they are read, with no hand-off to the cooperative pool.
-        start = CPU.now(daemonPID: daemonPID)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for worker in 0..<window {
-                group.addTask(executorPreference: connection.executor) {
-                    for index in stride(from: worker, to: calls, by: window) {
-                        let reply = try await connection.call(destination: service, path: path, interface: interface,
-                                                              member: "Ping", arguments: [.uint32(UInt32(index))],
-                                                              timeout: .seconds(30))
-                        guard try reply.decode(UInt32.self) == UInt32(index) else { fail("Ping answered the wrong value") }
-                    }
-                }
-            }
-            try await group.waitForAll()
-        }
-        report("pipelined_loop", count: calls, from: start, to: CPU.now(daemonPID: daemonPID))
+        try await pipelined("pipelined", executor: nil)
+        try await pipelined("pipelined_loop", executor: connection.executor)
 
         let stream = try await connection.signals(matching: DBusMatchRule(
             sender: service, interface: interface, member: "Tick", path: path))
