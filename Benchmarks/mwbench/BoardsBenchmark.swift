@@ -5,7 +5,7 @@ import MetaWear
 
 /// Boards: CPU per 1,000 gyro samples received through a real dbus-daemon from mwsim (a
 /// separate process), for our BoardSession with StartNotify or AcquireNotify. Measures this
-/// process (getrusage), dbus-daemon and mwsim (/proc/PID/stat) over the same window.
+/// process (getrusage), dbus-daemon and mwsim (``ProcessCPU``) over the same window.
 ///
 /// `mwbench boards --bus ADDR --delivery startnotify|acquirenotify [--seconds N] [--rate HZ]
 ///  [--packed] [--coalescing-ms MS] [--signal-coalescing-ms MS] [--label KEY] [--dbus-pid PID] [--sim-pid PID]
@@ -127,11 +127,11 @@ enum BoardsBenchmark {
         timeout.cancel()
         try await Task.sleep(for: .seconds(1))
 
-        let start = (samples: counter.snapshot, own: ownCPUSeconds(), dbus: settings.dbusPID.map(processCPUSeconds),
-                     sim: settings.simPID.map(processCPUSeconds), wall: ContinuousClock.now)
+        let start = (samples: counter.snapshot, own: ownCPUSeconds(), dbus: settings.dbusPID.flatMap(ProcessCPU.seconds),
+                     sim: settings.simPID.flatMap(ProcessCPU.seconds), wall: ContinuousClock.now)
         try await Task.sleep(for: .milliseconds(Int64(settings.seconds * 1000)))
-        let end = (samples: counter.snapshot, own: ownCPUSeconds(), dbus: settings.dbusPID.map(processCPUSeconds),
-                   sim: settings.simPID.map(processCPUSeconds), wall: ContinuousClock.now)
+        let end = (samples: counter.snapshot, own: ownCPUSeconds(), dbus: settings.dbusPID.flatMap(ProcessCPU.seconds),
+                   sim: settings.simPID.flatMap(ProcessCPU.seconds), wall: ContinuousClock.now)
 
         await session.stop()
         await consumer.value
@@ -184,15 +184,4 @@ enum BoardsBenchmark {
             + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
     }
 
-    /// User + system CPU seconds of another process from /proc/PID/stat (nil if unreadable).
-    static func processCPUSeconds(_ pid: Int32) -> Double? {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = text.lastIndex(of: ")")
-        else { return nil }
-        // Fields after "(comm)": state is field 3; utime and stime are fields 14 and 15.
-        let fields = text[text.index(after: close)...].split(separator: " ")
-        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
-        let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
-        return (user + system) / ticks
-    }
 }

@@ -63,18 +63,9 @@ enum DBusBenchmark {
             getrusage(RUSAGE_SELF.rawValue, &usage)
             let own = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
                 + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
-            return CPU(own: own, daemon: daemonSeconds(daemonPID), wall: .now)
+            return CPU(own: own, daemon: daemonPID > 0 ? ProcessCPU.seconds(daemonPID) ?? 0 : 0, wall: .now)
         }
 
-        /// utime + stime of the daemon from /proc/PID/stat (fields 14 and 15, in ticks).
-        static func daemonSeconds(_ pid: Int32) -> Double {
-            guard pid > 0, let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-                  let close = text.lastIndex(of: ")") else { return 0 }
-            let fields = text[text.index(after: close)...].split(separator: " ")
-            // After the command name: state is field 3, so utime (14) is index 11.
-            guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
-            return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
-        }
     }
 
     static func report(_ name: String, count: Int, from start: CPU, to end: CPU) {

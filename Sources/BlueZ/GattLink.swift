@@ -179,7 +179,7 @@ public actor GattLink {
             grouper.flush()
             onEnd()
         }) { signal in
-            guard let bytes = Self.changedValue(signal) else { return }
+            guard let bytes = signal.changedBytes("Value") else { return }
             grouper.receive(GattNotification(bytes: bytes, receivedAt: .now, wallClock: Date()))
         }
         _ = try await connection.call(destination: BlueZNames.service, path: characteristic.path,
@@ -225,18 +225,6 @@ public actor GattLink {
     public func coalesceNotificationReads(_ interval: Duration) {
         guard activeDelivery == "StartNotify" else { return }
         connection.setReadCoalescing(interval)
-    }
-
-    /// The new `Value` in a PropertiesChanged signal `(s a{sv} as)`, read straight from the
-    /// body without building the whole change.
-    private static func changedValue(_ signal: DBusSignal) -> [UInt8]? {
-        let body = signal.body
-        guard body.count >= 2, case .dictionary(_, _, let entries) = body[1] else { return nil }
-        for entry in entries {
-            guard case .string("Value") = entry.key else { continue }
-            return entry.value.bytes
-        }
-        return nil
     }
 
     /// Turns notifications off (StopNotify / closing the fd) and closes the connection.

@@ -162,15 +162,18 @@ public final class DBusConnection: Sendable {
 
     /// Calls `handler` for every signal matching any of `rules`, on the connection's I/O
     /// thread, as each is read, in bus order; returns after the bus has installed the
-    /// matches. For fast streams (GATT notifications) where a stream element and a task
-    /// resumption per signal would cost more than the signal: `handler` runs inside the
-    /// connection's dispatch, so it must be quick and must not block or wait (hand work on,
-    /// e.g. with ``schedule(after:_:)`` or into a stream of your own). `onEnd` is called once
-    /// when the connection ends (nil after ``close()``, the error when it was lost), not after
-    /// ``DBusSignalHandler/cancel()``.
+    /// matches. For fast streams (GATT notifications) where decoding whole messages, a
+    /// stream element and a task resumption per signal would cost more than the signal:
+    /// `handler` gets the signal as read (``DBusSignalView``: decode only what you need) and
+    /// runs inside the connection's dispatch, so it must be quick and must not block or wait
+    /// (hand work on, e.g. with ``schedule(after:_:)`` or into a stream of your own). `onEnd`
+    /// is called once when the connection ends (nil after ``close()``, the error when it was
+    /// lost), not after ``DBusSignalHandler/cancel()``.
     public func addSignalHandler(matchingAny rules: [DBusMatchRule],
                                  onEnd: @escaping @Sendable ((any Error)?) -> Void = { _ in },
-                                 _ handler: @escaping @Sendable (DBusSignal) -> Void) async throws -> DBusSignalHandler {
+                                 _ handler: @escaping @Sendable (borrowing DBusSignalView) -> Void) async throws
+        -> DBusSignalHandler
+    {
         let id = try await core.subscribe(rules, sink: .handler(handler, end: onEnd))
         return DBusSignalHandler(core: core, id: id)
     }

@@ -19,16 +19,9 @@ final class ConnectionCore: @unchecked Sendable {
     enum SignalSink: Sendable {
         /// Yielded into a stream, consumed by a task.
         case stream(AsyncThrowingStream<DBusSignal, any Error>.Continuation)
-        /// Called on the I/O thread during dispatch; `end` once when the connection goes
-        /// (nil: closed by the user).
-        case handler(@Sendable (DBusSignal) -> Void, end: @Sendable ((any Error)?) -> Void)
-
-        func deliver(_ signal: DBusSignal) {
-            switch self {
-            case .stream(let continuation): continuation.yield(signal)
-            case .handler(let handler, _): handler(signal)
-            }
-        }
+        /// Called on the I/O thread during dispatch with the signal as read; `end` once when
+        /// the connection goes (nil: closed by the user).
+        case handler(@Sendable (borrowing DBusSignalView) -> Void, end: @Sendable ((any Error)?) -> Void)
 
         func finish(throwing error: (any Error)?) {
             switch self {
@@ -374,19 +367,32 @@ final class ConnectionCore: @unchecked Sendable {
     }
 
     private func routeSignal(_ raw: OpaquePointer) {
-        guard !subscriptions.isEmpty, let message = try? MessageReader.read(raw) else { return }
-        if message.sender == "org.freedesktop.DBus", message.member == "NameOwnerChanged",
-           message.body.count == 3, case .string(let name) = message.body[0], trackedNames[name] != nil,
-           case .string(let newOwner) = message.body[2]
+        guard !subscriptions.isEmpty else { return }
+        let view = DBusSignalView(raw)
+        if !trackedNames.isEmpty, view.senderIs("org.freedesktop.DBus"), view.memberIs("NameOwnerChanged"),
+           case .string(let name)? = try? view.argument(0), trackedNames[name] != nil,
+           case .string(let newOwner)? = try? view.argument(2)
         {
             nameOwners[name] = newOwner
         }
-        let signal = DBusSignal(message: message)
+        // Decoded once, and only when a stream wants it: handlers read the view in place.
+        var decoded: DBusSignal?
         for (_, subscription) in subscriptions {
-            let matched = subscription.rules.contains { rule in
-                rule.matches(message, senderOwner: rule.wellKnownSender.flatMap { nameOwners[$0] })
+            var matched = false
+            for rule in subscription.rules
+                where rule.matches(view, senderOwner: rule.wellKnownSender.flatMap { nameOwners[$0] })
+            {
+                matched = true
+                break
             }
-            if matched { subscription.sink.deliver(signal) }
+            guard matched else { continue }
+            switch subscription.sink {
+            case .handler(let handler, _):
+                handler(view)
+            case .stream(let continuation):
+                if decoded == nil { decoded = try? view.signal() }
+                if let decoded { continuation.yield(decoded) }
+            }
         }
     }
 }

@@ -73,35 +73,22 @@ public struct DBusMatchRule: Sendable, Hashable, CustomStringConvertible {
         return sender
     }
 
-    /// Local matching. `owner` is the current unique owner of a well-known sender: nil when
-    /// not yet known (then the bus's own filtering is trusted), "" when the name has no owner.
-    func matches(_ message: DBusMessage, senderOwner owner: String?) -> Bool {
-        guard message.kind == .signal else { return false }
-        if let sender {
-            if sender != message.sender {
-                if wellKnownSender == nil { return false }
-                if let owner, owner != message.sender { return false }
-            }
+    /// Local matching, on the signal as read (nothing decoded but the arguments a rule
+    /// names). `owner` is the current unique owner of a well-known sender: nil when not yet
+    /// known (then the bus's own filtering is trusted), "" when the name has no owner.
+    func matches(_ signal: borrowing DBusSignalView, senderOwner owner: String?) -> Bool {
+        if let sender, !signal.senderIs(sender) {
+            if wellKnownSender == nil { return false }
+            if let owner, !signal.senderIs(owner) { return false }
         }
-        if let interface, interface != message.interface { return false }
-        if let member, member != message.member { return false }
-        if let path, path != message.path { return false }
-        if let pathNamespace {
-            guard let messagePath = message.path, messagePath.isDescendant(of: pathNamespace) else { return false }
-        }
-        if let destination, destination != message.destination { return false }
-        for (index, expected) in arguments {
-            guard index < message.body.count, case .string(let actual) = message.body[index], actual == expected
-            else { return false }
-        }
+        if let interface, !signal.interfaceIs(interface) { return false }
+        if let member, !signal.memberIs(member) { return false }
+        if let path, !signal.pathIs(path) { return false }
+        if let pathNamespace, !signal.pathIsInside(pathNamespace) { return false }
+        if let destination, !signal.destinationIs(destination) { return false }
+        for (index, expected) in arguments where !signal.stringArgument(index, is: expected) { return false }
         for (index, expected) in argumentPaths {
-            guard index < message.body.count else { return false }
-            let actual: String
-            switch message.body[index] {
-            case .string(let text): actual = text
-            case .objectPath(let path): actual = path.rawValue
-            default: return false
-            }
+            guard let actual = signal.pathLikeArgument(index) else { return false }
             let prefixMatch = (expected.hasSuffix("/") && actual.hasPrefix(expected))
                 || (actual.hasSuffix("/") && expected.hasPrefix(actual))
             guard actual == expected || prefixMatch else { return false }

@@ -15,7 +15,7 @@ enum MessageReader {
         var message = DBusMessage(kind: kind)
         message.sender = string(dbus_message_get_sender(raw))
         message.destination = string(dbus_message_get_destination(raw))
-        if let path = string(dbus_message_get_path(raw)) { message.path = try? DBusObjectPath(path) }
+        if let path = string(dbus_message_get_path(raw)) { message.path = DBusObjectPath(validated: path) }
         message.interface = string(dbus_message_get_interface(raw))
         message.member = string(dbus_message_get_member(raw))
         message.errorName = string(dbus_message_get_error_name(raw))
@@ -48,7 +48,8 @@ enum MessageReader {
         return String(cString: raw)
     }
 
-    private static func readOne(_ iterator: inout DBusMessageIter) throws(DBusTypeMismatch) -> DBusValue {
+    /// The value at `iterator` (which stays where it is).
+    static func readOne(_ iterator: inout DBusMessageIter) throws(DBusTypeMismatch) -> DBusValue {
         let code = dbus_message_iter_get_arg_type(&iterator)
         var basic = DBusBasicValue()
         switch code {
@@ -66,11 +67,7 @@ enum MessageReader {
             return .string(basic.str.map { String(cString: $0) } ?? "")
         case CDBUS_TYPE_OBJECT_PATH:
             dbus_message_iter_get_basic(&iterator, &basic)
-            let text = basic.str.map { String(cString: $0) } ?? "/"
-            guard let path = try? DBusObjectPath(text) else {
-                throw DBusTypeMismatch(expected: "valid object path", actual: text)
-            }
-            return .objectPath(path)
+            return .objectPath(DBusObjectPath(validated: basic.str.map { String(cString: $0) } ?? "/"))
         case CDBUS_TYPE_SIGNATURE:
             dbus_message_iter_get_basic(&iterator, &basic)
             let text = basic.str.map { String(cString: $0) } ?? ""

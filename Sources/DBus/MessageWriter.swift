@@ -58,9 +58,12 @@ enum MessageWriter {
             throw DBusError(name: DBusError.Name.invalidArgs, message: "an error message needs an error name")
         }
         for value in message.body { try validate(value) }
-        // Re-parsing enforces the nesting and length limits on the complete signature.
-        let signature = message.signature.description
-        _ = try DBusSignature(signature)
+        // Re-parsing enforces the nesting and length limits on the complete signature. A
+        // body of up to 255 basic values (most calls) is within both, and skipping the
+        // re-parse spares every such call two allocations.
+        if message.body.count > 255 || message.body.contains(where: { !$0.type.isBasic }) {
+            _ = try DBusSignature(message.signature.description)
+        }
     }
 
     private static func validate(_ value: DBusValue) throws {

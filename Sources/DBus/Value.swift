@@ -102,9 +102,15 @@ public struct DBusObjectPath: Sendable, Hashable, Comparable, CustomStringConver
 
     public static func < (lhs: DBusObjectPath, rhs: DBusObjectPath) -> Bool { lhs.rawValue < rhs.rawValue }
 
+    /// A path libdbus has already validated (read from a received message): checking it
+    /// again would cost a pass over every path of every message.
+    init(validated rawValue: String) {
+        self.rawValue = rawValue
+    }
+
     /// Whether `rawValue` is a syntactically valid object path.
     public static func isValid(_ rawValue: String) -> Bool {
-        let bytes = Array(rawValue.utf8)
+        let bytes = rawValue.utf8
         guard bytes.first == UInt8(ascii: "/") else { return false }
         if bytes.count == 1 { return true }
         var previousSlash = true

@@ -19,7 +19,7 @@ private final class HandlerLog: Sendable {
             let log = HandlerLog()
             let rule = DBusMatchRule(sender: sender.uniqueName, interface: "org.mwgate.Test", member: "Tick")
             let handler = try await receiver.addSignalHandler(matchingAny: [rule]) { signal in
-                guard let value = try? signal.message.decode(UInt32.self) else { return }
+                guard case .uint32(let value)? = try? signal.argument(0) else { return }
                 log.values.withLock { $0.append(value) }
             }
             for index in 0..<2_000 as Range<UInt32> {

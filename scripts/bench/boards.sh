@@ -4,7 +4,7 @@
 # 800 Hz = 267 notifications/s, no rate cap); then, one after the other on the same board:
 # our BoardSession with StartNotify, with AcquireNotify, and bleak (PyPI, venv under
 # .build-venv/boards) with its default notification path. Each measures its own CPU and
-# dbus-daemon's (/proc/PID/stat) over the same-length window.
+# dbus-daemon's (its threads' schedstat, ns) over the same-length window.
 set -euo pipefail
 out=${1:?usage: boards.sh OUT.md}
 bench=${MWBENCH:?MWBENCH must point at the release mwbench binary}
@@ -61,7 +61,7 @@ goal_dbus=$(awk -v o="$sn" -v d="$snd" 'BEGIN { print (o < d) ? "met" : "NOT met
 {
     echo "### Boards: CPU per 1,000 samples through dbus-daemon"
     echo
-    echo "One simulated MetaMotion R (mwsim, separate process) streaming packed gyro at 800 Hz (3 samples per notification, ~267 notifications/s, no rate cap) through a private dbus-daemon; ${seconds} s window per case after 1 s of settling; CPU = user + system time. Our session runs with its defaults: once streaming, notifications reach the consumer in groups every 250 ms, one event-stream element per group (AcquireNotify: datagrams read in bursts 250 ms apart, each keeping its kernel arrival time; StartNotify: each D-Bus signal read and stamped as it arrives by a handler on the link connection's I/O thread, since holding reads would turn receive times into read times; only the hand-off is grouped). bleak $bleak_version (PyPI) on the same board in the same run."
+    echo "One simulated MetaMotion R (mwsim, separate process) streaming packed gyro at 800 Hz (3 samples per notification, ~267 notifications/s, no rate cap) through a private dbus-daemon; ${seconds} s window per case after 1 s of settling; CPU = user + system time (getrusage) of each client, time on CPU (/proc/PID/task/*/schedstat, ns) of dbus-daemon. Our session runs with its defaults: once streaming, notifications reach the consumer in groups every 250 ms, one event-stream element per group (AcquireNotify: datagrams read in bursts 250 ms apart, each keeping its kernel arrival time; StartNotify: each D-Bus signal read and stamped as it arrives by a handler on the link connection's I/O thread, since holding reads would turn receive times into read times; only the hand-off is grouped). bleak $bleak_version (PyPI) on the same board in the same run."
     echo
     echo "| case | samples/s | ours (ms CPU / 1,000 samples) | bleak (ms CPU / 1,000 samples) | bleak ÷ ours | dbus-daemon (ms / 1,000 samples) |"
     echo "|---|---:|---:|---:|---:|---:|"
