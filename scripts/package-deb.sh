@@ -62,6 +62,19 @@ chmod 0644 "$root"/usr/share/bash-completion/completions/mwctl "$root"/usr/share
 for doc in operations.md configuration.md; do
     install -D -m 0644 "docs/$doc" "$root/usr/share/doc/mwgate/$doc"
 done
+# Debian policy 12.7: every package carries its changelog (a native one, as the version has
+# no Debian revision). One entry per build, naming the commit it was built from; dated by
+# that commit so that rebuilding the same commit gives the same file.
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+commit_date=$(git log -1 --format=%cD 2>/dev/null || date -R)
+{
+    echo "mwgate ($version) unstable; urgency=medium"
+    echo
+    echo "  * Built from commit $commit; see the project's history for the changes."
+    echo
+    echo " -- ${MWGATE_MAINTAINER:-mwgate developers <mwgate@localhost>}  $commit_date"
+} | gzip -9n >"$root/usr/share/doc/mwgate/changelog.gz"
+chmod 0644 "$root/usr/share/doc/mwgate/changelog.gz"
 
 # Shared libraries the binaries link directly (ELF NEEDED), as Debian packages.
 needed=$(for b in "$root/usr/bin/mwgated" "$root/usr/bin/mwctl"; do

@@ -52,9 +52,12 @@ struct PackageTests {
                      "usr/lib/udev/rules.d/61-mwgate-gps.rules", "etc/mwgate/mwgated.toml", "usr/share/doc/mwgate/operations.md",
                      "usr/share/bash-completion/completions/mwctl", "usr/share/zsh/vendor-completions/_mwctl",
                      "usr/share/fish/vendor_completions.d/mwctl.fish", "usr/share/man/man1/mwctl.1.gz",
-                     "usr/share/man/man8/mwgated.8.gz"] {
+                     "usr/share/man/man8/mwgated.8.gz", "usr/share/doc/mwgate/changelog.gz"] {
             #expect(FileManager.default.fileExists(atPath: "\(root)/\(file)"), "\(file) missing from the package")
         }
+        // The changelog's entry is this package's version.
+        let changelog = try run("/bin/sh", ["-c", "zcat '\(root)/usr/share/doc/mwgate/changelog.gz' | head -1"])
+        #expect(changelog.hasPrefix("mwgate (1.2.3) unstable; urgency=medium"))
         // The completions are mwctl's own (generated from its parser), not empty files.
         let bashCompletion = try String(contentsOfFile: "\(root)/usr/share/bash-completion/completions/mwctl", encoding: .utf8)
         #expect(bashCompletion.contains("survey") && bashCompletion.contains("session"))
