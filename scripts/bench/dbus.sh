@@ -8,6 +8,7 @@ out=${1:?usage: dbus.sh OUT.md}
 mwbench=${MWBENCH:?MWBENCH must point to the release mwbench binary}
 calls=${DBUS_BENCH_CALLS:-20000}
 signals=${DBUS_BENCH_SIGNALS:-50000}
+rounds=${DBUS_BENCH_ROUNDS:-5}
 python=/usr/bin/python3
 
 . "$(dirname "$0")/private-bus.sh"
@@ -88,14 +89,25 @@ loop.run()
 report("signals", signals, a, cpu())
 PY
 
-ours=$("$mwbench" dbus client --address "$address" --calls "$calls" --signals "$signals" --daemon-pid "$daemon")
-theirs=$("$python" "$dir/client.py" "$address" "$calls" "$signals" "$daemon")
+# Several rounds, ours and python3-dbus alternating, and the median of each figure: one run
+# of this 2-core VM swings by up to 10 %, more than some of the differences compared.
+ours_rounds="" theirs_rounds=""
+for round in $(seq "$rounds"); do
+    ours_rounds+="round=$round"$'\n'$("$mwbench" dbus client --address "$address" --calls "$calls" --signals "$signals" --daemon-pid "$daemon")$'\n'
+    theirs_rounds+="round=$round"$'\n'$("$python" "$dir/client.py" "$address" "$calls" "$signals" "$daemon")$'\n'
+done
+median_of() { echo "$1" | sed -n "s/^$2=//p" | sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit; if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+ours="" theirs=""
+for key in calls_per_second calls_own_us calls_daemon_us pipelined_per_second pipelined_own_us pipelined_daemon_us pipelined_loop_per_second pipelined_loop_own_us pipelined_loop_daemon_us signals_per_second signals_own_us signals_daemon_us idle_own_ms_per_s; do
+    ours+="$key=$(median_of "$ours_rounds" "$key")"$'\n'
+    theirs+="$key=$(median_of "$theirs_rounds" "$key")"$'\n'
+done
 get() { echo "$1" | sed -n "s/^$2=//p"; }
 
 {
     echo "### D-Bus (libdbus wrapper vs python3-dbus, same dbus-daemon)"
     echo
-    echo "$calls sequential method-call round trips (Ping u→u), the same with 16 calls in flight (pipelined; pipelined_loop: the 16 callers run on the connection's I/O thread as their task executor; python3-dbus has no such case), then $signals signals (Tick u) received;"
+    echo "Medians of $rounds rounds (ours and python3-dbus alternating; every round in the raw section below). Each round: $calls sequential method-call round trips (Ping u→u), the same with 16 calls in flight (pipelined; pipelined_loop: the 16 callers run on the connection's I/O thread as their task executor; python3-dbus has no such case), then $signals signals (Tick u) received;"
     echo "server: mwbench dbus serve. CPU per message: getrusage of the client, dbus-daemon's time on CPU from /proc/PID/task/*/schedstat (ns; /proc/PID/stat's 10 ms ticks were a 4 % step here)"
     echo "(a round trip counts as one message: the daemon routes the call and the reply)."
     echo
@@ -115,5 +127,15 @@ get() { echo "$1" | sed -n "s/^$2=//p"; }
     echo "pipelined calls $(get "$ours" pipelined_own_us) µs vs $(get "$ours" pipelined_daemon_us) µs — **$(verdict pipelined)**;"
     echo "pipelined calls from tasks on the connection's executor (\`executorPreference: connection.executor\`) $(get "$ours" pipelined_loop_own_us) µs vs $(get "$ours" pipelined_loop_daemon_us) µs — **$(verdict pipelined_loop)**;"
     echo "signals $(get "$ours" signals_own_us) µs vs $(get "$ours" signals_daemon_us) µs — **$(verdict signals)**."
+    echo
+    echo "<details><summary>raw, every round</summary>"
+    echo
+    echo "ours:"
+    printf '%s\n' "$ours_rounds" | sed '/^$/d; s/^/    /'
+    echo
+    echo "python3-dbus:"
+    printf '%s\n' "$theirs_rounds" | sed '/^$/d; s/^/    /'
+    echo
+    echo "</details>"
 } > "$out"
 cat "$out"
