@@ -340,6 +340,44 @@ struct BackoffTests {
         #expect(status.sent == 16 && status.backlogCount == 0)
     }
 
+    @Test("the next batch is loaded and prepared while the commit before it is in flight, one batch ahead; a lost answer, a transient and a permanent failure keep order, confirm each document once and mark none early")
+    func preparesOneBatchAhead() async throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = try openStore(dir)
+        try fillStore(store, sessions: 1, chunks: 14, size: 10)
+        let record = try #require(try store.recordsDocument(sessionID: "S0"))
+        let bad = record.gscopeData[12]
+        // Commit 2 is stored but its answer lost; commit 4 fails outright; `bad` is refused.
+        let sink = PipelineWatchingSink(store: store, tail: [record.gscopeData[13], record.name]) { n, docs in
+            if docs.contains(where: { $0.name == bad }) { return (store: false, .permanent(reason: "INVALID_ARGUMENT: bad value")) }
+            if n == 2 { return (store: true, .transient(reason: "connection reset", retryAfter: nil)) }
+            if n == 4 { return (store: false, .transient(reason: "503", retryAfter: nil)) }
+            return nil
+        }
+        let service = SyncService(store: store, sink: sink, configuration: SyncConfiguration(documentsPerCommit: 3, concurrentSessions: 1,
+                                                                                             idlePollInterval: 1),
+                                  clock: VirtualClock(), jitter: ScriptedJitter(fixed: 0))
+        _ = try await service.drain()
+        let seen = sink.snapshot
+        // Each document confirmed once, in seal order, the refused one never.
+        let expected = (record.gscopeData + [record.name]).filter { $0 != bad }
+        #expect(seen.confirmed == expected)
+        #expect(try store.deadLetters().map(\.documentName) == [bad])
+        #expect(seen.markedTooEarly.isEmpty, "marked before the upstream confirmed: \(seen.markedTooEarly)")
+        // Every commit after a clean one wrote documents prepared while that one was in flight,
+        // and at most one batch, of at most one commit's documents, was prepared per commit.
+        #expect(seen.preparedDuringCommit >= seen.commitsBeforeTail && seen.commitsBeforeTail >= 5,
+                "\(seen.preparedDuringCommit) of \(seen.commitsBeforeTail) commits had their successor prepared while in flight")
+        #expect(seen.unpreparedAfterCleanCommit.isEmpty, "written without being prepared: \(seen.unpreparedAfterCleanCommit)")
+        #expect(seen.prepares <= seen.commits && seen.maxPreparedBatch <= 3,
+                "\(seen.prepares) prepares of up to \(seen.maxPreparedBatch) documents for \(seen.commits) commits")
+        let stats = try store.backlogStats()
+        #expect(stats.count == 0 && stats.inFlight == 0 && stats.dead == 1)
+        let status = await service.status
+        #expect(status.sent == expected.count && status.backlogCount == 0 && status.deadLetters == 1 && status.retries == 2, "retries \(status.retries)")
+    }
+
     @Test("cancellation abandons the commit in flight and puts its documents back")
     func cancellation() async throws {
         let dir = temporaryDirectory()
@@ -442,5 +480,88 @@ final class MarkWatchingSink: Sink, @unchecked Sendable {
 
     var snapshot: (written: [String], markedTooEarly: [String], previousMarkedDuringCommit: Int, commits: Int) {
         lock.withLock { (written, markedTooEarly, previousMarkedDuringCommit, commits) }
+    }
+}
+
+/// Records prepares and writes: whether, for each commit, the service prepared the batch
+/// after it while it was in flight (a prepare since the previous commit ended, of documents
+/// other than this commit's, since the service starts it just before the write), whether
+/// each commit's documents had been prepared, whether any was marked sent before its own
+/// commit was confirmed, and the order of confirmations. `behaviour(n, documents)` may fail
+/// commit n, after storing it (a lost answer) or not.
+final class PipelineWatchingSink: Sink, @unchecked Sendable {
+    let name = "pipeline-watching"
+    let store: BufferStore
+    let behaviour: @Sendable (Int, [SinkDocument]) -> (store: Bool, SinkError)?
+    /// Documents after which nothing is left to prepare.
+    let tail: Set<String>
+    private let lock = NSLock()
+    private var commits = 0
+    private var lastWasClean = false
+    private var preparedAhead: Set<String> = []
+    private var preparedSinceLastCommit: [Set<String>] = []
+    private var confirmed: [String] = []
+    private var markedTooEarly: [String] = []
+    private var preparedDuringCommit = 0
+    private var unpreparedAfterCleanCommit: [String] = []
+    private var prepares = 0
+    private var maxPreparedBatch = 0
+    private var commitsBeforeTail = 0
+
+    init(store: BufferStore, tail: Set<String>, behaviour: @escaping @Sendable (Int, [SinkDocument]) -> (store: Bool, SinkError)?) {
+        self.store = store
+        self.tail = tail
+        self.behaviour = behaviour
+    }
+
+    func prepare(_ documents: [SinkDocument]) async {
+        lock.withLock {
+            prepares += 1
+            preparedSinceLastCommit.append(Set(documents.map(\.name)))
+            preparedAhead.formUnion(documents.map(\.name))
+            maxPreparedBatch = max(maxPreparedBatch, documents.count)
+        }
+    }
+
+    func write(_ documents: [SinkDocument]) async throws(SinkError) {
+        let names = documents.map(\.name)
+        let early = names.filter { (try? store.outboxState(of: $0))??.state == .sent }
+        let n = lock.withLock { () -> Int in
+            markedTooEarly += early
+            // Only realtime_data documents are prepared ahead (records documents are small).
+            let chunks = documents.compactMap { if case let .realtimeData(d) = $0 { d.name } else { nil } }
+            if lastWasClean, documents.count > 1 { unpreparedAfterCleanCommit += chunks.filter { !preparedAhead.contains($0) } }
+            preparedAhead.subtract(names)
+            commits += 1
+            return commits - 1
+        }
+        // In flight until the service prepared the next batch (a loaded machine may take a
+        // while); the last commits have nothing after them to prepare, and a batch retried
+        // one document at a time prepared its successor on its first attempt.
+        let mine = Set(names)
+        let successorPrepared: @Sendable () -> Bool = { [self] in
+            lock.withLock { preparedSinceLastCommit.contains { $0.isDisjoint(with: mine) } }
+        }
+        if tail.isDisjoint(with: names), documents.count > 1 {
+            lock.withLock { commitsBeforeTail += 1 }
+            _ = await eventually(timeout: 30) { successorPrepared() }
+        }
+        let outcome = behaviour(n, documents)
+        let successorReady = successorPrepared()
+        lock.withLock {
+            if successorReady { preparedDuringCommit += 1 }
+            preparedSinceLastCommit = []
+            lastWasClean = outcome == nil
+            if outcome == nil { confirmed += names }
+        }
+        if let outcome { throw outcome.1 }
+    }
+
+    func close() async {}
+
+    var snapshot: (confirmed: [String], markedTooEarly: [String], preparedDuringCommit: Int, unpreparedAfterCleanCommit: [String],
+                   prepares: Int, commits: Int, maxPreparedBatch: Int, commitsBeforeTail: Int) {
+        lock.withLock { (confirmed, markedTooEarly, preparedDuringCommit, unpreparedAfterCleanCommit, prepares, commits, maxPreparedBatch,
+                         commitsBeforeTail) }
     }
 }
