@@ -58,7 +58,7 @@ extension BufferStore {
             return SessionDataset(
                 sessionID: sessionID, startedAt: s["started_at"], endedAt: s["ended_at"], state: s["state"],
                 timeSource: s["time_source"],
-                boards: (try? JSONSerialization.jsonObject(with: Data(boardsText.utf8))) as? [String] ?? [],
+                boards: CompactJSON.decodeStrings(boardsText) ?? [],
                 points: indexed.map(\.element), chunkNames: names)
         }
     }

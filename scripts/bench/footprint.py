@@ -242,6 +242,11 @@ print(f"samples_per_s={samples / (end_at - steady_at):.1f}")
 print(f"cpu_s_in_window={cpu:.2f}")
 print(f"cpu_ms_per_1000_samples={cpu * 1000 / samples * 1000:.2f}" if samples > 0 else "cpu_ms_per_1000_samples=nan")
 print(f"boards_streaming_end={streaming_end}")
+# FOOTPRINT_INSPECT="command args": run with mwgated's pid appended before it is stopped (for
+# example a pagemap walk), its output saved as footprint-inspect.txt in the data directory.
+if os.environ.get("FOOTPRINT_INSPECT"):
+    with open(os.path.join(data_dir, "footprint-inspect.txt"), "w") as f:
+        subprocess.run(os.environ["FOOTPRINT_INSPECT"].split() + [str(pid)], stdout=f, stderr=subprocess.STDOUT)
 stop(process)
 
 with open(os.path.join(data_dir, "footprint-rss.csv"), "w") as f:
