@@ -52,4 +52,20 @@ struct CompactJSONTests {
             #expect(ISO8601Timestamp.string(from: date) == date.formatted(.iso8601), "\(seconds)")
         }
     }
+
+    @Test("millisecond timestamps are the text ISO8601DateFormatter writes with fractional seconds in UTC")
+    func millisecondTimestampsMatchFoundation() {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        var instants: [Double] = [0, 1, 999, 999.9, 1000, 1_763_722_346_123, 1_763_722_346_999.7, 1_763_722_346_000.4,
+                                  -1, -999.5, -1000, 253_402_300_799_999, 951_782_400_500]
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<500 { instants.append(Double.random(in: 0..<4_102_444_800_000, using: &generator)) }
+        for _ in 0..<200 { instants.append(Double(Int64.random(in: 0..<4_102_444_800_000, using: &generator))) }
+        for ms in instants {
+            #expect(ISO8601Timestamp.string(fromEpochMilliseconds: ms) == formatter.string(from: Date(timeIntervalSince1970: ms / 1000)),
+                    "\(ms)")
+        }
+    }
 }
