@@ -17,11 +17,56 @@ import Glibc
 enum MWGatedMain {
     static func main() {
         ProcessMemory.configure()
+        // The command lines systemd and the tests use are read by hand; ArgumentParser (its
+        // reflection over the command's properties, its help and error machinery) runs only
+        // for anything else, so it prints help and errors as before.
+        let plain = PlainCommandLine.options(Array(CommandLine.arguments.dropFirst()))
         Task.detached {
-            await MWGated.main()  // exits by itself with the status of a failed run, help or an error
-            exit(0)
+            guard let options = plain else {
+                await MWGated.main()  // exits itself with the right status on help or errors
+                exit(0)
+            }
+            exit(options.checkOnly ? Daemon.checkConfiguration(options) : await Daemon.run(options))
         }
         while true { pause() }
+    }
+}
+
+/// The plain forms of mwgated's command line: `--config FILE`, `--config=FILE`,
+/// `--check-config`, `--bus-address ADDRESS`, `--bus-address=ADDRESS`, each at most once.
+/// Anything else (help, a repeated or unknown option, a missing value, a value that looks
+/// like an option) returns nil and goes to ArgumentParser.
+enum PlainCommandLine {
+    static func options(_ arguments: [String]) -> Daemon.Options? {
+        var configurationPath: String?
+        var busAddress: String?
+        var checkOnly = false
+        var index = 0
+        func value(_ name: String, _ argument: String) -> String? {
+            if argument == name {
+                index += 1
+                guard index < arguments.count, let next = arguments[index].utf8.first, next != UInt8(ascii: "-") else { return nil }
+                return arguments[index]
+            }
+            let text = String(argument.dropFirst(name.count + 1))
+            return text.isEmpty ? nil : text
+        }
+        while index < arguments.count {
+            let argument = arguments[index]
+            if argument == "--check-config", !checkOnly {
+                checkOnly = true
+            } else if configurationPath == nil, argument == "--config" || argument.hasPrefix("--config=") {
+                guard let path = value("--config", argument) else { return nil }
+                configurationPath = path
+            } else if busAddress == nil, argument == "--bus-address" || argument.hasPrefix("--bus-address=") {
+                guard let address = value("--bus-address", argument) else { return nil }
+                busAddress = address
+            } else {
+                return nil
+            }
+            index += 1
+        }
+        return Daemon.Options(configurationPath: configurationPath, checkOnly: checkOnly, busAddress: busAddress)
     }
 }
 
