@@ -213,7 +213,7 @@ extension BufferStore: RecordingStore {
                 timestamp += 1
             }
             let hazards = valid.hazards
-            let hazardsJSON = String(decoding: try JSONSerialization.data(withJSONObject: hazards, options: [.sortedKeys]), as: UTF8.self)
+            let hazardsJSON = CompactJSON.encode(hazards)
             try db.execute(sql: """
                 UPDATE sessions SET state = 'submitted', submitted_at = ?, hazards = ?, no_hazard = ?, record_name = ?
                 WHERE id = ?
@@ -235,10 +235,10 @@ extension BufferStore: RecordingStore {
                                          arguments: [sessionID]) else { return nil }
         let names = try String.fetchAll(db, sql: "SELECT name FROM chunks WHERE session_id = ? ORDER BY id", arguments: [sessionID])
         let hazardsText: String = row["hazards"] ?? "{}"
-        let hazards = (try? JSONSerialization.jsonObject(with: Data(hazardsText.utf8))) as? [String: Int] ?? [:]
+        let hazards = CompactJSON.decodeCounts(hazardsText) ?? [:]
         let noHazard: Bool = row["no_hazard"] ?? false
         let boardsText: String = row["boards"]
-        let boards = (try? JSONSerialization.jsonObject(with: Data(boardsText.utf8))) as? [String] ?? []
+        let boards = CompactJSON.decodeStrings(boardsText) ?? []
         let startedAt: Double = row["started_at"]
         let endedAt: Double = row["ended_at"] ?? startedAt
         let source: String = row["time_source"] ?? TimeSource.unsynchronisedSystemClock.rawValue

@@ -137,11 +137,11 @@ extension BufferStore {
             default: unsynced += 1
             }
             let text: String = r["hazards"]
-            if let map = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Int] {
+            if let map = CompactJSON.decodeCounts(text) {
                 for name in map.keys { hazards[name, default: 0] += 1 }
             }
         }
-        let hazardsJSON = String(decoding: try JSONSerialization.data(withJSONObject: hazards, options: [.sortedKeys]), as: UTF8.self)
+        let hazardsJSON = CompactJSON.encode(hazards)
         try db.execute(sql: """
             INSERT OR REPLACE INTO history_days (day, sessions, walking_ms, distance_m, samples, hazards, synced, unsynced, lost)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -175,7 +175,7 @@ extension BufferStore {
 
     static func historyDay(_ r: Row) -> HistoryDay {
         let text: String = r["hazards"]
-        let hazards = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Int] ?? [:]
+        let hazards = CompactJSON.decodeCounts(text) ?? [:]
         return HistoryDay(day: r["day"], sessions: r["sessions"], walkingMinutes: (r["walking_ms"] as Double) / 60_000,
                           distanceMetres: r["distance_m"], samples: r["samples"], hazards: hazards,
                           synced: r["synced"], unsynced: r["unsynced"], lost: r["lost"])
@@ -200,7 +200,7 @@ extension BufferStore {
                 default: d.unsynced += 1
                 }
                 let text: String = r["hazards"]
-                for name in ((try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Int] ?? [:]).keys {
+                for name in (CompactJSON.decodeCounts(text) ?? [:]).keys {
                     d.hazards[name, default: 0] += 1
                 }
                 byDay[day] = d

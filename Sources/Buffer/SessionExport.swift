@@ -58,7 +58,7 @@ extension BufferStore {
             return SessionDataset(
                 sessionID: sessionID, startedAt: s["started_at"], endedAt: s["ended_at"], state: s["state"],
                 timeSource: s["time_source"],
-                boards: (try? JSONSerialization.jsonObject(with: Data(boardsText.utf8))) as? [String] ?? [],
+                boards: CompactJSON.decodeStrings(boardsText) ?? [],
                 points: indexed.map(\.element), chunkNames: names)
         }
     }
@@ -86,12 +86,9 @@ public enum SessionExporter {
         }
     }
 
-    static func iso(_ ms: Double) -> String {
-        let f = ISO8601DateFormatter()
-        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        f.timeZone = TimeZone(identifier: "UTC")
-        return f.string(from: Date(timeIntervalSince1970: ms / 1000))
-    }
+    /// Without Foundation's `ISO8601DateFormatter`: it loads ICU's calendar and time-zone data,
+    /// megabytes that would stay resident in the daemon after the first export.
+    static func iso(_ ms: Double) -> String { ISO8601Timestamp.string(fromEpochMilliseconds: ms) }
 
     /// `{session:{…}, points:[{board, gyroscope, location, …}]}` with the document point schema.
     static func json(_ d: SessionDataset) -> String {

@@ -103,7 +103,7 @@ public actor StatusReporter {
         let fresh = new.gnss.age(at: now).map { $0 <= Self.fixTimeout } ?? false
         let hasFix = new.gnss.hasPosition && fresh && new.gnss.isRunning
         if hasFix, !hadFix {
-            let position = new.gnss.latitude.flatMap { lat in new.gnss.longitude.map { String(format: "%.5f, %.5f", lat, $0) } } ?? "?"
+            let position = new.gnss.latitude.flatMap { lat in new.gnss.longitude.map { FixedDecimal.string(lat, places: 5) + ", " + FixedDecimal.string($0, places: 5) } } ?? "?"
             let satellites = new.gnss.satellitesUsed.map { ", \($0) satellites" } ?? ""
             logger.event(.fixGained, "GNSS fix gained at \(position)\(satellites)",
                          metadata: ["gnss": "\(new.gnss.source ?? "none")"])

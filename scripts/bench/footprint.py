@@ -242,6 +242,18 @@ print(f"samples_per_s={samples / (end_at - steady_at):.1f}")
 print(f"cpu_s_in_window={cpu:.2f}")
 print(f"cpu_ms_per_1000_samples={cpu * 1000 / samples * 1000:.2f}" if samples > 0 else "cpu_ms_per_1000_samples=nan")
 print(f"boards_streaming_end={streaming_end}")
+# What of mwgated's own binary is resident, by section and origin (readelf and nm needed).
+try:
+    with open(os.path.join(data_dir, "footprint-resident.txt"), "w") as f:
+        subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "footprint_resident.py"),
+                        str(pid), mwgated], stdout=f, stderr=subprocess.STDOUT, timeout=120)
+except (OSError, subprocess.SubprocessError) as error:
+    print(f"footprint: no resident breakdown: {error}", file=sys.stderr)
+# FOOTPRINT_INSPECT="command args": run with mwgated's pid appended before it is stopped (for
+# example a pagemap walk), its output saved as footprint-inspect.txt in the data directory.
+if os.environ.get("FOOTPRINT_INSPECT"):
+    with open(os.path.join(data_dir, "footprint-inspect.txt"), "w") as f:
+        subprocess.run(os.environ["FOOTPRINT_INSPECT"].split() + [str(pid)], stdout=f, stderr=subprocess.STDOUT)
 stop(process)
 
 with open(os.path.join(data_dir, "footprint-rss.csv"), "w") as f:

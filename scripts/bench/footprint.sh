@@ -83,6 +83,9 @@ cpu=$(value cpu_ms_per_1000_samples)
     echo
     [[ -f "$data/footprint-smaps.txt" ]] && sed 's/^/    /' "$data/footprint-smaps.txt"
     echo
+    # What of mwgated's own mapping is resident, by section and by origin (footprint_resident.py).
+    [[ -f "$data/footprint-resident.txt" ]] && sed 's/^/    /' "$data/footprint-resident.txt"
+    echo
     echo "</details>"
 } > "$out"
 echo "footprint: RSS $rss MiB (max $rss_max), READY $ready ms, CPU $cpu ms / 1,000 samples"
