@@ -208,11 +208,34 @@ public enum RetryAfter {
     public static func seconds(_ value: String, now: Date) -> Double? {
         let trimmed = value.trimmingCharacters(in: .whitespaces)
         if let s = Double(trimmed), s.isFinite, s >= 0 { return s }
-        let f = DateFormatter()
-        f.locale = Locale(identifier: "en_US_POSIX")
-        f.timeZone = TimeZone(identifier: "GMT")
-        f.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        guard let date = f.date(from: trimmed) else { return nil }
-        return max(0, date.timeIntervalSince(now))
+        guard let date = httpDate(trimmed) else { return nil }
+        return max(0, date - now.timeIntervalSince1970)
+    }
+
+    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+    /// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`, RFC 9110 5.6.7) as seconds since the
+    /// epoch. Parsed by hand with `timegm` rather than with a `DateFormatter`, which would
+    /// load ICU's locale, calendar and zone data into the daemon on the first 429 or 503.
+    static func httpDate(_ text: String) -> Double? {
+        let parts = text.split(separator: " ")
+        guard parts.count == 6, parts[0].count == 4, parts[0].hasSuffix(","), parts[5] == "GMT" || parts[5] == "UTC",
+              let day = Int32(parts[1]), (1...31).contains(day),
+              let month = months.firstIndex(of: String(parts[2])),
+              let year = Int32(parts[3]), (1970...9999).contains(year)
+        else { return nil }
+        let clock = parts[4].split(separator: ":")
+        guard clock.count == 3, let hour = Int32(clock[0]), let minute = Int32(clock[1]), let second = Int32(clock[2]),
+              (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second)
+        else { return nil }
+        var fields = tm()
+        fields.tm_year = year - 1900
+        fields.tm_mon = Int32(month)
+        fields.tm_mday = day
+        fields.tm_hour = hour
+        fields.tm_min = minute
+        fields.tm_sec = second
+        let seconds = timegm(&fields)
+        return seconds == -1 ? nil : Double(seconds)
     }
 }

@@ -416,7 +416,7 @@ public actor SyncService {
         // Throttled: one extra FULL-synchronous write per commit is not worth it.
         if clock.now() - lastPersistedSuccess >= 5 {
             lastPersistedSuccess = clock.now()
-            try? store.setSyncState(StateKeys.lastSuccess, now.formatted(.iso8601))
+            try? store.setSyncState(StateKeys.lastSuccess, ISO8601Timestamp.string(from: now))
         }
         if retryAt != nil { logger.info("upstream reachable again; draining the backlog", metadata: ["sink": "\(sink.name)"]) }
         retryAt = nil
@@ -436,7 +436,7 @@ public actor SyncService {
         current.lastError = error.description
         current.lastErrorAt = Date()
         try? store.setSyncState(StateKeys.lastError, error.description)
-        try? store.setSyncState(StateKeys.lastErrorAt, (current.lastErrorAt ?? Date()).formatted(.iso8601))
+        try? store.setSyncState(StateKeys.lastErrorAt, ISO8601Timestamp.string(from: current.lastErrorAt ?? Date()))
         retryAt = now + wait
         logger.warning("upload failed; backing off", metadata: [
             "sink": "\(sink.name)", "error": "\(error.description)", "wait_s": "\(String(format: "%.1f", wait))",

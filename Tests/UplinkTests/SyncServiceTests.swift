@@ -178,6 +178,13 @@ struct BackoffTests {
         f.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
         #expect(RetryAfter.seconds(f.string(from: now.addingTimeInterval(90)), now: now) == 90)
         #expect(RetryAfter.seconds("soon") == nil)
+        // RFC 9110's example, a date already past (no wait), and malformed dates.
+        #expect(RetryAfter.httpDate("Sun, 06 Nov 1994 08:49:37 GMT") == 784_111_777)
+        #expect(RetryAfter.seconds("Sun, 06 Nov 1994 08:49:37 GMT", now: now) == 0)
+        for bad in ["Sun, 06 Foo 1994 08:49:37 GMT", "Sun, 32 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:37",
+                    "Sun, 06 Nov 1994 24:00:00 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun, 06 Nov 1994 08:49 GMT"] {
+            #expect(RetryAfter.seconds(bad, now: now) == nil, "\(bad)")
+        }
     }
 
     @Test("a transient failure's Retry-After is waited out before the next attempt")
