@@ -61,6 +61,10 @@ stop_emulator() {
     for _ in $(seq 50); do kill -0 "$emu_pid" 2>/dev/null || break; sleep 0.2; done
     kill -KILL -- "-$emu_pid" 2>/dev/null || true
     wait "$emu_pid" 2>/dev/null || true
+    # The launcher exits first; its JVM may still be dying, and the kernel tearing down its
+    # pre-touched heap (GBs) takes a core for a while. Wait for the whole process group, so
+    # that the PostgreSQL drain after it does not share the CPU with that teardown.
+    for _ in $(seq 300); do pgrep -g "$emu_pid" > /dev/null || break; sleep 0.1; done
     emu_pid=""
 }
 commit_url() { echo "http://127.0.0.1:$emu_port/v1/projects/$1/databases/(default)/documents:commit"; }
