@@ -378,14 +378,9 @@ final class ConnectionCore: @unchecked Sendable {
         // Decoded once, and only when a stream wants it: handlers read the view in place.
         var decoded: DBusSignal?
         for (_, subscription) in subscriptions {
-            var matched = false
-            for rule in subscription.rules
-                where rule.matches(view, senderOwner: rule.wellKnownSender.flatMap { nameOwners[$0] })
-            {
-                matched = true
-                break
-            }
-            guard matched else { continue }
+            guard subscription.rules.contains(where: { rule in
+                rule.matches(view, senderOwner: rule.wellKnownSender.flatMap { nameOwners[$0] })
+            }) else { continue }
             switch subscription.sink {
             case .handler(let handler, _):
                 handler(view)
