@@ -79,7 +79,7 @@ let package = Package(
         // outbox, history index, export.
         .target(
             name: "Buffer",
-            dependencies: ["Recording", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["Recording", "GNSS", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict
         ),
         // Background sync of sealed chunks to Firestore (REST), PostgreSQL and a local

@@ -52,7 +52,13 @@ public enum TPVEncoder {
 
     /// `YYYY-MM-DDThh:mm:ss.sssZ`, UTC, millisecond precision.
     public static func iso8601(_ date: Date) -> String {
-        let totalMillis = Int64((date.timeIntervalSince1970 * 1000).rounded())
+        iso8601(epochMilliseconds: date.timeIntervalSince1970 * 1000)
+    }
+
+    /// The same from milliseconds since the epoch, rounded to the nearest millisecond
+    /// (finite, and within Int64).
+    public static func iso8601(epochMilliseconds milliseconds: Double) -> String {
+        let totalMillis = Int64(milliseconds.rounded())
         let days = Int(totalMillis >= 0 ? totalMillis / 86_400_000 : (totalMillis - 86_399_999) / 86_400_000)
         let millisOfDay = Int(totalMillis - Int64(days) * 86_400_000)
         let civil = NMEADate(daysSinceEpoch: days)
