@@ -22,6 +22,7 @@ fi
 bleak_version=$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("bleak"))')
 
 . "$here/private-bus.sh"
+. "$here/median.sh"
 private_bus_start
 work=$bus_dir
 dbus_pid=$bus_pid
@@ -58,7 +59,6 @@ raw+=$("$bench" boards --bus "$address" --delivery acquirenotify --coalescing-ms
     2>> "$work/mwbench.log")$'\n'
 
 value() { printf '%s\n' "$raw" | sed -n "s/^$1=//p" | tail -1; }
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 # The median over the rounds of figure KEY of case CASE (startnotify, acquirenotify, bleak).
 across() { for round in $(seq "$rounds"); do value "$1_round${round}_$2"; done | median; }
 # The median over the rounds of (figure of case B) / (figure of case A), one decimal.

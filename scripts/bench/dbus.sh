@@ -12,6 +12,7 @@ rounds=${DBUS_BENCH_ROUNDS:-5}
 python=/usr/bin/python3
 
 . "$(dirname "$0")/private-bus.sh"
+. "$(dirname "$0")/median.sh"
 private_bus_start '<limit name="max_incoming_bytes">1000000000</limit><limit name="max_outgoing_bytes">1000000000</limit>'
 dir=$bus_dir
 daemon=$bus_pid
@@ -96,7 +97,7 @@ for round in $(seq "$rounds"); do
     ours_rounds+="round=$round"$'\n'$("$mwbench" dbus client --address "$address" --calls "$calls" --signals "$signals" --daemon-pid "$daemon")$'\n'
     theirs_rounds+="round=$round"$'\n'$("$python" "$dir/client.py" "$address" "$calls" "$signals" "$daemon")$'\n'
 done
-median_of() { echo "$1" | sed -n "s/^$2=//p" | sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit; if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+median_of() { echo "$1" | sed -n "s/^$2=//p" | median; }
 ours="" theirs=""
 for key in calls_per_second calls_own_us calls_daemon_us pipelined_per_second pipelined_own_us pipelined_daemon_us pipelined_loop_per_second pipelined_loop_own_us pipelined_loop_daemon_us signals_per_second signals_own_us signals_daemon_us idle_own_ms_per_s; do
     ours+="$key=$(median_of "$ours_rounds" "$key")"$'\n'
@@ -125,9 +126,8 @@ get() { echo "$1" | sed -n "s/^$2=//p"; }
     own_share() {
         echo "$ours_rounds" | awk -v k="$1" -F= '
             $1 == k "_own_us" { own[++n] = $2 } $1 == k "_daemon_us" { daemon[++m] = $2 }
-            END { for (i = 1; i <= n; i++) print own[i] / daemon[i] }' | median_of_lines
+            END { for (i = 1; i <= n; i++) print own[i] / daemon[i] }' | median | awk '{ printf "%.3f", $1 }'
     }
-    median_of_lines() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) x = v[(NR + 1) / 2]; else x = (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.3f", x }'; }
     verdict() { awk -v r="$(own_share "$1")" 'BEGIN { print (r < 1) ? "met" : "NOT met" }'; }
     line() { echo "$2 $(get "$ours" "$1_own_us") µs vs $(get "$ours" "$1_daemon_us") µs, ours ÷ dbus-daemon per round: median $(own_share "$1") — **$(verdict "$1")**$3"; }
     echo "Goal: our process spends less CPU per message than dbus-daemon spends routing it (medians; the verdict is on the median of the per-round ratios):"
