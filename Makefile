@@ -3,7 +3,7 @@ SWIFT ?= swift
 SWIFT_FLAGS ?=
 BENCH_DIR ?= bench-results
 
-.PHONY: all deps build release test fuzz bench demo deb clean cli-docs mwctl-static soak
+.PHONY: all deps build release test fuzz bench demo deb clean cli-docs mwctl-static soak orderfile
 
 all: build
 
@@ -52,6 +52,11 @@ mwctl-static: deps
 
 demo: build
 	scripts/demo.sh
+
+# packaging/mwgated.order: the daemon's link order (its executed code packed together, for
+# resident memory), from a run of the packaged mwgated under callgrind (scripts/orderfile/).
+orderfile: deps
+	SWIFT_FLAGS="$(SWIFT_FLAGS)" scripts/orderfile/profile.sh
 
 # A bounded soak with injected faults, checked sample by sample (docs/soak.md): half the time
 # against the Firestore emulator, half against PostgreSQL. SOAK_SEED replays a run's faults.

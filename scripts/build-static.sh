@@ -18,6 +18,11 @@
 # - --no-export-dynamic: the Swift static-link defaults export every symbol of our own code
 #   (52,000 of them: 4.6 MB of symbol tables, 2.5 MB of it resident once the loader has looked). Nothing looks our symbols up
 #   at run time: no plugins, no dlsym; crash backtraces read the symbol table of the file.
+# - packaging/mwgated.order (lld --symbol-ordering-file): every function the daemon executes,
+#   packed together at the start of .text. The kernel maps file pages in 64 kB fault-around
+#   windows, so code spread among cold functions keeps the cold ones resident too. Made by
+#   `make orderfile` (scripts/orderfile/); names it does not find are skipped, so a stale
+#   order costs memory, never a failed link.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 flags=(-c release --static-swift-stdlib --scratch-path .build-static
@@ -25,6 +30,10 @@ flags=(-c release --static-swift-stdlib --scratch-path .build-static
        -Xswiftc -use-ld=lld
        -Xlinker -z -Xlinker pack-relative-relocs
        -Xlinker --no-export-dynamic)
+order=$PWD/packaging/mwgated.order
+if [[ -s "$order" && -z "${MWGATE_NO_ORDER:-}" ]]; then
+    flags+=(-Xlinker "--symbol-ordering-file=$order" -Xlinker --no-warn-symbol-ordering)
+fi
 if [[ "${1:-}" == --bin-path ]]; then
     swift build "${flags[@]}" --show-bin-path
     exit 0

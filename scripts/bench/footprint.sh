@@ -54,13 +54,22 @@ mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 met() { awk -v a="$1" -v g="$2" 'BEGIN { print (a < g) ? "met" : "NOT met" }'; }
 packaged="as packaged"
 ldd "$mwgated" 2>/dev/null | grep -q libswiftCore && packaged="NOT as packaged: Swift runtime linked dynamically"
+# How much of the link order (packaging/mwgated.order) this binary still has: names the code
+# no longer defines mean the order is going stale (make orderfile).
+order=$root/packaging/mwgated.order
+order_note="no link order (packaging/mwgated.order missing): code in the compiler's order"
+if [[ -s "$order" ]]; then
+    order_total=$(wc -l < "$order")
+    order_found=$(nm --defined-only "$mwgated" 2>/dev/null | awk 'NR == FNR { want[$1]; next } ($NF in want) { found[$NF] } END { print length(found) }' "$order" -)
+    order_note="code laid out by packaging/mwgated.order: $order_found of its $order_total names are in this binary"
+fi
 rss=$(mib "$(value rss_steady_kib)"); rss_max=$(mib "$(value rss_max_kib)")
 ready=$(value ready_median_ms)
 cpu=$(value cpu_ms_per_1000_samples)
 {
     echo "### Daemon footprint (mwgated $packaged, 4 boards at 100 Hz)"
     echo
-    echo "mwgated built as the package builds it (\`scripts/build-static.sh\`: release, static Swift runtime, one section per function, lld with packed relative relocations, no exported symbols), mwsim simulating BlueZ with $boards boards (mixed MetaMotion R/S) streaming gyro at 100 Hz on a private dbus-daemon, always-on recording into a fresh state directory, directory sink. Start to READY=1: from fork to the sd_notify datagram on a socket the benchmark owns, $starts starts (the first creates the database). RSS sampled every second; steady state = median after ${steady_after} s of streaming; CPU = utime + stime of mwgated over the window from ${steady_after} s to ${seconds} s, divided by the gyro samples it received in that window (its control API's counters)."
+    echo "mwgated built as the package builds it (\`scripts/build-static.sh\`: release, static Swift runtime, one section per function, lld with packed relative relocations, no exported symbols, the code the daemon runs packed together; $order_note), mwsim simulating BlueZ with $boards boards (mixed MetaMotion R/S) streaming gyro at 100 Hz on a private dbus-daemon, always-on recording into a fresh state directory, directory sink. Start to READY=1: from fork to the sd_notify datagram on a socket the benchmark owns, $starts starts (the first creates the database). RSS sampled every second; steady state = median after ${steady_after} s of streaming; CPU = utime + stime of mwgated over the window from ${steady_after} s to ${seconds} s, divided by the gyro samples it received in that window (its control API's counters)."
     echo
     echo "| measure | ours | goal | met |"
     echo "|---|---:|---:|---|"
