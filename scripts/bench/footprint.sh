@@ -18,7 +18,6 @@ mwctl=${MWCTL_STATIC:-${MWCTL:?}}
 seconds=${FOOTPRINT_SECONDS:-60}
 steady_after=${FOOTPRINT_STEADY_AFTER:-30}
 starts=${FOOTPRINT_STARTS:-7}
-boards=4
 data=${MWBENCH_DATA_DIR:-$(dirname "$out")}
 for binary in "$mwgated" "$mwsim" "$mwctl"; do
     [[ -x "$binary" ]] || { echo "footprint.sh: $binary missing (make bench builds it)" >&2; exit 1; }
@@ -28,26 +27,11 @@ done
 private_bus_start
 work=$bus_dir
 export DBUS_SYSTEM_BUS_ADDRESS=$bus_address
-"$mwsim" --bus "$bus_address" --boards "$boards" --model mixed --quiet --discovery-delay 0.1 > "$work/mwsim.log" 2>&1 &
-sim_pid=$!
-bench_track "$sim_pid"
-mkdir -p "$work/state" "$work/run" "$work/etc" "$work/documents"
-cat > "$work/etc/mwgated.toml" <<EOF
-[boards]
-gyro_rate = 100
-
-[session]
-mode = "always"
-
-[sink]
-type = "directory"
-
-[sink.directory]
-path = "$work/documents"
-EOF
+. "$here/footprint-workload.sh"
+footprint_workload_start "$work" "$bus_address" "$mwsim"
 "$mwgated" --check-config --config "$work/etc/mwgated.toml" > /dev/null
 load=$(cut -d' ' -f1-3 /proc/loadavg)
-raw=$(/usr/bin/python3 "$here/footprint.py" "$mwgated" "$mwctl" "$work" "$data" "$starts" "$seconds" "$steady_after" "$boards")
+raw=$(/usr/bin/python3 "$here/footprint.py" "$mwgated" "$mwctl" "$work" "$data" "$starts" "$seconds" "$steady_after" "$footprint_boards")
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 value() { printf '%s\n' "$raw" | sed -n "s/^$1=//p" | tail -1; }
 mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
@@ -69,7 +53,7 @@ cpu=$(value cpu_ms_per_1000_samples)
 {
     echo "### Daemon footprint (mwgated $packaged, 4 boards at 100 Hz)"
     echo
-    echo "mwgated built as the package builds it (\`scripts/build-static.sh\`: release, static Swift runtime, one section per function, lld with packed relative relocations, no exported symbols, the code the daemon runs packed together; $order_note), mwsim simulating BlueZ with $boards boards (mixed MetaMotion R/S) streaming gyro at 100 Hz on a private dbus-daemon, always-on recording into a fresh state directory, directory sink. Start to READY=1: from fork to the sd_notify datagram on a socket the benchmark owns, $starts starts (the first creates the database). RSS sampled every second; steady state = median after ${steady_after} s of streaming; CPU = utime + stime of mwgated over the window from ${steady_after} s to ${seconds} s, divided by the gyro samples it received in that window (its control API's counters)."
+    echo "mwgated built as the package builds it (\`scripts/build-static.sh\`: release, static Swift runtime, one section per function, lld with packed relative relocations, no exported symbols, the code the daemon runs packed together; $order_note), mwsim simulating BlueZ with $footprint_boards boards (mixed MetaMotion R/S) streaming gyro at 100 Hz on a private dbus-daemon, always-on recording into a fresh state directory, directory sink. Start to READY=1: from fork to the sd_notify datagram on a socket the benchmark owns, $starts starts (the first creates the database). RSS sampled every second; steady state = median after ${steady_after} s of streaming; CPU = utime + stime of mwgated over the window from ${steady_after} s to ${seconds} s, divided by the gyro samples it received in that window (its control API's counters)."
     echo
     echo "| measure | ours | goal | met |"
     echo "|---|---:|---:|---|"

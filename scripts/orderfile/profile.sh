@@ -3,12 +3,13 @@
 # scripts/build-static.sh hands to lld (--symbol-ordering-file): `make orderfile`.
 #
 # It runs the packaged mwgated (as scripts/build-static.sh builds it) under valgrind's callgrind,
-# a first start and then a restart on the same state, on the footprint benchmark's workload: mwsim with 4 boards (both chip profiles) streaming gyro
-# at 100 Hz on a private dbus-daemon, always-on recording into a fresh state directory, chunks
-# sealed and written by the directory sink, a replayed GNSS capture (shared/testdata), the
-# read-only mwctl commands every few seconds; then stops it with SIGTERM,
-# so start-up, steady state and shutdown are all in the profile. callgrind_order.py lists every
-# function that ran, hottest first.
+# a first start and then a restart on the same state, on the footprint benchmark's workload
+# (scripts/bench/footprint-workload.sh: mwsim with 4 boards of both chip profiles streaming gyro
+# at 100 Hz on a private dbus-daemon, always-on recording, chunks sealed and written by the
+# directory sink) plus a replayed GNSS capture (shared/testdata) and the read-only mwctl
+# commands every few seconds; each run ends with SIGTERM, so start-up, steady state and
+# shutdown are all in the profile. callgrind_order.py lists every function that ran, hottest
+# first.
 #
 # Rerun it when the code the daemon runs has changed much: a function missing from the order
 # still links and runs, it only lands among cold code (resident memory creeps up, which the
@@ -38,25 +39,11 @@ mwctl=${MWCTL:-$(swift build --show-bin-path)/mwctl}
 private_bus_start
 work=$bus_dir
 export DBUS_SYSTEM_BUS_ADDRESS=$bus_address
-"$mwsim" --bus "$bus_address" --boards 4 --model mixed --quiet --discovery-delay 0.1 > "$work/mwsim.log" 2>&1 &
-bench_track $!
-mkdir -p "$work/state" "$work/run" "$work/etc" "$work/documents"
+. "$root/scripts/bench/footprint-workload.sh"
+footprint_workload_start "$work" "$bus_address" "$mwsim"
 # valgrind cannot read the toolchain's DWARF 5; names come from the symbol table, which stays.
 mwgated=$work/mwgated
 strip --strip-debug -o "$mwgated" "$built"
-cat > "$work/etc/mwgated.toml" <<EOF
-[boards]
-gyro_rate = 100
-
-[session]
-mode = "always"
-
-[sink]
-type = "directory"
-
-[sink.directory]
-path = "$work/documents"
-EOF
 # A real gateway reads fixes too: replay the shared receiver capture when it is there.
 nmea=$root/../shared/testdata/nmea/quectel-l76k-nmea.log
 if [[ -r "$nmea" ]]; then
@@ -66,7 +53,7 @@ else
     echo "profile.sh: $nmea missing: profiling without GNSS input" >&2
 fi
 # One run under callgrind: start, wait until every board streams (slow under valgrind), ask
-# the operator's questions for $2 seconds, SIGTERM. Fails unless all 4 boards streamed.
+# the operator's questions for $2 seconds, SIGTERM. Fails unless every board streamed.
 profiled_run() {
     local name=$1 seconds=$2 streaming=0 daemon end query
     STATE_DIRECTORY=$work/state RUNTIME_DIRECTORY=$work/run CONFIGURATION_DIRECTORY=$work/etc \
@@ -77,10 +64,10 @@ profiled_run() {
     bench_track "$daemon"
     for _ in $(seq 600); do
         streaming=$("$mwctl" status --json 2>/dev/null | grep -o '"streaming" *: *true' | wc -l || true)
-        [[ "$streaming" -ge 4 ]] && break
+        [[ "$streaming" -ge "$footprint_boards" ]] && break
         sleep 1
     done
-    echo "profile.sh: $name: $streaming of 4 boards streaming; profiling for $seconds s" >&2
+    echo "profile.sh: $name: $streaming of $footprint_boards boards streaming; profiling for $seconds s" >&2
     end=$((SECONDS + seconds))
     while ((SECONDS < end)); do
         for query in "${queries[@]}"; do
@@ -92,7 +79,7 @@ profiled_run() {
     kill -TERM "$daemon"
     wait "$daemon" || true
     [[ -z "${PROFILE_KEEP:-}" ]] || cp "$work/$name.callgrind" "$work/$name.log" "$PROFILE_KEEP/"
-    if [[ "$streaming" -lt 4 ]]; then
+    if [[ "$streaming" -lt "$footprint_boards" ]]; then
         echo "profile.sh: $name: the boards did not stream (see $work/$name.log); order not written" >&2
         tail -20 "$work/$name.log" >&2
         return 1
