@@ -2,31 +2,35 @@
 # scripts/orderfile/profile.sh, which lays out mwgated's code for it: one definition, so the
 # link order follows the workload the footprint goal is measured on.
 #
-#   footprint_workload_start DIR BUS_ADDRESS MWSIM
+#   footprint_workload_start DIR BUS_ADDRESS MWSIM   # the boards, and the configuration below
+#   footprint_boards_start DIR BUS_ADDRESS MWSIM     # mwsim: 4 boards of both chip profiles
+#   footprint_config DIR [SINK_TOML]                 # DIR/etc/mwgated.toml
 #
-# Starts mwsim with 4 simulated boards (both chip profiles) on the bus (registered with
-# bench_track from private-bus.sh) and writes DIR/etc/mwgated.toml: gyro at 100 Hz, always-on
-# recording, the directory sink into DIR/documents; DIR/state and DIR/run are the daemon's
-# state and runtime directories.
+# mwsim is registered with bench_track (private-bus.sh). The configuration: gyro at 100 Hz,
+# always-on recording, the directory sink into DIR/documents, or the [sink] tables of the TOML
+# file SINK_TOML (default: $FOOTPRINT_SINK_TOML) to measure another upstream. DIR/state and
+# DIR/run are the daemon's state and runtime directories.
 footprint_boards=4
 
-footprint_workload_start() {
+footprint_boards_start() {
     local dir=$1 address=$2 mwsim=$3
     "$mwsim" --bus "$address" --boards "$footprint_boards" --model mixed --quiet --discovery-delay 0.1 \
         > "$dir/mwsim.log" 2>&1 &
     bench_track $!
+}
+
+footprint_config() {
+    local dir=$1 sink=${2:-${FOOTPRINT_SINK_TOML:-}}
     mkdir -p "$dir/state" "$dir/run" "$dir/etc" "$dir/documents"
-    cat > "$dir/etc/mwgated.toml" <<EOF
-[boards]
-gyro_rate = 100
+    printf '[boards]\ngyro_rate = 100\n\n[session]\nmode = "always"\n\n' > "$dir/etc/mwgated.toml"
+    if [[ -n "$sink" ]]; then
+        cat "$sink" >> "$dir/etc/mwgated.toml"
+    else
+        printf '[sink]\ntype = "directory"\n\n[sink.directory]\npath = "%s"\n' "$dir/documents" >> "$dir/etc/mwgated.toml"
+    fi
+}
 
-[session]
-mode = "always"
-
-[sink]
-type = "directory"
-
-[sink.directory]
-path = "$dir/documents"
-EOF
+footprint_workload_start() {
+    footprint_boards_start "$1" "$2" "$3"
+    footprint_config "$1"
 }

@@ -6,18 +6,20 @@
 # a first start and then a restart on the same state, on the footprint benchmark's workload
 # (scripts/bench/footprint-workload.sh: mwsim with 4 boards of both chip profiles streaming gyro
 # at 100 Hz on a private dbus-daemon, always-on recording, chunks sealed and written by the
-# directory sink) plus a replayed GNSS capture (shared/testdata) and the read-only mwctl
-# commands every few seconds; each run ends with SIGTERM, so start-up, steady state and
-# shutdown are all in the profile. callgrind_order.py lists every function that ran, hottest
-# first.
+# directory sink), with a replayed GNSS capture (shared/testdata), the read-only mwctl commands
+# every few seconds, and sd_notify and the watchdog as under systemd; then once more into each
+# network upstream installed here (a PostgreSQL 15 of its own on loopback, Google's Firestore
+# emulator). Each run ends with SIGTERM, so start-up, steady state and shutdown are all in the
+# profile. callgrind_order.py lists every function that ran, hottest first.
 #
 # Rerun it when the code the daemon runs has changed much: a function missing from the order
 # still links and runs, it only lands among cold code (resident memory creeps up, which the
 # footprint benchmark shows). The order names symbols only; stale names are ignored by the link.
 #
 # Env: PROFILE_SECONDS (streaming time of the restart under callgrind, default 120), ORDER_OUT (default
-# packaging/mwgated.order), MWSIM, MWCTL (default: the debug build's), PROFILE_KEEP (a directory
-# to keep the profile and the profiled binary in).
+# packaging/mwgated.order), PROFILE_UPSTREAM_SECONDS (each upstream's run, default 60), MWSIM,
+# MWCTL (default: the debug build's), PROFILE_KEEP (a directory to keep the profiles and the
+# profiled binary in).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -40,24 +42,41 @@ private_bus_start
 work=$bus_dir
 export DBUS_SYSTEM_BUS_ADDRESS=$bus_address
 . "$root/scripts/bench/footprint-workload.sh"
-footprint_workload_start "$work" "$bus_address" "$mwsim"
+footprint_boards_start "$work" "$bus_address" "$mwsim"
 # valgrind cannot read the toolchain's DWARF 5; names come from the symbol table, which stays.
 mwgated=$work/mwgated
 strip --strip-debug -o "$mwgated" "$built"
-# A real gateway reads fixes too: replay the shared receiver capture when it is there.
 nmea=$root/../shared/testdata/nmea/quectel-l76k-nmea.log
 if [[ -r "$nmea" ]]; then
     nmea=$(cd "$(dirname "$nmea")" && pwd)/$(basename "$nmea")
-    printf '\n[gnss]\nsource = "file:%s?speed=realtime"\n' "$nmea" >> "$work/etc/mwgated.toml"
 else
     echo "profile.sh: $nmea missing: profiling without GNSS input" >&2
+    nmea=""
 fi
+# The footprint configuration with SINK_TOML's upstream (default: the directory sink), plus the
+# replayed receiver capture: a real gateway reads fixes too.
+write_config() {
+    footprint_config "$work" "${1:-}"
+    [[ -z "$nmea" ]] || printf '\n[gnss]\nsource = "file:%s?speed=realtime"\n' "$nmea" >> "$work/etc/mwgated.toml"
+}
+# As under systemd (Type=notify, WatchdogSec=30s): readiness, status and watchdog pings go to a
+# socket of ours, so the sd_notify code is in the profile too.
+/usr/bin/python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+while True:
+    s.recv(4096)
+' "$work/notify.sock" &
+bench_track $!
+free_port() { /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 # One run under callgrind: start, wait until every board streams (slow under valgrind), ask
 # the operator's questions for $2 seconds, SIGTERM. Fails unless every board streamed.
 profiled_run() {
     local name=$1 seconds=$2 streaming=0 daemon end query
     STATE_DIRECTORY=$work/state RUNTIME_DIRECTORY=$work/run CONFIGURATION_DIRECTORY=$work/etc \
-        valgrind --tool=callgrind --demangle=no --compress-strings=no --compress-pos=no \
+        NOTIFY_SOCKET=$work/notify.sock WATCHDOG_USEC=30000000 \
+        valgrind --tool=callgrind --demangle=no --dump-instr=yes --dump-line=no --compress-strings=no --compress-pos=no \
         --callgrind-out-file="$work/$name.callgrind" \
         "$mwgated" --config "$work/etc/mwgated.toml" > "$work/$name.log" 2>&1 &
     daemon=$!
@@ -88,14 +107,75 @@ profiled_run() {
 
 # What an operator or a monitoring script asks of a running gateway.
 queries=("status" "status --json" "boards list" "session list" "history" "sync status" "sync status --json")
+profiles=()
 # A first start creates the database; a restart opens it, closes the session the stop left
 # and resumes the backlog: different code, and the one a long-running gateway mostly runs.
+write_config
 profiled_run first-start 30
 profiled_run restart "$seconds"
-[[ -z "${PROFILE_KEEP:-}" ]] || cp "$mwgated" "$PROFILE_KEEP/"
+profiles+=("$work/first-start.callgrind" "$work/restart.callgrind")
 documents=$(find "$work/documents" -type f | wc -l)
 echo "profile.sh: $documents documents written by the directory sink" >&2
 [[ "$documents" -gt 0 ]] || { echo "profile.sh: nothing was sealed and written; order not written" >&2; exit 1; }
-/usr/bin/python3 "$here/callgrind_order.py" "$mwgated" "$work/first-start.callgrind" "$work/restart.callgrind" > "$out.tmp"
+
+# The network upstreams, where installed: their client code (NIO, PostgresNIO, AsyncHTTPClient)
+# is most of what a fleet gateway runs beyond the directory sink's; left out of the order, it
+# kept ~4 MB more code resident with a PostgreSQL sink.
+upstream_seconds=${PROFILE_UPSTREAM_SECONDS:-60}
+pg_bin=/usr/lib/postgresql/15/bin
+if [[ -x "$pg_bin/postgres" ]]; then
+    chmod 755 "$work"
+    pg=$work/pg
+    mkdir -p "$pg"
+    as_pg=()
+    if [[ $(id -u) -eq 0 ]]; then
+        chown postgres "$pg"
+        as_pg=(setpriv --reuid=postgres --regid=postgres --init-groups)
+    fi
+    pg_port=$(free_port)
+    "${as_pg[@]}" "$pg_bin/initdb" -D "$pg/data" -A trust -U postgres > "$work/initdb.log" 2>&1
+    "${as_pg[@]}" "$pg_bin/postgres" -D "$pg/data" -p "$pg_port" -k "$pg" -c listen_addresses=127.0.0.1 \
+        > "$work/postgres.log" 2>&1 &
+    bench_track $!
+    for _ in $(seq 100); do "$pg_bin/pg_isready" -q -h 127.0.0.1 -p "$pg_port" && break; sleep 0.2; done
+    psql_pg() { "$pg_bin/psql" -X -q -h 127.0.0.1 -p "$pg_port" -U postgres "$@"; }
+    psql_pg -c "create user mwgate" -c "create database mwgate owner mwgate"
+    mkdir -p "$work/credentials"
+    echo "trust-auth-ignores-it" > "$work/credentials/postgres-password"
+    printf '[sink]\ntype = "postgres"\n\n[sink.postgres]\nhost = "127.0.0.1"\nport = %s\nuser = "mwgate"\ndatabase = "mwgate"\nsslmode = "disable"\n' \
+        "$pg_port" > "$work/postgres-sink.toml"
+    write_config "$work/postgres-sink.toml"
+    CREDENTIALS_DIRECTORY=$work/credentials profiled_run postgres "$upstream_seconds"
+    rows=$(psql_pg -d mwgate -tAc "select count(*) from realtime_data")
+    echo "profile.sh: $rows realtime_data rows in PostgreSQL" >&2
+    [[ "$rows" -gt 0 ]] || { echo "profile.sh: nothing reached PostgreSQL; order not written" >&2; exit 1; }
+    profiles+=("$work/postgres.callgrind")
+else
+    echo "profile.sh: PostgreSQL 15 missing (make deps): its sink is not in the order" >&2
+fi
+emulator=/usr/lib/google-cloud-sdk/platform/cloud-firestore-emulator/cloud_firestore_emulator
+if [[ -x "$emulator" ]] && command -v java > /dev/null; then
+    emu_port=$(free_port)
+    JAVA_TOOL_OPTIONS="-Xms1g -Xmx1g" setsid "$emulator" start --host=127.0.0.1 --port="$emu_port" \
+        --project_id=mwgate-profile > "$work/emulator.log" 2>&1 &
+    emu_pid=$!
+    bench_track "$emu_pid"
+    for _ in $(seq 240); do curl -s -o /dev/null "http://127.0.0.1:$emu_port/" && break; sleep 0.5; done
+    printf '[sink]\ntype = "firestore"\n\n[sink.firestore]\nproject_id = "mwgate-profile"\nemulator_host = "127.0.0.1:%s"\n' \
+        "$emu_port" > "$work/firestore-sink.toml"
+    write_config "$work/firestore-sink.toml"
+    profiled_run firestore "$upstream_seconds"
+    listed=$(curl -s "http://127.0.0.1:$emu_port/v1/projects/mwgate-profile/databases/(default)/documents/realtime_data?pageSize=100" \
+        | grep -c '"name": "projects/' || true)
+    kill -TERM -- "-$emu_pid" 2>/dev/null || true
+    echo "profile.sh: $listed realtime_data documents in the Firestore emulator (first page)" >&2
+    [[ "$listed" -gt 0 ]] || { echo "profile.sh: nothing reached the Firestore emulator; order not written" >&2; exit 1; }
+    profiles+=("$work/firestore.callgrind")
+else
+    echo "profile.sh: the Firestore emulator or java is missing: its sink is not in the order" >&2
+fi
+
+[[ -z "${PROFILE_KEEP:-}" ]] || cp "$mwgated" "$PROFILE_KEEP/"
+/usr/bin/python3 "$here/callgrind_order.py" "$mwgated" "${profiles[@]}" > "$out.tmp"
 mv "$out.tmp" "$out"
-echo "profile.sh: wrote $out ($(wc -l < "$out") symbols)" >&2
+echo "profile.sh: wrote $out ($(wc -l < "$out") symbols, ${#profiles[@]} profiled runs)" >&2
