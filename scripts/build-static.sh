@@ -22,7 +22,7 @@
 #   packed together at the start of .text. The kernel maps file pages in 64 kB fault-around
 #   windows, so code spread among cold functions keeps the cold ones resident too. Made by
 #   `make orderfile` (scripts/orderfile/); names it does not find are skipped, so a stale
-#   order costs memory, never a failed link.
+#   order costs memory, never a failed link. MWGATE_NO_ORDER=1 links without it (to compare).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 flags=(-c release --static-swift-stdlib --scratch-path .build-static

@@ -47,13 +47,15 @@ if [[ -s "$order" ]]; then
     order_found=$(nm --defined-only "$mwgated" 2>/dev/null | awk 'NR == FNR { want[$1]; next } ($NF in want) { found[$NF] } END { print length(found) }' "$order" -)
     order_note="code laid out by packaging/mwgated.order: $order_found of its $order_total names are in this binary"
 fi
+sink_note="directory sink"
+[[ -z "${FOOTPRINT_SINK_TOML:-}" ]] || sink_note="the sink of $FOOTPRINT_SINK_TOML ($(sed -n 's/^type *= *//p' "$FOOTPRINT_SINK_TOML" | head -1))"
 rss=$(mib "$(value rss_steady_kib)"); rss_max=$(mib "$(value rss_max_kib)")
 ready=$(value ready_median_ms)
 cpu=$(value cpu_ms_per_1000_samples)
 {
     echo "### Daemon footprint (mwgated $packaged, 4 boards at 100 Hz)"
     echo
-    echo "mwgated built as the package builds it (\`scripts/build-static.sh\`: release, static Swift runtime, one section per function, lld with packed relative relocations, no exported symbols, the code the daemon runs packed together; $order_note), mwsim simulating BlueZ with $footprint_boards boards (mixed MetaMotion R/S) streaming gyro at 100 Hz on a private dbus-daemon, always-on recording into a fresh state directory, directory sink. Start to READY=1: from fork to the sd_notify datagram on a socket the benchmark owns, $starts starts (the first creates the database). RSS sampled every second; steady state = median after ${steady_after} s of streaming; CPU = utime + stime of mwgated over the window from ${steady_after} s to ${seconds} s, divided by the gyro samples it received in that window (its control API's counters)."
+    echo "mwgated built as the package builds it (\`scripts/build-static.sh\`: release, static Swift runtime, one section per function, lld with packed relative relocations, no exported symbols, the code the daemon runs packed together; $order_note), mwsim simulating BlueZ with $footprint_boards boards (mixed MetaMotion R/S) streaming gyro at 100 Hz on a private dbus-daemon, always-on recording into a fresh state directory, $sink_note. Start to READY=1: from fork to the sd_notify datagram on a socket the benchmark owns, $starts starts (the first creates the database). RSS sampled every second; steady state = median after ${steady_after} s of streaming; CPU = utime + stime of mwgated over the window from ${steady_after} s to ${seconds} s, divided by the gyro samples it received in that window (its control API's counters)."
     echo
     echo "| measure | ours | goal | met |"
     echo "|---|---:|---:|---|"

@@ -12,15 +12,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d /tmp/mwgate-uplink-bench.XXXXXX)
 chmod 755 "$work"
 emu_pid=""
-pg_pid=""
-pgbin=/usr/lib/postgresql/15/bin
+. "$here/scratch-postgres.sh"
 cleanup() {
     stop_emulator
-    if [ -n "$pg_pid" ]; then kill -INT "$pg_pid" 2>/dev/null || true; for _ in $(seq 50); do kill -0 "$pg_pid" 2>/dev/null || break; sleep 0.2; done; fi
+    scratch_postgres_stop
     rm -rf "$work"
 }
 trap cleanup EXIT
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 launcher=/usr/lib/google-cloud-sdk/platform/cloud-firestore-emulator/cloud_firestore_emulator
 fs_note=""
@@ -91,16 +89,8 @@ pg_note=""
 have_pg=""
 if [[ " $sinks " != *" postgresql "* ]]; then
     pg_note="PostgreSQL not run (UPLINK_SINKS=$sinks)."
-elif [ -x "$pgbin/postgres" ]; then
-    pg_port=$(free_port)
-    as=()
-    if [ "$(id -u)" -eq 0 ]; then as=(runuser -u nobody --); chown nobody "$work"; fi
-    "${as[@]}" "$pgbin/initdb" -D "$work/pg" -A trust -U postgres --no-sync -E UTF8 > /dev/null
-    # Default durability (fsync on): the numbers are what a real server does.
-    "${as[@]}" "$pgbin/postgres" -D "$work/pg" -c listen_addresses=127.0.0.1 -p "$pg_port" -k "$work" > "$work/pg.log" 2>&1 &
-    pg_pid=$!
-    for _ in $(seq 120); do "$pgbin/pg_isready" -q -h 127.0.0.1 -p "$pg_port" && break; sleep 0.5; done
-    pg_pid=$(head -1 "$work/pg/postmaster.pid")
+elif [ -x "$pg_bin/postgres" ]; then
+    scratch_postgres_start "$work"
     psql -q -h 127.0.0.1 -p "$pg_port" -U postgres -d postgres -c "CREATE DATABASE peer_template"
     have_pg=1
 else

@@ -2,8 +2,9 @@
 """Turns callgrind profiles of mwgated into an lld symbol ordering file.
 
 Every function of BINARY that the runs executed is listed, grouped by the runs that executed
-it (the code all of them ran first) and hottest first within a group, so the linker packs the code the daemon really runs into one contiguous stretch
-instead of leaving it spread among cold code. Why it matters: the kernel maps a file's pages in
+it (the code all of them ran first) and hottest first within a group, so the linker packs the
+code the daemon really runs into one contiguous stretch instead of leaving it spread among cold
+code. Why it matters: the kernel maps a file's pages in
 64 kB fault-around windows, so one touched function maps its cold neighbours too; scattered over
 30 MB of text, a few thousand touched functions kept ~15 MB resident.
 

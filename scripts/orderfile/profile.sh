@@ -10,7 +10,8 @@
 # every few seconds, and sd_notify and the watchdog as under systemd; then once more into each
 # network upstream installed here (a PostgreSQL 15 of its own on loopback, Google's Firestore
 # emulator). Each run ends with SIGTERM, so start-up, steady state and shutdown are all in the
-# profile. callgrind_order.py lists every function that ran, hottest first.
+# profile. callgrind_order.py lists every function that ran, the code all runs share first,
+# then each run's own, hottest first within each group.
 #
 # Rerun it when the code the daemon runs has changed much: a function missing from the order
 # still links and runs, it only lands among cold code (resident memory creeps up, which the
@@ -69,7 +70,7 @@ while True:
     s.recv(4096)
 ' "$work/notify.sock" &
 bench_track $!
-free_port() { /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+. "$root/scripts/bench/scratch-postgres.sh"
 # One run under callgrind: start, wait until every board streams (slow under valgrind), ask
 # the operator's questions for $2 seconds, SIGTERM. Fails unless every board streamed.
 profiled_run() {
@@ -122,22 +123,9 @@ echo "profile.sh: $documents documents written by the directory sink" >&2
 # is most of what a fleet gateway runs beyond the directory sink's; left out of the order, it
 # kept ~4 MB more code resident with a PostgreSQL sink.
 upstream_seconds=${PROFILE_UPSTREAM_SECONDS:-60}
-pg_bin=/usr/lib/postgresql/15/bin
 if [[ -x "$pg_bin/postgres" ]]; then
-    chmod 755 "$work"
-    pg=$work/pg
-    mkdir -p "$pg"
-    as_pg=()
-    if [[ $(id -u) -eq 0 ]]; then
-        chown postgres "$pg"
-        as_pg=(setpriv --reuid=postgres --regid=postgres --init-groups)
-    fi
-    pg_port=$(free_port)
-    "${as_pg[@]}" "$pg_bin/initdb" -D "$pg/data" -A trust -U postgres > "$work/initdb.log" 2>&1
-    "${as_pg[@]}" "$pg_bin/postgres" -D "$pg/data" -p "$pg_port" -k "$pg" -c listen_addresses=127.0.0.1 \
-        > "$work/postgres.log" 2>&1 &
-    bench_track $!
-    for _ in $(seq 100); do "$pg_bin/pg_isready" -q -h 127.0.0.1 -p "$pg_port" && break; sleep 0.2; done
+    scratch_postgres_start "$work"
+    bench_track "$pg_pid"  # stopped by the exit trap should a check below fail
     psql_pg() { "$pg_bin/psql" -X -q -h 127.0.0.1 -p "$pg_port" -U postgres "$@"; }
     psql_pg -c "create user mwgate" -c "create database mwgate owner mwgate"
     mkdir -p "$work/credentials"
@@ -148,6 +136,7 @@ if [[ -x "$pg_bin/postgres" ]]; then
     CREDENTIALS_DIRECTORY=$work/credentials profiled_run postgres "$upstream_seconds"
     rows=$(psql_pg -d mwgate -tAc "select count(*) from realtime_data")
     echo "profile.sh: $rows realtime_data rows in PostgreSQL" >&2
+    scratch_postgres_stop
     [[ "$rows" -gt 0 ]] || { echo "profile.sh: nothing reached PostgreSQL; order not written" >&2; exit 1; }
     profiles+=("$work/postgres.callgrind")
 else
