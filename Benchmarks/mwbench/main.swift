@@ -9,7 +9,7 @@ func fail(_ message: String) -> Never {
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 guard let area = arguments.first else {
-    fail("usage: mwbench boards|control|dbus|gnss|metawear|recording|uplink [options]")
+    fail("usage: mwbench boards|control|dbus|gnss|metawear|recording|uplink|wakefloor [options]")
 }
 let rest = Array(arguments.dropFirst())
 switch area {
@@ -20,6 +20,7 @@ case "metawear": MetaWearBenchmark.run(rest)
 case "recording": RecordingBenchmark.run(rest)
 case "control": await ControlBenchmark.run(rest)
 case "uplink": await UplinkBenchmark.run(rest)
+case "wakefloor": WakeFloorBenchmark.run(rest)
 default:
-    fail("mwbench: unknown area '\(area)' (expected boards, control, dbus, gnss, metawear, recording or uplink)")
+    fail("mwbench: unknown area '\(area)' (expected boards, control, dbus, gnss, metawear, recording, uplink or wakefloor)")
 }
