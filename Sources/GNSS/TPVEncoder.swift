@@ -88,7 +88,16 @@ public enum TPVEncoder {
     }
 
     private static func quoted(_ text: String) -> String {
-        var out = "\""
+        var out = ""
+        appendJSONString(text, to: &out)
+        return out
+    }
+
+    /// Appends `text` as a JSON string literal: quotes, backslash escapes, and `\u00XX` for
+    /// the other control characters. gpsd's protocol is JSON; the recorded documents' JSON
+    /// (Recording, Uplink) writes its strings through this too.
+    public static func appendJSONString(_ text: String, to out: inout String) {
+        out += "\""
         for scalar in text.unicodeScalars {
             switch scalar {
             case "\"": out += "\\\""
@@ -105,6 +114,6 @@ public enum TPVEncoder {
                 }
             }
         }
-        return out + "\""
+        out += "\""
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import GNSS
 
 /// A document field value in Firestore's type system, so sizes are computed the way
 /// Firestore counts them and the Uplink can encode the same tree for the wire.
@@ -89,26 +90,10 @@ public indirect enum FirestoreValue: Hashable, Sendable {
     }
 
     /// Appends `s` as a JSON string literal (quotes, backslash escapes, `\\u00XX` for the other
-    /// control characters), shared by the documents' encoders and the Uplink's JSON.
+    /// control characters), shared by the documents' encoders and the Uplink's JSON; the
+    /// escaping is gpsd JSON's (``TPVEncoder/appendJSONString(_:to:)``).
     public static func writeString(_ s: String, _ out: inout String) {
-        out += "\""
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if u.value < 0x20 {
-                    let hex = String(u.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(u)
-                }
-            }
-        }
-        out += "\""
+        TPVEncoder.appendJSONString(s, to: &out)
     }
 }
 
