@@ -55,6 +55,12 @@ class LoopbackListener:
         s.listen(self.backlog)
         self.listener = s
 
+    def close_listener(self):
+        """Nothing listens until listen() again: connecting clients are refused."""
+        if self.listener:
+            self.listener.close()
+            self.listener = None
+
     def accepting(self):
         return True
 

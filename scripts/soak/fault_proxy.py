@@ -1,13 +1,12 @@
-"""The fault proxy in front of the soak's upstream: pass, refuse or drop responses."""
+"""A TCP proxy in front of the soak's upstream: pass, refuse (outage: nothing listens) or drop
+the response to the next request(s) after the upstream got them (unknown outcome for the
+client)."""
 import select
 import socket
 import threading
 import time
 from common import LoopbackListener
 
-
-# A TCP proxy in front of the upstream: pass, refuse (outage: nothing listens) or drop the
-# response to the next request(s) after the upstream got them (unknown outcome for the client).
 
 class FaultProxy(LoopbackListener):
     def __init__(self, upstream_port, trigger):
@@ -66,9 +65,7 @@ class FaultProxy(LoopbackListener):
 
     def outage(self):
         with self.lock:
-            if self.listener:
-                self.listener.close()
-                self.listener = None
+            self.close_listener()
             for pair in self.pairs:
                 for s in pair:
                     try:

@@ -1,10 +1,9 @@
-"""The soak's GNSS receiver: an NMEA replay served over TCP, with unplug and return."""
+"""The soak's GNSS receiver: an NMEA replay served over TCP, with unplug (listener closed,
+clients cut) and return."""
 import threading
 import time
 from common import Failure, LoopbackListener
 
-
-# NMEA replay over TCP, with unplug (listener closed, clients cut) and return.
 
 class NMEAServer(LoopbackListener):
     def __init__(self, path):
@@ -100,9 +99,7 @@ class NMEAServer(LoopbackListener):
             for c in self.clients:
                 c.close()
             self.clients = []
-            if self.listener:
-                self.listener.close()
-                self.listener = None
+            self.close_listener()
 
     def replug(self):
         with self.lock:

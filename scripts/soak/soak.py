@@ -32,7 +32,6 @@ from upstreams import Firestore, Postgres
 from supervisor import Supervisor
 
 
-
 def simulator_signal(sensor, seed, index):
     """mwsim's deterministic sample (MetaWearBoardModel.SimulatedBoard.signal)."""
     m = 0xFFFFFFFF

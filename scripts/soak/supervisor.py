@@ -1,4 +1,5 @@
-"""mwgated under a supervisor with systemd's Restart=on-failure semantics."""
+"""mwgated under a supervisor with systemd's Restart=on-failure semantics: a clean exit 0 is
+not restarted, any other exit status or a signal is, after RestartSec."""
 import os
 import signal
 import subprocess
@@ -6,9 +7,6 @@ import threading
 import time
 from common import Failure
 
-
-# mwgated under a supervisor: Restart=on-failure semantics (a clean exit 0 is not restarted,
-# any other exit status or a signal is, after RestartSec).
 
 class Supervisor:
     def __init__(self, binary, config, env, logpath, restart_delay):
@@ -32,7 +30,6 @@ class Supervisor:
             # self.starts), so a hung start can be told from a quiet one.
             logpath = f"{self.logpath}.{len(self.starts) + 1}"
             logfile = open(logpath, "ab")
-            offset = 0
             proc = subprocess.Popen([self.binary, "--config", self.config], env=self.env,
                                     stdout=logfile, stderr=logfile, stdin=subprocess.DEVNULL)
             with self.lock:

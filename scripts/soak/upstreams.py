@@ -8,8 +8,6 @@ import urllib.request
 from common import FIRESTORE, PGBIN, free_port, Failure
 
 
-# Upstreams.
-
 class Firestore:
     kind = "firestore"
     trigger = b":commit"
