@@ -9,7 +9,7 @@ func fail(_ message: String) -> Never {
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 guard let area = arguments.first else {
-    fail("usage: mwbench boards|control|dbus|gnss|metawear|recording|uplink|wakefloor [options]")
+    fail("usage: mwbench boards|control|dbus|gnss|metawear|recording|uplink|wakefloor|handofffloor [options]")
 }
 let rest = Array(arguments.dropFirst())
 switch area {
@@ -21,6 +21,7 @@ case "recording": RecordingBenchmark.run(rest)
 case "control": await ControlBenchmark.run(rest)
 case "uplink": await UplinkBenchmark.run(rest)
 case "wakefloor": WakeFloorBenchmark.run(rest)
+case "handofffloor": await HandoffFloorBenchmark.run(rest)
 default:
-    fail("mwbench: unknown area '\(area)' (expected boards, control, dbus, gnss, metawear, recording, uplink or wakefloor)")
+    fail("mwbench: unknown area '\(area)' (expected boards, control, dbus, gnss, metawear, recording, uplink, wakefloor or handofffloor)")
 }

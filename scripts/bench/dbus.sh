@@ -95,11 +95,12 @@ PY
 ours_rounds="" theirs_rounds=""
 for round in $(seq "$rounds"); do
     ours_rounds+="round=$round"$'\n'$("$mwbench" dbus client --address "$address" --calls "$calls" --signals "$signals" --daemon-pid "$daemon")$'\n'
+    ours_rounds+=$("$mwbench" handofffloor --count "$calls")$'\n'
     theirs_rounds+="round=$round"$'\n'$("$python" "$dir/client.py" "$address" "$calls" "$signals" "$daemon")$'\n'
 done
 median_of() { echo "$1" | sed -n "s/^$2=//p" | median; }
 ours="" theirs=""
-for key in calls_per_second calls_own_us calls_daemon_us pipelined_per_second pipelined_own_us pipelined_daemon_us pipelined_loop_per_second pipelined_loop_own_us pipelined_loop_daemon_us signals_per_second signals_own_us signals_daemon_us idle_own_ms_per_s; do
+for key in calls_per_second calls_own_us calls_daemon_us pipelined_per_second pipelined_own_us pipelined_daemon_us pipelined_loop_per_second pipelined_loop_own_us pipelined_loop_daemon_us signals_per_second signals_own_us signals_daemon_us idle_own_ms_per_s handoff_pool_us handoff_thread_us; do
     ours+="$key=$(median_of "$ours_rounds" "$key")"$'\n'
     theirs+="$key=$(median_of "$theirs_rounds" "$key")"$'\n'
 done
@@ -135,6 +136,12 @@ get() { echo "$1" | sed -n "s/^$2=//p"; }
     line pipelined "pipelined calls" ";"
     line pipelined_loop "pipelined calls from tasks on the connection's executor (\`executorPreference: connection.executor\`)" ";"
     line signals "signals" "."
+    echo
+    # What the shape of a call costs before any D-Bus work: the same rounds, no libdbus.
+    awk -v pool="$(get "$ours" handoff_pool_us)" -v thread="$(get "$ours" handoff_thread_us)" \
+        -v call="$(get "$ours" calls_own_us)" -v daemon="$(get "$ours" calls_daemon_us)" 'BEGIN {
+        printf "Hand-off floor (mwbench handofffloor: a one-byte echo through /bin/cat, no D-Bus; medians of the same rounds): a round trip whose answer an I/O thread reads and hands to a task on the cooperative pool, the shape of every call from an ordinary task, costs %.2f µs of our CPU; written and awaited on one thread (python3-dbus'"'"'s blocking call, a task on the connection'"'"'s executor) %.2f µs. Our sequential call spends %.2f µs, so libdbus and our code add %.2f µs to the hand-off; dbus-daemon spends %.2f µs routing the call and its reply.\n", pool, thread, call, call - pool, daemon
+    }'
     echo
     echo "<details><summary>raw, every round</summary>"
     echo
