@@ -48,8 +48,6 @@ final class ConnectionCore: @unchecked Sendable {
     /// thread can use it after it is released.
     private let connectionLock = NSLock()
     private var liveConnection: OpaquePointer?
-    private let waitersLock = NSLock()
-    private var waiters: [ObjectIdentifier: ReplyWaiter] = [:]
 
     // I/O thread.
     /// In subscription order (ids only grow, so appending keeps it sorted).
@@ -142,14 +140,7 @@ final class ConnectionCore: @unchecked Sendable {
         loop.drainAfterStop(connection)
         while dbus_connection_dispatch(connection) == DBUS_DISPATCH_DATA_REMAINS {}
         loop.resumeReplies()
-        waitersLock.lock()
-        let remaining = waiters.values
-        waiters.removeAll()
-        waitersLock.unlock()
-        for waiter in remaining {
-            waiter.cancelPending()
-            waiter.finish(.failure(DBusError.disconnected()))
-        }
+        for waiter in loop.calls.close() { waiter.finish(.failure(DBusError.disconnected())) }
         for entry in subscriptions {
             entry.subscription.sink.finish(throwing: closedByUser ? nil : DBusError.disconnected("the D-Bus connection was lost"))
         }
@@ -183,83 +174,58 @@ final class ConnectionCore: @unchecked Sendable {
         message.kind = .methodCall
         message.noReplyExpected = false
         let raw = RawMessage(pointer: try MessageWriter.make(message))
-        let milliseconds = Self.milliseconds(timeout)
-        let waiter = ReplyWaiter()
+        let deadline = EventLoop.now() + Self.nanoseconds(timeout)
+        let calls = loop.calls
+        let waiter = ReplyWaiter(serial: calls.nextSerial())
         return try await withTaskCancellationHandler {
             // Unchecked: the waiter's state resumes it exactly once (reply, error, timeout,
             // cancellation or disconnection, whichever is first); the check cost shows at
             // tens of thousands of calls a second.
             try await withUnsafeThrowingContinuation { continuation in
                 waiter.install(continuation)
-                startCall(raw, milliseconds, waiter)
+                startCall(raw, deadline, waiter)
             }
         } onCancel: {
             waiter.finish(.failure(CancellationError()))
-            // Cancelling removes the call's timeout, which must happen on the I/O thread.
-            loop.enqueue { [self] _ in
-                waiter.cancelPending()
-                forget(waiter)
-            }
+            _ = calls.take(waiter.serial)
         }
     }
 
-    private static func milliseconds(_ duration: Duration) -> Int32 {
+    /// A call's timeout in nanoseconds: at least 1 ms, as libdbus rounds, and far from overflow.
+    private static func nanoseconds(_ duration: Duration) -> UInt64 {
         let (seconds, attoseconds) = duration.components
-        let total = Double(seconds) * 1000 + Double(attoseconds) / 1e15
-        return Int32(max(1, min(total.rounded(.up), Double(Int32.max - 1))))
+        let total = Double(seconds) * 1e9 + Double(attoseconds) / 1e9
+        return UInt64(max(1e6, min(total.rounded(.up), 1e17)))
     }
 
-    /// Sends the call from the caller's thread (libdbus writes it at once) and arranges for
-    /// the I/O thread to deliver the reply.
-    private func startCall(_ raw: RawMessage, _ milliseconds: Int32, _ waiter: ReplyWaiter) {
-        let outcome: OpaquePointer?? = withConnection { connection in
-            var pending: OpaquePointer?
-            guard dbus_connection_send_with_reply(connection, raw.pointer, &pending, milliseconds) != 0 else { return nil }
-            return pending
-        }
-        let carriesFDs = dbus_message_contains_unix_fds(raw.pointer) != 0
-        dbus_message_unref(raw.pointer)
-        guard let sent = outcome, let pending = sent else {
-            let reason = carriesFDs && !canPassFileDescriptors && outcome != nil
-                ? "this connection cannot pass Unix file descriptors" : "the D-Bus connection is closed"
-            waiter.finish(.failure(DBusError.disconnected(reason)))
+    /// Registers the call, then sends it from the caller's thread (libdbus writes it at
+    /// once); the I/O thread matches the reply by serial (see ``PendingCalls``).
+    private func startCall(_ raw: RawMessage, _ deadline: UInt64, _ waiter: ReplyWaiter) {
+        defer { dbus_message_unref(raw.pointer) }
+        // Cancelled before it was sent: it never leaves.
+        guard !waiter.isFinished else { return }
+        // libdbus would drop such a message without a word, and the call would wait out its timeout.
+        if dbus_message_contains_unix_fds(raw.pointer) != 0, !canPassFileDescriptors {
+            waiter.finish(.failure(DBusError.disconnected("this connection cannot pass Unix file descriptors")))
             return
         }
-        waiter.setPending(pending)
-        waiter.core = self
-        waitersLock.lock()
-        waiters[ObjectIdentifier(waiter)] = waiter
-        waitersLock.unlock()
-        if waiter.isFinished {
-            // Cancelled meanwhile.
-            if !loop.enqueue({ [self] _ in waiter.cancelPending(); forget(waiter) }) { waiter.cancelPending() }
+        dbus_message_set_serial(raw.pointer, waiter.serial)
+        switch loop.calls.register(waiter, deadline: deadline) {
+        case .closed:
+            waiter.finish(.failure(DBusError.disconnected()))
+            return
+        case .registered(let wakeLoop):
+            if wakeLoop { loop.wake() }
+        }
+        let sent = withConnection { dbus_connection_send($0, raw.pointer, nil) != 0 }
+        guard sent == true else {
+            _ = loop.calls.take(waiter.serial)
+            waiter.finish(.failure(sent == nil ? DBusError.disconnected()
+                : DBusError(name: DBusError.Name.noMemory, message: "libdbus could not queue the call")))
             return
         }
-        // Our own reference keeps the call alive should the I/O thread complete and release
-        // it between installing the notification and the check below.
-        dbus_pending_call_ref(pending)
-        defer { dbus_pending_call_unref(pending) }
-        dbus_pending_call_set_notify(pending, { _, data in
-            guard let data else { return }
-            let waiter = Unmanaged<ReplyWaiter>.fromOpaque(data).retain().takeRetainedValue()
-            let core = waiter.core
-            waiter.complete(on: core?.loop)
-            core?.forget(waiter)
-        }, Unmanaged.passRetained(waiter).toOpaque(), { data in
-            guard let data else { return }
-            Unmanaged<ReplyWaiter>.fromOpaque(data).release()
-        })
-        if dbus_pending_call_get_completed(pending) != 0 {
-            waiter.complete()
-            forget(waiter)
-        }
-    }
-
-    /// The waiter has its outcome.
-    func forget(_ waiter: ReplyWaiter) {
-        waitersLock.lock()
-        waiters[ObjectIdentifier(waiter)] = nil
-        waitersLock.unlock()
+        // Cancelled while being sent: its reply, if any, will find no call and be dropped.
+        if waiter.isFinished { _ = loop.calls.take(waiter.serial) }
     }
 
     // MARK: Signals
@@ -356,6 +322,10 @@ final class ConnectionCore: @unchecked Sendable {
             // Handled: no libdbus object paths are registered (exported objects answer from
             // this filter), and its object-tree lookup would split the path into freshly
             // allocated components for every signal.
+            return DBUS_HANDLER_RESULT_HANDLED
+        case CDBUS_MESSAGE_TYPE_METHOD_RETURN, CDBUS_MESSAGE_TYPE_ERROR:
+            guard let waiter = loop.calls.take(dbus_message_get_reply_serial(raw)) else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
+            waiter.deliver(raw, loop: loop)
             return DBUS_HANDLER_RESULT_HANDLED
         case CDBUS_MESSAGE_TYPE_METHOD_CALL:
             guard let message = try? MessageReader.read(raw) else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }

@@ -15,13 +15,13 @@ struct RawMessage: @unchecked Sendable {
 /// The dedicated I/O thread of one connection.
 ///
 /// The thread owns reading and dispatching: it sleeps in `poll()` over the libdbus watch fds
-/// plus an eventfd for wake-ups, with the poll timeout taken from the earliest enabled
-/// libdbus timeout, so an idle connection uses no CPU. Other threads may *send* directly
-/// (libdbus is thread-safe and writes at once); when that adds a timeout earlier than the
-/// one the loop sleeps until, or enables a watch (a write that could not finish), the
-/// callback wakes the loop through the eventfd. The callbacks only record state and write
-/// the eventfd: libdbus holds the connection lock while calling them, so they never call
-/// back into libdbus.
+/// plus an eventfd for wake-ups, with the poll timeout taken from the earliest deadline of
+/// its method calls (``PendingCalls``) and of any libdbus timeout, so an idle connection
+/// uses no CPU. Other threads may *send* directly (libdbus is thread-safe and writes at
+/// once); when a call's deadline is earlier than the time the loop sleeps until, or a send
+/// enables a watch (a write that could not finish), the loop is woken through the eventfd.
+/// The libdbus callbacks only record state and write the eventfd: libdbus holds the
+/// connection lock while calling them, so they never call back into libdbus.
 ///
 /// The loop is also a `TaskExecutor`: a task that prefers it runs on the I/O thread between
 /// dispatches, so a reply read there resumes the waiting task in the same thread, with no
@@ -48,13 +48,13 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
     private struct Tables {
         var watches: [OpaquePointer] = []
         var timers: [OpaquePointer: Timer] = [:]
-        /// The deadline of the most recently removed timeout. The loop keeps waking at it
-        /// once, so that a sender adding a later timeout (the next call) need not wake it.
-        var lingering: UInt64 = 0
         /// While the loop sleeps in poll(): the time it will wake by itself.
         var sleepingUntil: UInt64?
     }
 
+    /// The connection's method calls awaiting replies: the loop sleeps no later than their
+    /// earliest deadline and fails the calls whose deadline has passed.
+    let calls = PendingCalls()
     private let queue = Mutex(Queue())
     // NSLock rather than Mutex: the tables hold raw libdbus pointers, which region-based
     // isolation checking cannot follow through Mutex's `sending` closures.
@@ -140,7 +140,8 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
         return body(&tablesStorage)
     }
 
-    private func wake() {
+    /// Interrupts the loop's sleep (any thread).
+    func wake() {
         var one: UInt64 = 1
         _ = write(wakeFD, &one, 8)
     }
@@ -159,9 +160,10 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
     /// I/O thread: resumes the callers collected in the dispatch round.
     func resumeReplies() {
         guard !repliesToResume.isEmpty else { return }
-        let replies = repliesToResume
+        // Resuming only enqueues the task (on the pool, or on this loop for the next turn),
+        // so nothing is appended meanwhile and the buffer is reused rather than copied.
+        for (continuation, result) in repliesToResume { continuation.resume(with: result) }
         repliesToResume.removeAll(keepingCapacity: true)
-        for (continuation, result) in replies { continuation.resume(with: result) }
     }
 
     /// Called on the I/O thread to end the loop after the current iteration.
@@ -188,11 +190,7 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
             return 1
         }, { timeout, data in
             guard let timeout, let data else { return }
-            Unmanaged<EventLoop>.fromOpaque(data).takeUnretainedValue().withTables { tables in
-                if let removed = tables.timers.removeValue(forKey: timeout) {
-                    tables.lingering = max(tables.lingering, removed.deadline)
-                }
-            }
+            Unmanaged<EventLoop>.fromOpaque(data).takeUnretainedValue().withTables { $0.timers[timeout] = nil }
         }, { timeout, data in
             guard let timeout, let data else { return }
             Unmanaged<EventLoop>.fromOpaque(data).takeUnretainedValue().timeoutChanged(timeout)
@@ -266,17 +264,13 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
                 // A loop, not map/min: this runs on every turn, and an array per turn shows.
                 var earliest: UInt64?
                 for timer in tables.timers.values where timer.deadline < earliest ?? .max { earliest = timer.deadline }
-                if tables.lingering > now {
-                    earliest = min(earliest ?? .max, tables.lingering)
-                } else {
-                    tables.lingering = 0
-                }
                 tables.sleepingUntil = earliest ?? .max
                 return earliest
             }
             var timeoutMs: Int32 = -1
             var wakeAt = earliest
             if let deferred = earliestDeferred() { wakeAt = min(wakeAt ?? .max, deferred) }
+            if let call = calls.loopWillSleep(now: now) { wakeAt = min(wakeAt ?? .max, call) }
             if holding { wakeAt = min(wakeAt ?? .max, holdUntil) }
             if let wakeAt {
                 timeoutMs = wakeAt <= now ? 0 : Int32(min(UInt64(Int32.max), (wakeAt - now + 999_999) / 1_000_000))
@@ -284,6 +278,11 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
             if draining || jobsWaiting { timeoutMs = 0 }
             let ready = poll(&pollFDs, nfds_t(pollFDs.count), timeoutMs)
             withTables { $0.sleepingUntil = nil }
+            // Resumed with the replies after the next dispatch round.
+            for waiter in calls.loopAwoke(now: Self.now()) {
+                waiter.finish(.failure(DBusError(name: DBusError.Name.noReply, message: "no reply came within the call's timeout")),
+                              resumingAfterDispatchOf: self)
+            }
             if ready < 0 && errno != EINTR { return }
             if coalescing > 0, !holding {
                 let readable = ready > 0 && pollFDs.dropFirst().contains { $0.revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 }
@@ -334,8 +333,9 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
         for entry in due.sorted(by: { $0.deadline < $1.deadline }) { entry.job(connection) }
     }
 
-    /// Handles due timeouts. Timeouts are only removed on this thread (pending calls
-    /// complete or are cancelled here), so a due pointer stays valid until handled.
+    /// Handles due libdbus timeouts. They belong to libdbus's own pending calls (ours match
+    /// their replies themselves), which only this thread's libdbus calls create and remove,
+    /// so a due pointer stays valid until handled.
     private func fireTimers() {
         let now = Self.now()
         let due: [OpaquePointer] = withTables { tables in

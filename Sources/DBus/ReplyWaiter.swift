@@ -1,23 +1,20 @@
 import CDBus
-import Foundation
 import Synchronization
 
-/// One outstanding method call: bridges libdbus's pending-call notification (I/O thread) to
-/// the awaiting task, exactly once, whichever comes first of reply, timeout error,
-/// cancellation or disconnection.
-final class ReplyWaiter: @unchecked Sendable {
+/// One outstanding method call: hands its outcome to the awaiting task exactly once,
+/// whichever comes first of reply, timeout, cancellation or disconnection.
+final class ReplyWaiter: Sendable {
     private enum State {
         case waiting
         case suspended(UnsafeContinuation<DBusMessage, any Error>)
         case finished
     }
 
+    /// The call's serial, which its reply names.
+    let serial: UInt32
     private let state = Mutex<(State, Result<DBusMessage, any Error>?)>((.waiting, nil))
-    /// The libdbus pending call, taken exactly once by whoever finishes it.
-    private let pendingLock = NSLock()
-    private var pending: OpaquePointer?
-    /// The connection that tracks this waiter until it completes (I/O thread).
-    weak var core: ConnectionCore?
+
+    init(serial: UInt32) { self.serial = serial }
 
     func install(_ continuation: UnsafeContinuation<DBusMessage, any Error>) {
         let early: Result<DBusMessage, any Error>? = state.withLock { value in
@@ -53,49 +50,17 @@ final class ReplyWaiter: @unchecked Sendable {
         }
     }
 
-    func setPending(_ call: OpaquePointer) {
-        pendingLock.lock()
-        pending = call
-        pendingLock.unlock()
-    }
-
-    private func takePending() -> OpaquePointer? {
-        pendingLock.lock()
-        defer { pendingLock.unlock() }
-        let call = pending
-        pending = nil
-        return call
-    }
-
-    /// Takes the reply from the completed pending call (I/O thread, or the sending thread
-    /// when the reply beat the notification's installation). On `loop`'s I/O thread the
-    /// caller resumes after the dispatch round (see ``EventLoop/resumeAfterDispatch(_:with:)``).
-    func complete(on loop: EventLoop? = nil) {
-        guard let pending = takePending() else { return }
-        let reply = dbus_pending_call_steal_reply(pending)
-        dbus_pending_call_unref(pending)
-        let batching = loop.flatMap { $0.onIOThread ? $0 : nil }
-        guard let reply else {
-            finish(.failure(DBusError.disconnected("the call was cancelled before a reply came")), resumingAfterDispatchOf: batching)
-            return
-        }
-        defer { dbus_message_unref(reply) }
+    /// I/O thread, during dispatch: the call's reply (a method return or an error) arrived.
+    func deliver(_ reply: OpaquePointer, loop: EventLoop) {
         do {
             let message = try MessageReader.read(reply)
             if let error = message.error {
-                finish(.failure(error), resumingAfterDispatchOf: batching)
+                finish(.failure(error), resumingAfterDispatchOf: loop)
             } else {
-                finish(.success(message), resumingAfterDispatchOf: batching)
+                finish(.success(message), resumingAfterDispatchOf: loop)
             }
         } catch {
-            finish(.failure(error), resumingAfterDispatchOf: batching)
+            finish(.failure(error), resumingAfterDispatchOf: loop)
         }
-    }
-
-    /// I/O thread: abandons the pending call (task cancelled or connection closing).
-    func cancelPending() {
-        guard let pending = takePending() else { return }
-        dbus_pending_call_cancel(pending)
-        dbus_pending_call_unref(pending)
     }
 }

@@ -117,6 +117,79 @@ func exportTestService(on server: DBusConnection) async throws -> TestService {
         }
     }
 
+    @Test func shortTimeoutFiresWhileALongCallIsOutstanding() async throws {
+        try await withBus { bus, server in
+            try await exportTestService(on: server)
+            let client = try await DBusConnection(address: bus.address)
+            defer { client.close() }
+            // Quick calls first: their deadlines, `eventually` away, are what the loop sleeps until.
+            for value in 0..<5 {
+                _ = try await client.call(destination: service, path: path, interface: "org.mwgate.Test",
+                                          member: "EchoVariant", arguments: [.variant(.int32(Int32(value)))], timeout: eventually)
+            }
+            let long = Task {
+                try await client.call(destination: service, path: path, interface: "org.mwgate.Test", member: "Sleep",
+                                      arguments: [.uint32(60_000)], timeout: .seconds(120))
+            }
+            defer { long.cancel() }
+            try await Task.sleep(for: .milliseconds(100))
+            let start = ContinuousClock.now
+            let error = await #expect(throws: DBusError.self) {
+                try await client.call(destination: service, path: path, interface: "org.mwgate.Test", member: "Sleep",
+                                      arguments: [.uint32(60_000)], timeout: .milliseconds(300))
+            }
+            #expect(error?.name == DBusError.Name.noReply)
+            // Long before either the quick calls' or the long call's deadline.
+            #expect(ContinuousClock.now - start < eventually / 3)
+        }
+    }
+
+    @Test func timeoutsFireInDeadlineOrder() async throws {
+        try await withBus { bus, server in
+            try await exportTestService(on: server)
+            let client = try await DBusConnection(address: bus.address)
+            defer { client.close() }
+            let order = OrderRecorder()
+            await withTaskGroup(of: Void.self) { group in
+                for milliseconds in [900, 300, 600] {
+                    group.addTask {
+                        do {
+                            _ = try await client.call(destination: service, path: path, interface: "org.mwgate.Test",
+                                                      member: "Sleep", arguments: [.uint32(60_000)],
+                                                      timeout: .milliseconds(milliseconds))
+                        } catch let error as DBusError where error.name == DBusError.Name.noReply {
+                            await order.append(milliseconds)
+                        } catch {}
+                    }
+                }
+            }
+            #expect(await order.values == [300, 600, 900])
+        }
+    }
+
+    @Test func lateReplyToACancelledCallIsDroppedAndLaterCallsGetTheirOwn() async throws {
+        try await withBus { bus, server in
+            try await exportTestService(on: server)
+            let client = try await DBusConnection(address: bus.address)
+            defer { client.close() }
+            let cancelled = Task {
+                try await client.call(destination: service, path: path, interface: "org.mwgate.Test", member: "Sleep",
+                                      arguments: [.uint32(300)], timeout: eventually)
+            }
+            try await Task.sleep(for: .milliseconds(50))
+            cancelled.cancel()
+            await #expect(throws: CancellationError.self) { try await cancelled.value }
+            // The Sleep reply arrives meanwhile and must not answer anything else.
+            for value in 0..<10 {
+                let reply = try await client.call(destination: service, path: path, interface: "org.mwgate.Test",
+                                                  member: "EchoVariant", arguments: [.variant(.int32(Int32(value)))],
+                                                  timeout: eventually)
+                #expect(reply.body == [.variant(.int32(Int32(value)))])
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+    }
+
     @Test func errorsMapBothWays() async throws {
         try await withBus { bus, server in
             try await exportTestService(on: server)
@@ -195,4 +268,9 @@ func exportTestService(on server: DBusConnection) async throws -> TestService {
         #expect(ended)
         #expect(!client.isConnected)
     }
+}
+
+private actor OrderRecorder {
+    private(set) var values: [Int] = []
+    func append(_ value: Int) { values.append(value) }
 }
