@@ -190,6 +190,63 @@ func exportTestService(on server: DBusConnection) async throws -> TestService {
         }
     }
 
+    @Test func manyCallsWithTimeoutsAndCancellationsEachEndOnceWithTheirOwnAnswer() async throws {
+        try await withBus { bus, server in
+            try await exportTestService(on: server)
+            let client = try await DBusConnection(address: bus.address)
+            defer { client.close() }
+            // Every mix of quick and slow answers, short and long timeouts, and cancellation.
+            struct Plan: Sendable { let sleep: UInt32, timeout: Duration, cancelAfter: Duration? }
+            let plans = (0..<240).map { index in
+                Plan(sleep: [0, 5, 20, 500][index % 4],
+                     timeout: (index / 4) % 2 == 0 ? .milliseconds(50) : eventually,
+                     cancelAfter: index % 3 == 0 ? .milliseconds(10) : nil)
+            }
+            let calls = plans.enumerated().map { index, plan in
+                Task {
+                    try await client.call(destination: service, path: path, interface: "org.mwgate.Test",
+                                          member: "SleepThenEcho", arguments: [.uint32(plan.sleep), .uint32(UInt32(index))],
+                                          timeout: plan.timeout)
+                }
+            }
+            for (index, plan) in plans.enumerated() {
+                guard let cancelAfter = plan.cancelAfter else { continue }
+                Task {
+                    try? await Task.sleep(for: cancelAfter)
+                    calls[index].cancel()
+                }
+            }
+            // Every call ends by its timeout at the latest; one that is never resumed (its
+            // reply or its removal taken by another call) would hang the test without this.
+            let watchdog = Task {
+                do { try await Task.sleep(for: eventually + .seconds(15)) } catch { return false }
+                for call in calls { call.cancel() }
+                return true
+            }
+            for (index, plan) in plans.enumerated() {
+                let outcome: String
+                do {
+                    let reply = try await calls[index].value
+                    outcome = try reply.decode(UInt32.self) == UInt32(index) ? "reply" : "someone else's reply"
+                } catch let error as DBusError where error.name == DBusError.Name.noReply {
+                    outcome = "no reply"
+                } catch is CancellationError {
+                    outcome = "cancelled"
+                } catch {
+                    outcome = "\(error)"
+                }
+                #expect(["reply", "no reply", "cancelled"].contains(outcome), "call \(index): \(outcome)")
+                guard plan.cancelAfter == nil else { continue }
+                // Left alone: a quick answer within a long timeout arrives, a slow one past a short timeout never does.
+                if plan.timeout == eventually, plan.sleep <= 20 { #expect(outcome == "reply", "call \(index)") }
+                if plan.timeout < .milliseconds(100), plan.sleep == 500 { #expect(outcome == "no reply", "call \(index)") }
+            }
+            watchdog.cancel()
+            #expect(await watchdog.value == false, "calls were still outstanding long after their timeouts")
+            #expect(client.isConnected)
+        }
+    }
+
     @Test func errorsMapBothWays() async throws {
         try await withBus { bus, server in
             try await exportTestService(on: server)

@@ -27,6 +27,11 @@ actor TestService {
                 try await Task.sleep(for: .milliseconds(Int(milliseconds)))
                 return []
             },
+            DBusMethod("SleepThenEcho", in: [.uint32, .uint32], out: [.uint32]) { call in
+                let (milliseconds, value) = try call.decode(UInt32.self, UInt32.self)
+                try await Task.sleep(for: .milliseconds(Int(milliseconds)))
+                return [.uint32(value)]
+            },
             DBusMethod("Fail") { _ in throw DBusError(name: "org.mwgate.Error.Boom", message: "it broke") },
             DBusMethod("WrongType", out: [.uint32]) { _ in [.string("not a number")] },
             DBusMethod("WriteToFD", in: [.unixFD, .string]) { call in
