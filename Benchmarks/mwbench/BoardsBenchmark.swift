@@ -127,10 +127,10 @@ enum BoardsBenchmark {
         timeout.cancel()
         try await Task.sleep(for: .seconds(1))
 
-        let start = (samples: counter.snapshot, own: ownCPUSeconds(), dbus: settings.dbusPID.flatMap(ProcessCPU.seconds),
+        let start = (samples: counter.snapshot, own: ProcessCPU.ownSeconds(), dbus: settings.dbusPID.flatMap(ProcessCPU.seconds),
                      sim: settings.simPID.flatMap(ProcessCPU.seconds), wall: ContinuousClock.now)
         try await Task.sleep(for: .milliseconds(Int64(settings.seconds * 1000)))
-        let end = (samples: counter.snapshot, own: ownCPUSeconds(), dbus: settings.dbusPID.flatMap(ProcessCPU.seconds),
+        let end = (samples: counter.snapshot, own: ProcessCPU.ownSeconds(), dbus: settings.dbusPID.flatMap(ProcessCPU.seconds),
                    sim: settings.simPID.flatMap(ProcessCPU.seconds), wall: ContinuousClock.now)
 
         await session.stop()
@@ -175,13 +175,4 @@ enum BoardsBenchmark {
         timer.cancel()
         return found
     }
-
-    /// User + system CPU seconds of this process.
-    static func ownCPUSeconds() -> Double {
-        var usage = rusage()
-        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
-        return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
-            + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
-    }
-
 }

@@ -59,11 +59,7 @@ enum DBusBenchmark {
         let wall: ContinuousClock.Instant
 
         static func now(daemonPID: Int32) -> CPU {
-            var usage = rusage()
-            getrusage(RUSAGE_SELF.rawValue, &usage)
-            let own = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
-                + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
-            return CPU(own: own, daemon: daemonPID > 0 ? ProcessCPU.seconds(daemonPID) ?? 0 : 0, wall: .now)
+            CPU(own: ProcessCPU.ownSeconds(), daemon: daemonPID > 0 ? ProcessCPU.seconds(daemonPID) ?? 0 : 0, wall: .now)
         }
 
     }

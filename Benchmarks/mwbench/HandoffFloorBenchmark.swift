@@ -25,23 +25,16 @@ enum HandoffFloorBenchmark {
 
         let reader = PoolHandoff(fd: peer.fd)
         for _ in 0..<200 { await reader.roundTrip() }
-        var start = cpuSeconds()
+        var start = ProcessCPU.ownSeconds()
         for _ in 0..<count { await reader.roundTrip() }
-        let pool = (cpuSeconds() - start) / Double(count) * 1e6
+        let pool = (ProcessCPU.ownSeconds() - start) / Double(count) * 1e6
         reader.stop()
 
-        start = cpuSeconds()
+        start = ProcessCPU.ownSeconds()
         for _ in 0..<count { peer.blockingRoundTrip() }
-        let thread = (cpuSeconds() - start) / Double(count) * 1e6
+        let thread = (ProcessCPU.ownSeconds() - start) / Double(count) * 1e6
         print("handoff_pool_us=\(String(format: "%.2f", pool))")
         print("handoff_thread_us=\(String(format: "%.2f", thread))")
-    }
-
-    static func cpuSeconds() -> Double {
-        var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
-            + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
     }
 
     /// `/bin/cat` on the far end of a socket pair: it writes back every byte it reads.

@@ -1,7 +1,15 @@
 import Foundation
 
-/// CPU time of another process (dbus-daemon, mwsim) over a benchmark window.
+/// CPU time of this process, or of another one (dbus-daemon, mwsim), over a benchmark window.
 enum ProcessCPU {
+    /// User + system seconds of this process, all its threads (getrusage).
+    static func ownSeconds() -> Double {
+        var usage = rusage()
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+        return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+            + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+    }
+
     /// Seconds on a CPU, summed over the process's threads from
     /// `/proc/PID/task/TID/schedstat` (nanoseconds). `/proc/PID/stat` counts the same time
     /// in 10 ms clock ticks, a step of 3 to 10 % of the 0.1 to 0.3 s dbus-daemon spends in a

@@ -84,7 +84,7 @@ enum RecordingBenchmark {
         let crcMicroseconds = Double(DispatchTime.now().uptimeNanoseconds - crcStart) / 1e3 / 50
         let count = 200
         var latencies: [Double] = []
-        let cpu0 = UplinkBenchmark.cpuSeconds()
+        let cpu0 = ProcessCPU.ownSeconds()
         let start = DispatchTime.now().uptimeNanoseconds
         for seq in 0..<count {
             let t0 = DispatchTime.now().uptimeNanoseconds
@@ -95,7 +95,7 @@ enum RecordingBenchmark {
             latencies.append(Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e6)
         }
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-        let cpu = UplinkBenchmark.cpuSeconds() - cpu0
+        let cpu = ProcessCPU.ownSeconds() - cpu0
         latencies.sort()
         print("seal_blob_bytes=\(blob.count)")
         print("seal_count=\(count)")

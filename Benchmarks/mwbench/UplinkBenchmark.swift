@@ -115,26 +115,19 @@ enum UplinkBenchmark {
         }
     }
 
-    static func cpuSeconds() -> Double {
-        var usage = rusage()
-        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
-        return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6 + Double(usage.ru_stime.tv_sec)
-            + Double(usage.ru_stime.tv_usec) / 1e6
-    }
-
     static let configuration = SyncConfiguration(maxCommitsPerSecond: 1e6, maxBytesPerSecond: 1e12, documentsPerCommit: 4,
                                                  concurrentSessions: 1, idlePollInterval: 0.05)
 
     static func measure(_ label: String, store: BufferStore, sink: any Sink, documents: Int) async {
         let timeline = TimelineSink(wrapping: sink)
         let service = SyncService(store: store, sink: timeline, configuration: configuration)
-        let cpu0 = cpuSeconds()
+        let cpu0 = ProcessCPU.ownSeconds()
         let t0 = Date()
         timeline.start()
         let sent: Int
         do { sent = try await service.drain() } catch { fail("mwbench uplink: \(label) drain failed: \(error)") }
         let wall = Date().timeIntervalSince(t0)
-        let cpu = cpuSeconds() - cpu0
+        let cpu = ProcessCPU.ownSeconds() - cpu0
         let status = await service.status
         guard sent == documents, status.deadLetters == 0 else {
             fail("mwbench uplink: \(label) sent \(sent) of \(documents) (dead \(status.deadLetters), last error \(status.lastError ?? "-"))")
@@ -207,16 +200,16 @@ enum UplinkBenchmark {
 
     static func firestore(work: String, host: String, project: String, chunks: Int) async {
         let store = backlog("\(work)/fs-state", chunks: chunks)
-        let c0 = cpuSeconds()
+        let c0 = ProcessCPU.ownSeconds()
         let groups = commitGroups(store, size: configuration.documentsPerCommit)
-        let c1 = cpuSeconds()
+        let c1 = ProcessCPU.ownSeconds()
         let n = Double(groups.reduce(0) { $0 + $1.count })
         var typedBytes = 0
         for g in groups { typedBytes += FirestoreEncoding.commitBodyBytes(g, databasePath: "projects/x/databases/(default)").count }
-        let c2 = cpuSeconds()
+        let c2 = ProcessCPU.ownSeconds()
         var plainBytes = 0
         for g in groups { for d in g { plainBytes += d.jsonBytes.count } }
-        let c3 = cpuSeconds()
+        let c3 = ProcessCPU.ownSeconds()
         // What the Firestore sink did per document before the direct writer (value-tree
         // encoding, and the size check through the tree in both prepare and write), and what
         // it does now, for before/after in the same run.
@@ -229,12 +222,12 @@ enum UplinkBenchmark {
                 before += FirestoreEncoding.valueTreeWriteBytes(d, databasePath: path).count + size % 2
             }
         }
-        let c4 = cpuSeconds()
+        let c4 = ProcessCPU.ownSeconds()
         var after = 0
         for g in groups {
             for d in g { after += FirestoreEncoding.writeBytes(d, databasePath: path).count + (d.firestoreSize + d.firestoreSize) % 2 }
         }
-        let c5 = cpuSeconds()
+        let c5 = ProcessCPU.ownSeconds()
         print("cpu_ms_per_document_load_decode=\(String(format: "%.2f", (c1 - c0) * 1000 / n))")
         print("cpu_ms_per_document_typed_json=\(String(format: "%.2f", (c2 - c1) * 1000 / n)) (\(typedBytes / Int(n)) B)")
         print("cpu_ms_per_document_plain_json=\(String(format: "%.2f", (c3 - c2) * 1000 / n)) (\(plainBytes / Int(n)) B)")
