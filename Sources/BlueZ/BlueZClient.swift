@@ -200,8 +200,8 @@ public actor BlueZClient {
                                       timeout: callTimeout)
     }
 
-    /// Adds or removes `requester` from the discovery users. Discovery (LE, filtered by
-    /// ``discoveryUUIDs``) runs while anybody wants it, and is restarted after bluetoothd or
+    /// Adds or removes `requester` from the discovery users. Discovery (LE, not filtered by
+    /// UUID) runs while anybody wants it, and is restarted after bluetoothd or
     /// the adapter came back. Idempotent per requester.
     public func setScanning(_ wanted: Bool, requester: String) async {
         if wanted { scanRequesters.insert(requester) } else { scanRequesters.remove(requester) }
@@ -223,9 +223,12 @@ public actor BlueZClient {
         guard scanningAdapter == nil, serviceAvailable, let adapter = await poweredAdapter() else { return }
         scanningAdapter = adapter.path
         do {
+            // No UUIDs in the filter: BlueZ would then drop every advertisement that does not
+            // list one, and some boards advertise without their service UUID (real-bluez-vm.md,
+            // issue 18). Filters of all clients are merged anyway, so results are always
+            // filtered here (`advertisements`, and each session by its address).
             let filter: [String: DBusValue] = [
                 "Transport": .string("le"),
-                "UUIDs": .array(element: .string, discoveryUUIDs.map { .string($0) }),
                 "DuplicateData": .boolean(false),
             ]
             _ = try await connection.call(destination: BlueZNames.service, path: adapter.path, interface: BlueZNames.adapter,
@@ -242,17 +245,19 @@ public actor BlueZClient {
     /// Whether discovery is running for this client.
     public var isScanning: Bool { scanningAdapter != nil }
 
-    /// Advertisements of devices that offer one of ``discoveryUUIDs`` (or whose name starts
-    /// with `namePrefix`), starting with the devices already known; discovery runs while the
+    /// Advertisements of devices that offer one of ``discoveryUUIDs``, whose name starts with
+    /// `namePrefix` or whose address is one of `addresses` (boards that advertise without a
+    /// service UUID), starting with the devices already known; discovery runs while the
     /// stream is iterated.
-    public func advertisements(namePrefix: String? = nil) async -> AsyncStream<Advertisement> {
+    public func advertisements(namePrefix: String? = nil, addresses: Set<BluetoothAddress> = []) async -> AsyncStream<Advertisement> {
         let requester = "advertisements-\(nextSubscriber)"
         let changes = changes()
         let known = await devices()
         let wanted = Set(discoveryUUIDs)
         let (stream, continuation) = AsyncStream.makeStream(of: Advertisement.self, bufferingPolicy: .bufferingNewest(1024))
         func matches(_ device: DeviceInfo) -> Bool {
-            !wanted.isDisjoint(with: device.uuids) || (namePrefix.map { device.name?.hasPrefix($0) ?? false } ?? false)
+            !wanted.isDisjoint(with: device.uuids) || addresses.contains(device.address)
+                || (namePrefix.map { device.name?.hasPrefix($0) ?? false } ?? false)
         }
         func advertisement(_ device: DeviceInfo) -> Advertisement {
             Advertisement(address: device.address, name: device.name, rssi: device.rssi, devicePath: device.path, uuids: device.uuids)

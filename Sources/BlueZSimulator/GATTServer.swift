@@ -7,7 +7,7 @@ extension BlueZSimulator {
         guard let bluez else { return }
         device.gattExported = true
         let index = device.index
-        for service in GATTLayout.services {
+        for service in device.exportedServices {
             let servicePath = device.servicePath(service)
             let serviceInterface = storedInterface(Self.serviceInterface, path: servicePath, values: [
                 ("UUID", .string(service.uuid)),

@@ -33,9 +33,9 @@ struct DiscoveryFilter: Sendable, Hashable {
         if rssi != nil && pathloss != nil { throw BlueZError.invalidArguments() }
     }
 
-    func accepts(address: String, name: String, rssi deviceRSSI: Int16) -> Bool {
+    func accepts(address: String, name: String, rssi deviceRSSI: Int16, advertisedUUIDs: [String]) -> Bool {
         if transport == "bredr" { return false }
-        if !uuids.isEmpty && !uuids.contains(GATTLayout.metaWearService) { return false }
+        if !uuids.isEmpty && !advertisedUUIDs.contains(where: uuids.contains) { return false }
         if let rssi, deviceRSSI < rssi { return false }
         if !pattern.isEmpty && !address.hasPrefix(pattern) && !name.hasPrefix(pattern) { return false }
         return true
@@ -158,7 +158,8 @@ extension BlueZSimulator {
     }
 
     func matchesAnyFilter(_ device: SimulatedDevice) -> Bool {
-        discoverySessions.values.contains { $0.accepts(address: device.address, name: "MetaWear", rssi: device.rssi) }
+        discoverySessions.values.contains { $0.accepts(address: device.address, name: "MetaWear", rssi: device.rssi,
+                                                   advertisedUUIDs: device.advertisedUUIDs) }
     }
 
     /// One advertising round: new boards appear, seen boards get a new RSSI.
@@ -199,7 +200,7 @@ extension BlueZSimulator {
             ("LegacyPairing", .boolean(false)),
             ("RSSI", .int16(device.rssi)),
             ("Connected", .boolean(device.connected)),
-            ("UUIDs", .array(element: .string, (device.gattExported ? GATTLayout.resolvedUUIDs : [GATTLayout.metaWearService]).map { .string($0) })),
+            ("UUIDs", .array(element: .string, (device.gattExported ? GATTLayout.resolvedUUIDs : device.advertisedUUIDs).map { .string($0) })),
             ("Adapter", .objectPath(Self.adapterPath)),
             ("ManufacturerData", .dictionary(key: .uint16, value: .variant, [
                 DBusDictionaryEntry(key: .uint16(GATTLayout.mbientLabCompanyID),

@@ -10,6 +10,10 @@ final class SimulatedDevice {
     let address: String
     let path: DBusObjectPath
 
+    /// BlueZ hides this board's Device Information and Battery services (a plugin claims them).
+    var deviceInformationHidden = false
+    /// The advertisement lists no service UUID.
+    var advertisesServiceUUID = true
     var deviceExported = false
     var gattExported = false
     /// Out of radio range: not advertised, not connectable.
@@ -72,6 +76,15 @@ final class SimulatedDevice {
         let service = GATTLayout.services[0]
         return characteristicPath(service, service.characteristics[1])
     }
+
+    /// The services BlueZ exports for this board.
+    var exportedServices: [GATTLayout.Service] {
+        guard deviceInformationHidden else { return GATTLayout.services }
+        return GATTLayout.services.filter { $0.uuid != GATTLayout.deviceInformationService && $0.uuid != GATTLayout.batteryService }
+    }
+
+    /// `Device1.UUIDs` before services are resolved: what the advertisement carries.
+    var advertisedUUIDs: [String] { advertisesServiceUUID ? [GATTLayout.metaWearService] : [] }
 
     /// All GATT object paths, deepest first (for removal).
     var gattPaths: [DBusObjectPath] {

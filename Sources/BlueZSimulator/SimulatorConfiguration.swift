@@ -19,6 +19,14 @@ public struct SimulatorConfiguration: Sendable {
     public var busAddress: String
     /// One profile per board (index = board number).
     public var profiles: [BoardProfile]
+    /// Boards (by index) whose Device Information (180A) and Battery (180F) services BlueZ does
+    /// not export as GATT objects: its deviceinfo and battery plugins may claim them
+    /// (bluez-dbus.md, real-bluez-vm.md "Device Information and Battery were exported": either
+    /// outcome happens). `Battery1.Percentage` is exported for every board either way.
+    public var deviceInformationHidden: Set<Int> = []
+    /// Boards (by index) whose advertisement carries no service UUID (the MetaWear service
+    /// shows only once services are resolved), so a UUID discovery filter never matches them.
+    public var advertisedWithoutServiceUUID: Set<Int> = []
     /// Maximum notifications per second per board on the link; nil = no cap. Excess waits in a
     /// link queue of `linkQueueLimit` notifications; what does not fit is dropped and counted.
     public var rateCap: Int?

@@ -82,7 +82,7 @@ public actor BoardManager {
         discoveryTask?.cancel()
         discovery = settings
         removed.removeAll()
-        let advertisements = await client.advertisements(namePrefix: settings.namePrefix)
+        let advertisements = await client.advertisements(namePrefix: settings.namePrefix, addresses: settings.allowList ?? [])
         discoveryTask = Task { [weak self] in
             for await advertisement in advertisements {
                 guard let self else { return }

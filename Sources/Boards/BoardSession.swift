@@ -55,7 +55,8 @@ public actor BoardSession {
         case wakeUp(Int)
         case notifications([GattNotification], Int)
         case notificationsEnded(Int)
-        case deviceInformation(DeviceInformationField, String?, Int)
+        /// A DIS read: the text, nil when it failed; `exported` false when BlueZ has no such characteristic.
+        case deviceInformation(DeviceInformationField, String?, exported: Bool, Int)
         case replyTimeout(HandshakeSequencer.Step, Int)
         case handshakeOutcome(HandshakeSequencer.Action, Int)
         case linkOpened(GattLink, Int)
@@ -148,9 +149,11 @@ public actor BoardSession {
         case .notificationsEnded(let gen):
             guard gen == generation, link != nil else { return }
             feed(.sessionFailed("notification channel closed"))
-        case .deviceInformation(let field, let value, let gen):
+        case .deviceInformation(let field, let value, let exported, let gen):
             guard gen == generation, var sequencer else { return }
-            let actions = value.map { sequencer.receive(field, value: $0) } ?? sequencer.timedOut(.deviceInformation(field))
+            let actions = if let value { sequencer.receive(field, value: value) }
+                else if exported { sequencer.timedOut(.deviceInformation(field)) }
+                else { sequencer.unavailable(field) }
             self.sequencer = sequencer
             perform(actions)
         case .replyTimeout(let step, let gen):
@@ -387,12 +390,11 @@ public actor BoardSession {
                     }
                 case .readDeviceInformation(let field):
                     var text: String?
-                    if let device, let characteristic = await client.characteristic(field.uuid, under: device) {
-                        if let bytes = try? await link.read(characteristic.path) {
-                            text = String(decoding: bytes, as: UTF8.self)
-                        }
+                    let characteristic = if let device { await client.characteristic(field.uuid, under: device) } else { GattCharacteristicInfo?.none }
+                    if let characteristic, let bytes = try? await link.read(characteristic.path) {
+                        text = String(decoding: bytes, as: UTF8.self)
                     }
-                    inbox.yield(.deviceInformation(field, text, gen))
+                    inbox.yield(.deviceInformation(field, text, exported: characteristic != nil, gen))
                 case .pause(let milliseconds):
                     try? await Task.sleep(for: .milliseconds(milliseconds))
                 case .awaitReply(let step):

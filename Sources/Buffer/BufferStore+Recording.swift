@@ -205,6 +205,11 @@ extension BufferStore: RecordingStore {
             guard state == "awaiting_survey" else {
                 throw StoreError.sessionState(sessionID, state == "recording" ? "still recording" : "survey already submitted")
             }
+            // The original schema's record points at its data; one with an empty `gscope_data`
+            // (no board streamed during the session) is an invalid document, so none is written.
+            guard try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM chunks WHERE session_id = ?)", arguments: [sessionID]) ?? false else {
+                throw StoreError.sessionState(sessionID, "recorded no data (no board streamed), so no records document is written")
+            }
             // Two submissions in the same second would share a document name; the later one
             // moves to the next free second.
             var timestamp = Int64(submittedAt.timeIntervalSince1970.rounded(.down))

@@ -43,10 +43,13 @@ public struct BoardPayload: Codable, Sendable, Equatable {
     public var gyroSamplesReceived: Int
     public var gyroSamplesInSession: Int
     public var lastSampleAt: Double?
+    /// What of the board's identity is unknown and why (absent when DIS named model and firmware).
+    public var missingIdentity: String?
 
     public init(address: String, state: String, streaming: Bool, model: String?, batteryPercent: Int?,
                 batteryMillivolts: Int?, gyroRateHz: Double, accelerometerRateHz: Double?, gyroSamplesReceived: Int,
-                gyroSamplesInSession: Int, lastSampleAt: Double?) {
+                gyroSamplesInSession: Int, lastSampleAt: Double?, missingIdentity: String? = nil) {
+        self.missingIdentity = missingIdentity
         self.address = address
         self.state = state
         self.streaming = streaming

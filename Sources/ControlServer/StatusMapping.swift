@@ -34,7 +34,7 @@ enum StatusMapping {
                      batteryPercent: b.battery.map { Int($0.percent) }, batteryMillivolts: b.battery.map { Int($0.millivolts) },
                      gyroRateHz: b.gyroRateHertz, accelerometerRateHz: b.accelerometerRateHertz,
                      gyroSamplesReceived: b.gyroSamplesReceived, gyroSamplesInSession: b.gyroSamplesInSession,
-                     lastSampleAt: b.lastSampleAt?.timeIntervalSince1970)
+                     lastSampleAt: b.lastSampleAt?.timeIntervalSince1970, missingIdentity: b.missingIdentity)
     }
 
     static func modeName(_ mode: GNSSFix.Mode) -> String {

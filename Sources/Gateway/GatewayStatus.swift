@@ -35,6 +35,9 @@ public struct BoardStatus: Sendable, Equatable {
     public var isStreaming: Bool
     /// Model and chip after the handshake (e.g. `MetaMotion S (BMI270)`).
     public var model: String?
+    /// What of the board's identity is not known and why (e.g. Device Information not
+    /// exported by BlueZ), nil when fully known.
+    public var missingIdentity: String? = nil
     /// Last battery reading.
     public var battery: BatteryState?
     /// Configured gyro and accelerometer rates, hertz.

@@ -442,6 +442,7 @@ public actor RecordingPipeline {
             attached.insert(key)
             boards[key]?.isStreaming = true
             boards[key]?.model = description.description
+            boards[key]?.missingIdentity = description.missingIdentity
             if let battery = description.battery { boards[key]?.battery = battery }
             logger.info("board \(key) streaming: \(description)")
         case .lost(let reason):

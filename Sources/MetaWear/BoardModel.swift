@@ -31,6 +31,31 @@ public enum BoardModel: String, Hashable, Sendable, CaseIterable, CustomStringCo
         }
     }
 
+    /// The models the SDK's table could name this board when its model number (DIS 2A24) is
+    /// not known, for example because BlueZ did not export the Device Information service:
+    /// every model number's rule applied to the module table, keeping the models built with
+    /// `chip`. One entry means the board is identified; several mean it cannot be told apart
+    /// from module info alone (reference §3.3: say so rather than guess).
+    public static func candidates(modules: ModuleTable, chip: IMUChip) -> [BoardModel] {
+        var found: [BoardModel] = []
+        for number in ["0", "1", "2", "3", "4", "5", "6", "8"] {
+            let model = detect(modelNumber: number, modules: modules)
+            if model.mayCarry(chip), !found.contains(model) { found.append(model) }
+        }
+        return found
+    }
+
+    /// Whether boards of this model can carry `chip` (reference §3.4: the BMI270 is only on
+    /// MetaMotion S; MetaWear R (MMA8452Q) and MetaEnvironment (BMA255) carry neither chip;
+    /// the other boards predate the BMI270).
+    func mayCarry(_ chip: IMUChip) -> Bool {
+        switch self {
+        case .metaMotionS: chip == .bmi270
+        case .metaWearR, .metaEnvironment: false
+        default: chip == .bmi160
+        }
+    }
+
     public var description: String { rawValue }
 }
 

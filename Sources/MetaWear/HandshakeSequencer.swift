@@ -110,6 +110,13 @@ public struct HandshakeSequencer: Sendable {
         return advance(after: .deviceInformation(field))
     }
 
+    /// The DIS characteristic for `field` is not exported (BlueZ hides a service its plugin
+    /// claims): retrying cannot help, so the read is skipped at once.
+    public mutating func unavailable(_ field: DeviceInformationField) -> [Action] {
+        guard awaiting == .deviceInformation(field) else { return [] }
+        return advance(after: .deviceInformation(field))
+    }
+
     /// A notification arrived on 326a9006.
     public mutating func receive(notification bytes: [UInt8]) -> [Action] {
         guard let step = awaiting, bytes.count >= 2 else { return [] }
@@ -204,8 +211,12 @@ public struct HandshakeSequencer: Sendable {
     private mutating func finish() -> [Action] {
         let chip: IMUChip
         do { chip = try IMUChip.detect(modules: modules) } catch { return fail(.chip(error)) }
-        let description = BoardDescription(
-            model: BoardModel.detect(modelNumber: deviceInformation[.modelNumber], modules: modules),
+        let modelNumber = deviceInformation[.modelNumber]
+        let candidates = modelNumber == nil ? BoardModel.candidates(modules: modules, chip: chip) : []
+        let model = modelNumber.map { BoardModel.detect(modelNumber: $0, modules: modules) }
+            ?? (candidates.count == 1 ? candidates[0] : .unknown)
+        var description = BoardDescription(
+            model: model,
             chip: chip,
             firmwareRevision: deviceInformation[.firmwareRevision],
             modelNumber: deviceInformation[.modelNumber],
@@ -213,6 +224,7 @@ public struct HandshakeSequencer: Sendable {
             manufacturer: deviceInformation[.manufacturer],
             serialNumber: deviceInformation[.serialNumber],
             modules: modules, battery: battery, boardClock: boardClock)
+        description.modelCandidates = candidates
         let plan: StreamingPlan
         do { plan = try configuration.plan(for: description) } catch { return fail(.configuration(error)) }
         var actions = Commands.cleanup(chip: chip, modules: modules).map(Action.write)

@@ -106,6 +106,9 @@ public struct BoardDescription: Hashable, Sendable, CustomStringConvertible {
     public var battery: BatteryState?
     /// Board clock at connect, when the board has logging and answered.
     public var boardClock: BoardClock?
+    /// When the model number was not read: the models module info leaves possible (one when
+    /// identified, several when they cannot be told apart). Empty when DIS named the model.
+    public var modelCandidates: [BoardModel] = []
 
     /// All fields (the handshake builds this; tests and caches may too).
     public init(model: BoardModel, chip: IMUChip, firmwareRevision: String?, modelNumber: String?,
@@ -132,8 +135,31 @@ public struct BoardDescription: Hashable, Sendable, CustomStringConvertible {
     /// LED module revision.
     public var ledRevision: UInt8? { modules.revision(of: .led) }
 
+    /// Why the model or firmware is not fully known, nil when DIS named both.
+    public var missingIdentity: String? {
+        var missing: [String] = []
+        if modelNumber == nil {
+            let named = modelCandidates.count == 1
+                ? "model identified from module info" : "model cannot be told apart from module info"
+            missing.append("no model number (DIS 2A24): \(named)")
+        }
+        if firmwareRevision == nil { missing.append("no firmware revision (DIS 2A26): firmware unknown") }
+        guard !missing.isEmpty else { return nil }
+        let cause = modelNumber == nil && firmwareRevision == nil
+            ? "the Device Information service (180A) is not exported by BlueZ (its deviceinfo plugin may claim it)"
+            : "Device Information reads failed"
+        return cause + "; " + missing.joined(separator: "; ")
+    }
+
+    /// The model's name, or the models it may be when module info cannot tell them apart.
+    public var modelName: String {
+        guard model == .unknown, modelCandidates.count > 1 else { return model.rawValue }
+        return "one of " + modelCandidates.map(\.rawValue).joined(separator: ", ")
+    }
+
     public var description: String {
-        "\(model) (\(chip)), firmware \(firmwareRevision ?? "?"), gyro rev \(gyroRevision.map(String.init) ?? "-"), accelerometer rev \(accelerometerRevision.map(String.init) ?? "-")"
+        let firmware = firmwareRevision.map { ", firmware \($0)" } ?? ""
+        return "\(modelName) (\(chip))\(firmware), gyro rev \(gyroRevision.map(String.init) ?? "-"), accelerometer rev \(accelerometerRevision.map(String.init) ?? "-")"
     }
 }
 

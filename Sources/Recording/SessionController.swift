@@ -40,6 +40,7 @@ public final class SessionController {
         case notRecording
         case unknownSession(String)
         case invalidSurvey(String)
+        case emptySession(String)
 
         public var description: String {
             switch self {
@@ -47,6 +48,7 @@ public final class SessionController {
             case .notRecording: "no session is recording"
             case let .unknownSession(id): "session \(id) is not awaiting a survey"
             case let .invalidSurvey(why): "invalid survey: \(why)"
+            case let .emptySession(id): "session \(id) recorded no data (no board streamed), so no records document is written"
             }
         }
     }
@@ -107,6 +109,8 @@ public final class SessionController {
     private var resumeSeq: [String: Int] = [:]
     /// Sessions stopped and awaiting their hazard survey, oldest first.
     public private(set) var awaitingSurvey: [String] = []
+    /// Stopped sessions that recorded no point (no records document can be written for them).
+    private var emptySessions: Set<String> = []
     /// The last store error (recording goes on; failed seals are retried on `tick`).
     public private(set) var lastStoreError: String?
     /// Chunks sealed by this controller, in order (name, session, board, seq, points).
@@ -186,6 +190,7 @@ public final class SessionController {
         try store.endSession(end)
         session = nil
         awaitingSurvey.append(s.id)
+        if s.pointCount == 0 { emptySessions.insert(s.id) }
         return end
     }
 
@@ -202,6 +207,12 @@ public final class SessionController {
         }
         let valid: HazardSurvey
         do { valid = try survey.validated() } catch { throw CommandError.invalidSurvey(error.description) }
+        // A record whose `gscope_data` is empty is an invalid document; a session that
+        // recorded nothing gets none, and the next survey is for the next session.
+        if emptySessions.remove(id) != nil {
+            awaitingSurvey.remove(at: index)
+            throw CommandError.emptySession(id)
+        }
         let record = try store.submitSurvey(sessionID: id, survey: valid, submittedAt: submittedAt)
         awaitingSurvey.remove(at: index)
         return record

@@ -41,6 +41,7 @@ struct DoctorCommand: AsyncParsableCommand {
         } else {
             checks.append(adapter())
         }
+        checks += boardIdentity(status)
         checks += gnss(status)
         checks.append(clock(status))
         checks.append(disk(status))
@@ -118,6 +119,18 @@ struct DoctorCommand: AsyncParsableCommand {
             }
         } catch {
             return (Check(name: "mwgated (D-Bus)", level: .fail, detail: "\(error)", fix: "systemctl status mwgated"), nil)
+        }
+    }
+
+    /// Boards whose model or firmware could not be read: BlueZ hides GATT services its
+    /// plugins claim, so Device Information may be missing (reference bluez-dbus.md).
+    private func boardIdentity(_ status: StatusPayload?) -> [Check] {
+        (status?.boards ?? []).compactMap { board in
+            board.missingIdentity.map {
+                Check(name: "board \(board.address) identity", level: .warn, detail: "\(board.model ?? "model unknown"): \($0)",
+                      fix: "recording is not affected; to see model and firmware, let bluetoothd export Device Information "
+                          + "(e.g. start it with --noplugin=deviceinfo) and reconnect the board")
+            }
         }
     }
 

@@ -80,6 +80,14 @@ struct MWSim: AsyncParsableCommand {
     @Flag(help: "Do not log every write on stderr.")
     var quiet = false
 
+    @Option(name: .customLong("hide-device-information"),
+            help: "Board index whose Device Information (180A) and Battery (180F) services BlueZ does not export, as when its plugins claim them; repeatable.")
+    var hideDeviceInformation: [Int] = []
+
+    @Option(name: .customLong("no-advertised-uuid"),
+            help: "Board index whose advertisement carries no service UUID (a UUID discovery filter never matches it); repeatable.")
+    var noAdvertisedUUID: [Int] = []
+
     func validate() throws {
         guard boards >= 0 && boards <= 64 else { throw ValidationError("--boards must be within 0...64") }
         guard SimulatorConfiguration.Model(rawValue: model) != nil else {
@@ -106,6 +114,8 @@ struct MWSim: AsyncParsableCommand {
         configuration.temporaryTimeout = .milliseconds(Int64(temporaryTimeout * 1000))
         configuration.discoveryDelay = .milliseconds(Int64(discoveryDelay * 1000))
         configuration.seed = seed
+        configuration.deviceInformationHidden = Set(hideDeviceInformation)
+        configuration.advertisedWithoutServiceUUID = Set(noAdvertisedUUID)
         configuration.faults = FaultPlan(steps: try faults.flatMap { try FaultPlan(parsing: $0).steps })
         if quiet {
             // Wall-clock seconds first, so a soak can line these up with its faults and the daemon's log.

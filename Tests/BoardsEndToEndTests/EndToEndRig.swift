@@ -25,6 +25,7 @@ final class EndToEndRig: @unchecked Sendable {
 
     /// Runs `body` with a fresh rig and always tears it down.
     static func with(boards: Int = 1, model: SimulatorConfiguration.Model = .metamotionR,
+                     configure: (inout SimulatorConfiguration) -> Void = { _ in },
                      _ body: (EndToEndRig) async throws -> Void) async throws {
         let bus = try TestBus()
         var configuration = SimulatorConfiguration(busAddress: bus.address, boards: boards, model: model)
@@ -32,6 +33,7 @@ final class EndToEndRig: @unchecked Sendable {
         configuration.rssiInterval = .milliseconds(500)
         let lines = LockedLines()
         configuration.log = { lines.append($0) }
+        configure(&configuration)
         let simulator = BlueZSimulator(configuration: configuration)
         try await simulator.start()
         let client: BlueZClient

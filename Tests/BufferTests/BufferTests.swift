@@ -45,6 +45,19 @@ struct BufferStoreTests {
         #expect(second.name == "GATEWAY-UUID___1800000101")
     }
 
+    @Test("a session that recorded nothing gets no records document (its gscope_data would be empty)")
+    func emptySessionWritesNoRecord() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = try openStore(dir)
+        let id = try recordSession(store, start: 1_800_000_000_000, chunks: 0, size: 10)
+        #expect(throws: BufferStore.StoreError.sessionState(id, "recorded no data (no board streamed), so no records document is written")) {
+            try store.submitSurvey(sessionID: id, survey: .noHazard, submittedAt: Date(timeIntervalSince1970: 1_800_000_100))
+        }
+        #expect(try store.recordsDocument(sessionID: id) == nil)
+        #expect(try store.backlogStats().count == 0, "nothing queued for upload")
+    }
+
     @Test("outbox: per-session order, one batch in flight per session, retries, dead letters, restart")
     func outbox() throws {
         let dir = temporaryDirectory()

@@ -247,6 +247,17 @@ struct SessionTests {
         #expect(throws: SessionController.CommandError.unknownSession("(none)")) { try controller.submitSurvey(.noHazard, submittedAt: Date()) }
     }
 
+    @Test("a session without points gets no record: the survey says why and moves on to the next session")
+    func emptySession() throws {
+        let store = MemoryStore()
+        let c = SessionController(store: store, timeBase: TimeBase(wallNanoseconds: 0, monotonicNanoseconds: 0, systemClockSynchronised: true))
+        c.attach(board: "B", gyroRateHertz: 100)
+        let id = try c.start(trigger: .controlAPI, now: 0)
+        try c.stop(trigger: .controlAPI, now: 1_000_000_000)
+        #expect(throws: SessionController.CommandError.emptySession(id)) { try c.submitSurvey(.noHazard, submittedAt: Date()) }
+        #expect(c.awaitingSurvey.isEmpty)
+    }
+
     @Test("start and stop: button toggles, double start refused, always mode starts on data")
     func triggers() throws {
         let store = MemoryStore()

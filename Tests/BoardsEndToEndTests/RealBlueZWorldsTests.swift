@@ -1,0 +1,80 @@
+import BlueZ
+@testable import BlueZSimulator
+import Boards
+import Foundation
+import MetaWear
+import MetaWearBoardModel
+import TestSupport
+import Testing
+
+/// Behaviour the real bluetoothd shows and the simulator now offers (issue 18): the Device
+/// Information service exported or hidden, and advertisements without the service UUID.
+@Suite("Boards end to end: real-BlueZ worlds on mwsim", .enabled(if: TestBus.isAvailable))
+struct RealBlueZWorldsTests {
+    /// Both worlds, both chips: with DIS the model and firmware come from DIS; without it the
+    /// BMI270 board is still named MetaMotion S from module info, the BMI160 board names the
+    /// models it may be, and no firmware is invented.
+    @Test(.timeLimit(.minutes(2)), arguments: [false, true])
+    func boardIdentityWithAndWithoutDeviceInformation(hidden: Bool) async throws {
+        try await EndToEndRig.with(boards: 2, model: .mixed, configure: {
+            if hidden { $0.deviceInformationHidden = [0, 1] }
+        }) { rig in
+            let manager = BoardManager(client: rig.client, defaultOptions: try testOptions(pauseAfterConnectionParameters: 0))
+            let recorder = EventRecorder()
+            let forwarder = recordEvents(manager.events, into: recorder)
+            let boards = [try await rig.address(0), try await rig.address(1)]
+            for board in boards { await manager.add(board) }
+            try await waitUntil("both boards streaming") { boards.allSatisfy { recorder.isStreaming($0) } }
+            let r = try #require(await manager.session(for: boards[0])?.boardDescription)
+            let s = try #require(await manager.session(for: boards[1])?.boardDescription)
+            await manager.shutdown()
+            await forwarder.value
+
+            #expect(s.model == .metaMotionS, "\(s)")
+            #expect(s.chip == .bmi270)
+            #expect(r.chip == .bmi160)
+            #expect(!r.description.contains("?") && !s.description.contains("?"), "no placeholder firmware: \(r) / \(s)")
+            if hidden {
+                #expect(r.firmwareRevision == nil && s.firmwareRevision == nil)
+                #expect(!r.description.contains("firmware") && !s.description.contains("firmware"), "\(r) / \(s)")
+                #expect(r.model == .unknown, "MetaMotion R and C look alike without DIS: \(r)")
+                #expect(r.modelCandidates.contains(.metaMotionR) && r.modelCandidates.contains(.metaMotionC)
+                        && !r.modelCandidates.contains(.metaMotionRL) && !r.modelCandidates.contains(.metaMotionS), "\(r.modelCandidates)")
+                #expect(r.description.hasPrefix("one of "), "\(r)")
+                #expect(s.modelCandidates == [.metaMotionS])
+                for d in [r, s] {
+                    #expect(d.missingIdentity?.contains("Device Information service (180A) is not exported") == true, "\(d.missingIdentity ?? "nil")")
+                }
+                #expect(s.missingIdentity?.contains("model identified from module info") == true)
+                #expect(r.missingIdentity?.contains("cannot be told apart") == true)
+            } else {
+                #expect(r.model == .metaMotionR && r.firmwareRevision == "1.7.2", "\(r)")
+                #expect(s.firmwareRevision == "1.7.3", "\(s)")
+                #expect(r.missingIdentity == nil && s.missingIdentity == nil)
+                #expect(r.description.hasPrefix("MetaMotion R (BMI160), firmware 1.7.2"), "\(r)")
+            }
+        }
+    }
+
+    /// A board whose advertisement carries no service UUID is found and connected both by its
+    /// configured address and by discovery with an allow list.
+    @Test(.timeLimit(.minutes(2)), arguments: [false, true])
+    func boardAdvertisedWithoutServiceUUIDIsFound(byDiscovery: Bool) async throws {
+        try await EndToEndRig.with(boards: 1, configure: { $0.advertisedWithoutServiceUUID = [0] }) { rig in
+            let manager = BoardManager(client: rig.client, defaultOptions: try testOptions(pauseAfterConnectionParameters: 0))
+            let recorder = EventRecorder()
+            let forwarder = recordEvents(manager.events, into: recorder)
+            let board = try await rig.address(0)
+            if byDiscovery {
+                await manager.startDiscovery(.init(allowList: [board], namePrefix: nil))
+            } else {
+                await manager.add(board)
+            }
+            try await waitUntil("the board streaming", within: .seconds(20)) {
+                recorder.isStreaming(board) && !recorder.samples(board).isEmpty
+            }
+            await manager.shutdown()
+            await forwarder.value
+        }
+    }
+}
