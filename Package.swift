@@ -3,7 +3,7 @@
 // mwgate: a Linux gateway for MbientLab MetaWear boards.
 // The target list follows the data flow: DBus -> BlueZ -> MetaWear / GNSS -> Recording
 // -> Buffer -> Uplink -> Gateway, with thin executables on top. Lower modules never
-// import higher ones.
+// import higher ones; Basics (small shared helpers) sits under all of them.
 import PackageDescription
 
 let strict: [SwiftSetting] = [
@@ -18,6 +18,7 @@ let package = Package(
         .executable(name: "mwctl", targets: ["mwctl"]),
         .executable(name: "mwsim", targets: ["mwsim"]),
         .executable(name: "mwgated", targets: ["mwgated"]),
+        .library(name: "Basics", targets: ["Basics"]),
         .library(name: "BlueZSimulator", targets: ["BlueZSimulator"]),
         .library(name: "DBus", targets: ["DBus"]),
         .library(name: "GNSS", targets: ["GNSS"]),
@@ -45,6 +46,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.30.0"),
     ],
     targets: [
+        // Small helpers every layer may import instead of borrowing them from a sibling: JSON
+        // string literals, the shortest round-trip number formatter, UTC timestamps. No
+        // dependencies, no Foundation.
+        .target(name: "Basics", swiftSettings: strict),
+        .testTarget(name: "BasicsTests", dependencies: ["Basics"], swiftSettings: strict),
         // libdbus-1, with a shim that re-exports the type-code macros Swift cannot import.
         .systemLibrary(
             name: "CDBus",
@@ -59,7 +65,7 @@ let package = Package(
         // Board sessions (handshake, streaming, watchdog, reconnection) and the fleet of them;
         // the I/O edge that keeps MetaWear pure.
         .target(name: "Boards", dependencies: ["BlueZ", "MetaWear"], swiftSettings: strict),
-        .target(name: "GNSS", swiftSettings: strict),
+        .target(name: "GNSS", dependencies: ["Basics"], swiftSettings: strict),
         .target(name: "MetaWear", swiftSettings: strict),
         // A simulated board's brain, written only from the reference byte tables (it must not
         // share code with MetaWear, so symmetric encoder/decoder bugs are caught by tests).
@@ -74,12 +80,12 @@ let package = Package(
         ),
         // Time base, gyro+GNSS merge, sessions and the upstream document model. Pure: values
         // in, values out, clocks injected.
-        .target(name: "Recording", dependencies: ["MetaWear", "GNSS"], swiftSettings: strict),
+        .target(name: "Recording", dependencies: ["Basics", "MetaWear", "GNSS"], swiftSettings: strict),
         // The durable SQLite buffer (GRDB on the system libsqlite3): sessions, chunks,
         // outbox, history index, export.
         .target(
             name: "Buffer",
-            dependencies: ["Recording", "GNSS", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["Basics", "Recording", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict
         ),
         // Background sync of sealed chunks to Firestore (REST), PostgreSQL and a local

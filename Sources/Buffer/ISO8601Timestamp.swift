@@ -1,11 +1,11 @@
 import Foundation
-import GNSS
+import Basics
 
 /// UTC timestamps in the ISO 8601 form `2026-11-21T10:52:26Z`, the text
 /// `Date.formatted(.iso8601)` produces, for the buffer's `sync_state` values.
 ///
-/// Formatted by the GNSS module's civil-date arithmetic (``TPVEncoder/iso8601(epochMilliseconds:)``,
-/// the form gpsd's `time` fields use) rather than Foundation's `ISO8601FormatStyle`: on Linux
+/// Formatted by the shared civil-date arithmetic (``UTCTimestamp``, the form gpsd's `time`
+/// fields use) rather than Foundation's `ISO8601FormatStyle`: on Linux
 /// that style builds a Gregorian calendar in the *current* time zone, which makes Foundation
 /// ask ICU for the canonical zone ID and load its time-zone tables, 2-3 MB of resident memory
 /// in an always-on daemon for a string that is always UTC.
@@ -15,7 +15,7 @@ public enum ISO8601Timestamp {
         let seconds = date.timeIntervalSince1970.rounded(.down)
         guard fourDigitYears.contains(seconds) else { return date.formatted(.iso8601) }
         // The millisecond form of a whole second, without its ".000".
-        return String(TPVEncoder.iso8601(epochMilliseconds: seconds * 1000).dropLast(5)) + "Z"
+        return String(UTCTimestamp.string(epochMilliseconds: seconds * 1000).dropLast(5)) + "Z"
     }
 
     /// Milliseconds since the epoch as `2026-11-21T10:52:26.123Z`, the text an
@@ -23,7 +23,7 @@ public enum ISO8601Timestamp {
     /// writes (rounded to the nearest millisecond, as ICU does).
     public static func string(fromEpochMilliseconds milliseconds: Double) -> String {
         guard fourDigitYears.contains((milliseconds.rounded() / 1000).rounded(.down)) else { return fallback(milliseconds) }
-        return TPVEncoder.iso8601(epochMilliseconds: milliseconds)
+        return UTCTimestamp.string(epochMilliseconds: milliseconds)
     }
 
     /// Seconds since the epoch from 0000-01-01T00:00:00Z to 9999-12-31T23:59:59Z: outside

@@ -1,3 +1,5 @@
+import Basics
+
 /// UTC time of day as sent in NMEA time fields, in microseconds since midnight.
 public struct NMEATimeOfDay: Sendable, Hashable, Comparable, Codable {
     /// Microseconds since 00:00:00 UTC; up to 86,400,999,999 because of leap second 60.
@@ -26,28 +28,13 @@ public struct NMEADate: Sendable, Hashable {
         self.day = day
     }
 
-    /// Days since 1970-01-01 (proleptic Gregorian; Howard Hinnant's civil algorithm).
-    public var daysSinceEpoch: Int {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yearOfEra = y - era * 400
-        let monthIndex = (month + 9) % 12
-        let dayOfYear = (153 * monthIndex + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
-    }
+    /// Days since 1970-01-01 (proleptic Gregorian).
+    public var daysSinceEpoch: Int { CivilDate(year: year, month: month, day: day).daysSinceEpoch }
 
     /// The date `days` after 1970-01-01.
     public init(daysSinceEpoch days: Int) {
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthIndex = (5 * dayOfYear + 2) / 153
-        day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
-        month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
-        year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        let civil = CivilDate(daysSinceEpoch: days)
+        self.init(year: civil.year, month: civil.month, day: civil.day)
     }
 
     /// True for a real calendar day.

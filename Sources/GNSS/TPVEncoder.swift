@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 
 /// Writes fixes as gpsd TPV JSON objects, one per line, with gpsd's field names and units
@@ -52,25 +53,7 @@ public enum TPVEncoder {
 
     /// `YYYY-MM-DDThh:mm:ss.sssZ`, UTC, millisecond precision.
     public static func iso8601(_ date: Date) -> String {
-        iso8601(epochMilliseconds: date.timeIntervalSince1970 * 1000)
-    }
-
-    /// The same from milliseconds since the epoch, rounded to the nearest millisecond
-    /// (finite, and within Int64).
-    public static func iso8601(epochMilliseconds milliseconds: Double) -> String {
-        let totalMillis = Int64(milliseconds.rounded())
-        let days = Int(totalMillis >= 0 ? totalMillis / 86_400_000 : (totalMillis - 86_399_999) / 86_400_000)
-        let millisOfDay = Int(totalMillis - Int64(days) * 86_400_000)
-        let civil = NMEADate(daysSinceEpoch: days)
-        let seconds = millisOfDay / 1000
-        return "\(pad(civil.year, 4))-\(pad(civil.month, 2))-\(pad(civil.day, 2))T"
-            + "\(pad(seconds / 3600, 2)):\(pad(seconds / 60 % 60, 2)):\(pad(seconds % 60, 2))"
-            + ".\(pad(millisOfDay % 1000, 3))Z"
-    }
-
-    private static func pad(_ value: Int, _ width: Int) -> String {
-        let digits = String(value)
-        return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
+        UTCTimestamp.string(epochMilliseconds: date.timeIntervalSince1970 * 1000)
     }
 
     /// Fixed-point formatting without Foundation's locale-dependent formatters.
@@ -81,39 +64,11 @@ public enum TPVEncoder {
         guard scaled < 9e15 else { return String(value) }
         let integer = Int64(scaled)
         let whole = integer / Int64(scale)
-        let fraction = integer % Int64(scale)
+        let fraction = String(integer % Int64(scale))
         let sign = value < 0 && integer != 0 ? "-" : ""
         guard decimals > 0 else { return "\(sign)\(whole)" }
-        return "\(sign)\(whole).\(pad(Int(fraction), decimals))"
+        return "\(sign)\(whole)." + String(repeating: "0", count: decimals - fraction.count) + fraction
     }
 
-    private static func quoted(_ text: String) -> String {
-        var out = ""
-        appendJSONString(text, to: &out)
-        return out
-    }
-
-    /// Appends `text` as a JSON string literal: quotes, backslash escapes, and `\u00XX` for
-    /// the other control characters. gpsd's protocol is JSON; the recorded documents' JSON
-    /// (Recording, Uplink) writes its strings through this too.
-    public static func appendJSONString(_ text: String, to out: inout String) {
-        out += "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 {
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        out += "\""
-    }
+    private static func quoted(_ text: String) -> String { JSONString.literal(text) }
 }

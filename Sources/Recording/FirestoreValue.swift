@@ -1,5 +1,5 @@
 import Foundation
-import GNSS
+import Basics
 
 /// A document field value in Firestore's type system, so sizes are computed the way
 /// Firestore counts them and the Uplink can encode the same tree for the wire.
@@ -90,10 +90,10 @@ public indirect enum FirestoreValue: Hashable, Sendable {
     }
 
     /// Appends `s` as a JSON string literal (quotes, backslash escapes, `\\u00XX` for the other
-    /// control characters), shared by the documents' encoders and the Uplink's JSON; the
-    /// escaping is gpsd JSON's (``TPVEncoder/appendJSONString(_:to:)``).
+    /// control characters), shared by the documents' encoders and the Uplink's JSON
+    /// (``JSONString``).
     public static func writeString(_ s: String, _ out: inout String) {
-        TPVEncoder.appendJSONString(s, to: &out)
+        JSONString.append(s, to: &out)
     }
 }
 

@@ -1,16 +1,12 @@
 import Foundation
 import Testing
-import GNSS
+import Basics
 
 /// The JSON string writer behind gpsd's TPV reports and the recorded documents' JSON: whatever
 /// a device path, a hazard name or a board name holds, a JSON parser reads back the same text.
 @Suite("JSON string literals")
 struct JSONStringTests {
-    private func literal(_ text: String) -> String {
-        var out = ""
-        TPVEncoder.appendJSONString(text, to: &out)
-        return out
-    }
+    private func literal(_ text: String) -> String { JSONString.literal(text) }
 
     @Test(arguments: [
         ("plain", #""plain""#),
@@ -33,7 +29,7 @@ struct JSONStringTests {
 
     @Test func appendsAfterWhatIsAlreadyThere() {
         var out = "{\"device\":"
-        TPVEncoder.appendJSONString("/dev/gps0", to: &out)
+        JSONString.append("/dev/gps0", to: &out)
         #expect(out == #"{"device":"/dev/gps0""#)
     }
 }
