@@ -114,7 +114,7 @@ public enum SessionExporter {
     static func csv(_ d: SessionDataset) -> String {
         var out = "epoch (ms),time (UTC),elapsed (s),x-axis (deg/s),y-axis (deg/s),z-axis (deg/s),board,"
             + "latitude (deg),longitude (deg),location time (ms),accuracy (m),location age (ms),location missing,"
-            + "accel x (g),accel y (g),accel z (g),missed before\n"
+            + "accel x (g),accel y (g),accel z (g),missed before,gap (ms)\n"
         let t0 = d.points.first?.point.gyroscope.timestamp ?? d.startedAt
         for bp in d.points {
             let p = bp.point
@@ -133,20 +133,34 @@ public enum SessionExporter {
                 cells += ["", "", ""]
             }
             cells.append(String(p.missedBefore))
+            cells.append(String(p.gapMilliseconds))
             out += cells.joined(separator: ",") + "\n"
         }
         return out
     }
 
-    /// Distinct consecutive positions of one board's track.
-    static func track(_ d: SessionDataset, board: String) -> [(lat: Double, lon: Double, time: Double)] {
-        var out: [(Double, Double, Double)] = []
+    /// Distinct consecutive positions of one board's track; `afterGap` marks the first
+    /// position after samples went missing.
+    static func track(_ d: SessionDataset, board: String) -> [(lat: Double, lon: Double, time: Double, afterGap: Bool)] {
+        var out: [(Double, Double, Double, Bool)] = []
+        var gapPending = false
         for bp in d.points where bp.board == board {
+            if bp.point.missedBefore > 0 { gapPending = true }
             guard let l = bp.point.location else { continue }
-            if let last = out.last, last.0 == l.latitude, last.1 == l.longitude { continue }
-            out.append((l.latitude, l.longitude, l.timestamp))
+            if let last = out.last, last.0 == l.latitude, last.1 == l.longitude, !gapPending { continue }
+            out.append((l.latitude, l.longitude, l.timestamp, gapPending && !out.isEmpty))
+            gapPending = false
         }
         return out
+    }
+
+    /// A board's gaps: when the first sample after each came (epoch ms), samples missing, duration.
+    static func gaps(_ d: SessionDataset, board: String) -> [FirestoreValue] {
+        d.points.filter { $0.board == board && $0.point.missedBefore > 0 }.map {
+            .map([("timestamp", .integer(Int64($0.point.gyroscope.timestamp.rounded()))),
+                  ("missed_before", .integer(Int64($0.point.missedBefore))),
+                  ("gap_ms", .integer(Int64($0.point.gapMilliseconds)))])
+        }
     }
 
     /// A FeatureCollection with one LineString per board (coordinates [lon, lat]).
@@ -158,7 +172,8 @@ public enum SessionExporter {
                 ("type", .string("Feature")),
                 ("properties", .map([("session", .string(d.sessionID)), ("board", .string(board)),
                                      ("start", .integer(Int64(d.startedAt.rounded()))),
-                                     ("times", .array(t.map { .integer(Int64($0.time.rounded())) }))])),
+                                     ("times", .array(t.map { .integer(Int64($0.time.rounded())) })),
+                                     ("gaps", .array(gaps(d, board: board)))])),
                 ("geometry", .map([("type", .string("LineString")),
                                    ("coordinates", .array(t.map { .array([.double($0.lon), .double($0.lat)]) }))])),
             ]))
@@ -166,7 +181,8 @@ public enum SessionExporter {
         return FirestoreValue.map([("type", .string("FeatureCollection")), ("features", .array(features))]).jsonText + "\n"
     }
 
-    /// GPX 1.1 with one track segment per board.
+    /// GPX 1.1 with one track segment per board and stretch without a gap (a gap in the
+    /// samples starts a new segment).
     static func gpx(_ d: SessionDataset) -> String {
         var out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
             + "<gpx version=\"1.1\" creator=\"mwgate\" xmlns=\"http://www.topografix.com/GPX/1/1\">\n"
@@ -174,6 +190,7 @@ public enum SessionExporter {
         for board in Set(d.points.map(\.board)).sorted() {
             out += "<trkseg>\n"
             for p in track(d, board: board) {
+                if p.afterGap { out += "</trkseg>\n<trkseg>\n" }
                 out += "<trkpt lat=\"\(String(format: "%.7f", p.lat))\" lon=\"\(String(format: "%.7f", p.lon))\"><time>\(iso(p.time))</time></trkpt>\n"
             }
             out += "</trkseg>\n"

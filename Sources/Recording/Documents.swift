@@ -69,6 +69,7 @@ public struct RealtimeDataDocument: Hashable, Sendable {
         }
         if p.accelerometer != nil { n += "accelerometer".utf8.count + 1 + reading }
         if p.missedBefore > 0 { n += "missed_before".utf8.count + 1 + 8 }
+        if p.gapMilliseconds > 0 { n += "gap_ms".utf8.count + 1 + 8 }
         return n
     }
 
@@ -76,7 +77,7 @@ public struct RealtimeDataDocument: Hashable, Sendable {
     public var jsonText: String { FirestoreValue.map(fields).jsonText }
 
     /// One point: `{gyroscope:{x,y,z,timestamp}, location:{…}|null}` plus `location_missing`
-    /// when null, `accelerometer` when streamed, `missed_before` after a gap.
+    /// when null, `accelerometer` when streamed, `missed_before` and `gap_ms` after a gap.
     public static func value(_ p: RecordedPoint) -> FirestoreValue {
         var m: [(String, FirestoreValue)] = [
             ("gyroscope", .map([
@@ -102,6 +103,7 @@ public struct RealtimeDataDocument: Hashable, Sendable {
             ])))
         }
         if p.missedBefore > 0 { m.append(("missed_before", .integer(Int64(p.missedBefore)))) }
+        if p.gapMilliseconds > 0 { m.append(("gap_ms", .integer(Int64(p.gapMilliseconds)))) }
         return .map(m)
     }
 }

@@ -5,17 +5,18 @@
 ///
 /// | bytes | field |
 /// |---|---|
-/// | 1 | flags: bit0 location, bit1 accelerometer, bit2 missed-before, bit3 accuracy, bits 4–5 missing-location reason |
+/// | 1 | flags: bit0 location, bit1 accelerometer, bit2 missed-before, bit3 accuracy, bits 4–5 missing-location reason, bit6 gap duration |
 /// | 8 | gyro timestamp, epoch ms, Float64 |
 /// | 12 | gyro x, y, z, °/s, Float32 |
 /// | 32 | location (bit0): latitude, longitude, timestamp (Float64 each), accuracy m, age ms (Float32 each) |
 /// | 20 | accelerometer (bit1): x, y, z g (Float32), timestamp epoch ms (Float64) |
 /// | 4 | missed samples before this one (bit2), UInt32 |
+/// | 4 | gap duration before this one, ms (bit6), UInt32 |
 ///
 /// Float32 keeps every 16-bit sensor count exactly (24-bit mantissa), at half the size.
 public enum PointCodec {
     /// Largest encoded point, bytes.
-    public static let maxPointSize = 1 + 8 + 12 + 32 + 20 + 4
+    public static let maxPointSize = 1 + 8 + 12 + 32 + 20 + 4 + 4
 
     /// Appends one point's record to `bytes`.
     public static func append(_ p: RecordedPoint, to bytes: inout [UInt8]) {
@@ -25,6 +26,7 @@ public enum PointCodec {
         if p.missedBefore > 0 { flags |= 4 }
         if p.location?.accuracy != nil { flags |= 8 }
         if p.location == nil, let reason = p.missingLocation { flags |= (reason.rawValue & 3) << 4 }
+        if p.missedBefore > 0, p.gapMilliseconds > 0 { flags |= 0x40 }
         bytes.append(flags)
         put64(p.gyroscope.timestamp, &bytes)
         put32(Float(p.gyroscope.x), &bytes)
@@ -46,6 +48,10 @@ public enum PointCodec {
         if p.missedBefore > 0 {
             let m = UInt32(clamping: p.missedBefore)
             for s in stride(from: 0, to: 32, by: 8) { bytes.append(UInt8(truncatingIfNeeded: m >> UInt32(s))) }
+            if p.gapMilliseconds > 0 {
+                let g = UInt32(clamping: p.gapMilliseconds)
+                for s in stride(from: 0, to: 32, by: 8) { bytes.append(UInt8(truncatingIfNeeded: g >> UInt32(s))) }
+            }
         }
     }
 
@@ -73,11 +79,12 @@ public enum PointCodec {
             let start = r.offset
             let flags = bytes[r.offset]
             r.offset += 1
-            guard flags & 0xC0 == 0 else { throw DecodingError(offset: start, reason: "unknown flags \(flags)") }
+            guard flags & 0x80 == 0, flags & 0x44 != 0x40 else { throw DecodingError(offset: start, reason: "unknown flags \(flags)") }
             var need = 20
             if flags & 1 != 0 { need += 32 }
             if flags & 2 != 0 { need += 20 }
             if flags & 4 != 0 { need += 4 }
+            if flags & 0x40 != 0 { need += 4 }
             guard r.offset + need <= bytes.count else { throw DecodingError(offset: start, reason: "truncated point") }
             let t = r.f64(), x = r.f32(), y = r.f32(), z = r.f32()
             var location: PointLocation?
@@ -93,9 +100,12 @@ public enum PointCodec {
             }
             var missed = 0
             if flags & 4 != 0 { missed = Int(r.u32()) }
+            var gap = 0
+            if flags & 0x40 != 0 { gap = Int(r.u32()) }
             let reason = MissingLocationReason(rawValue: (flags >> 4) & 3)
             points.append(RecordedPoint(gyroscope: GyroReading(x: x, y: y, z: z, timestamp: t), location: location,
-                                        missingLocation: reason, accelerometer: accel, missedBefore: missed))
+                                        missingLocation: reason, accelerometer: accel, missedBefore: missed,
+                                        gapMilliseconds: gap))
         }
         return points
     }

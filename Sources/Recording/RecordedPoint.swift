@@ -82,10 +82,14 @@ public struct RecordedPoint: Hashable, Sendable {
     public var accelerometer: AccelerometerReading?
     /// Gyro samples lost immediately before this one (a gap), 0 when none.
     public var missedBefore: Int
+    /// How long the gap before this point lasted: milliseconds from the previous point of the
+    /// same board to this one (`gap_ms`); 0 when `missedBefore` is 0.
+    public var gapMilliseconds: Int
 
     /// A point.
     public init(gyroscope: GyroReading, location: PointLocation?, missingLocation: MissingLocationReason? = nil,
-                accelerometer: AccelerometerReading? = nil, missedBefore: Int = 0) {
+                accelerometer: AccelerometerReading? = nil, missedBefore: Int = 0, gapMilliseconds: Int = 0) {
+        self.gapMilliseconds = missedBefore > 0 ? gapMilliseconds : 0
         self.gyroscope = gyroscope
         self.location = location
         self.missingLocation = location == nil ? (missingLocation ?? .noFix) : nil

@@ -78,6 +78,12 @@ public final class SessionController {
         var lastTimestamp = 0.0
         var worstSource = TimeSource.systemClockSynchronised
         var missedInChunk = 0
+        /// Time of the board's previous point in this session (epoch ms), kept across a
+        /// re-attach so the gap of a reconnect is measured; nil before its first point.
+        var previousPointTime: Double?
+        /// Set on re-attach: the first point of the new stream counts the samples the link
+        /// drop cost from the time since `previousPointTime`.
+        var resumedStream = false
         var seq = 0
         var dirty = false
         var lastCheckpoint: Int64 = .min
@@ -107,6 +113,8 @@ public final class SessionController {
     /// Next chunk seq of boards detached during the session, so a board that reconnects
     /// continues its numbering instead of colliding with its sealed chunks.
     private var resumeSeq: [String: Int] = [:]
+    /// Time of the last point of boards detached during the session (see `previousPointTime`).
+    private var resumeTime: [String: Double] = [:]
     /// Sessions stopped and awaiting their hazard survey, oldest first.
     public private(set) var awaitingSurvey: [String] = []
     /// Stopped sessions that recorded no point (no records document can be written for them).
@@ -149,6 +157,10 @@ public final class SessionController {
             gyro: SampleTimestamper(configuration: gyro), accelerometer: accel,
             merger: LocationMerger(maxWait: configuration.fixWait, freshness: configuration.fixFreshness))
         if session != nil, let seq = resumeSeq.removeValue(forKey: board) { boards[board]!.seq = seq }
+        if session != nil, let time = resumeTime.removeValue(forKey: board) {
+            boards[board]!.previousPointTime = time
+            boards[board]!.resumedStream = true
+        }
     }
 
     /// Removes a board (disconnect): its held samples are committed and its chunk sealed.
@@ -157,6 +169,7 @@ public final class SessionController {
         drainAll(board: board, now: now)
         sealOpenChunk(board: board)
         if session != nil, let seq = boards[board]?.seq { resumeSeq[board] = seq }
+        if session != nil, let time = boards[board]?.previousPointTime { resumeTime[board] = time }
         boards[board] = nil
     }
 
@@ -169,6 +182,7 @@ public final class SessionController {
         try store.beginSession(SessionStart(sessionID: id, startedAt: started, trigger: trigger))
         session = Session(id: id, startedAt: started, trigger: trigger, worstSource: timeBase.source)
         resumeSeq.removeAll()
+        resumeTime.removeAll()
         for key in boards.keys { resetBoard(key) }
         return id
     }
@@ -368,7 +382,8 @@ public final class SessionController {
     /// Adds one point to the open chunk; true when the chunk is now full.
     private func append(board: String, _ l: LocationMerger<GyroItem>.Located) -> Bool {
         guard session != nil, boards[board] != nil else { return false }
-        let p = point(board: board, l)
+        var p = point(board: board, l)
+        markGap(&p, board: board)
         // Mutated in place (inout through the dictionary's modify accessor): copying the
         // stream would copy the chunk's bytes for every point.
         func add(_ b: inout BoardStream) -> Bool {
@@ -388,6 +403,24 @@ public final class SessionController {
         session!.pointCount += 1
         session!.worstSource = max(session!.worstSource, l.payload.source)
         return full
+    }
+
+    /// Gives a gap its duration, and counts the samples a reconnect cost: the new stream's
+    /// timestamper starts from nothing, so the first point after a re-attach is compared with
+    /// the board's last point before it at the configured rate.
+    private func markGap(_ p: inout RecordedPoint, board: String) {
+        let time = p.gyroscope.timestamp
+        defer {
+            boards[board]!.previousPointTime = time
+            boards[board]!.resumedStream = false
+        }
+        guard let previous = boards[board]!.previousPointTime else { return }
+        let step = time - previous
+        if boards[board]!.resumedStream, p.missedBefore == 0 {
+            let period = 1000 / boards[board]!.gyroRate
+            p.missedBefore = max(0, Int((step / period).rounded()) - 1)
+        }
+        if p.missedBefore > 0 { p.gapMilliseconds = max(1, Int(step.rounded())) }
     }
 
     private func drainAll(board: String, now: Int64) {

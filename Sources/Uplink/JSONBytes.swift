@@ -193,6 +193,10 @@ struct JSONBytes: TextOutputStream {
             raw(#","missed_before":"#)
             typedInteger(Int64(p.missedBefore))
         }
+        if p.gapMilliseconds > 0 {
+            raw(#","gap_ms":"#)
+            typedInteger(Int64(p.gapMilliseconds))
+        }
         raw("}}}")
     }
 
@@ -245,6 +249,10 @@ struct JSONBytes: TextOutputStream {
         if p.missedBefore > 0 {
             raw(#","missed_before":"#)
             number(Int64(p.missedBefore))
+        }
+        if p.gapMilliseconds > 0 {
+            raw(#","gap_ms":"#)
+            number(Int64(p.gapMilliseconds))
         }
         raw("}")
     }

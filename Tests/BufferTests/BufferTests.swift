@@ -259,7 +259,9 @@ struct BufferStoreTests {
         try store.beginSession(SessionStart(sessionID: id, startedAt: 1_800_000_000_000, trigger: .controlAPI))
         for (board, offset) in [("B1", 0.0), ("B2", 5.0)] {
             for seq in 0..<2 {
-                let p = points(30, t0: 1_800_000_000_000 + offset + Double(seq) * 300, startIndex: seq * 30)
+                var p = points(30, t0: 1_800_000_000_000 + offset + Double(seq) * 300, startIndex: seq * 30)
+                // A gap on B1 before its second chunk: 4 samples missing over 50 ms.
+                if board == "B1", seq == 1 { p[0].missedBefore = 4; p[0].gapMilliseconds = 50 }
                 try store.seal(ChunkToSeal(sessionID: id, board: board, seq: seq, bytes: PointCodec.encode(p), pointCount: 30,
                                            firstTimestamp: p[0].gyroscope.timestamp, lastTimestamp: p[29].gyroscope.timestamp,
                                            timeSource: .gnssCorrected, missedSamples: 0))
@@ -280,6 +282,16 @@ struct BufferStoreTests {
         #expect((geo?["features"] as? [Any])?.count == 2)
         let gpx = SessionExporter.render(data, format: .gpx)
         #expect(gpx.components(separatedBy: "<trkpt").count - 1 == 120)
+        // The gap in every format: CSV columns, JSON fields, GeoJSON gaps, a new GPX segment.
+        #expect(csv[0].hasSuffix(",missed before,gap (ms)"))
+        #expect(csv.filter { $0.hasSuffix(",4,50") }.count == 1 && csv.filter { $0.hasSuffix(",0,0") }.count == 119)
+        let jsonPoints = json?["points"] as? [[String: Any]] ?? []
+        #expect(jsonPoints.filter { $0["missed_before"] as? Int == 4 && $0["gap_ms"] as? Int == 50 }.count == 1)
+        let features = geo?["features"] as? [[String: Any]] ?? []
+        let gapLists = features.map { (($0["properties"] as? [String: Any])?["gaps"] as? [[String: Any]]) ?? [] }
+        #expect(gapLists.map(\.count) == [1, 0])
+        #expect(gapLists.first?.first?["missed_before"] as? Int == 4 && gapLists.first?.first?["gap_ms"] as? Int == 50)
+        #expect(gpx.components(separatedBy: "<trkseg>").count - 1 == 3, "B1 split at its gap, B2 whole")
         #expect(throws: BufferStore.StoreError.unknownSession("nope")) { try store.dataset(sessionID: "nope") }
     }
 }

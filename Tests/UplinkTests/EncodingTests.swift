@@ -77,7 +77,7 @@ struct FastJSONTests {
             return RecordedPoint(gyroscope: GyroReading(x: x, y: -1e-7 * Double(i), z: i % 13 == 0 ? .infinity : 1e20, timestamp: t),
                                  location: location, missingLocation: location == nil ? (i % 2 == 0 ? .staleFix : nil) : nil,
                                  accelerometer: i % 3 == 0 ? AccelerometerReading(x: 0.5, y: i % 17 == 0 ? .nan : -1, z: 0.98, timestamp: t) : nil,
-                                 missedBefore: i % 11 == 0 ? 2 : 0)
+                                 missedBefore: i % 11 == 0 ? 2 : 0, gapMilliseconds: i % 11 == 0 ? 30 : 0)
         }
     }
 

@@ -1,0 +1,81 @@
+import Foundation
+import GNSS
+import MetaWear
+import MetaWearBoardModel
+import Testing
+@testable import Recording
+
+/// Issue 18 defect 6: every real gap carries how many samples are missing and how long it
+/// lasted, also when the hole is a link drop (the board's stream is re-attached).
+@Suite("Gaps: samples missing and duration")
+struct GapTests {
+    /// Streams one simulated 100 Hz board for `seconds`; `hole` (start, end) in seconds is a
+    /// stretch whose notifications never arrive, with the board detached and re-attached
+    /// around it when `reattach` (a link drop) or left attached (lost notifications).
+    func record(seconds: Double, hole: (Double, Double), reattach: Bool, store: MemoryStore) throws -> Int {
+        let base = TimeBase(wallNanoseconds: 1_800_000_000_000_000_000, monotonicNanoseconds: 0, systemClockSynchronised: true)
+        let controller = SessionController(store: store, timeBase: base)
+        var board = SimulatedBoard(profile: .metaMotionR, seed: 1)
+        for p in Commands.startGyro(GyroConfiguration(rate: .hz100, range: .dps2000), mode: .single, chip: .bmi160) { _ = board.write(p.bytes) }
+        controller.attach(board: "B", gyroRateHertz: 100)
+        try controller.start(trigger: .controlAPI, now: 0)
+        let decoder = NotificationDecoder(chip: .bmi160, gyroRange: .dps2000, accelerometerRange: .g4)
+        var now: Int64 = 0
+        var rng = SeededRNG(state: 7)
+        var delivered = 0
+        var inHole = false
+        while Double(now) < seconds * 1e9 {
+            now += Int64(Double.random(in: 7.5e6...30e6, using: &rng))
+            let t = Double(now) / 1e9
+            let holeNow = t >= hole.0 && t < hole.1
+            if holeNow != inHole {
+                inHole = holeNow
+                if reattach {
+                    if holeNow { controller.detach(board: "B", now: now) } else { controller.attach(board: "B", gyroRateHertz: 100) }
+                }
+            }
+            for n in board.advance(to: UInt64(now)) where !holeNow {
+                let event = decoder.decode(n.bytes)
+                if case .gyro(let s) = event { delivered += s.count }
+                controller.ingest(board: "B", event: event, receivedAt: now)
+            }
+            controller.tick(now: now)
+        }
+        try controller.stop(trigger: .controlAPI, now: now)
+        return delivered
+    }
+
+    @Test("a link drop's hole (board re-attached) is marked with the samples missing and its duration",
+          arguments: [false, true])
+    func holeIsMarked(reattach: Bool) throws {
+        let store = MemoryStore()
+        let delivered = try record(seconds: 8, hole: (3.0, 5.0), reattach: reattach, store: store)
+        let points = try store.sealed.flatMap { try PointCodec.decode($0.chunk.bytes) }
+        #expect(points.count == delivered)
+        let gaps = points.filter { $0.missedBefore > 0 }
+        try #require(gaps.count == 1, "one gap expected, got \(gaps.map { ($0.missedBefore, $0.gapMilliseconds) })")
+        // 2 s at 100 Hz, give or take the connection events at the hole's edges.
+        #expect((190...210).contains(gaps[0].missedBefore), "missed \(gaps[0].missedBefore)")
+        #expect(abs(gaps[0].gapMilliseconds - (gaps[0].missedBefore + 1) * 10) <= 15,
+                "gap \(gaps[0].gapMilliseconds) ms for \(gaps[0].missedBefore) missing samples")
+        let json = RealtimeDataDocument.value(gaps[0]).jsonText
+        #expect(json.contains("\"missed_before\":\(gaps[0].missedBefore)") && json.contains("\"gap_ms\":\(gaps[0].gapMilliseconds)"), "\(json)")
+        // Board samples emitted = delivered + missing.
+        #expect(abs(delivered + gaps[0].missedBefore - 800) <= 3)
+    }
+
+    @Test("a stream without holes carries no gap (connection-event jitter of 7.5-30 ms is not a loss)")
+    func noHoleNoGap() throws {
+        let store = MemoryStore()
+        _ = try record(seconds: 8, hole: (100, 100), reattach: false, store: store)
+        let points = try store.sealed.flatMap { try PointCodec.decode($0.chunk.bytes) }
+        #expect(points.allSatisfy { $0.missedBefore == 0 && $0.gapMilliseconds == 0 })
+    }
+
+    @Test("the gap duration survives the point codec")
+    func codecKeepsDuration() throws {
+        let p = RecordedPoint(gyroscope: GyroReading(x: 1, y: 2, z: 3, timestamp: 1000), location: nil, missedBefore: 7, gapMilliseconds: 80)
+        #expect(try PointCodec.decode(PointCodec.encode([p])) == [p])
+        #expect(PointCodec.encode([p]).count == PointCodec.maxPointSize - 32 - 20)
+    }
+}
