@@ -298,6 +298,15 @@ public actor BlueZClient {
                                       member: "Connect", timeout: timeout)
     }
 
+    /// `GattCharacteristic1.WriteValue` with `type=command` on this client's own connection,
+    /// for the few writes made without a ``GattLink`` (a stop while the link is being opened).
+    public func writeCommand(_ bytes: [UInt8], to characteristic: DBusObjectPath, timeout: Duration) async throws {
+        let options: [String: DBusValue] = ["type": .string("command")]
+        _ = try await connection.call(destination: BlueZNames.service, path: characteristic, interface: BlueZNames.gattCharacteristic,
+                                      member: "WriteValue",
+                                      arguments: [.array(element: .byte, bytes.map { .byte($0) }), options.dbusValue], timeout: timeout)
+    }
+
     /// `Device1.Disconnect`; also cancels a pending `Connect`.
     public func disconnect(_ device: DBusObjectPath, timeout: Duration? = nil) async throws {
         _ = try await connection.call(destination: BlueZNames.service, path: device, interface: BlueZNames.device,

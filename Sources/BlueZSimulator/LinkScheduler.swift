@@ -46,6 +46,11 @@ extension BlueZSimulator {
             return
         }
         guard device.connected else { throw BlueZError.notConnected() }
+        if configuration.disconnectReplyDelay > .zero {
+            let generation = device.linkGeneration
+            try? await Task.sleep(for: configuration.disconnectReplyDelay)
+            guard device.connected, generation == device.linkGeneration else { return }
+        }
         linkLost(device, reason: "local disconnect")
     }
 

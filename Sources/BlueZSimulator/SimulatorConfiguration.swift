@@ -42,6 +42,9 @@ public struct SimulatorConfiguration: Sendable {
     public var connectionIntervalMilliseconds: Double = 15
     /// Relative jitter applied to each connection event (0.1 = ±10 %), clamped to 7.5…30 ms.
     public var connectionIntervalJitter: Double = 0.1
+    /// Time bluetoothd takes to answer `Device1.Disconnect` (the link is torn down meanwhile);
+    /// 2.4-3.5 s were measured on the real stack in the VM (real-bluez-vm.md).
+    public var disconnectReplyDelay: Duration = .zero
     /// Time from Connect's reply until ServicesResolved.
     public var servicesResolveDelay: Duration = .milliseconds(40)
     /// Seed for jitter, RSSI and injected loss; each board's signal seed is `index + 1`.

@@ -534,17 +534,32 @@ public actor BoardSession {
 
     // MARK: Shutdown
 
+    /// Every step is bounded, so a stop ends within 2 s in any state (connecting, handshake,
+    /// streaming) even when bluetoothd is slow to answer `Disconnect` (2.4-3.5 s measured on
+    /// the real stack, real-bluez-vm.md).
     private func shutDown() async {
-        if let link, let commandPath, let plan {
-            var commands = plan.stopCommands
-            if options.watchButton, description?.modules.has(.switchModule) == true { commands.append(Commands.unsubscribeButton) }
-            if ledSignal != .off { commands.append(LEDSignal.stopAndClear) }
-            await actionTail?.value
+        // A handshake chain may sit in a pause or wait for replies: it is abandoned, not awaited.
+        actionTail?.cancel()
+        if let link, let commandPath {
+            let commands = stopCommands()
             await link.coalesceNotificationReads(.zero)
-            for packet in commands {
-                do {
-                    try await link.write(packet.bytes, to: commandPath, withResponse: packet.requiresWriteWithResponse)
-                } catch { break }
+            await withinTimeLimit(Self.stopCommandsLimit) {
+                for packet in commands {
+                    do {
+                        try await link.write(packet.bytes, to: commandPath, withResponse: packet.requiresWriteWithResponse)
+                    } catch { break }
+                }
+            }
+        } else if facts?.connected == true, let device = facts?.device {
+            // Connected but the link is still being opened (early handshake): the commands go
+            // through the shared connection instead.
+            let commands = stopCommands()
+            let client = client
+            await withinTimeLimit(Self.stopCommandsLimit) {
+                guard let command = await client.characteristic(MetaWearGATT.command, under: device) else { return }
+                for packet in commands {
+                    do { try await client.writeCommand(packet.bytes, to: command.path, timeout: Self.stopCommandsLimit) } catch { break }
+                }
             }
         }
         let openLink = link
@@ -552,13 +567,44 @@ public actor BoardSession {
         tearDownLink()
         await openLink?.close()
         for action in actions where action == .disconnect {
-            if let device = facts?.device { try? await client.disconnect(device, timeout: .seconds(5)) }
+            if let device = facts?.device { try? await client.disconnect(device, timeout: Self.disconnectLimit) }
         }
         await client.setScanning(false, requester: address.rawValue)
         wakeTask?.cancel()
         changeTask?.cancel()
         emit(.state(.stopped))
         finish()
+    }
+
+    /// Time allowed for the stop commands, and for bluetoothd's answer to `Disconnect` (the
+    /// board was already asked to end the link itself).
+    static let stopCommandsLimit = Duration.milliseconds(700)
+    static let disconnectLimit = Duration.milliseconds(800)
+
+    /// What a stop writes: the plan's stop commands while streaming, the full sensor cleanup
+    /// of a board known from an earlier handshake otherwise (its sensors may still run from
+    /// before this link), then `FE 06` so the board ends the link even if bluetoothd's
+    /// `Disconnect` is late.
+    private func stopCommands() -> [Packet] {
+        var commands: [Packet] = []
+        if let plan {
+            commands = plan.stopCommands
+        } else if let description {
+            commands = Commands.cleanup(chip: description.chip, modules: description.modules)
+        }
+        if options.watchButton, description?.modules.has(.switchModule) == true { commands.append(Commands.unsubscribeButton) }
+        if ledSignal != .off, description != nil { commands.append(LEDSignal.stopAndClear) }
+        commands.append(Commands.disconnect)
+        return commands
+    }
+
+    private func withinTimeLimit(_ limit: Duration, _ work: @escaping @Sendable () async -> Void) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await work() }
+            group.addTask { try? await Task.sleep(for: limit) }
+            await group.next()
+            group.cancelAll()
+        }
     }
 
     private func finish() {

@@ -169,9 +169,11 @@ struct FaultRecoveryTests {
             #expect(recorder.states(address).last == .stopped)
             // BMI160 single gyro data register 05, BMI270 04 (reference §4.3).
             let dataRegister: UInt8 = model == .metamotionR ? 0x05 : 0x04
-            let expectedTail: [[UInt8]] = [[0x13, 0x01, 0x00], [0x13, 0x02, 0x00, 0x01], [0x13, dataRegister, 0x00], [0x01, 0x01, 0x00]]
+            // Then FE 06: the board ends the link itself (a slow Disconnect cannot keep it up).
+            let expectedTail: [[UInt8]] = [[0x13, 0x01, 0x00], [0x13, 0x02, 0x00, 0x01], [0x13, dataRegister, 0x00], [0x01, 0x01, 0x00],
+                                           [0xFE, 0x06]]
             let log = try await rig.simulator.commandLog(0)
-            #expect(Array(log.suffix(4)) == expectedTail, "command log ends with \(log.suffix(6).map { $0.map { String(format: "%02X", $0) }.joined(separator: " ") })")
+            #expect(Array(log.suffix(5)) == expectedTail, "command log ends with \(log.suffix(6).map { $0.map { String(format: "%02X", $0) }.joined(separator: " ") })")
             #expect(try await rig.sensorsIdle(0))
             let before = try await rig.simulator.stats(0)
             try await Task.sleep(for: .milliseconds(500))
