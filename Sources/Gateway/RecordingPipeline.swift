@@ -104,6 +104,12 @@ public actor RecordingPipeline {
             boards[key]?.lastSampleAt = event.wallClock
             if case .gyro(let samples) = sample {
                 boards[key]?.gyroSamplesReceived += samples.count
+                // Streaming is reported once samples really arrive (a restarted or reconnected
+                // stream that stays silent is not streaming).
+                if attached.contains(key), boards[key]?.isStreaming == false {
+                    boards[key]?.isStreaming = true
+                    publish()
+                }
                 if attached.contains(key), controller.state != .idle { boards[key]?.gyroSamplesInSession += samples.count }
             }
         case .state(let state):
@@ -440,7 +446,7 @@ public actor RecordingPipeline {
             controller.attach(board: key, gyroRateHertz: settings.gyroRateHertz,
                               accelerometerRateHertz: settings.accelerometerRateHertz)
             attached.insert(key)
-            boards[key]?.isStreaming = true
+            boards[key]?.isStreaming = false
             boards[key]?.model = description.description
             boards[key]?.missingIdentity = description.missingIdentity
             if let battery = description.battery { boards[key]?.battery = battery }

@@ -108,6 +108,40 @@ struct GatewayPipelineTests {
         }
     }
 
+    /// Issue 18 defect 5: a board that goes silent without disconnecting (stream restart, then
+    /// reconnects, still silent) is lost once and back once, and never reported streaming
+    /// while no samples arrive (the journal's board lost / connected events follow these edges).
+    @Test func aSilentBoardIsLostOnceAndBackOnceAndNeverStreamingWithoutSamples() async throws {
+        try await GatewayHarness.with(mode: .manual, gnss: false) { h in
+            try await h.eventually("both boards streaming") { s in s.boards.count == 2 && s.boards.allSatisfy(\.isStreaming) }
+            let board = h.addresses[0].rawValue
+            let updates = await h.gateway.pipeline.statusUpdates()
+            let edges = Task {
+                var edges: [(streaming: Bool, samples: Int)] = []
+                var last: Bool?
+                for await status in updates {
+                    guard let b = status.boards.first(where: { $0.address == board }) else { continue }
+                    if b.isStreaming != last { edges.append((b.isStreaming, b.gyroSamplesReceived)) }
+                    last = b.isStreaming
+                    if edges.count >= 3 || (edges.count == 2 && b.isStreaming) { break }
+                }
+                return edges
+            }
+            let before = try #require(await h.gateway.pipeline.status.boards.first { $0.address == board }).gyroSamplesReceived
+            try await h.simulator.stall(0, seconds: 5)
+            try await h.eventually("board 0 streaming again with new samples", timeout: .seconds(45)) { s in
+                guard let b = s.boards.first(where: { $0.address == board }) else { return false }
+                return b.isStreaming && b.gyroSamplesReceived >= before + 300
+            }
+            try await Task.sleep(for: .seconds(1))
+            edges.cancel()
+            let seen = await edges.value
+            // true (current) -> false (silence) -> true (samples again), nothing in between.
+            #expect(seen.map(\.streaming) == [true, false, true], "edges \(seen)")
+            if seen.count == 3 { #expect(seen[2].samples > seen[1].samples, "streaming again only with new samples: \(seen)") }
+        }
+    }
+
     @Test func aBoardThatReconnectsMidSessionContinuesItsChunks() async throws {
         try await GatewayHarness.with(mode: .manual, gnss: false) { h in
             try await h.eventually("both boards streaming") { s in s.boards.count == 2 && s.boards.allSatisfy(\.isStreaming) }
