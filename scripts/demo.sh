@@ -42,6 +42,8 @@ firestore)
 esac
 
 work=$(mktemp -d /tmp/mwgate-demo.XXXXXX)
+# The session's picture pages outlive the demo's work directory (removed on exit).
+pictures=${DEMO_PICTURES:-/tmp/mwgate-demo-pictures}
 pids=()
 cleanup() {
     local status=$?
@@ -163,10 +165,11 @@ if [ "$control" = dbus ]; then
     say "history (mwctl history, over D-Bus)"
     # Point times come from the replayed capture (recorded 2026-08-05) when this machine's clock
     # is not NTP-synchronised, so look back a year.
-    ctl history --days 365 | grep -vE "^[0-9-]+ +0 "
+    ctl history --days 365 --html "$pictures" | grep -vE "^[0-9-]+ +0 "
     say "the session, exported (mwctl export, over D-Bus)"
     ctl export "$session" --format geojson -o "$work/session.geojson"
     ctl export "$session" --format csv -o "$work/session.csv"
+    ctl export "$session" --format html -o "$pictures/session-$session.html"
 else
     say "recording a ${seconds} s always-on session"
     echo "(the control API is not built in: no 'mwctl session' or 'mwctl status' over D-Bus;"
@@ -186,14 +189,17 @@ grep -E "shutdown: session|boards stopped" "$work/mwgated.log" | sed -E 's/^<[0-
 if [ "$control" != dbus ]; then
     session=$(sed -nE 's/.*session ([0-9A-F-]{36}) started.*/\1/p' "$work/mwgated.log" | head -n 1)
     say "history (mwctl history --state-dir: read from the buffer, daemon stopped)"
-    ctl history --state-dir "$work/state" --days 365 | grep -vE "^[0-9-]+ +0 "
+    ctl history --state-dir "$work/state" --days 365 --html "$pictures" | grep -vE "^[0-9-]+ +0 "
     say "the session, exported (mwctl export --state-dir)"
     ctl export "$session" --state-dir "$work/state" --format geojson -o "$work/session.geojson"
     ctl export "$session" --state-dir "$work/state" --format csv -o "$work/session.csv"
+    ctl export "$session" --state-dir "$work/state" --format html -o "$pictures/session-$session.html"
 fi
 echo "session $session: $(($(wc -l <"$work/session.csv") - 1)) points; first rows:"
 head -n 3 "$work/session.csv"
 echo "GeoJSON: $work/session.geojson"
+echo "pictures of the session (a self-contained page, opens offline): $pictures/session-$session.html"
+echo "all sessions by day: $pictures/index.html"
 
 say "where the documents are"
 if [ "$upstream" = firestore ]; then

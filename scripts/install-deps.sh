@@ -18,6 +18,8 @@ packages=(
     # Uplink: a real PostgreSQL server for the sink tests, Java for Google's Firestore emulator,
     # openssl as the independent JWT verifier
     postgresql-15 postgresql-client-15 openjdk-17-jre-headless openssl
+    # session pictures: the export's HTML page is opened and screenshotted in headless Chromium
+    chromium
     # benchmarks: the python peers we compare against; valgrind profiles mwgated for its link
     # order (make orderfile)
     python3-pip python3-venv python3-requests python3-psycopg2 valgrind

@@ -5,6 +5,16 @@ import Recording
 /// Export formats of `mwctl export`.
 public enum ExportFormat: String, Sendable, CaseIterable {
     case json, csv, geojson, gpx
+    /// A self-contained page with the session's pictures (`SessionPicture.html`).
+    case html
+    /// The same pictures as one standalone SVG image (`SessionPicture.svg`).
+    case svg
+
+    /// The formats as a user reads them in an error: "json, csv, …, html or svg".
+    public static var spokenList: String {
+        let names = allCases.map(\.rawValue)
+        return names.dropLast().joined(separator: ", ") + " or " + names[names.count - 1]
+    }
 }
 
 /// One session's points recombined from its chunks, ordered by time.
@@ -26,6 +36,10 @@ public struct SessionDataset: Sendable {
     public var points: [BoardPoint]
     /// Chunks in seal order.
     public var chunkNames: [String]
+    /// The walker's hazard survey; nil until it is submitted.
+    public var survey: HazardSurvey?
+    /// Metres walked as recorded when the session stopped; nil while it records.
+    public var distanceMetres: Double?
 }
 
 extension BufferStore {
@@ -59,8 +73,16 @@ extension BufferStore {
                 sessionID: sessionID, startedAt: s["started_at"], endedAt: s["ended_at"], state: s["state"],
                 timeSource: s["time_source"],
                 boards: CompactJSON.decodeStrings(boardsText) ?? [],
-                points: indexed.map(\.element), chunkNames: names)
+                points: indexed.map(\.element), chunkNames: names,
+                survey: Self.survey(s), distanceMetres: s["ended_at"] == nil ? nil : s["distance_m"])
         }
+    }
+
+    /// The submitted survey of a `sessions` row, nil while none is.
+    private static func survey(_ row: Row) -> HazardSurvey? {
+        guard (row["state"] as String) == "submitted" else { return nil }
+        if (row["no_hazard"] as Bool?) == true { return .noHazard }
+        return .hazards(CompactJSON.decodeCounts(row["hazards"] ?? "{}") ?? [:])
     }
 
     /// Sessions known to the buffer, newest first: (id, started epoch ms, state, points).
@@ -83,6 +105,8 @@ public enum SessionExporter {
         case .csv: csv(d)
         case .geojson: geojson(d)
         case .gpx: gpx(d)
+        case .html: SessionPicture.html(d)
+        case .svg: SessionPicture.svg(d)
         }
     }
 

@@ -221,7 +221,7 @@ final class ControlHandlers: Sendable {
 
     func export(sessionID: String, format text: String, offset: UInt64, length: UInt32) async throws -> [DBusValue] {
         guard let format = ExportFormat(rawValue: text.lowercased()) else {
-            throw Self.error(E.invalidArgument, "unknown export format '\(text)' (expected json, csv, geojson or gpx)")
+            throw Self.error(E.invalidArgument, "unknown export format '\(text)' (expected \(ExportFormat.spokenList))")
         }
         guard length > 0 else { throw Self.error(E.invalidArgument, "length must be at least 1") }
         let store = store

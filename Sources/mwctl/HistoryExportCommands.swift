@@ -1,4 +1,5 @@
 import ArgumentParser
+import Buffer
 import ControlAPI
 import Foundation
 #if canImport(Glibc)
@@ -11,6 +12,9 @@ struct HistoryCommand: AsyncParsableCommand {
         commandName: "history", abstract: "Show recorded walking sessions per day.")
 
     @Option(help: "Days to show, counting today (1-3660).") var days: UInt32 = 7
+    @Option(help: ArgumentHelp("Also write the picture page of every session in these days and DIR/index.html linking them (pages of submitted sessions already there are kept).",
+                               valueName: "DIR"))
+    var html: String?
     @OptionGroup var output: OutputOptions
     @OptionGroup var offline: OfflineOption
 
@@ -25,14 +29,25 @@ struct HistoryCommand: AsyncParsableCommand {
         } else {
             history = try await DaemonAccess.run { try await $0.history(days: days) }
         }
-        if output.json { return try emitJSON(history) }
-        emitLine("DAY         SESSIONS  WALK(min)  DIST(km)  SAMPLES   SYNCED  UNSYNCED  LOST  HAZARDS")
-        for d in history {
-            let hazards = d.hazards.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: ",")
-            emitLine(d.day + String(format: "  %8d  %9.1f  %8.2f  %7d  %7d  %8d  %4d  ", d.sessions, d.walkingMinutes,
-                                    d.distanceMetres / 1000, d.samples, d.synced, d.unsynced, d.lost) + (hazards.isEmpty ? "-" : hazards))
+        if output.json {
+            try emitJSON(history)
+        } else {
+            emitLine("DAY         SESSIONS  WALK(min)  DIST(km)  SAMPLES   SYNCED  UNSYNCED  LOST  HAZARDS")
+            for d in history {
+                let hazards = d.hazards.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: ",")
+                emitLine(d.day + String(format: "  %8d  %9.1f  %8.2f  %7d  %7d  %8d  %4d  ", d.sessions, d.walkingMinutes,
+                                        d.distanceMetres / 1000, d.samples, d.synced, d.unsynced, d.lost) + (hazards.isEmpty ? "-" : hazards))
+            }
+            if history.isEmpty { emitLine("(no sessions in the last \(days) day(s))") }
         }
-        if history.isEmpty { emitLine("(no sessions in the last \(days) day(s))") }
+        if let html { try await writePages(to: html, history: history) }
+    }
+
+    /// A day's totals in words, for the pages' index.
+    static func totals(_ d: HistoryDayPayload) -> String {
+        let hazards = d.hazards.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        return "\(d.sessions) session(s), " + String(format: "%.1f min walked, %.2f km, ", d.walkingMinutes, d.distanceMetres / 1000)
+            + "\(d.samples) samples; \(d.synced) synced, \(d.unsynced) not yet, \(d.lost) lost; hazards: " + (hazards.isEmpty ? "none" : hazards)
     }
 }
 
@@ -41,20 +56,19 @@ struct HistoryCommand: AsyncParsableCommand {
 struct ExportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
-        abstract: "Export one recorded session as JSON, CSV, GeoJSON or GPX.",
+        abstract: "Export one recorded session as JSON, CSV, GeoJSON, GPX, or pictures (HTML, SVG).",
         discussion: "Exit status 4 when the session is unknown or its data was evicted or expired.")
 
     @Argument(help: "Session ID (see `mwctl session list`).") var session: String
-    @Option(help: "json, csv, geojson or gpx.") var format: String = "json"
+    @Option(help: "json, csv, geojson, gpx, html (a page of pictures: traces, track, survey, numbers) or svg (the same as one image).")
+    var format: String = "json"
     @Option(name: .shortAndLong, help: "Write to FILE instead of stdout.") var output: String?
     @Flag(help: "Print a JSON summary (session, format, bytes, file) instead of the data; needs --output.") var json = false
     @OptionGroup var offline: OfflineOption
 
-    static let formats = ["json", "csv", "geojson", "gpx"]
-
     func validate() throws {
-        guard Self.formats.contains(format.lowercased()) else {
-            throw ValidationError("unknown format '\(format)' (expected json, csv, geojson or gpx)")
+        guard ExportFormat(rawValue: format.lowercased()) != nil else {
+            throw ValidationError("unknown format '\(format)' (expected \(ExportFormat.spokenList))")
         }
         if json, output == nil { throw ValidationError("--json prints a summary; give --output FILE for the data") }
     }

@@ -37,7 +37,7 @@ struct OfflineOption: ParsableArguments {
     func export(sessionID: String, format: String) throws -> [UInt8]? {
         guard let stateDirectory else { return nil }
         guard let format = ExportFormat(rawValue: format) else {
-            throw MWCtlExit.fail("unknown format '\(format)' (expected json, csv, geojson or gpx)", MWCtlExit.usage)
+            throw MWCtlExit.fail("unknown format '\(format)' (expected \(ExportFormat.spokenList))", MWCtlExit.usage)
         }
         let store = try openBuffer(stateDirectory)
         do {

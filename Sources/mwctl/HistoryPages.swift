@@ -1,0 +1,113 @@
+import ArgumentParser
+import Buffer
+import ControlAPI
+import DBus
+import Foundation
+
+/// `mwctl history --html DIR`: the picture page of every session in the days shown
+/// (`session-ID.html`, as `mwctl export --format html` writes it) and `index.html` linking
+/// them by day, so an operator hands a researcher one directory to open in a browser.
+/// Pages of sessions whose survey is submitted do not change any more and are not rendered
+/// again; recording or unanswered sessions are rewritten on every run.
+struct HistoryPages {
+    /// A session as both sources list it; `startedAt` in epoch seconds.
+    struct Listed {
+        var sessionID: String
+        var startedAt: Double
+        var state: String
+        var points: Int
+    }
+
+    var directory: String
+    var history: [HistoryDayPayload]
+
+    /// Lists the sessions, renders the missing pages through `render` (nil bytes and a reason
+    /// when a session's data is gone) and writes the index; the index's path and the counts.
+    func write(sessions: [Listed], render: (String) async throws -> Result<[UInt8], ExportRefusal>) async throws
+        -> (index: String, sessions: Int, written: Int)
+    {
+        do { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) } catch {
+            throw MWCtlExit.fail("cannot create \(directory): \(error.localizedDescription)", MWCtlExit.failed)
+        }
+        let dayFormatter = DateFormatter()
+        dayFormatter.dateFormat = "yyyy-MM-dd"
+        let shownDays = Set(history.map(\.day))
+        var byDay: [String: [PictureIndexPage.Session]] = [:]
+        var written = 0, listed = 0
+        for s in sessions.sorted(by: { $0.startedAt < $1.startedAt }) {
+            let day = dayFormatter.string(from: Date(timeIntervalSince1970: s.startedAt))
+            guard shownDays.contains(day) else { continue }
+            listed += 1
+            let file = PictureIndexPage.fileName(sessionID: s.sessionID)
+            let path = directory + "/" + file
+            var entry = PictureIndexPage.Session(sessionID: s.sessionID, startedAt: s.startedAt * 1000, state: s.state,
+                                                 points: s.points, file: file)
+            if s.state != "submitted" || !FileManager.default.fileExists(atPath: path) {
+                switch try await render(s.sessionID) {
+                case let .success(bytes):
+                    try Self.write(bytes, to: path)
+                    written += 1
+                case let .failure(refusal):
+                    entry.file = nil
+                    entry.note = refusal.reason
+                    try? FileManager.default.removeItem(atPath: path)
+                }
+            }
+            byDay[day, default: []].append(entry)
+        }
+        let days = history.filter { $0.sessions > 0 || byDay[$0.day] != nil }.map { d in
+            PictureIndexPage.Day(day: d.day, totals: HistoryCommand.totals(d), sessions: byDay[d.day] ?? [])
+        }
+        let index = directory + "/index.html"
+        try Self.write(Array(PictureIndexPage(days: days).html.utf8), to: index)
+        return (index, listed, written)
+    }
+
+    static func write(_ bytes: [UInt8], to path: String) throws {
+        do { try Data(bytes).write(to: URL(fileURLWithPath: path), options: .atomic) } catch {
+            throw MWCtlExit.fail("cannot write \(path): \(error.localizedDescription)", MWCtlExit.failed)
+        }
+    }
+
+    /// Why a session has no page (its data was evicted or expired, or it was deleted meanwhile).
+    struct ExportRefusal: Error {
+        var reason: String
+    }
+}
+
+extension HistoryCommand {
+    /// Writes the pages for the days shown, from the buffer directly or through the daemon.
+    func writePages(to directory: String, history: [HistoryDayPayload]) async throws {
+        let pages = HistoryPages(directory: directory, history: history)
+        let result: (index: String, sessions: Int, written: Int)
+        if let stateDirectory = offline.stateDirectory {
+            let store = try offline.openBuffer(stateDirectory)
+            let sessions: [HistoryPages.Listed]
+            do {
+                sessions = try store.sessions(limit: 100_000).map { .init(sessionID: $0.id, startedAt: $0.startedAt / 1000, state: $0.state, points: $0.points) }
+            } catch {
+                throw MWCtlExit.fail("cannot list sessions: \(error)", MWCtlExit.failed)
+            }
+            result = try await pages.write(sessions: sessions) { id in
+                do { return .success(Array(SessionExporter.render(try store.dataset(sessionID: id), format: .html).utf8)) } catch {
+                    return .failure(.init(reason: "\(error)"))
+                }
+            }
+        } else {
+            result = try await DaemonAccess.run { client in
+                let sessions = try await client.sessions(limit: 10_000).map {
+                    HistoryPages.Listed(sessionID: $0.sessionID, startedAt: $0.startedAt, state: $0.state, points: $0.points)
+                }
+                return try await pages.write(sessions: sessions) { id in
+                    do { return .success(try await client.export(sessionID: id, format: "html")) } catch let error as DBusError
+                        where error.name == GatewayControl.ErrorName.unknownSession {
+                        return .failure(.init(reason: error.message))
+                    }
+                }
+            }
+        }
+        let line = "pictures: \(result.index) (\(result.sessions) session page(s), \(result.written) written now)"
+        // With --json the summary goes to stderr, so stdout stays one JSON document.
+        if output.json { FileHandle.standardError.write(Data((line + "\n").utf8)) } else { emitLine(line) }
+    }
+}
