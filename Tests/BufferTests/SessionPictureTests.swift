@@ -28,10 +28,12 @@ private func walkingDataset(seconds: Int = 60, hz: Int = 50, boards: [String] = 
             // B1 lost 25 samples (half a second) before its sample at 40 s.
             if board == "B1", (Int(40 * Double(hz))..<Int(40.5 * Double(hz))).contains(i) { continue }
             let missed = board == "B1" && i == Int(40.5 * Double(hz)) ? Int(0.5 * Double(hz)) : 0
+            // The gap's duration as recorded: from the previous sample (39.98 s) to this one.
+            let gap = missed > 0 ? 520 : 0
             let phase = 2 * Double.pi * 1.8 * s
             out.append(.init(board: board, point: RecordedPoint(
                 gyroscope: GyroReading(x: 120 * sin(phase), y: 60 * cos(phase), z: 30 * sin(2 * phase), timestamp: t),
-                location: location, missedBefore: missed)))
+                location: location, missedBefore: missed, gapMilliseconds: gap)))
         }
     }
     out.sort { $0.point.gyroscope.timestamp < $1.point.gyroscope.timestamp }
@@ -92,6 +94,13 @@ struct SessionPictureTests {
         let gap = try #require(b1.shaded.first)
         #expect(gap.kind == .gap(missedSamples: 25))
         #expect(abs(gap.start - (1_800_000_000_000 + 39_980)) < 1e-6 && abs(gap.end - (1_800_000_000_000 + 40_500)) < 1e-6)
+        // A point without a recorded duration (older data): the previous sample bounds the gap.
+        var older = b1
+        older.shaded = SessionPictureModel.trace(board: "B1", points: [
+            RecordedPoint(gyroscope: GyroReading(x: 0, y: 0, z: 0, timestamp: 1000), location: nil),
+            RecordedPoint(gyroscope: GyroReading(x: 0, y: 0, z: 0, timestamp: 1300), location: nil, missedBefore: 29),
+        ]).shaded
+        #expect(older.shaded == [.init(kind: .gap(missedSamples: 29), start: 1000, end: 1300)])
         let chart = SessionPicture.Layout(model).chart
         let svg = chart.svg(b1)
         // 39.98 s .. 40.5 s of a 59.98 s axis over 1000 columns: columns 666 to 675.

@@ -167,9 +167,9 @@ extension SessionPictureModel {
                   distanceMetres: d.distanceMetres ?? measured, locatedPoints: located)
     }
 
-    /// One board's samples and shaded stretches. A point's `missedBefore` shades the time from
-    /// the previous sample to it. (When points carry a backfilled flag, its runs become
-    /// `.backfilled` stretches here and their edges break the line.)
+    /// One board's samples and shaded stretches. A point's gap (`missedBefore`, lasting
+    /// `gapMilliseconds`) shades the time from the previous sample to it. (When points carry a
+    /// backfilled flag, its runs become `.backfilled` stretches here and their edges break the line.)
     static func trace(board: String, points: [RecordedPoint]) -> BoardTrace {
         var samples: [Sample] = []
         var shaded: [ShadedStretch] = []
@@ -177,10 +177,10 @@ extension SessionPictureModel {
         for point in points {
             let g = point.gyroscope
             let gap = point.missedBefore > 0
-            if gap, let previous = samples.last {
-                shaded.append(ShadedStretch(kind: .gap(missedSamples: point.missedBefore), start: previous.time, end: g.timestamp))
-            } else if gap {
-                shaded.append(ShadedStretch(kind: .gap(missedSamples: point.missedBefore), start: g.timestamp, end: g.timestamp))
+            if gap {
+                // Older points have no gap duration: the previous sample of the board bounds it.
+                let start = point.gapMilliseconds > 0 ? g.timestamp - Double(point.gapMilliseconds) : samples.last?.time ?? g.timestamp
+                shaded.append(ShadedStretch(kind: .gap(missedSamples: point.missedBefore), start: start, end: g.timestamp))
             }
             samples.append(Sample(time: g.timestamp, x: g.x, y: g.y, z: g.z, breaksLine: gap))
         }
