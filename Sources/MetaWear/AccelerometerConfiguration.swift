@@ -61,6 +61,15 @@ public enum AccelerometerRange: Int, Hashable, Sendable, CaseIterable, CustomStr
         self = range
     }
 
+    /// The range a chip starts with (the SDK's in-memory defaults: BMI160 `28 03`, ±2 g;
+    /// BMI270 `A8 02`, ±8 g).
+    public static func defaultRange(on chip: IMUChip) -> Self {
+        switch chip {
+        case .bmi160: .g2
+        case .bmi270: .g8
+        }
+    }
+
     /// LSB per g: g = raw / scale.
     public var scale: Double {
         switch self {

@@ -137,11 +137,12 @@ public struct ConnectionParameters: Hashable, Sendable {
         self.supervisionTimeoutUnits = supervisionTimeoutUnits
     }
 
-    /// From milliseconds; intervals are rounded to 1.25 ms, the timeout to 10 ms.
+    /// From milliseconds, converted as MbientLab's SDK does: intervals to 1.25 ms units and
+    /// the timeout to 10 ms units, truncated (8.125 ms -> 6 units, 7.5 ms; not 7).
     /// Out-of-range values are clamped to what the fields can hold.
     public init(minimumIntervalMilliseconds: Double, maximumIntervalMilliseconds: Double, latency: UInt16, supervisionTimeoutMilliseconds: Double) {
         func units(_ ms: Double, _ unit: Double) -> UInt16 {
-            let value = (ms / unit).rounded()
+            let value = (ms / unit).rounded(.towardZero)
             guard value.isFinite, value > 0 else { return 0 }
             return value >= Double(UInt16.max) ? UInt16.max : UInt16(value)
         }

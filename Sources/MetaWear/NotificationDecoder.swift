@@ -48,8 +48,11 @@ public struct NotificationDecoder: Hashable, Sendable {
     private var gyroPacked: UInt8
     private var accelPacked: UInt8
 
-    /// A decoder for a board; ranges default to the SDK in-memory defaults.
-    public init(chip: IMUChip, gyroRange: GyroRange = .dps2000, accelerometerRange: AccelerometerRange = .g2) {
+    /// A decoder for a board; ranges not given are the chip's defaults in MbientLab's SDK
+    /// (gyro ±2000 °/s; accelerometer ±2 g on BMI160, ±8 g on BMI270), what a board that was
+    /// never configured streams with.
+    public init(chip: IMUChip, gyroRange: GyroRange = .dps2000, accelerometerRange: AccelerometerRange? = nil) {
+        let accelerometerRange = accelerometerRange ?? AccelerometerRange.defaultRange(on: chip)
         self.chip = chip
         self.gyroRange = gyroRange
         self.accelerometerRange = accelerometerRange

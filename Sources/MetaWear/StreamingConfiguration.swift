@@ -71,7 +71,7 @@ public struct StreamingConfiguration: Hashable, Sendable {
             stop += Commands.stop(sensor, mode: mode, chip: board.chip)
         }
         let decoder = NotificationDecoder(
-            chip: board.chip, gyroRange: gyro?.range ?? .dps2000, accelerometerRange: accelerometer?.range ?? .g2)
+            chip: board.chip, gyroRange: gyro?.range ?? .dps2000, accelerometerRange: accelerometer?.range)
         return StreamingPlan(configuration: self, startCommands: start, stopCommands: stop, decoder: decoder)
     }
 }

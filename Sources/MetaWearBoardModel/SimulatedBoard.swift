@@ -242,9 +242,10 @@ public struct SimulatedBoard: Sendable {
             guard Self.odrTimes32(sensor, payload) != nil, validRange(sensor, payload[1]) else {
                 ignore(bytes, "config bytes out of the \(profile.chip) tables"); return
             }
-            // CPP gyro_bosch.h: the BMI160 gyro does not accept configuration while active.
-            if sensor == .gyro, profile.chip == .bmi160, state.isPowered {
-                ignore(bytes, "BMI160 gyro ignores config while powered"); return
+            // The SDK documents that no Bosch gyro or accelerometer (BMI160 or BMI270) takes
+            // a new configuration while running: the host must stop it first.
+            if state.isPowered {
+                ignore(bytes, "\(profile.chip.rawValue) \(sensor.rawValue) ignores config while running"); return
             }
             state.config = payload
         case dataRegister, packedRegister:
@@ -258,7 +259,7 @@ public struct SimulatedBoard: Sendable {
             ignore(bytes, "no handler for \(sensor.rawValue) register 0x\(hex(register)) on \(profile.chip.rawValue)")
             return
         }
-        if state.isSampling && (!wasSampling || register == 0x03) {
+        if state.isSampling && !wasSampling {
             state.originNanoseconds = nanoseconds
             state.samplesSinceOrigin = 0
             state.pendingPacked = []

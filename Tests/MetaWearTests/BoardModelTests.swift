@@ -62,10 +62,25 @@ import Testing
         #expect(board.commandLog == hexLines(writes))
         #expect(board.ignoredCommands.count == writes.count)
         #expect(board.gyro.config == hex("28 00") && board.gyro.isIdle)
-        // BMI160 gyro ignores config while powered (CPP gyro_bosch.h).
-        for line in ["13 01 01", "13 03 27 02"] { _ = board.write(hex(line)) }
-        #expect(board.gyro.config == hex("28 00"))
-        #expect(board.ignoredCommands.last?.reason == "BMI160 gyro ignores config while powered")
+    }
+
+    /// No Bosch gyro or accelerometer takes a configuration while running, on either chip
+    /// (the SDK's documentation); once stopped, it does.
+    @Test(arguments: [BoardProfile.metaMotionR, .metaMotionS])
+    func runningSensorsIgnoreConfiguration(_ profile: BoardProfile) {
+        var board = SimulatedBoard(profile: profile)
+        let accelerometerConfig = profile.chip == .bmi160 ? "03 03 27 05" : "03 03 A7 01"
+        for line in ["13 01 01", "03 01 01"] { _ = board.write(hex(line)) }
+        let before = (board.gyro.config, board.accelerometer.config)
+        for line in ["13 03 27 02", accelerometerConfig] { _ = board.write(hex(line)) }
+        #expect(board.gyro.config == before.0 && board.accelerometer.config == before.1)
+        #expect(board.ignoredCommands.map(\.reason) == [
+            "\(profile.chip.rawValue) gyro ignores config while running",
+            "\(profile.chip.rawValue) accelerometer ignores config while running",
+        ])
+        for line in ["13 01 00", "03 01 00", "13 03 27 02", accelerometerConfig] { _ = board.write(hex(line)) }
+        #expect(board.gyro.config == hex("27 02") && board.accelerometer.config == Array(hex(accelerometerConfig).dropFirst(2)))
+        #expect(board.ignoredCommands.count == 2)
     }
 
     @Test func buttonLEDAndLinkCommands() {

@@ -125,6 +125,10 @@ import Testing
         #expect(Commands.connectionParameters(ConnectionParameters(
             minimumIntervalMilliseconds: 7.5, maximumIntervalMilliseconds: 7.5, latency: 0,
             supervisionTimeoutMilliseconds: 6000)).bytes == hex("11 09 06 00 06 00 00 00 58 02"))
+        // Truncated like the SDK's (uint16_t)(ms / 1.25), not rounded: 8.125 ms is 6 units, 9.99 ms 7, 6,009 ms 600.
+        #expect(Commands.connectionParameters(ConnectionParameters(
+            minimumIntervalMilliseconds: 8.125, maximumIntervalMilliseconds: 9.99, latency: 0,
+            supervisionTimeoutMilliseconds: 6009)).bytes == hex("11 09 06 00 07 00 00 00 58 02"))
         #expect(ModuleInfo.request(for: .gyro).bytes == hex("13 80"))
         #expect(Commands.readConfig(.gyro).bytes == hex("13 83"))
         #expect(Commands.subscribeButton.bytes == hex("01 01 01"))

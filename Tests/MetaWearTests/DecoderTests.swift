@@ -67,6 +67,16 @@ import Testing
         #expect(close(samples(event), c.expected), "\(samples(event))")
     }
 
+    /// Without a configured range, the SDK's defaults: ±2 g on BMI160, ±8 g on BMI270, so the
+    /// same counts are 4× larger on a BMI270 (4096 counts = 1 g).
+    @Test func accelerometerRangeDefaultsFollowTheChip() {
+        let counts = hex("03 04 00 10 00 F0 00 40")  // 4096, -4096, 16384
+        #expect(samples(NotificationDecoder(chip: .bmi270).decode(counts)) == [MotionSample(x: 1, y: -1, z: 4)])
+        #expect(samples(NotificationDecoder(chip: .bmi160).decode(counts)) == [MotionSample(x: 0.25, y: -0.25, z: 1)])
+        #expect(NotificationDecoder(chip: .bmi270).accelerometerRange == .g8)
+        #expect(NotificationDecoder(chip: .bmi270, accelerometerRange: .g2).accelerometerRange == .g2)
+    }
+
     @Test func registerMeaningDependsOnChip() {
         // 13 05 is single-sample on BMI160 but packed on BMI270: an 8-byte 13 05 on BMI270 is not data.
         let bmi270 = NotificationDecoder(chip: .bmi270)

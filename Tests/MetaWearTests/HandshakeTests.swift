@@ -35,6 +35,33 @@ import Testing
         #expect(harness.board.ignoredCommands.isEmpty, "\(harness.board.ignoredCommands)")
     }
 
+    /// A board still streaming another configuration (left running by an earlier session or
+    /// another host) gets ours: the handshake stops every sensor before the plan configures
+    /// it, so nothing relies on a running sensor taking a new configuration (it would not).
+    @Test(arguments: [0, 1, 2])
+    func configuresOnlyStoppedSensors(_ i: Int) throws {
+        let profile = Self.profiles[i].0
+        let earlier = try StreamingConfiguration(gyro: GyroConfiguration(rate: .hz25, range: .dps2000),
+                                                 accelerometer: AccelerometerConfiguration(rate: .hz25, range: .g2))
+        var first = BoardHarness(board: SimulatedBoard(profile: profile), configuration: earlier)
+        guard case .finished(_, let earlierPlan) = first.run() else { Issue.record("first handshake did not finish"); return }
+        var board = first.board
+        for packet in earlierPlan.startCommands { _ = board.write(packet.bytes) }
+        #expect(board.gyro.isStreaming && board.accelerometer.isStreaming)
+
+        let ours = try StreamingConfiguration(gyro: GyroConfiguration(rate: .hz50, range: .dps500),
+                                              accelerometer: AccelerometerConfiguration(rate: .hz50, range: .g4))
+        var second = BoardHarness(board: board, configuration: ours)
+        guard case .finished(_, let plan) = second.run() else { Issue.record("second handshake did not finish"); return }
+        board = second.board
+        for packet in plan.startCommands { _ = board.write(packet.bytes) }
+        let configured = plan.startCommands.map(\.bytes).filter { $0.count == 4 && $0[1] == 0x03 }
+        #expect(configured.count == 2)
+        #expect(configured.contains([0x13, 0x03] + board.gyro.config) && configured.contains([0x03, 0x03] + board.accelerometer.config))
+        #expect(board.gyro.isStreaming && board.accelerometer.isStreaming)
+        #expect(board.ignoredCommands.isEmpty, "\(board.ignoredCommands)")
+    }
+
     @Test func missingOptionalModuleInfoIsRetriedThenSkipped() throws {
         var board = SimulatedBoard(profile: .metaMotionS)
         board.faults.unansweredModuleInfo = [0x19]
