@@ -6,6 +6,12 @@
 #
 #   scripts/build-static.sh [PRODUCT...]     # default: mwgated mwctl
 #   scripts/build-static.sh --bin-path        # prints the directory the binaries land in
+#   MWGATE_SWIFT_SDK=ID scripts/build-static.sh   # cross-build with an installed Swift SDK
+#                                               # (`swift sdk list`), e.g. for a Raspberry Pi
+#
+# Any architecture the toolchain targets (x86_64, aarch64): the binaries land under the
+# target's triple and the static Swift runtime is the toolchain's own for that architecture
+# (swift_static/linux/<arch>/swiftrt.o beside the static libraries), checked before building.
 #
 # Link choices, each for the daemon's resident memory on a small board:
 # - --static-swift-stdlib: the Pi needs no Swift toolchain, and startup skips the loader's
@@ -30,6 +36,20 @@ flags=(-c release --static-swift-stdlib --scratch-path .build-static
        -Xswiftc -use-ld=lld
        -Xlinker -z -Xlinker pack-relative-relocs
        -Xlinker --no-export-dynamic)
+if [[ -n "${MWGATE_SWIFT_SDK:-}" ]]; then
+    flags+=(--swift-sdk "$MWGATE_SWIFT_SDK")
+elif [[ "${1:-}" != --bin-path ]]; then
+    # A toolchain without the static runtime for this machine fails late with a linker error
+    # naming swiftrt.o; say what is missing instead.
+    resource=$(swift -print-target-info | sed -n 's/.*"runtimeResourcePath": *"\(.*\)".*/\1/p' | head -1)
+    machine=$(uname -m)
+    static_dir=$(dirname "$resource")/swift_static/linux
+    if [[ ! -f "$static_dir/$machine/swiftrt.o" || ! -f "$static_dir/libswiftCore.a" ]]; then
+        echo "build-static.sh: this Swift toolchain has no static runtime for $machine ($static_dir/$machine/swiftrt.o," >&2
+        echo "  $static_dir/libswiftCore.a): install swift.org's full toolchain for $machine, or cross-build with MWGATE_SWIFT_SDK" >&2
+        exit 1
+    fi
+fi
 order=$PWD/packaging/mwgated.order
 if [[ -s "$order" && -z "${MWGATE_NO_ORDER:-}" ]]; then
     flags+=(-Xlinker "--symbol-ordering-file=$order" -Xlinker --no-warn-symbol-ordering)

@@ -23,7 +23,6 @@ elif tag=$(git describe --tags --match 'v[0-9]*' 2>/dev/null); then
 else
     version="0.0~git$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 fi
-arch=$(dpkg --print-architecture)
 
 if [ -n "${MWGATE_DEB_BIN_DIR:-}" ]; then
     bin=$MWGATE_DEB_BIN_DIR
@@ -32,6 +31,20 @@ else
         scripts/build-static.sh mwgated mwctl
     fi
     bin=$(scripts/build-static.sh --bin-path)
+fi
+
+# The package's architecture is the binaries' (a cross-built tree may differ from this
+# machine's dpkg architecture): ELF machine -> Debian architecture name.
+machine=$(LC_ALL=C readelf -h "$bin/mwgated" | sed -n 's/^ *Machine: *//p')
+case "$machine" in
+    *X86-64*) arch=amd64 ;;
+    *AArch64*) arch=arm64 ;;
+    *) echo "package-deb.sh: $bin/mwgated is for '$machine', which this script does not map to a Debian architecture" >&2; exit 1 ;;
+esac
+if [ "$arch" != "$(dpkg --print-architecture)" ]; then
+    # Depends is read from this machine's libraries below: wrong for another architecture.
+    echo "package-deb.sh: the binaries are $arch but this machine is $(dpkg --print-architecture); build the package on an $arch machine (Depends comes from its libraries)" >&2
+    exit 1
 fi
 
 stage=$(mktemp -d)

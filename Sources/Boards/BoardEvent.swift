@@ -41,6 +41,9 @@ public enum BoardState: Hashable, Sendable, CustomStringConvertible {
     case handshaking
     /// Sensors are streaming.
     case streaming(BoardDescription)
+    /// Connected with the sensors off (no session records): the button and battery still
+    /// report, the connection parameters are relaxed.
+    case idle(BoardDescription)
     /// The link or session was lost.
     case lost(reason: String)
     /// Trying again after a failure; `attempt` counts failures since the last good link.
@@ -55,6 +58,7 @@ public enum BoardState: Hashable, Sendable, CustomStringConvertible {
         case .connecting: "connecting"
         case .handshaking: "handshaking"
         case .streaming(let description): "streaming (\(description))"
+        case .idle(let description): "idle (sensors off; \(description))"
         case .lost(let reason): "lost: \(reason)"
         case .reconnecting(let attempt, let failure): "reconnecting (attempt \(attempt)\(failure.map { ", last failure: \($0)" } ?? ""))"
         case .recoveringStream(let restart): "restarting the stream (restart \(restart))"
@@ -111,6 +115,9 @@ public struct BoardSessionOptions: Sendable {
     public var batteryInterval: Duration?
     /// Subscribe to the button and report toggles.
     public var watchButton: Bool
+    /// Whether the sensors start when the handshake is over. False leaves a connected board
+    /// ``BoardState/idle(_:)`` until ``BoardSession/setSensors(_:)`` turns them on.
+    public var sensorsOnConnect: Bool
     /// Seed of the reconnection jitter (tests fix it).
     public var seed: UInt64
 
@@ -119,7 +126,7 @@ public struct BoardSessionOptions: Sendable {
                 notificationDelivery: NotificationDelivery = .automatic, minimumWriteInterval: Duration = .milliseconds(2),
                 notificationCoalescing: Duration = defaultNotificationCoalescing, signalReadCoalescing: Duration = .zero,
                 watchdogIntervals: Double = 5, watchdogMinimum: Duration = .seconds(1), streamRestartsBeforeReconnect: Int = 1,
-                batteryInterval: Duration? = .seconds(600), watchButton: Bool = true,
+                batteryInterval: Duration? = .seconds(600), watchButton: Bool = true, sensorsOnConnect: Bool = true,
                 seed: UInt64 = UInt64.random(in: 0...UInt64.max)) {
         self.configuration = configuration
         self.handshake = handshake
@@ -134,6 +141,7 @@ public struct BoardSessionOptions: Sendable {
         self.streamRestartsBeforeReconnect = max(0, streamRestartsBeforeReconnect)
         self.batteryInterval = batteryInterval
         self.watchButton = watchButton
+        self.sensorsOnConnect = sensorsOnConnect
         self.seed = seed
     }
 

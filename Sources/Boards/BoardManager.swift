@@ -33,6 +33,8 @@ public actor BoardManager {
     private var discovery: Discovery?
     private var discoveryTask: Task<Void, Never>?
     private var isShutDown = false
+    /// Set by ``setSensors(_:)``; nil: as the options say.
+    private var sensorsOn: Bool?
 
     /// A manager on an existing client.
     public init(client: BlueZClient, defaultOptions: BoardSessionOptions) {
@@ -57,7 +59,9 @@ public actor BoardManager {
     /// Adds a board and starts its session (no-op if already present).
     public func add(_ address: BluetoothAddress, options: BoardSessionOptions? = nil) async {
         guard !isShutDown, sessions[address] == nil else { return }
-        let session = BoardSession(address: address, client: client, options: options ?? defaultOptions)
+        var options = options ?? defaultOptions
+        if let sensorsOn { options.sensorsOnConnect = sensorsOn }
+        let session = BoardSession(address: address, client: client, options: options)
         sessions[address] = session
         let continuation = continuation
         forwarders[address] = Task {
@@ -76,6 +80,16 @@ public actor BoardManager {
     }
 
     private var removed: Set<BluetoothAddress> = []
+
+    /// Starts or stops the sensors of every board (see ``BoardSession/setSensors(_:)``), and
+    /// of boards added later.
+    public func setSensors(_ on: Bool) async {
+        sensorsOn = on
+        let all = Array(sessions.values)
+        await withTaskGroup(of: Void.self) { group in
+            for session in all { group.addTask { await session.setSensors(on) } }
+        }
+    }
 
     /// Starts adopting boards found by discovery (replacing any earlier discovery settings).
     public func startDiscovery(_ settings: Discovery) async {

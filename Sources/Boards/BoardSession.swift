@@ -41,6 +41,10 @@ public actor BoardSession {
     private var actionTail: Task<Void, Never>?
     private var sequencer: HandshakeSequencer?
     private var replyTimer: Task<Void, Never>?
+    /// The stream watchdog, running only while the sensors stream.
+    private var streamWatch: Task<Void, Never>?
+    /// Whether the sensors should stream (see ``setSensors(_:)``).
+    private var sensorsOn: Bool
     private var plan: StreamingPlan?
     private var description: BoardDescription?
     private let tap: StreamingTap
@@ -72,6 +76,7 @@ public actor BoardSession {
         self.client = client
         self.options = options
         machine = ReconnectionMachine(policy: options.reconnection, seed: options.seed)
+        sensorsOn = options.sensorsOnConnect
         (events, eventContinuation) = BoardEventStream.makeStream()
         (inbox, inboxContinuation) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
         tap = StreamingTap(board: address, events: eventContinuation)
@@ -114,6 +119,40 @@ public actor BoardSession {
         ledSignal = signal
         guard plan != nil, let description else { return }
         writeAll(signal.commands(ledRevision: description.ledRevision ?? 1))
+    }
+
+    /// Starts or stops the sensors, now if the board is connected and after every later
+    /// handshake: on, the stream starts (fast connection parameters, stream watchdog); off, the
+    /// board stays connected for its button and battery with gyro and accelerometer stopped
+    /// and relaxed connection parameters (``ConnectionParameters/idle``).
+    public func setSensors(_ on: Bool) {
+        guard on != sensorsOn else { return }
+        sensorsOn = on
+        guard let plan, let description else { return }
+        if on {
+            emit(.state(.streaming(description)))
+            tap.noteRestart()
+            var commands = plan.startCommands
+            if let fast = options.configuration.connectionParameters, (description.settingsRevision ?? 0) >= 1 {
+                commands.append(Commands.connectionParameters(fast))
+            }
+            writeAll(commands)
+            startStreamWatch()
+        } else {
+            streamWatch?.cancel()
+            streamWatch = nil
+            streamRestarts = 0
+            writeAll(sensorsOffCommands(plan, description))
+            emit(.state(.idle(description)))
+        }
+    }
+
+    /// Sensors stopped (a board may still stream from before a gateway restart), then the
+    /// relaxed connection parameters.
+    private func sensorsOffCommands(_ plan: StreamingPlan, _ description: BoardDescription) -> [Packet] {
+        var commands = plan.stopCommands
+        if (description.settingsRevision ?? 0) >= 1 { commands.append(Commands.connectionParameters(.idle)) }
+        return commands
     }
 
     /// The current state.
@@ -343,6 +382,8 @@ public actor BoardSession {
         linkTasks.removeAll()
         replyTimer?.cancel()
         replyTimer = nil
+        streamWatch?.cancel()
+        streamWatch = nil
         sequencer = nil
         plan = nil
         tap.deactivate()
@@ -424,14 +465,14 @@ public actor BoardSession {
             self.plan = plan
             sequencer = nil
             completedHandshakes += 1
-            var commands = plan.startCommands
+            var commands = sensorsOn ? plan.startCommands : sensorsOffCommands(plan, description)
             if options.watchButton, description.modules.has(.switchModule) { commands.append(Commands.subscribeButton) }
             if ledSignal != .off { commands += ledSignal.commands(ledRevision: description.ledRevision ?? 1) }
             // Reported before the tap is on: the reader publishes on its own thread the moment
             // the tap is on, and a sample ahead of `streaming` finds its board not attached
             // (the recording drops it; seen in the soak on a loaded machine).
             if let battery = description.battery { emit(.battery(battery)) }
-            emit(.state(.streaming(description)))
+            emit(.state(sensorsOn ? .streaming(description) : .idle(description)))
             // On before the start commands: no sample can be queued in the inbox ahead of it.
             tap.activate(decoder: plan.decoder, generation: generation)
             writeAll(commands)
@@ -446,7 +487,8 @@ public actor BoardSession {
                     if reads > .zero { await link.coalesceNotificationReads(reads) }
                 }
             }
-            startSupervision()
+            startBatteryReads()
+            if sensorsOn { startStreamWatch() }
         case .failed(let error):
             sequencer = nil
             // A board that cannot stream the configuration shows it on its LED.
@@ -486,12 +528,13 @@ public actor BoardSession {
         perform(actions)
     }
 
-    private func startSupervision() {
+    private func startStreamWatch() {
+        streamWatch?.cancel()
         let gen = generation
         let inbox = inboxContinuation
         let timeout = options.watchdogTimeout
         let tap = tap
-        linkTasks.append(Task {
+        streamWatch = Task {
             // Sleeps until the stream would be overdue and wakes the session only then, so a
             // healthy stream costs one timer wake-up per timeout rather than several session
             // hops; the session's check also resets the restart count once data flowed again.
@@ -504,7 +547,12 @@ public actor BoardSession {
                 inbox.yield(.watchdogTick(gen))
                 try? await Task.sleep(for: timeout / 4)
             }
-        })
+        }
+    }
+
+    private func startBatteryReads() {
+        let gen = generation
+        let inbox = inboxContinuation
         if let interval = options.batteryInterval {
             linkTasks.append(Task {
                 while !Task.isCancelled {
@@ -518,6 +566,7 @@ public actor BoardSession {
     /// No data for several expected intervals: restart the stream, then reconnect (reference
     /// metawear-protocol §9.1, bluez-dbus §2.3 step 11).
     private func checkWatchdog() {
+        guard sensorsOn else { return }
         let reading = tap.watchdogReading()
         if reading.motionSeen { streamRestarts = 0 }
         guard let plan, let last = reading.last, ContinuousClock.now - last > options.watchdogTimeout else { return }

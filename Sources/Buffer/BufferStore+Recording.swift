@@ -14,16 +14,30 @@ extension BufferStore: RecordingStore {
         }
     }
 
-    /// Replaces the board's open chunk (one small FULL-synchronous transaction).
-    public func checkpoint(_ chunk: ChunkCheckpoint) throws {
+    /// Appends every board's segment of the last second in one FULL-synchronous transaction:
+    /// a row per board holding only that second's points, so a second costs the bytes of that
+    /// second (plus a few B-tree pages), not a rewrite of the open chunks.
+    public func append(_ segments: [OpenSegment]) throws {
+        guard !segments.isEmpty else { return }
         try writer.writeWithoutTransaction { db in
-            try Self.immediateTransaction(db) { try writeOpenChunk(db, chunk, at: nowMilliseconds()) }
+            try Self.immediateTransaction(db) {
+                let insert = try db.cachedStatement(sql: """
+                    INSERT INTO open_segments (session_id, board, first_index, point_count, time_source, size, points)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """)
+                for segment in segments {
+                    try Self.withBlob(segment.bytes) { points in
+                        try insert.execute(arguments: [segment.sessionID, segment.board, segment.firstIndex, segment.pointCount,
+                                                       segment.timeSource.rawValue, segment.bytes.count, points])
+                    }
+                }
+            }
         }
-        freeSpace.stored(chunk.bytes.count)
+        freeSpace.stored(segments.reduce(0) { $0 + $1.bytes.count })
     }
 
-    /// Seals a chunk: names it (uppercase UUID v4), stores its blob and checksum, replaces the
-    /// board's open chunk, queues the document for upload and updates the session and the
+    /// Seals a chunk: names it (uppercase UUID v4), stores its blob and checksum, drops the
+    /// board's segments it covers, queues the document for upload and updates the session and the
     /// history index, in one transaction (one fsync). The disk budget is checked in that
     /// transaction from the running byte total; only when it is exceeded does eviction run
     /// (in transactions of its own) after the commit.
@@ -38,7 +52,7 @@ extension BufferStore: RecordingStore {
                 return (name, try overBudget(db, freshFreeSpace: false))
             }
         }
-        freeSpace.stored(chunk.bytes.count + (chunk.followingCheckpoint?.bytes.count ?? 0))
+        freeSpace.stored(chunk.bytes.count)
         if over { try enforceBudget() }
         return name
     }
@@ -108,12 +122,14 @@ extension BufferStore: RecordingStore {
                                            chunk.timeSource.rawValue, chunk.missedSamples, checksum, now,
                                            chunk.bytes.count, points])
         }
-        if let next = chunk.followingCheckpoint {
-            try writeOpenChunk(db, next, at: now)
-        } else {
-            try db.cachedStatement(sql: "DELETE FROM open_chunks WHERE session_id = ? AND board = ?")
-                .execute(arguments: [chunk.sessionID, chunk.board])
+        if let through = chunk.segmentsThrough {
+            try db.cachedStatement(sql: """
+                DELETE FROM open_segments WHERE session_id = ? AND board = ? AND first_index + point_count <= ?
+                """).execute(arguments: [chunk.sessionID, chunk.board, through])
         }
+        // An open chunk of the format before segments (only recovery meets one).
+        try db.cachedStatement(sql: "DELETE FROM open_chunks WHERE session_id = ? AND board = ?")
+            .execute(arguments: [chunk.sessionID, chunk.board])
         // A recording session's point count and boards are read live from its chunks (see
         // `liveSessionColumns`) and stored when it stops; its summary and day row do not count
         // its samples (history adds them live). So a seal into a recording session writes no
@@ -138,21 +154,6 @@ extension BufferStore: RecordingStore {
         try bytes.withUnsafeBytes { raw in
             guard let base = raw.baseAddress, raw.count > 0 else { return try body(Data()) }
             return try body(Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: raw.count, deallocator: .none))
-        }
-    }
-
-    /// Replaces the board's open chunk.
-    func writeOpenChunk(_ db: Database, _ chunk: ChunkCheckpoint, at now: Double) throws {
-        let upsert = try db.cachedStatement(sql: """
-            INSERT INTO open_chunks (session_id, board, seq, point_count, time_source, updated_at, size, points)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT (session_id, board) DO UPDATE SET seq = excluded.seq, point_count = excluded.point_count,
-                time_source = excluded.time_source, updated_at = excluded.updated_at, size = excluded.size,
-                points = excluded.points
-            """)
-        try Self.withBlob(chunk.bytes) { points in
-            try upsert.execute(arguments: [chunk.sessionID, chunk.board, chunk.seq, chunk.pointCount, chunk.timeSource.rawValue,
-                                           now, chunk.bytes.count, points])
         }
     }
 
@@ -188,6 +189,7 @@ extension BufferStore: RecordingStore {
                     time_source = ? WHERE id = ?
                 """, arguments: [end.endedAt, end.trigger.description, end.distance, end.timeSource.rawValue, end.sessionID])
             try db.execute(sql: "DELETE FROM open_chunks WHERE session_id = ?", arguments: [end.sessionID])
+            try db.execute(sql: "DELETE FROM open_segments WHERE session_id = ?", arguments: [end.sessionID])
             try storeSessionTotals(db, sessionID: end.sessionID)
             try refreshSummary(db, sessionID: end.sessionID)
         }
@@ -254,8 +256,9 @@ extension BufferStore: RecordingStore {
             timeSource: TimeSource(rawValue: source) ?? .unsynchronisedSystemClock)
     }
 
-    /// Closes sessions a crash or power loss left `recording`: each open chunk (accepted
-    /// points plus the provisional tail) is sealed in chunks of at most 2,000 points, and
+    /// Closes sessions a crash or power loss left `recording`: each board's unsealed points
+    /// (its segments past its sealed chunks, or an open chunk of the format before segments)
+    /// are sealed in chunks of at most 2,000 points, and
     /// the session then awaits its survey with stop trigger `recovered`. Returns the
     /// recovered session IDs. Call at startup before recording.
     @discardableResult
@@ -263,13 +266,11 @@ extension BufferStore: RecordingStore {
         let ids = try writer.write { db -> [String] in
             let ids = try String.fetchAll(db, sql: "SELECT id FROM sessions WHERE state = 'recording' ORDER BY started_at")
             for id in ids {
-                let opens = try Row.fetchAll(db, sql: "SELECT * FROM open_chunks WHERE session_id = ? ORDER BY board", arguments: [id])
-                for open in opens {
-                    let bytes = [UInt8]((open["points"] as Data?) ?? Data())
-                    let points = Self.decodeSalvaging(bytes)
-                    var seq: Int = open["seq"]
-                    let board: String = open["board"]
-                    let source = TimeSource(rawValue: open["time_source"]) ?? .unsynchronisedSystemClock
+                for open in try openPoints(db, sessionID: id) {
+                    let points = open.points
+                    var seq = open.seq
+                    let board = open.board
+                    let source = open.timeSource
                     var start = 0
                     while start < points.count {
                         let slice = points[start..<min(start + RealtimeDataDocument.maxPoints, points.count)]
@@ -283,6 +284,7 @@ extension BufferStore: RecordingStore {
                     }
                 }
                 try db.execute(sql: "DELETE FROM open_chunks WHERE session_id = ?", arguments: [id])
+                try db.execute(sql: "DELETE FROM open_segments WHERE session_id = ?", arguments: [id])
                 // The track distance lived in memory; rebuild it from the stored locations.
                 var distance = TrackDistance()
                 var lastTimestamp: Double?

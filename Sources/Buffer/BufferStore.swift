@@ -3,7 +3,7 @@ import GRDB
 import Recording
 
 /// The gateway's durable buffer: one SQLite database (WAL, `synchronous=FULL`) holding
-/// sessions, sealed chunks, open-chunk checkpoints, the upload outbox, sync state and the
+/// sessions, sealed chunks, the open chunks' segments, the upload outbox, sync state and the
 /// daily history index. Local data is the source of truth; the Uplink drains the outbox.
 ///
 /// Thread-safe: GRDB's pool serialises writes and runs reads concurrently.
@@ -247,6 +247,7 @@ public final class BufferStore: Sendable {
                 """)
         }
         m.registerMigration("v2-upload-state-in-chunks") { db in try migrateToUploadStateInChunks(db) }
+        m.registerMigration("v3-open-segments") { db in try createOpenSegments(db) }
         return m
     }
 
@@ -333,6 +334,27 @@ public final class BufferStore: Sendable {
             """)
     }
 
+    /// v3: a recording session's unsealed points are appended once a second as segments (a
+    /// row per board holding only that second's points) instead of rewriting each board's
+    /// whole open chunk: on an SD card the rewrite was ~886 bytes written per sample. No
+    /// secondary index: the table holds only the open chunks' points (seconds to minutes of
+    /// them), and an index would be one more page in every second's transaction. `open_chunks`
+    /// stays for sessions an earlier version left open; recovery seals both.
+    static func createOpenSegments(_ db: Database) throws {
+        try db.execute(sql: """
+            CREATE TABLE open_segments (
+                id INTEGER PRIMARY KEY,
+                session_id TEXT NOT NULL REFERENCES sessions(id),
+                board TEXT NOT NULL,
+                first_index INTEGER NOT NULL,
+                point_count INTEGER NOT NULL,
+                time_source TEXT NOT NULL,
+                size INTEGER NOT NULL,
+                points BLOB NOT NULL
+            );
+            """)
+    }
+
     /// The disk budget is checked after every seal. Instead of a SUM over every chunk, the
     /// writer connection keeps a running total of stored point bytes: summed once here, then
     /// kept by TEMP triggers. They run inside each writing transaction (a rollback undoes
@@ -345,7 +367,8 @@ public final class BufferStore: Sendable {
             PRAGMA temp_store = MEMORY;
             CREATE TEMP TABLE stored_bytes_total (id INTEGER PRIMARY KEY CHECK (id = 0), bytes INTEGER NOT NULL);
             INSERT INTO temp.stored_bytes_total (id, bytes) VALUES (0,
-                (SELECT coalesce(sum(size), 0) FROM main.chunks) + (SELECT coalesce(sum(size), 0) FROM main.open_chunks));
+                (SELECT coalesce(sum(size), 0) FROM main.chunks) + (SELECT coalesce(sum(size), 0) FROM main.open_chunks)
+                + (SELECT coalesce(sum(size), 0) FROM main.open_segments));
             CREATE TEMP TRIGGER chunks_bytes_insert AFTER INSERT ON main.chunks
                 BEGIN UPDATE stored_bytes_total SET bytes = bytes + NEW.size WHERE id = 0; END;
             CREATE TEMP TRIGGER chunks_bytes_update AFTER UPDATE OF size ON main.chunks WHEN NEW.size != OLD.size
@@ -357,6 +380,10 @@ public final class BufferStore: Sendable {
             CREATE TEMP TRIGGER open_chunks_bytes_update AFTER UPDATE OF size ON main.open_chunks WHEN NEW.size != OLD.size
                 BEGIN UPDATE stored_bytes_total SET bytes = bytes + NEW.size - OLD.size WHERE id = 0; END;
             CREATE TEMP TRIGGER open_chunks_bytes_delete AFTER DELETE ON main.open_chunks
+                BEGIN UPDATE stored_bytes_total SET bytes = bytes - OLD.size WHERE id = 0; END;
+            CREATE TEMP TRIGGER open_segments_bytes_insert AFTER INSERT ON main.open_segments
+                BEGIN UPDATE stored_bytes_total SET bytes = bytes + NEW.size WHERE id = 0; END;
+            CREATE TEMP TRIGGER open_segments_bytes_delete AFTER DELETE ON main.open_segments
                 BEGIN UPDATE stored_bytes_total SET bytes = bytes - OLD.size WHERE id = 0; END;
             """)
     }

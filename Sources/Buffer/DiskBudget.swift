@@ -102,6 +102,7 @@ extension BufferStore {
         try reader.read { db in
             try Int64.fetchOne(db, sql: """
                 SELECT (SELECT coalesce(sum(size), 0) FROM chunks) + (SELECT coalesce(sum(size), 0) FROM open_chunks)
+                    + (SELECT coalesce(sum(size), 0) FROM open_segments)
                 """) ?? 0
         }
     }

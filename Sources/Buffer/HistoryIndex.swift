@@ -216,6 +216,7 @@ extension BufferStore {
                 throw StoreError.unknownSession(sessionID)
             }
             try db.execute(sql: "DELETE FROM open_chunks WHERE session_id = ?", arguments: [sessionID])
+            try db.execute(sql: "DELETE FROM open_segments WHERE session_id = ?", arguments: [sessionID])
             try db.execute(sql: "DELETE FROM chunks WHERE session_id = ?", arguments: [sessionID])
             try db.execute(sql: "DELETE FROM record_uploads WHERE session_id = ?", arguments: [sessionID])
             try db.execute(sql: "DELETE FROM sessions WHERE id = ?", arguments: [sessionID])

@@ -61,9 +61,8 @@ extension BufferStore {
                 names.append(doc.name)
                 points += doc.points.map { SessionDataset.BoardPoint(board: doc.board, point: $0) }
             }
-            for r in try Row.fetchAll(db, sql: "SELECT board, points FROM open_chunks WHERE session_id = ?", arguments: [sessionID]) {
-                let board: String = r["board"]
-                points += Self.decodeSalvaging([UInt8](r["points"] as Data)).map { SessionDataset.BoardPoint(board: board, point: $0) }
+            for open in try openPoints(db, sessionID: sessionID) {
+                points += open.points.map { SessionDataset.BoardPoint(board: open.board, point: $0) }
             }
             let indexed = points.enumerated().sorted {
                 ($0.element.point.gyroscope.timestamp, $0.offset) < ($1.element.point.gyroscope.timestamp, $1.offset)

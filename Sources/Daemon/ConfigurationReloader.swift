@@ -47,7 +47,8 @@ public actor ConfigurationReloader {
         }
         level.current = Logger.Level(fresh.log.level)
         await pipeline.reload(hazardCatalogue: fresh.hazards.names, sessionMode: GatewaySettings.SessionMode(fresh.session.mode),
-                              buttonTogglesSession: fresh.session.buttonToggles)
+                              buttonTogglesSession: fresh.session.buttonToggles,
+                              streamBetweenSessions: fresh.session.streamBetweenSessions)
         current = fresh
         logger.event(.configReloaded, "configuration reloaded (log level \(fresh.log.level.rawValue), session mode \(fresh.session.mode.rawValue), \(fresh.hazards.names.count) hazards)")
         return true

@@ -55,29 +55,45 @@ public struct DaemonService: Service, CustomStringConvertible {
         notifier.stopping(status: "shutting down: sealing open chunks, stopping the boards")
     }
 
-    /// Once a second (or twice per watchdog period when shorter): re-check time-based events,
+    /// Longest sleep of the housekeeping while idle (no session, nothing to upload, no status
+    /// line or fix to watch): a rate-limited status line queued meanwhile waits this long.
+    public static let idleHousekeepingInterval: Duration = .seconds(5)
+
+    /// Once a second while there is something to watch (or twice per watchdog period when
+    /// shorter), every ``idleHousekeepingInterval`` while idle: re-check time-based events,
     /// flush a rate-limited status line and suppressed-log summaries, and ping the watchdog
-    /// when the pipeline ticked recently and the buffer takes writes.
+    /// when the pipeline is alive and the buffer takes writes.
     static func housekeeping(pipeline: RecordingPipeline, reporter: StatusReporter, notifier: SystemdNotifier,
                              journal: JournalWriter?) async {
-        var period: Duration = .seconds(1)
-        if let watchdog = notifier.watchdogInterval { period = min(period, watchdog / 2) }
-        period = max(period, .milliseconds(50))
+        var busyPeriod: Duration = .seconds(1)
+        var idlePeriod = idleHousekeepingInterval
+        if let watchdog = notifier.watchdogInterval {
+            busyPeriod = min(busyPeriod, watchdog / 2)
+            idlePeriod = min(idlePeriod, watchdog / 2)
+        }
+        busyPeriod = max(busyPeriod, .milliseconds(50))
+        idlePeriod = max(idlePeriod, busyPeriod)
         while !Task.isCancelled {
+            let health = await pipeline.health
+            let watching = await reporter.isWatching
+            let period = health.isIdle && !watching ? idlePeriod : busyPeriod
             await reporter.recheck()
             await reporter.flushStatus()
             journal?.flushSuppressed()
-            if notifier.watchdogInterval != nil, isHealthy(await pipeline.health) {
+            if notifier.watchdogInterval != nil, isHealthy(health) {
                 notifier.watchdog()
             }
             do { try await Task.sleep(for: period) } catch { return }
         }
     }
 
-    /// The watchdog's rule: the tick loop ran within ``tickStaleness`` and no sealed chunk is
-    /// waiting for the buffer to take it.
+    /// The watchdog's rule: no sealed chunk is waiting for the buffer to take it, and the tick
+    /// loop ran within ``tickStaleness`` or, idle, has nothing periodic to do (the pipeline
+    /// answered the health query: it is not hung).
     public static func isHealthy(_ health: RecordingPipeline.Health, now: ContinuousClock.Instant = .now) -> Bool {
-        guard !health.isShutDown, health.bufferError == nil, let last = health.lastTickAt else { return false }
+        guard !health.isShutDown, health.bufferError == nil else { return false }
+        if health.isIdle { return true }
+        guard let last = health.lastTickAt else { return false }
         return now - last <= tickStaleness
     }
 }

@@ -38,6 +38,7 @@ extension GatewaySettings {
                                  minFreeBytes: configuration.buffer.budget.minFreeBytes,
                                  retentionDays: configuration.buffer.retentionDays))
         buttonTogglesSession = configuration.session.buttonToggles
+        streamBetweenSessions = configuration.session.streamBetweenSessions
         try validate()
     }
 }

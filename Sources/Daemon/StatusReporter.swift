@@ -52,6 +52,10 @@ public actor StatusReporter {
         pendingStatusLine = nil
     }
 
+    /// Whether something waits on time: a rate-limited status line, or a fix that may go
+    /// silent (the housekeeping then looks once a second, otherwise rarely).
+    public var isWatching: Bool { pendingStatusLine != nil || hadFix }
+
     /// Re-checks time-based events (a fix that went silent) against the last snapshot.
     public func recheck(now: Date = Date()) {
         guard let previous else { return }
@@ -92,11 +96,12 @@ public actor StatusReporter {
         }
         let oldBoards = Dictionary(uniqueKeysWithValues: (old?.boards ?? []).map { ($0.address, $0) })
         for board in new.boards {
-            let wasStreaming = oldBoards[board.address]?.isStreaming ?? false
-            if board.isStreaming, !wasStreaming {
+            // Connected means past the handshake, streaming or idle with the sensors off.
+            let wasStreaming = oldBoards[board.address]?.isConnected ?? false
+            if board.isConnected, !wasStreaming {
                 logger.event(.boardConnected, "board \(board.address) connected: \(board.model ?? "unknown model")",
                              metadata: ["board": "\(board.address)"])
-            } else if !board.isStreaming, wasStreaming {
+            } else if !board.isConnected, wasStreaming {
                 logger.event(.boardLost, "board \(board.address) lost (\(board.state))", metadata: ["board": "\(board.address)"])
             }
         }
@@ -120,6 +125,8 @@ public actor StatusReporter {
     public static func statusLine(_ status: GatewayStatus, now: Date = Date()) -> String {
         let streaming = status.boards.filter(\.isStreaming).count
         var parts = ["\(streaming)/\(status.boards.count) boards streaming"]
+        let idle = status.boards.filter(\.isIdle).count
+        if idle > 0 { parts[0] += " (\(idle) idle, sensors off)" }
         if status.gnss.source == nil {
             parts.append("no GNSS receiver")
         } else if status.gnss.hasPosition, let age = status.gnss.age(at: now), age <= fixTimeout {

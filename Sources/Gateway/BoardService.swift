@@ -4,7 +4,8 @@ import Logging
 import ServiceLifecycle
 
 /// The boards' lifetime as a service: adds the configured boards (or starts discovery),
-/// feeds their events to the pipeline, and on graceful shutdown or cancellation stops every
+/// feeds their events to the pipeline, starts and stops their sensors as the pipeline asks
+/// (``RecordingPipeline/sensorDemand``), and on graceful shutdown or cancellation stops every
 /// board cleanly (sensors off, notifications off, disconnected) before returning.
 public struct BoardService: Service, CustomStringConvertible {
     /// The fleet.
@@ -42,7 +43,14 @@ public struct BoardService: Service, CustomStringConvertible {
         }
         await withGracefulShutdownHandler {
             await withTaskCancellationHandler {
-                await pipeline.consume(boardEvents: manager.events)
+                await withTaskGroup(of: Void.self) { group in
+                    // Sensors on for a session, off after it (unless configured to stream).
+                    group.addTask {
+                        for await on in pipeline.sensorDemand { await manager.setSensors(on) }
+                    }
+                    await pipeline.consume(boardEvents: manager.events)
+                    group.cancelAll()
+                }
             } onCancel: {
                 stopping.begin()
             }

@@ -73,7 +73,8 @@ public struct Gateway: Sendable {
             logger.notice("recovered \(recovered.count) interrupted session(s); they await their survey: \(recovered.joined(separator: ", "))")
         }
 
-        let options = BoardSessionOptions(configuration: settings.streaming, batteryInterval: settings.batteryInterval)
+        let options = BoardSessionOptions(configuration: settings.streaming, batteryInterval: settings.batteryInterval,
+                                          sensorsOnConnect: RecordingPipeline.sensorsWanted(settings, recording: false))
         let manager: BoardManager
         do { manager = try await BoardManager.open(busAddress: settings.busAddress, defaultOptions: options) } catch {
             throw GatewayError("cannot reach BlueZ on \(settings.busAddress ?? "the system bus"): \(error)")

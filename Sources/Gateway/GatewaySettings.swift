@@ -52,6 +52,10 @@ public struct GatewaySettings: Sendable {
     public var batteryInterval: Duration?
     /// Whether a press of a board's button starts or stops a session.
     public var buttonTogglesSession: Bool = true
+    /// Whether the boards stream while no session records (live data without recording, at
+    /// the cost of the boards' batteries). Off, a connected board's sensors are stopped
+    /// between sessions; `always` mode streams regardless.
+    public var streamBetweenSessions: Bool = false
 
     /// Settings with defaults for everything but the boards, the stream and the state directory.
     public init(boards: BoardSelection, streaming: StreamingConfiguration, gnss: GNSSSourceSpec? = nil,

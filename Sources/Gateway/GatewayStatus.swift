@@ -33,6 +33,8 @@ public struct BoardStatus: Sendable, Equatable {
     public var state: String
     /// True while samples flow.
     public var isStreaming: Bool
+    /// True while connected with the sensors off (no session records).
+    public var isIdle: Bool = false
     /// Model and chip after the handshake (e.g. `MetaMotion S (BMI270)`).
     public var model: String?
     /// What of the board's identity is not known and why (e.g. Device Information not
@@ -49,6 +51,9 @@ public struct BoardStatus: Sendable, Equatable {
     public var gyroSamplesInSession: Int
     /// Wall-clock time of the last notification.
     public var lastSampleAt: Date?
+
+    /// Connected and past the handshake, streaming or idle.
+    public var isConnected: Bool { isStreaming || isIdle }
 }
 
 /// The receiver's state.

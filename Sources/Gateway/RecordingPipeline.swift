@@ -9,7 +9,8 @@ import Recording
 
 /// The one place where board events and GNSS fixes meet: owns the ``SessionController``
 /// (which is not thread-safe) and serialises everything that touches it: samples, fixes,
-/// the 250 ms tick, board attach/detach, buttons and control-API commands.
+/// the tick (every 250 ms while recording, none while idle), board attach/detach, buttons and
+/// control-API commands.
 ///
 /// Recording never waits on the network: the pipeline only calls the local buffer
 /// (synchronous SQLite) and never awaits anything upstream.
@@ -31,8 +32,19 @@ public actor RecordingPipeline {
         public var pointCount: Int
     }
 
-    /// How often ``tick()`` runs in ``runTicks()``.
+    /// How often ``tick()`` runs in ``runTicks()`` while a session records.
     public static let tickInterval: Duration = .milliseconds(250)
+    /// How often it runs while only documents wait for upload (the backlog shown in status).
+    public static let backlogTickInterval: Duration = .seconds(2)
+
+    /// Whether the boards' sensors should stream, on every change (newest only): during a
+    /// session, always in `always` mode, or with ``GatewaySettings/streamBetweenSessions``.
+    public nonisolated let sensorDemand: AsyncStream<Bool>
+    private let sensorDemandContinuation: AsyncStream<Bool>.Continuation
+    private var sensorsWanted: Bool
+    /// Wakes ``runTicks()`` when periodic work appears (see `tickPeriod`).
+    private let work: AsyncStream<Void>
+    private let workContinuation: AsyncStream<Void>.Continuation
 
     private var settings: GatewaySettings
     private let store: BufferStore
@@ -81,6 +93,16 @@ public actor RecordingPipeline {
                           satellitesUsed: nil, lastFixAt: nil, fixesReceived: 0, isRunning: false)
         awaitingFromStore = (try? store.sessionsAwaitingSurvey()) ?? []
         backlog = try? store.backlogStats()
+        (sensorDemand, sensorDemandContinuation) = AsyncStream.makeStream(of: Bool.self, bufferingPolicy: .bufferingNewest(1))
+        sensorsWanted = Self.sensorsWanted(settings, recording: false)
+        (work, workContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        workContinuation.yield()
+    }
+
+    /// Whether boards stream with these settings: while recording, in `always` mode, or when
+    /// asked to stream between sessions.
+    public static func sensorsWanted(_ settings: GatewaySettings, recording: Bool) -> Bool {
+        recording || settings.sessionMode == .always || settings.streamBetweenSessions
     }
 
     // MARK: Inputs
@@ -170,53 +192,85 @@ public actor RecordingPipeline {
 
     // MARK: Tick
 
-    /// Periodic work: releases samples whose fix wait is over, checkpoints open chunks
+    /// Periodic work: releases samples whose fix wait is over, appends the second's points
     /// (≤ 1 s), re-reads the clock's synchronisation and the backlog, ends an idle
     /// `always` session.
     public func tick() {
         guard !isShutDown else { return }
         lastTickAt = ContinuousClock.now
         let now = timeline.now
-        if lastClockCheck == .min || now - lastClockCheck >= nanoseconds(settings.clockCheckInterval) {
-            lastClockCheck = now
-            let synchronised = clockProbe.isSynchronised()
-            if synchronised != systemClockSynchronised {
-                systemClockSynchronised = synchronised
-                logger.info("system clock is \(synchronised ? "now" : "no longer") synchronised")
-                publish()
-            }
-            controller.setSystemClockSynchronised(synchronised)
-        }
+        checkClock(now: now)
         controller.tick(now: now)
         if settings.sessionMode == .always, attached.isEmpty, case .recording = controller.state,
            let detachedAt = lastBoardDetachedAt, now - detachedAt >= nanoseconds(settings.alwaysModeIdleStop) {
             logger.info("no board streamed for \(settings.alwaysModeIdleStop): ending the always-mode session")
             _ = try? stop(trigger: .always, now: now)
         }
-        if lastBacklogRead == .min || now - lastBacklogRead >= 2_000_000_000 {
-            lastBacklogRead = now
-            do {
-                let fresh = try store.backlogStats()
-                if fresh != backlog {
-                    backlog = fresh
-                    publish()
-                }
-            } catch {
-                report(area: "buffer", "cannot read the upload backlog: \(error)")
-            }
-        }
+        readBacklog(now: now)
         reportStoreErrorIfNew()
     }
 
-    /// Ticks every ``tickInterval`` until the calling task is cancelled.
+    /// Ticks while there is periodic work (`tickPeriod`) and otherwise waits, with no timer,
+    /// until work appears; returns when the calling task is cancelled.
     public func runTicks() async {
         let clock = ContinuousClock()
-        var next = clock.now
-        while !Task.isCancelled {
-            tick()
-            next += Self.tickInterval
-            if next < clock.now { next = clock.now }
-            do { try await clock.sleep(until: next) } catch { return }
+        for await _ in work {
+            var next = clock.now
+            while !Task.isCancelled {
+                tick()
+                guard let period = tickPeriod else { break }
+                next += period
+                if next < clock.now { next = clock.now }
+                do { try await clock.sleep(until: next) } catch { return }
+            }
+        }
+    }
+
+    /// How often ticks are needed now: every ``tickInterval`` while a session records (fix
+    /// waits, the second's segments, an idle `always` session to end) or a sealed chunk waits
+    /// for the buffer; every ``backlogTickInterval`` while documents wait for upload; nil when
+    /// there is nothing periodic to do.
+    private var tickPeriod: Duration? {
+        if isShutDown { return nil }
+        if controller.state != .idle || controller.hasFailedSeals { return Self.tickInterval }
+        if (backlog?.count ?? 0) > 0 { return Self.backlogTickInterval }
+        return nil
+    }
+
+    private func wakeTicks() {
+        workContinuation.yield()
+    }
+
+    private func updateSensorDemand() {
+        let wanted = Self.sensorsWanted(settings, recording: controller.state != .idle)
+        guard wanted != sensorsWanted else { return }
+        sensorsWanted = wanted
+        sensorDemandContinuation.yield(wanted)
+    }
+
+    private func checkClock(now: Int64) {
+        guard lastClockCheck == .min || now - lastClockCheck >= nanoseconds(settings.clockCheckInterval) else { return }
+        lastClockCheck = now
+        let synchronised = clockProbe.isSynchronised()
+        if synchronised != systemClockSynchronised {
+            systemClockSynchronised = synchronised
+            logger.info("system clock is \(synchronised ? "now" : "no longer") synchronised")
+            publish()
+        }
+        controller.setSystemClockSynchronised(synchronised)
+    }
+
+    private func readBacklog(now: Int64) {
+        guard lastBacklogRead == .min || now - lastBacklogRead >= 2_000_000_000 else { return }
+        lastBacklogRead = now
+        do {
+            let fresh = try store.backlogStats()
+            if fresh != backlog {
+                backlog = fresh
+                publish()
+            }
+        } catch {
+            report(area: "buffer", "cannot read the upload backlog: \(error)")
         }
     }
 
@@ -226,6 +280,7 @@ public actor RecordingPipeline {
     @discardableResult
     public func startSession() throws(CommandError) -> String {
         try refuseIfShutDown()
+        checkClock(now: timeline.now)
         do {
             let id = try controller.start(trigger: .controlAPI, now: timeline.now)
             sessionDidStart(id, trigger: .controlAPI)
@@ -271,6 +326,8 @@ public actor RecordingPipeline {
                 throw CommandError("session \(target) is not awaiting a survey")
             }
             logger.info("survey submitted for session \(target): \(record.name)")
+            lastBacklogRead = .min
+            wakeTicks()
             publish()
             return record
         } catch let error as CommandError {
@@ -297,8 +354,15 @@ public actor RecordingPipeline {
     /// Sessions waiting for their survey, oldest first.
     public var awaitingSurvey: [String] { awaitingFromStore + controller.awaitingSurvey }
 
-    /// The current snapshot.
-    public var status: GatewayStatus { snapshot() }
+    /// The current snapshot. While idle nothing ticks, so the backlog (the sync service may
+    /// have sent documents) and the clock are re-read here when stale.
+    public var status: GatewayStatus {
+        let now = timeline.now
+        checkClock(now: now)
+        readBacklog(now: now)
+        if tickPeriod != nil { wakeTicks() }
+        return snapshot()
+    }
 
     /// Snapshots on every change, starting with the current one. Only the newest undelivered
     /// snapshot is kept for a slow reader.
@@ -325,28 +389,35 @@ public actor RecordingPipeline {
         public var bufferError: String?
         /// True after ``shutdown()``.
         public var isShutDown: Bool
+        /// True while nothing periodic is to be done, so the pipeline does not tick (answering
+        /// at all is then its sign of life).
+        public var isIdle: Bool
 
-        public init(lastTickAt: ContinuousClock.Instant?, bufferError: String?, isShutDown: Bool) {
+        public init(lastTickAt: ContinuousClock.Instant?, bufferError: String?, isShutDown: Bool, isIdle: Bool = false) {
             self.lastTickAt = lastTickAt
             self.bufferError = bufferError
             self.isShutDown = isShutDown
+            self.isIdle = isIdle
         }
     }
 
     /// The pipeline's health now.
     public var health: Health {
         Health(lastTickAt: lastTickAt, bufferError: controller.hasFailedSeals ? (controller.lastStoreError ?? "seals pending") : nil,
-               isShutDown: isShutDown)
+               isShutDown: isShutDown, isIdle: tickPeriod == nil)
     }
 
     /// Applies the settings that can change while running (SIGHUP): the hazard catalogue,
-    /// the session mode and the button toggle. Boards, streaming, GNSS and the buffer need a
-    /// restart. Switching to `manual` does not end a running session.
-    public func reload(hazardCatalogue: [String], sessionMode: GatewaySettings.SessionMode, buttonTogglesSession: Bool) {
+    /// the session mode, the button toggle and streaming between sessions. Boards, streaming,
+    /// GNSS and the buffer need a restart. Switching to `manual` does not end a running session.
+    public func reload(hazardCatalogue: [String], sessionMode: GatewaySettings.SessionMode, buttonTogglesSession: Bool,
+                       streamBetweenSessions: Bool = false) {
         settings.hazardCatalogue = hazardCatalogue
         settings.sessionMode = sessionMode
         settings.buttonTogglesSession = buttonTogglesSession
+        settings.streamBetweenSessions = streamBetweenSessions
         controller.setAlwaysMode(sessionMode == .always)
+        updateSensorDemand()
         publish()
     }
 
@@ -375,6 +446,8 @@ public actor RecordingPipeline {
         publish()
         for continuation in subscribers.values { continuation.finish() }
         subscribers.removeAll()
+        sensorDemandContinuation.finish()
+        workContinuation.finish()
     }
 
     // MARK: Internals
@@ -389,7 +462,7 @@ public actor RecordingPipeline {
             logger.info("session \(end.sessionID) stopped (\(trigger)): \(end.pointCount) points from \(end.boards.count) board(s)")
             sessionStartedAt = nil
             sessionTrigger = nil
-            publish()
+            sessionDidStop()
             return end
         } catch let error as SessionController.CommandError {
             throw CommandError(error.description)
@@ -404,6 +477,18 @@ public actor RecordingPipeline {
         sessionTrigger = trigger.description
         for key in boards.keys { boards[key]?.gyroSamplesInSession = 0 }
         logger.info("session \(id) started (\(trigger))")
+        updateSensorDemand()
+        wakeTicks()
+        publish()
+    }
+
+    /// After a stop: sensors off unless configured otherwise; ticks while the new documents
+    /// wait for upload.
+    private func sessionDidStop() {
+        updateSensorDemand()
+        lastBacklogRead = .min
+        readBacklog(now: timeline.now)
+        wakeTicks()
         publish()
     }
 
@@ -422,7 +507,7 @@ public actor RecordingPipeline {
                 logger.info("session stopped by the button of \(key)")
                 sessionStartedAt = nil
                 sessionTrigger = nil
-                publish()
+                sessionDidStop()
             }
         }
     }
@@ -447,10 +532,17 @@ public actor RecordingPipeline {
                               accelerometerRateHertz: settings.accelerometerRateHertz)
             attached.insert(key)
             boards[key]?.isStreaming = false
+            boards[key]?.isIdle = false
             boards[key]?.model = description.description
             boards[key]?.missingIdentity = description.missingIdentity
             if let battery = description.battery { boards[key]?.battery = battery }
             logger.info("board \(key) streaming: \(description)")
+        case .idle(let description):
+            detach(key, now: now)
+            boards[key]?.isIdle = true
+            boards[key]?.model = description.description
+            if let battery = description.battery { boards[key]?.battery = battery }
+            logger.info("board \(key) connected, sensors off until a session starts: \(description)")
         case .lost(let reason):
             detach(key, now: now)
             report(area: "board", "\(key) lost: \(reason)")
@@ -464,6 +556,7 @@ public actor RecordingPipeline {
 
     private func detach(_ key: String, now: Int64) {
         boards[key]?.isStreaming = false
+        boards[key]?.isIdle = false
         guard attached.remove(key) != nil else { return }
         controller.detach(board: key, now: now)
         if attached.isEmpty { lastBoardDetachedAt = now }

@@ -173,6 +173,7 @@ public enum ConfigurationLoader {
             }
         }
         if let toggles = reader.boolean("button_toggles") { session.buttonToggles = toggles }
+        if let stream = reader.boolean("stream_between_sessions") { session.streamBetweenSessions = stream }
         return reader.finish()
     }
 

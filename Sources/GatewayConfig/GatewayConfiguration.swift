@@ -91,6 +91,10 @@ public struct GatewayConfiguration: Sendable, Equatable {
         public var mode: Mode = .manual
         /// Whether a press of a board's button starts/stops a session. Default true.
         public var buttonToggles = true
+        /// Whether the boards stream while no session records (live data in `mwctl status`
+        /// without recording). Default false: sensors off between sessions, saving the boards'
+        /// batteries.
+        public var streamBetweenSessions = false
 
         public init() {}
     }

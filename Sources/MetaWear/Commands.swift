@@ -154,6 +154,12 @@ public struct ConnectionParameters: Hashable, Sendable {
     }
 
     /// 7.5 ms / 7.5 ms / latency 0 / 6000 ms: what the SDK examples request for streaming.
+    /// For a connected board with its sensors off: 30–50 ms intervals, 2 events the board may
+    /// skip, 6 s supervision timeout. A fraction of the fastest interval's radio events, yet a
+    /// start command still reaches the board within (2 + 1) × 50 = 150 ms.
+    public static let idle = ConnectionParameters(
+        minimumIntervalUnits: 24, maximumIntervalUnits: 40, latency: 2, supervisionTimeoutUnits: 600)
+
     public static let fastest = ConnectionParameters(
         minimumIntervalUnits: 6, maximumIntervalUnits: 6, latency: 0, supervisionTimeoutUnits: 600)
 

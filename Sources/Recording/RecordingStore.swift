@@ -40,26 +40,30 @@ public struct SessionStart: Hashable, Sendable {
     }
 }
 
-/// The open (not yet full) chunk of one board, written at every checkpoint.
-public struct ChunkCheckpoint: Hashable, Sendable {
+/// The points of one board accepted since the last write, appended once a second so a crash
+/// loses at most that second: the points the open chunk committed since then and the samples
+/// that arrived since then and are still held for the time fit or a fix (stored with their best
+/// time and location at the time of writing; the seal stores their final form). Each point is
+/// written once, however long it is held, so the bytes written per second stay the bytes of
+/// that second.
+public struct OpenSegment: Hashable, Sendable {
     public var sessionID: String
     public var board: String
-    /// 0-based order of this board's chunks in the session.
-    public var seq: Int
-    /// Encoded points (PointCodec): the accepted points, then a provisional tail of samples
-    /// still waiting for their final time or fix, so a crash loses at most one checkpoint
-    /// interval.
+    /// Index of the first point among all points of this board in this session (0-based,
+    /// sealed chunks included). The board's sealed chunks cover the indices below the sum
+    /// of their point counts; recovery keeps the segments' points from there on.
+    public var firstIndex: Int
+    /// Encoded points (PointCodec), in order.
     public var bytes: [UInt8]
-    /// Points in `bytes`, tail included.
     public var pointCount: Int
     /// Weakest time source of the points.
     public var timeSource: TimeSource
 
     /// A value with every field.
-    public init(sessionID: String, board: String, seq: Int, bytes: [UInt8], pointCount: Int, timeSource: TimeSource) {
+    public init(sessionID: String, board: String, firstIndex: Int, bytes: [UInt8], pointCount: Int, timeSource: TimeSource) {
         self.sessionID = sessionID
         self.board = board
-        self.seq = seq
+        self.firstIndex = firstIndex
         self.bytes = bytes
         self.pointCount = pointCount
         self.timeSource = timeSource
@@ -87,9 +91,10 @@ public struct ChunkToSeal: Hashable, Sendable {
     /// does); nil to have the store compute it.
     public var checksum: UInt32?
 
-    /// The board's next open chunk (the samples still held for the time fit or a fix),
-    /// written in the same transaction so a crash right after the seal loses nothing held.
-    public var followingCheckpoint: ChunkCheckpoint?
+    /// Index (as ``OpenSegment/firstIndex``) one past the chunk's last point: the seal
+    /// drops the board's segments that end at or before it, in the same transaction. Nil
+    /// leaves the segments alone.
+    public var segmentsThrough: Int?
 
     /// A value with every field.
     public init(sessionID: String, board: String, seq: Int, bytes: [UInt8], pointCount: Int, firstTimestamp: Double, lastTimestamp: Double, timeSource: TimeSource, missedSamples: Int) {
@@ -135,9 +140,10 @@ public struct SessionEnd: Hashable, Sendable {
 public protocol RecordingStore: AnyObject {
     /// Records a new session.
     func beginSession(_ start: SessionStart) throws
-    /// Replaces the board's open chunk.
-    func checkpoint(_ chunk: ChunkCheckpoint) throws
-    /// Seals a chunk (and drops the board's open chunk) in one durable transaction; returns
+    /// Appends the segments of every board in one durable transaction (once a second while
+    /// recording).
+    func append(_ segments: [OpenSegment]) throws
+    /// Seals a chunk (and drops the segments it covers) in one durable transaction; returns
     /// the document name it was given.
     @discardableResult func seal(_ chunk: ChunkToSeal) throws -> String
     /// Marks the session stopped and awaiting its survey.

@@ -3,8 +3,9 @@ import GNSS
 import MetaWear
 
 /// Records walking sessions: starts and stops them, rebuilds sample times, merges gyro (and
-/// accelerometer) samples with GNSS fixes, cuts 2,000-point chunks per board, checkpoints
-/// the open chunks and seals full ones into a `RecordingStore`.
+/// accelerometer) samples with GNSS fixes, cuts 2,000-point chunks per board, appends each
+/// second's new points as segments (one write for all boards) and seals full chunks into a
+/// `RecordingStore`.
 ///
 /// Not thread-safe: own it from one actor or task. Every method takes the current monotonic
 /// time (nanoseconds) from the caller, so tests drive it with simulated time.
@@ -13,7 +14,7 @@ public final class SessionController {
     public struct Configuration: Sendable {
         /// Points per chunk (the `realtime_data` limit).
         public var chunkSize = RealtimeDataDocument.maxPoints
-        /// Longest time between checkpoints of an open chunk, nanoseconds.
+        /// Longest time between segment writes (what a crash may lose), nanoseconds.
         public var checkpointInterval: Int64 = 1_000_000_000
         /// How long samples are held for the timestamp fit, nanoseconds.
         public var lookahead: Int64 = 1_000_000_000
@@ -85,8 +86,24 @@ public final class SessionController {
         /// drop cost from the time since `previousPointTime`.
         var resumedStream = false
         var seq = 0
-        var dirty = false
-        var lastCheckpoint: Int64 = .min
+        /// This board's points in the session so far (sealed, failed and open chunks): the
+        /// index the next committed point gets.
+        var pointsCommitted = 0
+        /// Points in this session's segments (or chunks) so far: the next segment's first index.
+        var pointsWritten = 0
+        /// Committed points at or past `pointsWritten`: the start of the next segment.
+        var unwritten: [UInt8] = []
+        var unwrittenCount = 0
+        var unwrittenSource = TimeSource.systemClockSynchronised
+    }
+
+    /// Where a board that detached during the session resumes (a reconnect continues its
+    /// chunk numbering and point indices instead of colliding with what it sealed).
+    private struct ResumePoint {
+        var seq: Int
+        var points: Int
+        /// Time of its last point (see `previousPointTime`).
+        var time: Double?
     }
 
     private struct Session {
@@ -108,13 +125,11 @@ public final class SessionController {
     private var failedSeals: [ChunkToSeal] = []
     private var nextSealRetry: Int64 = .min
     private var sealRetryDelay = SessionController.firstSealRetryDelay
+    private var lastSegmentWrite: Int64 = .min
     private static let firstSealRetryDelay: Int64 = 1_000_000_000
     private static let maxSealRetryDelay: Int64 = 30_000_000_000
-    /// Next chunk seq of boards detached during the session, so a board that reconnects
-    /// continues its numbering instead of colliding with its sealed chunks.
-    private var resumeSeq: [String: Int] = [:]
-    /// Time of the last point of boards detached during the session (see `previousPointTime`).
-    private var resumeTime: [String: Double] = [:]
+    /// Boards detached during the session.
+    private var resumeAt: [String: ResumePoint] = [:]
     /// Sessions stopped and awaiting their hazard survey, oldest first.
     public private(set) var awaitingSurvey: [String] = []
     /// Stopped sessions that recorded no point (no records document can be written for them).
@@ -156,10 +171,14 @@ public final class SessionController {
             gyroRate: gyroRateHertz, accelerometerRate: accelerometerRateHertz,
             gyro: SampleTimestamper(configuration: gyro), accelerometer: accel,
             merger: LocationMerger(maxWait: configuration.fixWait, freshness: configuration.fixFreshness))
-        if session != nil, let seq = resumeSeq.removeValue(forKey: board) { boards[board]!.seq = seq }
-        if session != nil, let time = resumeTime.removeValue(forKey: board) {
-            boards[board]!.previousPointTime = time
-            boards[board]!.resumedStream = true
+        if session != nil, let resume = resumeAt.removeValue(forKey: board) {
+            boards[board]!.seq = resume.seq
+            boards[board]!.pointsCommitted = resume.points
+            boards[board]!.pointsWritten = resume.points
+            if let time = resume.time {
+                boards[board]!.previousPointTime = time
+                boards[board]!.resumedStream = true
+            }
         }
     }
 
@@ -168,8 +187,10 @@ public final class SessionController {
         guard boards[board] != nil else { return }
         drainAll(board: board, now: now)
         sealOpenChunk(board: board)
-        if session != nil, let seq = boards[board]?.seq { resumeSeq[board] = seq }
-        if session != nil, let time = boards[board]?.previousPointTime { resumeTime[board] = time }
+        // Everything it committed is now in a chunk (sealed, or waiting for a seal retry).
+        if session != nil, let b = boards[board] {
+            resumeAt[board] = ResumePoint(seq: b.seq, points: b.pointsCommitted, time: b.previousPointTime)
+        }
         boards[board] = nil
     }
 
@@ -181,8 +202,8 @@ public final class SessionController {
         let started = timeBase.epochMilliseconds(monotonic: now)
         try store.beginSession(SessionStart(sessionID: id, startedAt: started, trigger: trigger))
         session = Session(id: id, startedAt: started, trigger: trigger, worstSource: timeBase.source)
-        resumeSeq.removeAll()
-        resumeTime.removeAll()
+        resumeAt.removeAll()
+        lastSegmentWrite = .min
         for key in boards.keys { resetBoard(key) }
         return id
     }
@@ -248,7 +269,7 @@ public final class SessionController {
         default:
             return
         }
-        checkpointIfDue(board: board, now: receivedAt)
+        writeSegmentsIfDue(now: receivedAt)
     }
 
     /// Feeds a GNSS fix received at monotonic `now`.
@@ -263,16 +284,17 @@ public final class SessionController {
         }
     }
 
-    /// Periodic work (call at least every second): releases samples whose fix wait is over,
-    /// checkpoints open chunks, retries failed seals.
+    /// Periodic work (call at least every second while recording or while ``hasFailedSeals``):
+    /// releases samples whose fix wait is over, appends the second's segments, retries failed
+    /// seals. Idle with nothing to retry, it does nothing.
     public func tick(now: Int64) {
         retryFailedSeals(now: now)
         guard session != nil else { return }
         let nowMs = timeBase.epochMilliseconds(monotonic: now)
         for key in boards.keys {
             commit(board: key, boards[key]!.merger.release(now: nowMs))
-            checkpointIfDue(board: key, now: now)
         }
+        writeSegmentsIfDue(now: now)
     }
 
     /// Tells the controller whether the system clock is synchronised (from adjtimex or
@@ -368,15 +390,9 @@ public final class SessionController {
         appendAll(board: board, waiting.prefix(released))
     }
 
-    /// Appends points in order; a full chunk is sealed with the rest of the batch counted as
-    /// held, so the following checkpoint written with the seal covers it.
+    /// Appends points in order, sealing each chunk as it fills.
     private func appendAll(board: String, _ items: ArraySlice<LocationMerger<GyroItem>.Located>) {
-        var index = items.startIndex
-        while index < items.endIndex {
-            let full = append(board: board, items[index])
-            index += 1
-            if full { sealOpenChunk(board: board, alsoHeld: items[index...]) }
-        }
+        for item in items where append(board: board, item) { sealOpenChunk(board: board) }
     }
 
     /// Adds one point to the open chunk; true when the chunk is now full.
@@ -395,7 +411,15 @@ public final class SessionController {
             b.lastTimestamp = p.gyroscope.timestamp
             b.worstSource = max(b.worstSource, l.payload.source)
             b.missedInChunk += p.missedBefore
-            b.dirty = true
+            // Not yet in a segment (arrived and committed since the last write): the next
+            // segment starts with it.
+            if b.pointsCommitted >= b.pointsWritten {
+                if b.unwrittenCount == 0 { b.unwrittenSource = l.payload.source }
+                b.unwritten.append(contentsOf: b.committed[start...])
+                b.unwrittenCount += 1
+                b.unwrittenSource = max(b.unwrittenSource, l.payload.source)
+            }
+            b.pointsCommitted += 1
             return b.committedCount >= configuration.chunkSize
         }
         let full = add(&boards[board]!)
@@ -435,34 +459,27 @@ public final class SessionController {
         releaseWaitingForAccelerometer(board: board, force: true)
     }
 
-    private func sealOpenChunk(board: String, alsoHeld: ArraySlice<LocationMerger<GyroItem>.Located> = []) {
+    private func sealOpenChunk(board: String) {
         guard let s = session, var b = boards[board], b.committedCount > 0 else { return }
         var chunk = ChunkToSeal(sessionID: s.id, board: board, seq: b.seq, bytes: b.committed, pointCount: b.committedCount,
                                 firstTimestamp: b.firstTimestamp, lastTimestamp: b.lastTimestamp,
                                 timeSource: b.worstSource, missedSamples: b.missedInChunk)
         chunk.checksum = b.committedChecksum
+        chunk.segmentsThrough = b.pointsCommitted
         b.committed = []
         b.committedChecksum = 0
         b.committed.reserveCapacity(configuration.chunkSize * 56)
         b.committedCount = 0
         b.missedInChunk = 0
         b.seq += 1
-        b.dirty = false
         boards[board] = b
-        var sealing = chunk
-        let provisional = alsoHeld.map { point(board: board, $0) } + provisionalPoints(board: board)
-        if !provisional.isEmpty {
-            sealing.followingCheckpoint = ChunkCheckpoint(
-                sessionID: s.id, board: board, seq: chunk.seq + 1, bytes: PointCodec.encode(provisional),
-                pointCount: provisional.count, timeSource: timeBase.source)
-        }
         // An earlier chunk of this board still waiting to be sealed must land first.
         if failedSeals.contains(where: { $0.board == board }) {
             failedSeals.append(chunk)
             return
         }
         do {
-            try store.seal(sealing)
+            try store.seal(chunk)
             sealedCount += 1
         } catch {
             lastStoreError = "seal of \(board) chunk \(chunk.seq) failed: \(error)"
@@ -501,21 +518,40 @@ public final class SessionController {
         }
     }
 
-    private func checkpointIfDue(board: String, now: Int64) {
-        guard let s = session, let b = boards[board] else { return }
-        guard b.lastCheckpoint == .min || now - b.lastCheckpoint >= configuration.checkpointInterval else { return }
-        let provisional = provisionalPoints(board: board)
-        guard b.dirty || !provisional.isEmpty else { return }
-        var bytes = b.committed
-        for p in provisional { PointCodec.append(p, to: &bytes) }
+    /// Appends, in one store write for all boards, every point not yet written: points
+    /// committed since the last write, then samples still held that arrived since then. A
+    /// point is written once; its final form goes into the chunk at the seal.
+    private func writeSegmentsIfDue(now: Int64) {
+        guard let s = session else { return }
+        guard lastSegmentWrite == .min || now - lastSegmentWrite >= configuration.checkpointInterval else { return }
+        var segments: [OpenSegment] = []
+        var writtenThrough: [String: Int] = [:]
+        for key in boards.keys.sorted() {
+            let b = boards[key]!
+            // Held samples have the indices after the committed points; those below
+            // `pointsWritten` are in an earlier segment.
+            let provisional = provisionalPoints(board: key)
+            let skip = max(0, b.pointsWritten - b.pointsCommitted)
+            guard b.unwrittenCount > 0 || provisional.count > skip else { continue }
+            var bytes = b.unwritten
+            for p in provisional.dropFirst(skip) { PointCodec.append(p, to: &bytes) }
+            let count = b.unwrittenCount + max(0, provisional.count - skip)
+            let source = b.unwrittenCount > 0 ? max(b.unwrittenSource, timeBase.source) : timeBase.source
+            segments.append(OpenSegment(sessionID: s.id, board: key, firstIndex: b.pointsWritten, bytes: bytes,
+                                        pointCount: count, timeSource: source))
+            writtenThrough[key] = b.pointsWritten + count
+        }
+        // A failed write is retried with everything unwritten a second later, not per sample.
+        lastSegmentWrite = now
         do {
-            try store.checkpoint(ChunkCheckpoint(sessionID: s.id, board: board, seq: b.seq, bytes: bytes,
-                                                 pointCount: b.committedCount + provisional.count,
-                                                 timeSource: b.committedCount > 0 ? b.worstSource : timeBase.source))
-            boards[board]!.dirty = false
-            boards[board]!.lastCheckpoint = now
+            if !segments.isEmpty { try store.append(segments) }
+            for (key, through) in writtenThrough {
+                boards[key]!.pointsWritten = through
+                boards[key]!.unwritten.removeAll(keepingCapacity: true)
+                boards[key]!.unwrittenCount = 0
+            }
         } catch {
-            lastStoreError = "checkpoint of \(board) failed: \(error)"
+            lastStoreError = "segment write failed: \(error)"
         }
     }
 

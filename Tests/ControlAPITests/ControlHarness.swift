@@ -31,10 +31,13 @@ final class ControlHarness: @unchecked Sendable {
 
     init(hazards: [String] = ["pothole", "crack", "curb", "crowd"], withUpstream: Bool = true) async throws {
         rig = try await SimulatedGatewayRig.start(label: "ctl") { addresses, stateDirectory, busAddress in
-            GatewaySettings(
+            var settings = GatewaySettings(
                 boards: .addresses(addresses), streaming: SimulatedGatewayRig.streaming,
                 gnss: .file(path: SimulatedGatewayRig.nmeaCapture, pacing: .realtime),
                 sessionMode: .manual, hazardCatalogue: hazards, stateDirectory: stateDirectory, busAddress: busAddress)
+            // mwctl's live views (status, board counters) are checked with live data.
+            settings.streamBetweenSessions = true
+            return settings
         }
         var logger = Logger(label: "mwgate.control-test")
         logger.logLevel = .warning

@@ -100,7 +100,7 @@ struct DaemonProcessTests {
 
         // Let points accumulate, with an open (unsealed) chunk, then stop the daemon.
         try await waitUntil("an open chunk with points") {
-            (Int((try? fixture.query("SELECT COALESCE(SUM(point_count),0) FROM open_chunks")) ?? "0") ?? 0) > 100
+            (Int((try? fixture.query("SELECT COALESCE(SUM(point_count),0) FROM open_segments")) ?? "0") ?? 0) > 100
         }
         // The promise is systemd's: after TimeoutStopSec it sends SIGKILL, and so does the test,
         // so a shutdown that hangs fails here (exit status 137) instead of hanging the suite.
@@ -128,7 +128,7 @@ struct DaemonProcessTests {
             return Int(message.dropFirst("shutdown: session \(session) stopped with ".count).prefix { $0.isNumber })
         }.first)
         #expect(accepted > 100)
-        #expect(try fixture.query("SELECT COUNT(*) FROM open_chunks") == "0")
+        #expect(try fixture.query("SELECT COUNT(*) FROM open_segments") == "0")
         #expect(try fixture.query("SELECT SUM(point_count) FROM chunks WHERE session_id = '\(session)'") == "\(accepted)")
         #expect(try fixture.query("SELECT state, point_count FROM sessions WHERE id = '\(session)'") == "awaiting_survey|\(accepted)")
     }
@@ -176,10 +176,10 @@ struct DaemonProcessTests {
         defer { fixture.tearDown() }
         try fixture.startDaemon(withConfigurationFile: false)
         try await waitUntil("READY=1") { fixture.notify.messages.contains { $0.contains("READY=1") } }
-        // Defaults: discovery (both simulated boards adopted), manual sessions, no receiver
-        // (no /dev/gps0 here), the buffer in $STATE_DIRECTORY.
-        try await waitUntil("both boards streaming, idle") {
-            fixture.notify.messages.contains { $0.contains("STATUS=2/2 boards streaming") && $0.contains("idle") }
+        // Defaults: discovery (both simulated boards adopted), manual sessions with the sensors
+        // off between them, no receiver (no /dev/gps0 here), the buffer in $STATE_DIRECTORY.
+        try await waitUntil("both boards connected with sensors off, no session") {
+            fixture.notify.messages.contains { $0.contains("STATUS=0/2 boards streaming (2 idle, sensors off)") }
         }
         #expect(FileManager.default.fileExists(atPath: fixture.stateDirectory + "/buffer.sqlite"))
         // The simulator drops board 1's link: board-lost (warning, with the board), then it

@@ -29,13 +29,15 @@ final class GatewayHarness: @unchecked Sendable {
     static let nmeaCapture = SimulatedGatewayRig.nmeaCapture
     static let streaming = SimulatedGatewayRig.streaming
 
-    init(mode: GatewaySettings.SessionMode, gnss: Bool = true) async throws {
+    init(mode: GatewaySettings.SessionMode, gnss: Bool = true, streamBetweenSessions: Bool = false) async throws {
         rig = try await SimulatedGatewayRig.start(label: "gw") { addresses, stateDirectory, busAddress in
-            GatewaySettings(
+            var settings = GatewaySettings(
                 boards: .addresses(addresses), streaming: SimulatedGatewayRig.streaming,
                 gnss: gnss ? .file(path: SimulatedGatewayRig.nmeaCapture, pacing: .realtime) : nil,
                 sessionMode: mode, stateDirectory: stateDirectory, busAddress: busAddress,
                 alwaysModeIdleStop: .seconds(30))
+            settings.streamBetweenSessions = streamBetweenSessions
+            return settings
         }
         group = rig.gateway.serviceGroup(gracefulShutdownSignals: [])
     }
@@ -59,9 +61,9 @@ final class GatewayHarness: @unchecked Sendable {
     }
 
     /// Runs `body` with a started harness and always tears it down.
-    static func with(mode: GatewaySettings.SessionMode, gnss: Bool = true,
+    static func with(mode: GatewaySettings.SessionMode, gnss: Bool = true, streamBetweenSessions: Bool = false,
                      _ body: (GatewayHarness) async throws -> Void) async throws {
-        let harness = try await GatewayHarness(mode: mode, gnss: gnss)
+        let harness = try await GatewayHarness(mode: mode, gnss: gnss, streamBetweenSessions: streamBetweenSessions)
         harness.start()
         do { try await body(harness) } catch {
             await harness.tearDown()

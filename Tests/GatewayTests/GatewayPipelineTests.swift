@@ -23,8 +23,8 @@ struct GatewayPipelineTests {
 
     @Test func walkingSessionIsSealedPerBoardWithLocationsAndARecordsDocument() async throws {
         try await GatewayHarness.with(mode: .manual) { h in
-            try await h.eventually("both boards streaming and a GNSS position") { s in
-                s.boards.count == 2 && s.boards.allSatisfy(\.isStreaming) && s.gnss.hasPosition
+            try await h.eventually("both boards connected and a GNSS position") { s in
+                s.boards.count == 2 && s.boards.allSatisfy(\.isConnected) && s.gnss.hasPosition
             }
             let pipeline = h.gateway.pipeline
             let emittedBefore = [try await h.gyroEmitted(0), try await h.gyroEmitted(1)]
@@ -95,7 +95,7 @@ struct GatewayPipelineTests {
 
     @Test func manualModeButtonStartsAndStopsASession() async throws {
         try await GatewayHarness.with(mode: .manual, gnss: false) { h in
-            try await h.eventually("both boards streaming") { s in s.boards.count == 2 && s.boards.allSatisfy(\.isStreaming) }
+            try await h.eventually("both boards connected") { s in s.boards.count == 2 && s.boards.allSatisfy(\.isConnected) }
             #expect(await h.gateway.pipeline.status.session.isRecording == false)
             try await h.waitForButton(1)
             try await h.simulator.pressButton(1)
@@ -144,7 +144,7 @@ struct GatewayPipelineTests {
 
     @Test func aBoardThatReconnectsMidSessionContinuesItsChunks() async throws {
         try await GatewayHarness.with(mode: .manual, gnss: false) { h in
-            try await h.eventually("both boards streaming") { s in s.boards.count == 2 && s.boards.allSatisfy(\.isStreaming) }
+            try await h.eventually("both boards connected") { s in s.boards.count == 2 && s.boards.allSatisfy(\.isConnected) }
             let pipeline = h.gateway.pipeline
             let sessionID = try await pipeline.startSession()
             let board = h.addresses[0].rawValue
@@ -170,11 +170,65 @@ struct GatewayPipelineTests {
         }
     }
 
+    @Test func betweenSessionsBoardsStayConnectedWithSensorsOffAndASessionStreams() async throws {
+        try await GatewayHarness.with(mode: .manual, gnss: false) { h in
+            let idle = try await h.eventually("both boards connected and idle") { s in
+                s.boards.count == 2 && s.boards.allSatisfy { $0.isIdle && !$0.isStreaming }
+            }
+            #expect(idle.boards.allSatisfy { $0.state.hasPrefix("idle") }, "\(idle.boards.map(\.state))")
+            try await h.waitForButton(0)
+            try await h.waitForButton(1)
+            for index in 0..<2 {
+                #expect(try await h.sensorsOff(index))
+                // Relaxed connection parameters (the simulator caps intervals at 30 ms).
+                #expect(try await h.simulator.stats(index).connectionIntervalMilliseconds == 30)
+            }
+            // No notification at all while idle (no button pressed).
+            let before = [try await h.simulator.stats(0).notificationsDelivered, try await h.simulator.stats(1).notificationsDelivered]
+            try await Task.sleep(for: .seconds(3))
+            let after = [try await h.simulator.stats(0).notificationsDelivered, try await h.simulator.stats(1).notificationsDelivered]
+            #expect(after == before, "notifications while idle: \(before) -> \(after)")
+
+            // A session starts the sensors with the fast connection parameters ...
+            let pipeline = h.gateway.pipeline
+            let sessionID = try await pipeline.startSession()
+            try await h.eventually("both boards streaming into the session") { s in
+                s.boards.allSatisfy { $0.isStreaming && $0.gyroSamplesInSession >= 50 }
+            }
+            #expect(try await h.simulator.stats(0).connectionIntervalMilliseconds == 7.5)
+            // ... and its end stops them again, with every accepted sample sealed.
+            try await pipeline.stopSession()
+            let stopped = try await h.eventually("both boards idle after the session") { s in s.boards.allSatisfy(\.isIdle) }
+            let dataset = try h.gateway.store.dataset(sessionID: sessionID)
+            for address in h.addresses {
+                let accepted = try #require(stopped.boards.first { $0.address == address.rawValue }).gyroSamplesInSession
+                #expect(dataset.points.filter { $0.board == address.rawValue }.count == accepted)
+            }
+            for index in 0..<2 { #expect(try await h.sensorsOff(index)) }
+
+            // The button of an idle board starts a session, and its boards stream.
+            try await h.simulator.pressButton(1)
+            let recording = try await h.eventually("the button to start a session") { $0.session.isRecording }
+            #expect(recording.session.trigger == "button:\(h.addresses[1].rawValue)")
+            try await h.eventually("samples from the button's session") { s in s.boards.allSatisfy { $0.gyroSamplesInSession > 25 } }
+        }
+    }
+
+    @Test func streamBetweenSessionsKeepsTheBoardsStreamingWithoutASession() async throws {
+        try await GatewayHarness.with(mode: .manual, gnss: false, streamBetweenSessions: true) { h in
+            let status = try await h.eventually("both boards streaming without a session") { s in
+                s.boards.count == 2 && s.boards.allSatisfy { $0.isStreaming && $0.gyroSamplesReceived > 50 }
+            }
+            #expect(!status.session.isRecording)
+            #expect(status.boards.allSatisfy { !$0.isIdle && $0.state.hasPrefix("streaming") })
+        }
+    }
+
     @Test func gracefulShutdownSealsTheOpenSessionAndTurnsTheSensorsOff() async throws {
         let h = try await GatewayHarness(mode: .manual)
         h.start()
         do {
-            try await h.eventually("both boards streaming") { s in s.boards.count == 2 && s.boards.allSatisfy(\.isStreaming) }
+            try await h.eventually("both boards connected") { s in s.boards.count == 2 && s.boards.allSatisfy(\.isConnected) }
             let sessionID = try await h.gateway.pipeline.startSession()
             try await h.eventually("a few seconds of samples") { s in s.boards.allSatisfy { $0.gyroSamplesInSession >= 150 } }
             try await h.shutDown()

@@ -96,7 +96,8 @@ struct MergeTests {
 /// Keeps everything in memory, as the Buffer would on disk.
 final class MemoryStore: RecordingStore {
     var sessions: [String] = []
-    var checkpoints: [ChunkCheckpoint] = []
+    var segments: [OpenSegment] = []
+    var segmentWrites = 0
     var sealed: [(name: String, chunk: ChunkToSeal)] = []
     var ended: [SessionEnd] = []
     var records: [RecordsDocument] = []
@@ -106,7 +107,10 @@ final class MemoryStore: RecordingStore {
     struct DiskError: Error {}
 
     func beginSession(_ start: SessionStart) throws { sessions.append(start.sessionID) }
-    func checkpoint(_ chunk: ChunkCheckpoint) throws { checkpoints.append(chunk) }
+    func append(_ segments: [OpenSegment]) throws {
+        self.segments += segments
+        segmentWrites += 1
+    }
     func seal(_ chunk: ChunkToSeal) throws -> String {
         sealAttempts[chunk.board, default: 0] += 1
         if let left = refusedSeals[chunk.board], left > 0 {
@@ -196,8 +200,20 @@ struct SessionTests {
         #expect(end.trigger == .button(board: "B0"))
         #expect(end.timeSource == .systemClockSynchronised)
         #expect(end.distance > 40 && end.distance < 70)  // 1.1 m/s for 50 s
-        // Checkpoints came at least once a second of stream time.
-        #expect(store.checkpoints.count >= 2 * 45)
+        // A write at least once a second of stream time, for all boards at once; each wrote only
+        // what was new: per board the segments follow each other without overlap or hole
+        // from the first point, and every point of the session was written once.
+        #expect(store.segmentWrites >= 45 && store.segmentWrites <= 52)
+        for board in ["B0", "B1"] {
+            let mine = store.segments.filter { $0.board == board }
+            #expect(mine.first?.firstIndex == 0)
+            #expect(zip(mine, mine.dropFirst()).allSatisfy { $0.firstIndex + $0.pointCount == $1.firstIndex })
+            let written = mine.reduce(0) { $0 + $1.pointCount }
+            // Points that came in the last second before the stop are sealed without a segment.
+            #expect(written <= 5050 && written >= 5050 - 130)
+            let xs = try mine.flatMap { try PointCodec.decode($0.bytes) }.map { Int(($0.gyroscope.x * 16.4).rounded()) }
+            #expect(xs == (0..<written).map { Int(Int16(truncatingIfNeeded: $0)) })
+        }
     }
 
     @Test("a store that refuses seals is retried with backoff; other boards go on; order is kept after it recovers")

@@ -62,7 +62,7 @@ final class ReportingStore: RecordingStore {
     let inner: BufferStore
     init(_ inner: BufferStore) { self.inner = inner }
     func beginSession(_ start: SessionStart) throws { try inner.beginSession(start) }
-    func checkpoint(_ chunk: ChunkCheckpoint) throws { try inner.checkpoint(chunk) }
+    func append(_ segments: [OpenSegment]) throws { try inner.append(segments) }
     func seal(_ chunk: ChunkToSeal) throws -> String {
         let name = try inner.seal(chunk)
         say("sealed \(name) \(chunk.board) \(chunk.seq) \(chunk.pointCount)")

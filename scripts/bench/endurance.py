@@ -1,0 +1,254 @@
+"""Field endurance driver (called by endurance.sh with a private bus and mwsim's 4 boards up).
+
+Runs mwgated as a user runs it (manual sessions, directory sink) and measures, from /proc:
+1. idle: boards connected and no session, for IDLE seconds: CPU (every thread's schedstat run
+   time, and utime + stime), wake-ups (voluntary + nonvoluntary context switches of all
+   threads), notifications the simulated boards delivered (mwsim GetStats), and the RSS;
+2. a session started with `mwctl session start`: time until the first sample reaches it;
+3. the session recorded for SESSION seconds, stopped, the sink drained: bytes mwgated wrote
+   to disk (/proc/PID/io write_bytes), the bytes of the documents the directory sink wrote
+   (the product, shown apart), the bytes the buffer stores for the session, all per sample.
+Prints key=value lines.
+
+usage: endurance.py MWGATED MWCTL WORKDIR BUS_ADDRESS BOARDS IDLE SESSION
+"""
+import glob
+import json
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+
+mwgated, mwctl, work, bus_address = sys.argv[1:5]
+boards, idle_seconds, session_seconds = (int(v) for v in sys.argv[5:8])
+tick = os.sysconf("SC_CLK_TCK")
+config = os.path.join(work, "etc", "mwgated.toml")
+documents = os.path.join(work, "documents")
+
+
+def environment(notify_path):
+    env = dict(os.environ)
+    # WATCHDOG_USEC as the unit gives it (WatchdogSec=30): the daemon feeds it at half that.
+    env.update(NOTIFY_SOCKET=notify_path, WATCHDOG_USEC="30000000", STATE_DIRECTORY=os.path.join(work, "state"),
+               RUNTIME_DIRECTORY=os.path.join(work, "run"), CONFIGURATION_DIRECTORY=os.path.join(work, "etc"))
+    env.pop("JOURNAL_STREAM", None)
+    return env
+
+
+def mwctl_json(*args):
+    try:
+        out = subprocess.run([mwctl, *args, "--json"], capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        return None
+    return json.loads(out.stdout) if out.returncode == 0 and out.stdout.strip() else None
+
+
+def board_rows():
+    status = mwctl_json("status") or {}
+    return status.get("boards", [])
+
+
+def threads_cpu_and_switches(pid):
+    """(run time ns of every live thread, voluntary + nonvoluntary switches of every live thread)."""
+    run_ns, switches = 0, 0
+    for task in glob.glob(f"/proc/{pid}/task/*"):
+        try:
+            with open(f"{task}/schedstat") as f:
+                run_ns += int(f.read().split()[0])
+            with open(f"{task}/status") as f:
+                for line in f:
+                    if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+                        switches += int(line.split()[1])
+        except OSError:
+            continue
+    return run_ns, switches
+
+
+def switches_by_thread(pid):
+    """Context switches of each live thread, by thread name (to see who wakes up)."""
+    out = {}
+    for task in glob.glob(f"/proc/{pid}/task/*"):
+        try:
+            with open(f"{task}/comm") as f:
+                name = f.read().strip()
+            with open(f"{task}/status") as f:
+                n = sum(int(line.split()[1]) for line in f
+                        if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")))
+        except OSError:
+            continue
+        out[f"{name}/{os.path.basename(task)}"] = n
+    return out
+
+
+def stat_cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / tick
+
+
+def write_bytes(pid):
+    with open(f"/proc/{pid}/io") as f:
+        for line in f:
+            if line.startswith("write_bytes:"):
+                return int(line.split()[1])
+    return 0
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def notifications_delivered():
+    total = 0
+    for index in range(boards):
+        out = subprocess.run(["busctl", f"--address={bus_address}", "--json=short", "call", "io.mwgate.Simulator",
+                              "/io/mwgate/Simulator1", "io.mwgate.Simulator1", "GetStats", "u", str(index)],
+                             capture_output=True, text=True, timeout=30)
+        if out.returncode != 0:
+            return None
+        stats = json.loads(out.stdout)["data"][0]
+        total += int(stats["NotificationsDelivered"]["data"])
+    return total
+
+
+def directory_bytes(path):
+    total = 0
+    for root, _, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.path.getsize(os.path.join(root, name))
+            except OSError:
+                pass
+    return total
+
+
+def wait_ready(sock, process, limit=60.0):
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        sock.settimeout(0.2)
+        try:
+            message = sock.recv(4096).decode(errors="replace")
+        except socket.timeout:
+            if process.poll() is not None:
+                return False
+            continue
+        if "READY=1" in message.split("\n"):
+            return True
+    return False
+
+
+notify_path = os.path.join(work, "notify.sock")
+sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+sock.bind(notify_path)
+process = subprocess.Popen([mwgated, "--config", config], env=environment(notify_path),
+                           stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "mwgated.log"), "w"))
+try:
+    if not wait_ready(sock, process):
+        sys.exit("endurance: mwgated did not become ready:\n" + open(os.path.join(work, "mwgated.log")).read()[-2000:])
+    pid = process.pid
+    # Connected: every board past its handshake (idle with sensors off, or streaming).
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        rows = board_rows()
+        if sum(1 for b in rows if b.get("state", "").split(" ")[0] in ("streaming", "idle")) >= boards:
+            break
+        time.sleep(0.5)
+    print("board_states=" + ",".join(b.get("state", "?").split(" ")[0] for b in board_rows()))
+    time.sleep(5)  # handshake stragglers, first battery reads
+
+    # 1. Idle.
+    watchdog_pings = 0
+    sock.settimeout(0)
+    try:
+        while True:
+            sock.recv(4096)
+    except (BlockingIOError, socket.timeout):
+        pass
+    n0 = notifications_delivered()
+    run0, sw0 = threads_cpu_and_switches(pid)
+    by_thread0 = switches_by_thread(pid)
+    st0 = stat_cpu_seconds(pid)
+    t0 = time.monotonic()
+    rss = []
+    while time.monotonic() - t0 < idle_seconds:
+        rss.append(rss_kib(pid))
+        sock.settimeout(1.0)
+        try:
+            if "WATCHDOG=1" in sock.recv(4096).decode(errors="replace").split("\n"):
+                watchdog_pings += 1
+        except socket.timeout:
+            pass
+    elapsed = time.monotonic() - t0
+    run1, sw1 = threads_cpu_and_switches(pid)
+    by_thread1 = switches_by_thread(pid)
+    st1 = stat_cpu_seconds(pid)
+    n1 = notifications_delivered()
+    print(f"idle_window_s={elapsed:.1f}")
+    print(f"idle_cpu_ms_per_s={(run1 - run0) / 1e6 / elapsed:.3f}")
+    print(f"idle_stat_cpu_ms_per_s={(st1 - st0) * 1000 / elapsed:.2f}")
+    print(f"idle_wakeups_per_s={(sw1 - sw0) / elapsed:.2f}")
+    print(f"idle_watchdog_pings={watchdog_pings}")
+    busiest = sorted(((by_thread1[k] - by_thread0.get(k, 0), k) for k in by_thread1), reverse=True)[:6]
+    print("idle_wakeups_by_thread=" + ", ".join(f"{k} {n / elapsed:.2f}/s" for n, k in busiest if n > 0))
+    print(f"idle_threads={len(os.listdir(f'/proc/{pid}/task'))}")
+    print(f"idle_rss_kib={sorted(rss)[len(rss) // 2] if rss else 0}")
+    if n0 is not None and n1 is not None:
+        print(f"idle_notifications_per_min={(n1 - n0) * 60 / elapsed:.1f}")
+
+    # 2. Session start to first sample (status polled as fast as mwctl answers).
+    before_docs = directory_bytes(documents)
+    wb0 = write_bytes(pid)
+    t_start = time.monotonic()
+    started = subprocess.run([mwctl, "session", "start"], capture_output=True, text=True, timeout=30)
+    if started.returncode != 0:
+        sys.exit(f"endurance: session start failed: {started.stderr}")
+    first, all_boards = None, None
+    while time.monotonic() - t_start < 10 and all_boards is None:
+        counts = [b.get("gyroSamplesInSession", 0) for b in board_rows()]
+        now = time.monotonic() - t_start
+        if first is None and any(c > 0 for c in counts):
+            first = now
+        if len(counts) >= boards and all(c > 0 for c in counts):
+            all_boards = now
+    print(f"first_sample_ms={first * 1000:.0f}" if first is not None else "first_sample_ms=nan")
+    print(f"all_boards_first_sample_ms={all_boards * 1000:.0f}" if all_boards is not None else "all_boards_first_sample_ms=nan")
+
+    # 3. Recording.
+    time.sleep(max(0, session_seconds - (time.monotonic() - t_start)))
+    rss_session = rss_kib(pid)
+    subprocess.run([mwctl, "session", "stop"], capture_output=True, text=True, timeout=180)
+    # The sink drains what the seals queued (the stop seals the last chunks).
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        backlog = ((mwctl_json("status") or {}).get("backlog") or {})
+        if backlog.get("documents", 1) == 0:
+            break
+        time.sleep(1)
+    time.sleep(2)
+    wb1 = write_bytes(pid)
+    docs = directory_bytes(documents) - before_docs
+    db = sqlite3.connect(f"file:{os.path.join(work, 'state', 'buffer.sqlite')}?mode=ro", uri=True)
+    session_id, points = db.execute("SELECT id, point_count FROM sessions ORDER BY started_at DESC LIMIT 1").fetchone()
+    # A session the stop did not reach (a daemon too slow to answer) counts its sealed points.
+    points = points or db.execute("SELECT coalesce(sum(point_count), 0) FROM chunks WHERE session_id = ?", (session_id,)).fetchone()[0]
+    stored = db.execute("SELECT coalesce(sum(size), 0) FROM chunks WHERE session_id = ?", (session_id,)).fetchone()[0]
+    db.close()
+    print(f"session_s={session_seconds}")
+    print(f"session_rss_kib={rss_session}")
+    print(f"samples={points}")
+    print(f"write_bytes={wb1 - wb0}")
+    print(f"document_bytes={docs}")
+    print(f"buffer_stored_bytes={stored}")
+finally:
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
