@@ -103,6 +103,16 @@ final class GatewayHarness: @unchecked Sendable {
         }
     }
 
+    /// Whether board `index`'s gyro and accelerometer are off within 10 s.
+    func sensorsTurnOff(_ index: Int) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try await !simulator.sensorsOff(index) {
+            guard ContinuousClock.now < deadline else { return false }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return true
+    }
+
     /// Whether board `index`'s gyro and accelerometer are off (not sampling).
     func sensorsOff(_ index: Int) async throws -> Bool {
         try await simulator.sensorsOff(index)

@@ -112,7 +112,8 @@ struct GatewayPipelineTests {
     /// reconnects, still silent) is lost once and back once, and never reported streaming
     /// while no samples arrive (the journal's board lost / connected events follow these edges).
     @Test func aSilentBoardIsLostOnceAndBackOnceAndNeverStreamingWithoutSamples() async throws {
-        try await GatewayHarness.with(mode: .manual, gnss: false) { h in
+        // Streaming outside a session: the stream watchdog runs only while the sensors stream.
+        try await GatewayHarness.with(mode: .manual, gnss: false, streamBetweenSessions: true) { h in
             try await h.eventually("both boards streaming") { s in s.boards.count == 2 && s.boards.allSatisfy(\.isStreaming) }
             let board = h.addresses[0].rawValue
             let updates = await h.gateway.pipeline.statusUpdates()
@@ -204,7 +205,8 @@ struct GatewayPipelineTests {
                 let accepted = try #require(stopped.boards.first { $0.address == address.rawValue }).gyroSamplesInSession
                 #expect(dataset.points.filter { $0.board == address.rawValue }.count == accepted)
             }
-            for index in 0..<2 { #expect(try await h.sensorsOff(index)) }
+            // The stop commands follow the idle state on the link.
+            for index in 0..<2 { #expect(try await h.sensorsTurnOff(index)) }
 
             // The button of an idle board starts a session, and its boards stream.
             try await h.simulator.pressButton(1)

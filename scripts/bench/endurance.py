@@ -187,6 +187,9 @@ try:
     elapsed = time.monotonic() - t0
     run1, sw1 = threads_cpu_and_switches(pid)
     by_thread1 = switches_by_thread(pid)
+    # Threads that ended in the window took their counts with them: count the threads alive
+    # at the end, from their start values (0 for threads born in the window).
+    sw1, sw0 = sum(by_thread1.values()), sum(by_thread0.get(k, 0) for k in by_thread1)
     st1 = stat_cpu_seconds(pid)
     n1 = notifications_delivered()
     print(f"idle_window_s={elapsed:.1f}")
