@@ -3,7 +3,7 @@ SWIFT ?= swift
 SWIFT_FLAGS ?=
 BENCH_DIR ?= bench-results
 
-.PHONY: all deps build release test fuzz bench demo deb clean cli-docs mwctl-static soak orderfile
+.PHONY: all deps build release test test-bluez fuzz bench demo deb clean cli-docs mwctl-static soak orderfile
 
 all: build
 
@@ -20,6 +20,14 @@ release: deps
 test: deps
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	scripts/run-tests.sh $(SWIFT_FLAGS)
+
+# The real-BlueZ scenarios (`make test MWGATE_BLUEZ_VM=1` adds them as its last pass): mwgated and mwctl from the
+# debug build inside a qemu VM with Debian's kernel and bluetoothd 5.66, boards as
+# `mwsim --peripheral` (docs/bluez-vm.md). BLUEZ_GROUPS="discovery session": some groups.
+BLUEZ_GROUPS ?=
+test-bluez: deps
+	$(SWIFT) build $(SWIFT_FLAGS)
+	MWGATE_BIN=$$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS)) scripts/vm/test-bluez.py $(BLUEZ_GROUPS)
 
 # Every area's benchmark in one go on a release build (and mwgated/mwctl as packaged, static
 # Swift runtime), beside their peers; writes docs/benchmarks.md (+ SVG plots in

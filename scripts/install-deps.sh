@@ -23,6 +23,9 @@ packages=(
     # benchmarks: the python peers we compare against; valgrind profiles mwgated for its link
     # order (make orderfile)
     python3-pip python3-venv python3-requests python3-psycopg2 valgrind
+    # the real-BlueZ VM (make test-bluez, scripts/vm/): qemu under TCG, a Debian root file system
+    # built without loop mounts, Debian's kernel unpacked and its modules indexed, the initramfs
+    qemu-system-x86 debootstrap e2fsprogs kmod cpio xz-utils binutils
 )
 
 # Google's Firestore emulator is not in Debian: it comes from Google's Cloud SDK apt repository

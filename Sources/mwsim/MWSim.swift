@@ -88,6 +88,20 @@ struct MWSim: AsyncParsableCommand {
             help: "Board index whose advertisement carries no service UUID (a UUID discovery filter never matches it); repeatable.")
     var noAdvertisedUUID: [Int] = []
 
+    @Option(name: .customLong("peripheral"), help: ArgumentHelp(
+        "Be a real BLE peripheral on this adapter of the system's bluetoothd (hci1, ...); repeat for more boards.",
+        discussion: "See 'Peripheral mode' above."))
+    var peripheralAdapters: [String] = []
+
+    @Flag(name: .customLong("no-service-uuid"), help: "Peripheral mode: advertise without the MetaWear service UUID.")
+    var withoutServiceUUID = false
+
+    @Option(name: .customLong("ignore-central"), help: "Peripheral mode: a central address that is not the gateway (a spare controller's dummy link); repeatable.")
+    var ignoredCentrals: [String] = []
+
+    @Flag(name: .customLong("no-device-information"), help: "Peripheral mode: offer no Device Information service (180A).")
+    var withoutDeviceInformation = false
+
     func validate() throws {
         guard boards >= 0 && boards <= 64 else { throw ValidationError("--boards must be within 0...64") }
         guard SimulatorConfiguration.Model(rawValue: model) != nil else {
@@ -105,6 +119,10 @@ struct MWSim: AsyncParsableCommand {
         let environmentBus = getenv("DBUS_SYSTEM_BUS_ADDRESS").map { String(cString: $0) }
         guard let address = bus ?? environmentBus, !address.isEmpty else {
             throw ValidationError("no bus: pass --bus or set DBUS_SYSTEM_BUS_ADDRESS")
+        }
+        if !peripheralAdapters.isEmpty {
+            try await runPeripherals(busAddress: address)
+            return
         }
         var configuration = SimulatorConfiguration(busAddress: address, boards: boards,
                                                    model: SimulatorConfiguration.Model(rawValue: model) ?? .metamotionR)
@@ -137,7 +155,7 @@ struct MWSim: AsyncParsableCommand {
     }
 
     /// Returns on SIGTERM, SIGINT or after `seconds`.
-    private func waitForTermination(_ seconds: Double?) async {
+    func waitForTermination(_ seconds: Double?) async {
         let (stream, continuation) = AsyncStream.makeStream(of: Void.self)
         var sources: [any DispatchSourceSignal] = []
         for signalNumber in [SIGTERM, SIGINT] {

@@ -1,0 +1,325 @@
+import DBus
+import MetaWearBoardModel
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A simulated MetaWear board as a real BLE peripheral: the board model behind a GATT
+/// application and an LE advertisement registered with bluetoothd's own `GattManager1` and
+/// `LEAdvertisingManager1` on one adapter (bluez-dbus.md §1.3, real-bluez-vm.md). bluetoothd
+/// then serves the board's side of the link, so a central on another adapter talks to the
+/// real kernel and bluetoothd and gets its answers from ``SimulatedBoard``.
+///
+/// Faults are driven from outside through ``Command``s (the test's hand on the board).
+public actor GATTPeripheral {
+    /// What a test can do to the board.
+    public enum Command: Sendable, Equatable {
+        /// The board ends the link (state kept, as after `FE 06`).
+        case disconnect
+        /// The board stops sending for `seconds`, then the link drops (supervision timeout).
+        case silence(seconds: Double)
+        /// Power off and on: the link drops, the board's runtime state is reset.
+        case powerCycle
+        /// The board is taken away: link dropped, no more advertising until ``restore``.
+        case remove
+        /// The board is back in range.
+        case restore
+        /// A press and release of the button.
+        case pressButton
+    }
+
+    /// How the board presents itself.
+    public struct Options: Sendable {
+        /// Adapter the board lives on (`hci1`), never the gateway's.
+        public var adapter: String
+        /// Board identity and modules.
+        public var profile: BoardProfile
+        /// Seed of the deterministic signal (``SimulatedBoard/signal(_:seed:index:)``).
+        public var seed: UInt32
+        /// Whether the advertisement carries the MetaWear service UUID (some firmware does not).
+        public var advertisesServiceUUID = true
+        /// Whether the Device Information service (180A) is offered.
+        public var offersDeviceInformation = true
+        /// Addresses of centrals that are not the gateway (a spare controller's dummy link,
+        /// see real-bluez-vm.md §6): their links neither stop advertising nor carry faults.
+        public var ignoredCentrals: Set<String> = []
+        /// Receives one line per event worth logging.
+        public var log: @Sendable (String) -> Void
+
+        /// A board of `profile` on `adapter`.
+        public init(adapter: String, profile: BoardProfile, seed: UInt32, log: @escaping @Sendable (String) -> Void) {
+            self.adapter = adapter
+            self.profile = profile
+            self.seed = seed
+            self.log = log
+        }
+    }
+
+    static let gattManager = "org.bluez.GattManager1"
+    static let advertisingManager = "org.bluez.LEAdvertisingManager1"
+    static let advertisementInterface = "org.bluez.LEAdvertisement1"
+    static let serviceInterface = BlueZSimulator.serviceInterface
+    static let characteristicInterface = BlueZSimulator.characteristicInterface
+    static let deviceInterface = BlueZSimulator.deviceInterface
+
+    let options: Options
+    let rootPath: DBusObjectPath
+    private let adapterPath: DBusObjectPath
+    private let clock = ContinuousClock()
+    private let epoch: ContinuousClock.Instant
+    private var board: SimulatedBoard
+    private var bus: DBusConnection?
+    /// The central's device object on our adapter, learnt from bluetoothd's calls.
+    private var central: DBusObjectPath?
+    private var notifying = false
+    private var advertising = false
+    private var removed = false
+    private var silentUntil: ContinuousClock.Instant?
+    private var sent = SentSampleLog()
+
+    /// A peripheral for `options`; nothing is registered until ``run(commands:)``.
+    public init(options: Options) throws {
+        self.options = options
+        rootPath = try DBusObjectPath("/io/mwgate/peripheral/\(options.adapter)")
+        adapterPath = try DBusObjectPath("/org/bluez/\(options.adapter)")
+        board = SimulatedBoard(profile: options.profile, seed: options.seed)
+        epoch = clock.now
+    }
+
+    /// Registers the board on the system bus (`address`) and serves it until `commands` ends
+    /// or the task is cancelled; then unregisters and prints what was sent.
+    public func run(busAddress address: String, commands: AsyncStream<Command>) async throws {
+        let bus = try await DBusConnection(address: address)
+        self.bus = bus
+        defer { bus.close() }
+        try await exportApplication(on: bus)
+        let owners = try await bus.nameOwnerChanged(name: "org.bluez")
+        try await registerApplication()
+        let links = try await bus.signals(matching: DBusMatchRule(sender: "org.bluez", interface: DBusStandardInterface.properties,
+                                                                 member: "PropertiesChanged", pathNamespace: adapterPath,
+                                                                 arguments: [0: Self.deviceInterface]))
+        log("registered \(options.profile.name) on \(options.adapter) (service UUID advertised: "
+            + "\(options.advertisesServiceUUID), Device Information: \(options.offersDeviceInformation))")
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.stream() }
+            group.addTask { await self.advertise() }
+            group.addTask {
+                do {
+                    for try await signal in links { await self.linkChanged(signal) }
+                } catch {}
+            }
+            group.addTask {
+                do {
+                    for try await change in owners where !change.newOwner.isEmpty { await self.bluetoothdRestarted() }
+                } catch {}
+            }
+            for await command in commands { await apply(command) }
+            group.cancelAll()
+        }
+        log("stopped; sent gyro samples \(sent.summary)")
+    }
+
+    private func registerApplication() async throws {
+        guard let bus else { return }
+        _ = try await bus.call(destination: "org.bluez", path: adapterPath, interface: Self.gattManager,
+                               member: "RegisterApplication",
+                               arguments: [.objectPath(rootPath), .dictionary(key: .string, value: .variant, [])],
+                               timeout: .seconds(10))
+    }
+
+    /// A new bluetoothd knows nothing of us: the link is gone; register again.
+    func bluetoothdRestarted() async {
+        log("bluetoothd restarted; registering again")
+        linkDown()
+        advertising = false
+        for _ in 0..<20 {
+            do {
+                try await registerApplication()
+                return
+            } catch {
+                // The new daemon exports its adapters a moment after taking the name.
+                try? await Task.sleep(for: .milliseconds(250))
+            }
+        }
+        log("could not register with the new bluetoothd")
+    }
+
+    // MARK: Commands
+
+    func apply(_ command: Command) async {
+        log("command \(command)")
+        switch command {
+        case .disconnect:
+            await dropLink()
+        case .silence(let seconds):
+            silentUntil = clock.now + .milliseconds(Int64(seconds * 1000))
+            try? await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
+            silentUntil = nil
+            await dropLink()
+        case .powerCycle:
+            board = SimulatedBoard(profile: options.profile, seed: options.seed)
+            sent.boardReset()
+            await dropLink()
+        case .remove:
+            removed = true
+            await stopAdvertising()
+            await dropLink()
+        case .restore:
+            removed = false
+        case .pressButton:
+            advanceBoard()
+            for bytes in board.pressButton() + board.releaseButton() { notify(bytes) }
+        }
+    }
+
+    private func dropLink() async {
+        guard let central, let bus else { log("no link to drop"); return }
+        do {
+            _ = try await bus.call(destination: "org.bluez", path: central, interface: Self.deviceInterface,
+                                   member: "Disconnect", timeout: .seconds(5))
+        } catch {
+            log("Disconnect of \(central) failed: \(error)")
+        }
+        linkDown()
+    }
+
+    private func linkDown() {
+        if central != nil {
+            log("link closed; gyro sampling: \(board.state(.gyro).isSampling ? "yes" : "no")")
+        }
+        central = nil
+        notifying = false
+    }
+
+    /// bluetoothd's view of the link, from `Device1.Connected` of the central's device object.
+    func linkChanged(_ signal: DBusSignal) {
+        guard let change = try? DBusPropertiesChanged(signal), change.path != adapterPath,
+              let connected = change.changed["Connected"]?.unwrappingVariants,
+              !isIgnored(change.path)
+        else { return }
+        if connected == .boolean(true) {
+            central = change.path
+            log("link up from \(change.path)")
+        } else if central == nil || central == change.path {
+            log("link down from \(change.path)")
+            linkDown()
+        }
+    }
+
+    /// BlueZ names a device object `dev_` + its address with `_` for `:`.
+    private func isIgnored(_ device: DBusObjectPath) -> Bool {
+        options.ignoredCentrals.contains { address in
+            device.rawValue.hasSuffix("/dev_" + String(address.uppercased().map { $0 == ":" ? "_" : $0 }))
+        }
+    }
+
+    // MARK: Streaming
+
+    private func nanosecondsNow() -> UInt64 {
+        let (seconds, attoseconds) = (clock.now - epoch).components
+        return UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
+    }
+
+    private func advanceBoard() {
+        for notification in board.advance(to: nanosecondsNow()) { notify(notification.bytes) }
+    }
+
+    /// Every 10 ms, the samples the board produced meanwhile (the board streams on whether
+    /// anyone listens, as a real one does).
+    private func stream() async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(10))
+            advanceBoard()
+        }
+    }
+
+    /// `13 05` carries single gyro samples on a BMI160, `13 04` on a BMI270 (metawear-protocol.md §4).
+    private var singleGyroRegister: UInt8 { options.profile.chip == .bmi160 ? 0x05 : 0x04 }
+
+    private func notify(_ bytes: [UInt8]) {
+        if let silentUntil, clock.now < silentUntil { return }
+        guard notifying, let bus else { return }
+        if bytes.count == 8, bytes[0] == 0x13, bytes[1] == singleGyroRegister {
+            var now = timespec()
+            clock_gettime(CLOCK_REALTIME, &now)
+            sent.record(x: UInt16(bytes[2]) | UInt16(bytes[3]) << 8, at: Double(now.tv_sec) + Double(now.tv_nsec) / 1e9)
+        }
+        try? bus.emitPropertiesChanged(path: notifyPath, interface: Self.characteristicInterface,
+                                       changed: ["Value": .array(element: .byte, bytes.map { .byte($0) })])
+    }
+
+    // MARK: Advertising
+
+    /// btvirt reports an advertisement once per advertising enable, so a scanner that starts
+    /// later never sees it: while no central is connected, advertise afresh every second.
+    private func advertise() async {
+        while !Task.isCancelled {
+            if central == nil && !removed {
+                await stopAdvertising()
+                await startAdvertising()
+            } else if central != nil && advertising {
+                await stopAdvertising()
+            }
+            try? await Task.sleep(for: .seconds(1))
+        }
+        await stopAdvertising()
+    }
+
+    private func startAdvertising() async {
+        guard let bus else { return }
+        do {
+            _ = try await bus.call(destination: "org.bluez", path: adapterPath, interface: Self.advertisingManager,
+                                   member: "RegisterAdvertisement",
+                                   arguments: [.objectPath(advertisementPath), .dictionary(key: .string, value: .variant, [])],
+                                   timeout: .seconds(5))
+            advertising = true
+        } catch {
+            log("RegisterAdvertisement failed: \(error)")
+        }
+    }
+
+    private func stopAdvertising() async {
+        guard advertising, let bus else { return }
+        advertising = false
+        _ = try? await bus.call(destination: "org.bluez", path: adapterPath, interface: Self.advertisingManager,
+                                member: "UnregisterAdvertisement", arguments: [.objectPath(advertisementPath)],
+                                timeout: .seconds(5))
+    }
+
+    // MARK: Characteristic methods
+
+    func write(_ bytes: [UInt8], options callOptions: [String: DBusValue]) async {
+        noteCentral(callOptions)
+        advanceBoard()
+        let result = board.write(bytes)
+        for reply in result.notifications { notify(reply) }
+        guard let effect = result.linkEffect else { return }
+        if effect != .disconnect { sent.boardReset() }
+        log("board ends the link (\(effect))")
+        await dropLink()
+    }
+
+    func startNotify() {
+        notifying = true
+        log("notifications on")
+    }
+
+    func stopNotify() {
+        notifying = false
+        log("notifications off")
+    }
+
+    func readDeviceInformation(_ short: UInt16) -> [UInt8] {
+        Array((board.readDeviceInformation(short) ?? "").utf8)
+    }
+
+    func readBatteryLevel() -> [UInt8] { [board.batteryPercent] }
+
+    private func noteCentral(_ callOptions: [String: DBusValue]) {
+        if central == nil, case .objectPath(let device)? = callOptions["device"]?.unwrappingVariants {
+            central = device
+        }
+    }
+
+    func log(_ line: String) { options.log("mwsim peripheral \(options.adapter): \(line)") }
+}

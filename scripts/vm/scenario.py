@@ -1,0 +1,582 @@
+#!/usr/bin/python3
+"""The real-BlueZ scenarios, run as root inside the VM (scripts/vm/vm-init.sh starts this once
+the system bus, btvirt's controllers and bluetoothd are up). Boards are `mwsim --peripheral`
+on hci1, hci2 (the board model behind bluetoothd's GattManager1); mwgated and mwctl run as the
+gateway's user with the packaged D-Bus policy. Every check appends one line to
+/results/checks.json: {"name", "passed", "message"}. The argument names a group of scenarios
+(see GROUPS at the end); the host side (scripts/vm/test-bluez.py) prints the verdicts.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import dbus
+
+from board_signal import simulator_signal
+
+RESULTS = "/results"
+SYSTEM_BUS = "unix:path=/run/dbus/system_bus_socket"
+GYRO_SCALE = 16.4  # LSB per °/s at ±2000 °/s (mwgated's default range)
+METAWEAR_NOTIFY = "326a9006-85cb-9195-d9dd-464cfbbae75a"
+BOARD_SEEDS = {0: 1, 1: 2}  # mwsim --peripheral: board N's signal seed is N + 1
+
+
+def log(message):
+    print(f"{time.time():.3f} scenario: {message}", flush=True)
+
+
+class Checks:
+    def __init__(self, group):
+        self.group = group
+        self.path = os.path.join(RESULTS, "checks.json")
+
+    def metric(self, name, value):
+        """A measured number for the benchmark (scripts/bench/bluez.sh), one JSON line each."""
+        log(f"metric {name} = {value}")
+        with open(os.path.join(RESULTS, "metrics.json"), "a") as f:
+            f.write(json.dumps({"group": self.group, "name": name, "value": value}) + "\n")
+
+    def record(self, name, passed, message):
+        log(f"{'PASS' if passed else 'FAIL'} {name}: {message}")
+        with open(self.path, "a") as f:
+            f.write(json.dumps({"group": self.group, "name": name, "passed": bool(passed), "message": message}) + "\n")
+
+
+def bluez_objects():
+    bus = dbus.SystemBus()
+    manager = dbus.Interface(bus.get_object("org.bluez", "/"), "org.freedesktop.DBus.ObjectManager")
+    return manager.GetManagedObjects()
+
+
+def adapter_address(name):
+    return str(bluez_objects()[dbus.ObjectPath(f"/org/bluez/{name}")]["org.bluez.Adapter1"]["Address"])
+
+
+def power(name, on=True):
+    bus = dbus.SystemBus()
+    props = dbus.Interface(bus.get_object("org.bluez", f"/org/bluez/{name}"), "org.freedesktop.DBus.Properties")
+    props.Set("org.bluez.Adapter1", "Powered", dbus.Boolean(on))
+
+
+def wait_for(what, predicate, timeout, interval=0.5):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            value = predicate()
+        except Exception:  # the daemon or bluetoothd may be between states
+            value = None
+        if value:
+            return value
+        time.sleep(interval)
+    log(f"gave up waiting for {what} after {timeout} s")
+    return None
+
+
+class Boards:
+    """mwsim --peripheral, one board per adapter; commands go to its standard input."""
+
+    def __init__(self, adapters, *flags, model="mixed"):
+        self.adapters = adapters
+        self.addresses = [adapter_address(a) for a in adapters]
+        argv = ["/mwgate/mwsim", "--bus", SYSTEM_BUS, "--quiet", "--model", model, *flags]
+        for adapter in adapters:
+            argv += ["--peripheral", adapter]
+        self.log = open(os.path.join(RESULTS, "mwsim.log"), "a")
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=self.log, stderr=self.log, text=True)
+        log(f"boards {self.addresses} on {adapters} ({' '.join(flags) or 'defaults'})")
+        registered = wait_for("boards registered", lambda: self.proc.poll() is not None or open(
+            os.path.join(RESULTS, "mwsim.log")).read().count("registered") >= len(adapters), 30, interval=0.2)
+        if self.proc.poll() is not None or not registered:
+            raise RuntimeError(f"mwsim --peripheral did not register its boards: "
+                               f"{open(os.path.join(RESULTS, 'mwsim.log')).read()[-500:]}")
+
+    def command(self, board, verb):
+        log(f"board {board}: {verb}")
+        self.proc.stdin.write(f"{board} {verb}\n")
+        self.proc.stdin.flush()
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+
+
+class Gateway:
+    """mwgated as the mwgate user with the packaged policy, plus mwctl as root."""
+
+    def __init__(self, name, boards_toml, session_mode="manual"):
+        self.name = name
+        config = f"""[boards]
+{boards_toml}
+gyro_rate = 100
+
+[gnss]
+source = "none"
+
+[session]
+mode = "{session_mode}"
+
+[log]
+level = "debug"
+
+[sink]
+type = "directory"
+
+[sink.directory]
+path = "/var/lib/mwgate/outbox"
+"""
+        with open("/etc/mwgate/mwgated.toml", "w") as f:
+            f.write(config)
+        self.logfile = open(os.path.join(RESULTS, f"mwgated-{name}.log"), "a")
+        env = {"PATH": "/usr/bin:/bin", "STATE_DIRECTORY": "/var/lib/mwgate", "CONFIGURATION_DIRECTORY": "/etc/mwgate"}
+        # setpriv execs mwgated itself, so SIGTERM reaches it directly and its exit is timed.
+        self.proc = subprocess.Popen(["setpriv", "--reuid=mwgate", "--regid=mwgate", "--init-groups", "/mwgate/mwgated",
+                                      "--config", "/etc/mwgate/mwgated.toml"],
+                                     stdout=self.logfile, stderr=self.logfile, env=env)
+        self.started = time.time()
+        log(f"mwgated ({name}) started: {boards_toml.strip()}")
+
+    def ctl(self, *argv, timeout=30):
+        result = subprocess.run(["/mwgate/mwctl", *argv], capture_output=True, text=True, timeout=timeout)
+        return result
+
+    def status(self):
+        result = self.ctl("status", "--json")
+        if result.returncode != 0:
+            return None
+        return json.loads(result.stdout)
+
+    def board(self, address):
+        status = self.status()
+        if not status:
+            return None
+        for b in status["boards"]:
+            if b["address"].upper() == address.upper():
+                return b
+        return None
+
+    def wait_streaming(self, address, timeout):
+        return wait_for(f"{address} streaming",
+                        lambda: (lambda b: b if b and b["streaming"] and b["gyroSamplesReceived"] > 0 else None)(
+                            self.board(address)), timeout)
+
+    def stop(self, grace=10):
+        """SIGTERM; returns seconds until exit (None when it had to be killed)."""
+        if self.proc.poll() is not None:
+            return 0.0
+        t0 = time.time()
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(grace)
+            took = time.time() - t0
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            took = None
+        self.logfile.close()
+        return took
+
+
+def device_connected(address):
+    for path, interfaces in bluez_objects().items():
+        device = interfaces.get("org.bluez.Device1")
+        if device and str(device["Address"]).upper() == address.upper() and str(device["Adapter"]) == "/org/bluez/hci0":
+            return bool(device["Connected"])
+    return False
+
+
+def notify_state(address):
+    """(Notifying, NotifyAcquired) of the MetaWear notify characteristic of the gateway's device."""
+    objects = bluez_objects()
+    for path, interfaces in objects.items():
+        chrc = interfaces.get("org.bluez.GattCharacteristic1")
+        if not chrc or str(chrc["UUID"]) != METAWEAR_NOTIFY or not str(path).startswith("/org/bluez/hci0/"):
+            continue
+        service = str(chrc["Service"])
+        device = objects[dbus.ObjectPath(service.rsplit("/", 1)[0])]["org.bluez.Device1"]
+        if str(device["Address"]).upper() == address.upper():
+            return bool(chrc.get("Notifying", False)), bool(chrc.get("NotifyAcquired", False))
+    return None
+
+
+def documents():
+    outbox = "/var/lib/mwgate/outbox"
+    docs = []
+    for root, _, files in os.walk(outbox):
+        for name in files:
+            if name.endswith(".json"):
+                with open(os.path.join(root, name)) as f:
+                    try:
+                        docs.append(json.load(f))
+                    except ValueError:
+                        pass
+    return docs
+
+
+def check_samples(docs, address, seed, session_id=None, resets=False):
+    """Sample by sample against the model's signal: returns (count, duplicates, reordered,
+    mismatched, gaps) where gaps are (first missing index, how many). With `resets`, a board
+    whose numbering starts again near 0 (power cycle) begins a new run instead of counting as
+    reordered."""
+    mine = [d for d in docs if str(d.get("board", "")).upper() == address.upper()
+            and (session_id is None or d.get("session") == session_id)]
+    mine.sort(key=lambda d: (d.get("session", ""), d.get("seq", 0)))
+    points = [p for d in mine for p in d.get("data", []) if p.get("gyroscope")]
+    count = duplicates = reordered = mismatched = 0
+    gaps = []
+    previous = None
+    full = None
+    for p in points:
+        g = p["gyroscope"]
+        raw = tuple(round(g[k] * GYRO_SCALE) for k in ("x", "y", "z"))
+        low = raw[0] & 0xFFFF
+        if full is None:
+            full = low
+        else:
+            delta = (low - (previous & 0xFFFF)) & 0xFFFF
+            if delta == 0:
+                duplicates += 1
+                continue
+            if resets and low < 2000 and low < (previous & 0xFFFF):
+                full = low
+                delta = 1
+            elif delta >= 0x8000:
+                reordered += 1
+                continue
+            else:
+                full = previous + delta
+            if delta > 1:
+                gaps.append((previous + 1, delta - 1))
+        previous = full
+        count += 1
+        if raw != simulator_signal("gyro", seed, full):
+            mismatched += 1
+    return count, duplicates, reordered, mismatched, gaps
+
+
+# ---------------------------------------------------------------------------------------------
+# Scenario groups: each is one VM boot.
+
+def group_discovery(checks):
+    """(1) allow list + by address, advertisement without the service UUID; (6) re-discovery of
+    a device bluetoothd already knows, and the connect race."""
+    for name in ("hci0", "hci1"):
+        power(name)
+    boards = Boards(["hci1"], "--no-service-uuid", model="metamotion-r")
+    address = boards.addresses[0]
+    gateway = Gateway("allow", f'allow = ["{address}"]')
+    b = gateway.wait_streaming(address, 60)
+    checks.record("discovery: allow list, no service UUID in the advertisement", b is not None,
+                  f"{address} streaming {time.time() - gateway.started:.1f} s after start" if b else
+                  f"{address} (advertising without 326a9000) not streaming within 60 s; boards: "
+                  f"{[x['address'] + ' ' + x['state'] for x in (gateway.status() or {}).get('boards', [])]}")
+    took = gateway.stop()
+    wait_for("link closed", lambda: not device_connected(address), 10)
+    # bluetoothd keeps the device object (and its resolved services); a new daemon must find it.
+    gateway = Gateway("address", f'addresses = ["{address}"]')
+    b = gateway.wait_streaming(address, 60)
+    checks.record("discovery: configured by address, no service UUID, device already known to bluetoothd",
+                  b is not None,
+                  f"streaming {time.time() - gateway.started:.1f} s after start" if b else
+                  f"{address} not streaming within 60 s: {gateway.board(address)}")
+    gateway.stop()
+    boards.stop()
+
+
+def connect_from(adapter, address, timeout=60):
+    """Device1.Connect from `adapter` to `address` (discovering it first); True when connected."""
+    bus = dbus.SystemBus()
+    manager = dbus.Interface(bus.get_object("org.bluez", "/"), "org.freedesktop.DBus.ObjectManager")
+    scanner = dbus.Interface(bus.get_object("org.bluez", f"/org/bluez/{adapter}"), "org.bluez.Adapter1")
+
+    def device_path():
+        for path, interfaces in manager.GetManagedObjects().items():
+            device = interfaces.get("org.bluez.Device1")
+            if device and str(path).startswith(f"/org/bluez/{adapter}/") and str(device["Address"]).upper() == address.upper():
+                return str(path)
+        return None
+    # As mwgated and bleak scan: LE only, every report (btvirt sends one per advertising enable).
+    scanner.SetDiscoveryFilter({"Transport": "le", "DuplicateData": True})
+    scanner.StartDiscovery()
+    path = wait_for(f"{address} seen from {adapter}", device_path, timeout, interval=0.3)
+    scanner.StopDiscovery()
+    if not path:
+        return False
+    device = dbus.Interface(bus.get_object("org.bluez", path), "org.bluez.Device1")
+    for _ in range(5):
+        try:
+            device.Connect(timeout=30)
+            return True
+        except dbus.DBusException as error:
+            log(f"Connect from {adapter} to {address}: {error}")
+            time.sleep(1)
+    return False
+
+
+def group_session(checks):
+    """(2) handshake and a 60 s session at 100 Hz from two boards, checked sample by sample;
+    (3) StartNotify on board 0, whose notify session another client (as bleak would) already
+    holds, so bluetoothd refuses AcquireNotify; AcquireNotify on board 1; (7) Device
+    Information exported: boards named.
+
+    btvirt tells a second peripheral the central's connection handle instead of its own
+    (real-bluez-vm.md §6; emulator/btdev.c le_conn_complete), so the handles must agree: a spare
+    controller (hci3) first holds a dummy link to board 1, and board 1 advertises only once
+    board 0 is connected. Then the gateway's link to board 1 is number 43 on both sides."""
+    adapters = ("hci0", "hci1", "hci2", "hci3")
+    for name in adapters:
+        power(name)
+    seconds = float(os.environ.get("SESSION_SECONDS", "60"))
+    spare = adapter_address("hci3")
+    boards = Boards(["hci1", "hci2"], "--ignore-central", spare, model="mixed")
+    first, second = boards.addresses
+    dummy = connect_from("hci3", second)
+    boards.command(1, "remove")
+    checks.record("session: spare controller's dummy link to board 1 (btvirt handle workaround)", dummy,
+                  f"hci3 -> {second}: {'connected' if dummy else 'not connected'}")
+    # Board 0 first gets a StartNotify session from another client.
+    observer = subprocess.Popen(["python3", "/scenario/notify_observer.py", first],
+                                stdout=open(os.path.join(RESULTS, "observer.log"), "a"), stderr=subprocess.STDOUT)
+    observed = wait_for("observer subscribed", lambda: os.path.exists("/tmp/observer-ready"), 90)
+    gateway = Gateway("session", f'addresses = ["{first}", "{second}"]')
+    ready0 = gateway.wait_streaming(first, 90)
+    boards.command(1, "restore")
+    ready1 = gateway.wait_streaming(second, 90)
+    ready = [ready0, ready1]
+    checks.record("session: handshake of both boards", all(ready),
+                  f"both streaming {time.time() - gateway.started:.1f} s after start" if all(ready) else
+                  f"not streaming within 90 s: {[a for a, r in zip((first, second), ready) if not r]}")
+    paths = [notify_state(a) for a in (first, second)]
+    checks.record("notification path: StartNotify when AcquireNotify is refused",
+                  bool(observed) and paths[0] is not None and paths[0][1] is False and bool(ready[0]),
+                  f"board 0 (Notifying, NotifyAcquired) = {paths[0]}, another client held a notify session: "
+                  f"{bool(observed)}, streaming: {bool(ready[0])}")
+    checks.record("notification path: AcquireNotify where bluetoothd offers it", paths[1] == (True, True),
+                  f"board 1 (Notifying, NotifyAcquired) = {paths[1]}")
+    status = gateway.status() or {"boards": []}
+    models = {b["address"].upper(): b.get("model") for b in status["boards"]}
+    checks.record("Device Information exported: boards named", all(models.get(a.upper()) for a in (first, second)),
+                  f"models {models}")
+    started = gateway.ctl("session", "start")
+    t0 = time.time()
+    cpu0, samples0 = process_cpu(gateway.proc.pid), total_samples(gateway)
+    time.sleep(seconds)
+    cpu1, samples1 = process_cpu(gateway.proc.pid), total_samples(gateway)
+    stopped = gateway.ctl("session", "stop")
+    if samples1 and samples0 is not None and samples1 > samples0:
+        checks.metric("mwgated CPU ms per 1000 samples (recording, 2 boards, StartNotify + AcquireNotify)",
+                      round(1000 * (cpu1 - cpu0) / ((samples1 - samples0) / 1000), 2))
+    wait_for("documents in the outbox", lambda: len(documents()) > 0 and
+             all(check_samples(documents(), a, BOARD_SEEDS[i])[0] >= seconds * 100 * 0.9 for i, a in enumerate((first, second))),
+             60)
+    docs = documents()
+    for index, address in enumerate((first, second)):
+        count, duplicates, reordered, mismatched, gaps = check_samples(docs, address, BOARD_SEEDS[index])
+        expected = seconds * 100
+        ok = count >= expected * 0.97 and not duplicates and not reordered and not mismatched and not gaps
+        checks.record(f"session: board {index} documents sample by sample",
+                      ok, f"{count} samples for {seconds:.0f} s at 100 Hz (session {time.time() - t0:.0f} s), "
+                      f"{duplicates} duplicated, {reordered} out of order, {mismatched} differ from the model, "
+                      f"gaps {gaps[:5]}{'...' if len(gaps) > 5 else ''}; session start: {started.returncode} "
+                      f"{started.stderr.strip()} stop: {stopped.returncode} {stopped.stderr.strip()}")
+    gateway.stop()
+    observer.terminate()
+    observer.wait()
+    if os.environ.get("MWGATE_VM_BENCH"):
+        for path in ("acquire", "start"):
+            probe = subprocess.run(["python3", "/scenario/bleak_probe.py", first, "20", path],
+                                   capture_output=True, text=True, timeout=120)
+            log(f"bleak {path}: {probe.stdout.strip()} {probe.stderr.strip()[-300:]}")
+            try:
+                result = json.loads(probe.stdout.strip().splitlines()[-1])
+                checks.metric(f"bleak CPU ms per 1000 notifications ({'AcquireNotify' if path == 'acquire' else 'StartNotify'})",
+                              round(result["cpu_ms_per_1000"], 2))
+            except (ValueError, IndexError, KeyError):
+                pass
+    boards.stop()
+
+
+def process_cpu(pid):
+    """User + system CPU seconds of a process so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def total_samples(gateway):
+    status = gateway.status()
+    return sum(b["gyroSamplesReceived"] for b in status["boards"]) if status else None
+
+
+def samples_received(gateway, address):
+    b = gateway.board(address)
+    return b["gyroSamplesReceived"] if b else None
+
+
+def seconds_or_never(value):
+    return "never" if value is None else f"{value:.1f} s"
+
+
+def time_to_streaming(gateway, address, timeout):
+    """Seconds until status says streaming and new samples keep arriving, or None."""
+    t0 = time.time()
+    baseline = None
+    while time.time() - t0 < timeout:
+        b = gateway.board(address)
+        if b is not None:
+            count = b["gyroSamplesReceived"]
+            if baseline is not None and b["streaming"] and count > baseline:
+                return time.time() - t0
+            if baseline is None or count < baseline:
+                baseline = count
+        time.sleep(0.25)
+    return None
+
+
+def wait_link(address, up, timeout):
+    """Seconds until the gateway's adapter sees the link up (or down), None on timeout."""
+    t0 = time.time()
+    if wait_for(f"{address} link {'up' if up else 'down'}", lambda: device_connected(address) == up, timeout,
+                interval=0.1):
+        return time.time() - t0
+    return None
+
+
+def group_faults(checks):
+    """(4) link loss (the board disconnects; the board goes silent until the link drops),
+    bluetoothd restarted, board power-cycled, board removed and back; (7) no Device
+    Information service: the board is still named."""
+    for name in ("hci0", "hci1"):
+        power(name)
+    boards = Boards(["hci1"], "--no-device-information", model="metamotion-r")
+    address = boards.addresses[0]
+    gateway = Gateway("faults", f'addresses = ["{address}"]')
+    if not gateway.wait_streaming(address, 90):
+        checks.record("faults: board streaming before the faults", False, f"{gateway.board(address)}")
+        return
+    b = gateway.board(address)
+    checks.record("Device Information hidden: board still named from what is always there",
+                  bool(b.get("model")) and not str(b.get("model")).lower().startswith("unknown"),
+                  f"model shown: {b.get('model')!r} (board is a MetaMotion R without service 180A)")
+    gateway.ctl("session", "start")
+    time.sleep(3)
+
+    def fault(name, action, back_within, settle=2):
+        before = samples_received(gateway, address)
+        t0 = time.time()
+        action()
+        down = wait_link(address, False, 15)
+        back = wait_link(address, True, 30)
+        streaming = time_to_streaming(gateway, address, back_within)
+        total = time.time() - t0
+        checks.record(f"{name}: streaming again", streaming is not None,
+                      f"link down after {seconds_or_never(down)}, back after {seconds_or_never(back)}, "
+                      f"streaming {total:.1f} s after the fault"
+                      if streaming is not None else
+                      f"not streaming within {back_within} s of the link coming back "
+                      f"({gateway.board(address)}, samples before {before})")
+        time.sleep(settle)
+
+    fault("link loss: the board disconnects", lambda: boards.command(0, "disconnect"), 20)
+    fault("link loss: the board goes silent until the link drops", lambda: boards.command(0, "silence 4"), 25)
+
+    def restart_bluetoothd():
+        pid = int(open("/run/bluetoothd.pid").read())
+        os.kill(pid, signal.SIGTERM)
+        for _ in range(50):
+            try:
+                os.kill(pid, 0)
+                time.sleep(0.1)
+            except ProcessLookupError:
+                break
+        proc = subprocess.Popen(["/usr/libexec/bluetooth/bluetoothd", "-n"],
+                                stdout=open(os.path.join(RESULTS, "bluetoothd.log"), "a"), stderr=subprocess.STDOUT)
+        with open("/run/bluetoothd.pid", "w") as f:
+            f.write(str(proc.pid))
+        wait_for("adapters back", lambda: all(power(n) is None for n in ("hci0", "hci1")), 15)
+
+    fault("bluetoothd restarted", restart_bluetoothd, 40)
+    fault("board power-cycled (state reset)", lambda: boards.command(0, "power-cycle"), 30)
+
+    boards.command(0, "remove")
+    gone = wait_link(address, False, 15)
+    lost = wait_for("board reported not streaming", lambda: (lambda b: b is not None and not b["streaming"])(
+        gateway.board(address)), 20)
+    checks.record("board removed: reported, not streaming", bool(lost),
+                  f"link down after {seconds_or_never(gone)}; status {gateway.board(address)}")
+    time.sleep(5)
+    fault("board back in range after removal", lambda: boards.command(0, "restore"), 60)
+    gateway.ctl("session", "stop")
+    wait_for("documents", lambda: documents(), 30)
+    time.sleep(3)
+    count, duplicates, reordered, mismatched, gaps = check_samples(documents(), address, BOARD_SEEDS[0], resets=True)
+    checks.record("faults: documents have no duplicates, no reordering, values as sent",
+                  count > 0 and not duplicates and not reordered and not mismatched,
+                  f"{count} samples, {duplicates} duplicated, {reordered} out of order, {mismatched} differ; "
+                  f"gaps (first index, missing): {gaps}")
+    gateway.stop()
+    boards.stop()
+
+
+def link_closed_and_sensor_stopped(address, since):
+    """After mwgated exited: the link is down within 2 s, and the board says its gyro stopped."""
+    closed = wait_link(address, False, 5)
+    with open(os.path.join(RESULTS, "mwsim.log")) as f:
+        lines = [line for line in f if "link closed; gyro sampling" in line and float(line.split()[0]) >= since]
+    stopped = bool(lines) and lines[-1].strip().endswith("no")
+    return closed, stopped, (lines[-1].strip() if lines else "no link-closed line from the board")
+
+
+def group_stop(checks):
+    """(5) SIGTERM during connect, during the handshake and while recording: exit within 2 s,
+    sensors stopped and links closed."""
+    for name in ("hci0", "hci1"):
+        power(name)
+    boards = Boards(["hci1"], model="metamotion-r")
+    address = boards.addresses[0]
+    for moment, wanted in (("connect", ("connecting",)), ("handshake", ("handshaking", "configuring")),
+                           ("recording", ("streaming",))):
+        wait_link(address, False, 10)
+        gateway = Gateway(f"stop-{moment}", f'addresses = ["{address}"]',
+                          session_mode="always" if moment == "recording" else "manual")
+        state = wait_for(f"state {wanted}", lambda: (lambda b: b["state"] if b and any(
+            w in b["state"] for w in wanted) else None)(gateway.board(address)), 60, interval=0.05)
+        if moment == "recording":
+            time.sleep(3)
+        t0 = time.time()
+        took = gateway.stop(grace=10)
+        closed, stopped, evidence = link_closed_and_sensor_stopped(address, t0)
+        ok = took is not None and took <= 2.0 and closed is not None and closed <= 2.0
+        if moment == "recording":
+            ok = ok and stopped
+        checks.record(f"SIGTERM during {moment}: exit within 2 s, link closed"
+                      + (", sensors stopped" if moment == "recording" else ""), ok,
+                      f"state when signalled: {state!r}; exited after "
+                      f"{f'{took:.2f} s' if took is not None else 'more than 10 s (killed)'}; link "
+                      f"{f'closed {closed:.2f} s after the signal' if closed is not None else 'still up 5 s later'}; "
+                      f"board: {evidence}")
+    boards.stop()
+
+
+GROUPS = {"discovery": group_discovery, "session": group_session, "faults": group_faults, "stop": group_stop}
+
+
+def main():
+    group = sys.argv[1]
+    checks = Checks(group)
+    try:
+        GROUPS[group](checks)
+    except Exception as error:  # a broken scenario is a failed check, never a silent pass
+        import traceback
+        traceback.print_exc()
+        checks.record(f"{group}: scenario ran to the end", False, f"{type(error).__name__}: {error}")
+
+
+if __name__ == "__main__":
+    main()

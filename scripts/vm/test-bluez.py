@@ -1,0 +1,80 @@
+#!/usr/bin/python3
+"""make test-bluez: the real-BlueZ scenarios (docs/bluez-vm.md). Builds the VM cache when
+missing or stale, boots the VM once per scenario group with the host's debug build of mwgated,
+mwctl and mwsim, and prints every check's verdict and a final 'N passed, N failed' line.
+Exit status 1 when any check failed or a group gave no verdicts.
+
+Usage: scripts/vm/test-bluez.py [GROUP ...]   (default: every group)
+Environment: MWGATE_VM_RESULTS (default .build/bluez-vm), SESSION_SECONDS (default 60), and
+those of scripts/vm/run-vm.sh."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+GROUPS = ["discovery", "session", "faults", "stop"]
+SCENARIO_FILES = ["scenario.py", "scenario.sh", "notify_observer.py", "bleak_probe.py"]
+
+
+def run_group(group, out):
+    scenario = os.path.join(out, group, "scenario")
+    results = os.path.join(out, group, "results")
+    shutil.rmtree(os.path.join(out, group), ignore_errors=True)
+    os.makedirs(scenario)
+    os.makedirs(results)
+    for name in SCENARIO_FILES:
+        shutil.copy(os.path.join(HERE, name), scenario)
+    shutil.copy(os.path.join(REPO, "scripts", "soak", "board_signal.py"), scenario)
+    with open(os.path.join(scenario, "group"), "w") as f:
+        f.write(group)
+    with open(os.path.join(scenario, "environment"), "w") as f:
+        f.write(f"SESSION_SECONDS={os.environ.get('SESSION_SECONDS', '60')}\n")
+        f.write(f"MWGATE_VM_BENCH={os.environ.get('MWGATE_VM_BENCH', '')}\n")
+    started = time.time()
+    vm = subprocess.run([os.path.join(HERE, "run-vm.sh"), scenario, results])
+    took = time.time() - started
+    checks = []
+    path = os.path.join(results, "checks.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            checks = [json.loads(line) for line in f if line.strip()]
+    if not checks:
+        checks = [{"group": group, "name": f"{group}: the VM gave verdicts", "passed": False,
+                   "message": f"none (run-vm status {vm.returncode}); see {results}/console.log and serial.log"}]
+    return checks, took
+
+
+def main():
+    groups = sys.argv[1:] or GROUPS
+    unknown = [g for g in groups if g not in GROUPS]
+    if unknown:
+        sys.exit(f"test-bluez: unknown group(s) {unknown}; groups: {GROUPS}")
+    out = os.environ.get("MWGATE_VM_RESULTS", os.path.join(REPO, ".build", "bluez-vm"))
+    started = time.time()
+    cache = subprocess.run([os.path.join(HERE, "build-cache.sh")], stdout=subprocess.PIPE, text=True)
+    if cache.returncode != 0:
+        print("test-bluez: the VM cache could not be built (see above)")
+        print("0 passed, 1 failed")
+        return 1
+    print(f"test-bluez: VM cache ready after {time.time() - started:.0f} s", flush=True)
+    passed = failed = 0
+    for group in groups:
+        checks, took = run_group(group, out)
+        print(f"test-bluez: group {group}: VM run {took:.0f} s", flush=True)
+        for check in checks:
+            verdict = "PASS" if check["passed"] else "FAIL"
+            print(f"  {verdict} {check['name']}: {check['message']}", flush=True)
+            if check["passed"]:
+                passed += 1
+            else:
+                failed += 1
+    print(f"test-bluez: {time.time() - started:.0f} s in all; results in {out}")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+sys.exit(main())

@@ -1,0 +1,55 @@
+#!/bin/sh
+# PID 1 of the real-BlueZ VM once the root disk is mounted (started by the initramfs from the
+# scenario share): mounts the shares, starts a system dbus-daemon with the packaged mwgate
+# policy, btvirt's LE controllers and Debian's bluetoothd, runs the scenario and powers off.
+# Everything the host should see goes to /results.
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t debugfs debugfs /sys/kernel/debug   # btvirt configures its controllers there
+mount -t tmpfs -o mode=755 tmpfs /run
+mount -t tmpfs tmpfs /tmp
+mkdir -p /dev/pts /dev/shm && mount -t devpts devpts /dev/pts && mount -t tmpfs tmpfs /dev/shm
+share() { mkdir -p "$2" && mount -t 9p -o "trans=virtio,version=9p2000.L,msize=524288,$3" "$1" "$2"; }
+share results /results rw
+share binaries /mwgate ro
+. /scenario/vm.env     # SWIFT_RUNTIME (the host toolchain's library folder), CONTROLLERS
+share swiftlib "$SWIFT_RUNTIME" ro
+exec >/results/console.log 2>&1
+echo "vm: up at $(cut -d' ' -f1 /proc/uptime) s"
+hostname mwgate-vm
+ip link set lo up 2>/dev/null || true
+
+# The gateway's account as systemd/mwgate.sysusers makes it (member of bluetooth and dialout).
+sed -i -e 's/^\(bluetooth:x:[0-9]*:\)$/\1mwgate/' -e 's/^\(dialout:x:[0-9]*:\)$/\1mwgate/' /etc/group
+mkdir -p /var/lib/mwgate /etc/mwgate && chown mwgate:mwgate /var/lib/mwgate && chmod 750 /var/lib/mwgate
+mkdir -p /usr/share/dbus-1/system.d && cp /scenario/io.mwgate.Gateway1.conf /usr/share/dbus-1/system.d/
+mkdir -p /run/dbus
+dbus-daemon --system --fork --nopidfile || { echo "vm: dbus-daemon did not start"; echo o >/proc/sysrq-trigger; }
+
+# hci_vhci creates a controller by itself when its opener sends nothing for 1 s; on a loaded
+# TCG guest that can beat btvirt's own request, which btvirt then reports as "Failed to open
+# Virtual HCI device" and exits. Try again until all controllers are there.
+for attempt in 1 2 3 4 5 6 7 8; do
+    btvirt -L -l"$CONTROLLERS" >>/results/btvirt.log 2>&1 &
+    btvirt_pid=$!
+    for _ in $(seq 50); do
+        [ -e "/sys/class/bluetooth/hci$((CONTROLLERS - 1))" ] && break
+        kill -0 "$btvirt_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -0 "$btvirt_pid" 2>/dev/null && [ -e "/sys/class/bluetooth/hci$((CONTROLLERS - 1))" ] && break
+    echo "vm: btvirt attempt $attempt failed"
+    kill "$btvirt_pid" 2>/dev/null; wait "$btvirt_pid" 2>/dev/null
+    sleep 1
+done
+/usr/libexec/bluetooth/bluetoothd -n >/results/bluetoothd.log 2>&1 &
+echo $! >/run/bluetoothd.pid
+echo "vm: stack up at $(cut -d' ' -f1 /proc/uptime) s ($(ls /sys/class/bluetooth | tr '\n' ' '))"
+
+sh /scenario/scenario.sh
+echo "vm: scenario exit $? at $(cut -d' ' -f1 /proc/uptime) s"
+sync
+umount /results 2>/dev/null
+echo o >/proc/sysrq-trigger
+sleep 10
