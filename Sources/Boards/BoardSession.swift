@@ -402,7 +402,8 @@ public actor BoardSession {
         // practice for a board's first connection; a reconnect must not pay it again
         // (link-drop recovery has a 2 s budget).
         if completedHandshakes > 0 { handshake.pauseAfterConnectionParametersMilliseconds = 0 }
-        var sequencer = HandshakeSequencer(configuration: options.configuration, options: handshake)
+        // A board known from an earlier handshake is not probed again (module info and DIS).
+        var sequencer = HandshakeSequencer(configuration: options.configuration, options: handshake, known: description)
         let actions = sequencer.start()
         self.sequencer = sequencer
         perform(actions)

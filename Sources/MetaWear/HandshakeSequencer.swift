@@ -87,10 +87,28 @@ public struct HandshakeSequencer: Sendable {
     private var boardClock: BoardClock?
     private var started = false
 
-    /// A sequencer for one connection.
-    public init(configuration: StreamingConfiguration, options: Options = Options()) {
+    /// What an earlier handshake learnt about this board (DIS strings, module info): a
+    /// reconnect skips those reads (issue 18: re-reading 21 registers cost 1-2 s per reconnect).
+    private var known: BoardDescription?
+
+    /// A sequencer for one connection; `known` is the board as an earlier handshake described it.
+    public init(configuration: StreamingConfiguration, options: Options = Options(), known: BoardDescription? = nil) {
         self.configuration = configuration
         self.options = options
+        if let known {
+            self.known = known
+            modules = known.modules
+            for field in DeviceInformationField.allCases {
+                let value: String? = switch field {
+                case .firmwareRevision: known.firmwareRevision
+                case .modelNumber: known.modelNumber
+                case .hardwareRevision: known.hardwareRevision
+                case .manufacturer: known.manufacturer
+                case .serialNumber: known.serialNumber
+                }
+                if let value { deviceInformation[field] = value }
+            }
+        }
     }
 
     /// Whether the handshake has finished or failed.
@@ -100,6 +118,7 @@ public struct HandshakeSequencer: Sendable {
     public mutating func start() -> [Action] {
         guard !started else { return [] }
         started = true
+        if known != nil { return afterDiscovery() }
         return request(.deviceInformation(.firmwareRevision))
     }
 

@@ -127,3 +127,35 @@ extension BlueZSimulator {
         return device.connected || device.connecting
     }
 }
+
+/// Issue 18 defect 3: a reconnect does not probe the board again (its module info and
+/// Device Information are known from the first handshake).
+@Suite("Boards end to end: reconnect without re-probing", .enabled(if: TestBus.isAvailable))
+struct ReconnectWithoutProbingTests {
+    @Test(.timeLimit(.minutes(2)))
+    func aReconnectSkipsModuleDiscovery() async throws {
+        try await EndToEndRig.with(boards: 1) { rig in
+            let address = try await rig.address(0)
+            let session = BoardSession(address: address, client: rig.client, options: try testOptions(pauseAfterConnectionParameters: 0))
+            let recorder = EventRecorder()
+            let forwarder = recordEvents(session.events, into: recorder)
+            await session.start()
+            try await waitUntil("streaming") { recorder.samples(address).count >= 20 }
+            let probesFirst = try await rig.simulator.commandLog(0).filter { $0.count == 2 && $0[1] == 0x80 }.count
+            let logBefore = try await rig.simulator.commandLog(0).count
+            let described = await session.boardDescription
+            try await rig.simulator.dropLink(0)
+            recorder.mark(address, "drop")
+            try await waitUntil("streaming again") { !recorder.samplesAfterRecovery(address, marker: "drop").isEmpty }
+            let after = try await rig.simulator.commandLog(0).dropFirst(logBefore)
+            let probesAgain = after.filter { $0.count == 2 && $0[1] == 0x80 }.count
+            let describedAgain = await session.boardDescription
+            await session.stop()
+            await forwarder.value
+            #expect(probesFirst == 21, "the first handshake probes all 21 modules")
+            #expect(probesAgain == 0, "a reconnect re-read \(probesAgain) module-info registers")
+            #expect(describedAgain?.model == described?.model && describedAgain?.modules == described?.modules
+                    && describedAgain?.firmwareRevision == described?.firmwareRevision, "the board is described as before")
+        }
+    }
+}
