@@ -219,6 +219,24 @@ struct SessionPictureTests {
         #expect(located.hasPrefix("<td>91.6 % of points, 1 stretch without a fix</td>"), "\(located)")
     }
 
+    @Test("a walk that ends where it began: the end's label goes below, clear of the start's")
+    func loopLabels() throws {
+        let fixes = [(47.0, 8.0), (47.001, 8.0), (47.001, 8.0015), (47.00001, 8.0)].enumerated().map {
+            SessionPictureModel.Fix(latitude: $0.element.0, longitude: $0.element.1, time: Double($0.offset) * 1000)
+        }
+        let model = SessionPictureModel(sessionID: "LOOP", startedAt: 0, endedAt: 3000, state: "submitted", timeSource: nil, traces: [],
+                                        track: fixes, outages: [], survey: .noHazard, distanceMetres: 400, locatedPoints: 0)
+        let svg = TrackMap(width: 1068, height: 420).svg(model)
+        func labelY(_ name: String) -> Double? {
+            guard let end = svg.range(of: ">\(name)</text>") else { return nil }
+            let tag = svg[..<end.lowerBound]
+            guard let y = tag.range(of: " y=\"", options: .backwards) else { return nil }
+            return Double(tag[y.upperBound...].prefix { $0 != "\"" })
+        }
+        let start = try #require(labelY("start")), end = try #require(labelY("end"))
+        #expect(end - start > 20, "start label at y \(start), end label at y \(end)")
+    }
+
     @Test("no fix at all, no samples, no survey yet: the page says so instead of drawing nothing")
     func emptySession() throws {
         let d = SessionDataset(sessionID: "EMPTY", startedAt: 1_800_000_000_000, endedAt: nil, state: "recording", timeSource: nil,

@@ -56,10 +56,11 @@ struct TrackMap {
                 + " fill=\"\(Self.startColor)\" stroke=\"#fff\" stroke-width=\"1.5\"/>"
                 + Self.label("start", at: start, color: Self.startColor)
         }
+        let start = model.track.first.map(projection.point)
         if let end = model.track.last.map(projection.point), model.track.count > 1 {
             out += "<rect class=\"end\" x=\"\(PictureText.coordinate(end.x - 6))\" y=\"\(PictureText.coordinate(end.y - 6))\""
                 + " width=\"12\" height=\"12\" fill=\"\(Self.endColor)\" stroke=\"#fff\" stroke-width=\"1.5\"/>"
-                + Self.label("end", at: end, color: Self.endColor)
+                + Self.label("end", at: end, color: Self.endColor, below: start.map { hypot($0.x - end.x, $0.y - end.y) < 30 } ?? false)
         }
         out += scaleBar(metresPerPixel: projection.metresPerPixel)
         out += "<text x=\"\(Int(width) - 16)\" y=\"22\" text-anchor=\"middle\" font-weight=\"bold\">N</text>"
@@ -78,8 +79,10 @@ struct TrackMap {
         return out
     }
 
-    static func label(_ text: String, at p: (x: Double, y: Double), color: String) -> String {
-        "<text x=\"\(PictureText.coordinate(p.x + 10))\" y=\"\(PictureText.coordinate(p.y - 8))\" fill=\"\(color)\""
+    /// A marker's name beside it: above and to the right, or below when it would cover the
+    /// other marker's (a walk that ends where it began).
+    static func label(_ text: String, at p: (x: Double, y: Double), color: String, below: Bool = false) -> String {
+        "<text x=\"\(PictureText.coordinate(p.x + 10))\" y=\"\(PictureText.coordinate(below ? p.y + 20 : p.y - 8))\" fill=\"\(color)\""
             + " font-weight=\"bold\" paint-order=\"stroke\" stroke=\"#fff\" stroke-width=\"3\">\(text)</text>"
     }
 
