@@ -180,6 +180,7 @@ struct SessionPictureTests {
                                         timeSource: nil, traces: traces, track: track, outages: [], survey: .noHazard,
                                         distanceMetres: 8000, locatedPoints: 4 * n)
         let html = SessionPicture.html(model)
+        print("two hours, four boards at 100 Hz: page of \(html.utf8.count) bytes")
         // 2.88 million samples; per board and axis at most two vertices of ~12 bytes per column.
         #expect(html.utf8.count < 4 * 3 * 2 * 1000 * 14 + 200_000, "page is \(html.utf8.count) bytes")
         let vertices = pathData(html, class: "axis-x").map { $0.filter { $0 == "L" || $0 == "M" }.count } ?? 0
