@@ -9,12 +9,14 @@ packages=(
     pkg-config libdbus-1-dev libbluetooth-dev libsqlite3-dev sqlite3
     # a real D-Bus daemon and independent D-Bus peers for the tests
     dbus-daemon dbus-bin libglib2.0-bin systemd python3-dbus python3-dbusmock python3-gi
-    # control API tests: useradd/runuser for the D-Bus policy test, script(1) for a pty
-    passwd util-linux bsdutils
+    # control API tests: useradd/runuser for the D-Bus policy test, script(1) for a pty, tmux to
+    # type real keys at mwctl survey
+    passwd util-linux bsdutils tmux
     # GNSS: real gpsd and gpsfake for the source tests
     gpsd gpsd-clients
-    # packaging tests: systemd-analyze/sysusers/tmpfiles, udevadm (setpriv/unshare: util-linux)
-    systemd udev
+    # packaging tests: systemd-analyze/sysusers/tmpfiles, udevadm (setpriv/unshare: util-linux),
+    # lintian (Debian's package checker)
+    systemd udev lintian
     # Uplink: a real PostgreSQL server for the sink tests, Java for Google's Firestore emulator,
     # openssl as the independent JWT verifier
     postgresql-15 postgresql-client-15 openjdk-17-jre-headless openssl

@@ -72,6 +72,10 @@ install -d "$root/usr/share/bash-completion/completions" "$root/usr/share/zsh/ve
 chmod 0644 "$root"/usr/share/bash-completion/completions/mwctl "$root"/usr/share/zsh/vendor-completions/_mwctl \
     "$root"/usr/share/fish/vendor_completions.d/mwctl.fish "$root"/usr/share/man/man1/mwctl.1.gz \
     "$root"/usr/share/man/man8/mwgated.8.gz
+# Machine-readable (DEP-5): mwgate's licence and those of the components linked into the
+# binaries statically.
+install -D -m 0644 packaging/copyright "$root/usr/share/doc/mwgate/copyright"
+install -D -m 0644 packaging/mwgate.lintian-overrides "$root/usr/share/lintian/overrides/mwgate"
 for doc in operations.md configuration.md; do
     install -D -m 0644 "docs/$doc" "$root/usr/share/doc/mwgate/$doc"
 done

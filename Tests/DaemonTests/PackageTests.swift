@@ -24,11 +24,13 @@ struct PackageTests {
     }
 
     /// Builds the package (version 1.2.3, uncompressed) from the test build's binaries into
-    /// `directory`; its path.
+    /// `directory`; its path. The maintainer is a real-looking address, as a published package's
+    /// must be (lintian refuses the script's placeholder on localhost).
     func buildPackage(into directory: String) throws -> String {
         let binaries = URL(fileURLWithPath: try DaemonFixture.executable("mwgated")).deletingLastPathComponent().path
         let built = try run("/bin/bash", [Self.repo.appendingPathComponent("scripts/package-deb.sh").path, directory],
-                            environment: ["MWGATE_DEB_BIN_DIR": binaries, "MWGATE_VERSION": "1.2.3", "MWGATE_DEB_COMPRESSION": "none"])
+                            environment: ["MWGATE_DEB_BIN_DIR": binaries, "MWGATE_VERSION": "1.2.3", "MWGATE_DEB_COMPRESSION": "none",
+                                          "MWGATE_MAINTAINER": "mwgate packaging test <packaging-test@mwgate.example.org>"])
         return try #require(built.split(separator: "\n").last.map(String.init))
     }
 
