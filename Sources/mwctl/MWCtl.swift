@@ -56,6 +56,8 @@ enum MWCtlExit {
     static let permission = ExitCode(5)
     static let refused = ExitCode(6)
     static let syncNotConfigured = ExitCode(7)
+    /// Ctrl-C at a prompt, as a shell reports SIGINT (128 + 2).
+    static let interrupted = ExitCode(130)
 
     /// Prints one error line to stderr and returns the exit code to throw.
     static func fail(_ message: String, _ code: ExitCode) -> ExitCode {

@@ -52,7 +52,7 @@ struct SurveyCommand: AsyncParsableCommand {
     struct Ask: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Ask for the hazards interactively (reads lines from stdin).",
-            discussion: "Enter one hazard per line as NAME INTENSITY (or NAME=INTENSITY); a unique prefix of a catalogue name is enough. 'none' reports no hazard; an empty line or end of input submits.")
+            discussion: "Enter one hazard per line as NAME INTENSITY (or NAME=INTENSITY); a unique prefix of a catalogue name is enough. 'none' reports no hazard; an empty line or end of input (Ctrl-D) submits what was entered. When nothing valid was entered, 'no hazard' is submitted only after a yes to the question that follows. On a terminal the line edits as in a shell (cursor keys, Home/End, Ctrl-A/E/U/W/K, Up/Down for earlier lines, Tab completes a hazard name); Ctrl-C leaves without submitting (exit 130).")
         @Option(help: "Session ID (default: the oldest awaiting a survey).") var session: String?
         @OptionGroup var output: OutputOptions
 
@@ -66,36 +66,53 @@ struct SurveyCommand: AsyncParsableCommand {
                 prompt("Survey for session \(target).")
                 prompt(catalogue.isEmpty ? "Any hazard name is accepted." : "Hazards: \(catalogue.joined(separator: ", ")).")
                 prompt("Enter NAME INTENSITY per line (a unique prefix is enough), 'none' for no hazard, an empty line to submit.")
+                var input = SurveyInput(catalogue: catalogue)
+                defer { input.saveHistory() }
+                if input.isTerminal, !catalogue.isEmpty { prompt("Tab completes a hazard name; Up/Down recall earlier lines; Ctrl-C leaves without submitting.") }
                 var hazards: [String: Int32] = [:]
-                var noHazard = false
-                let editor = isatty(STDIN_FILENO) == 1 ? LineEditor(names: catalogue) : nil
-                if editor != nil, !catalogue.isEmpty { prompt("Tab completes a hazard name.") }
+                var rejected = 0
                 while true {
-                    let next: String?
-                    if let editor {
-                        next = editor.readLine(prompt: "hazard> ")
-                    } else {
-                        prompt("hazard> ", newline: false)
-                        next = readLine()
+                    let line: String
+                    switch input.next("hazard> ") {
+                    case .interrupted:
+                        throw MWCtlExit.fail("survey cancelled, nothing submitted; session \(target) still awaits its survey", MWCtlExit.interrupted)
+                    case .endOfInput:
+                        line = ""
+                    case .line(let raw):
+                        line = raw.trimmingCharacters(in: .whitespaces)
                     }
-                    guard let raw = next else { break }
-                    let line = raw.trimmingCharacters(in: .whitespaces)
-                    if line.isEmpty { break }
                     if line.lowercased() == "none" {
-                        noHazard = true
-                        break
+                        return try await client.submitNoHazard(sessionID: target)
+                    }
+                    if line.isEmpty {
+                        if !hazards.isEmpty { break }
+                        // An empty line after mistyped ones is not a report of "no hazard":
+                        // the walker confirms it, or goes back to entering hazards.
+                        let problem = rejected == 0 ? "No hazard was entered." : "No valid hazard was entered (\(rejected) line(s) not understood)."
+                        switch input.next("\(problem) Submit this walk as 'no hazard'? [y/N] ", question: true) {
+                        case .line(let answer) where ["y", "yes"].contains(answer.trimmingCharacters(in: .whitespaces).lowercased()):
+                            return try await client.submitNoHazard(sessionID: target)
+                        case .line:
+                            prompt("Not submitted. Enter NAME INTENSITY per line, or 'none'.")
+                            continue
+                        case .interrupted:
+                            throw MWCtlExit.fail("survey cancelled, nothing submitted; session \(target) still awaits its survey", MWCtlExit.interrupted)
+                        case .endOfInput:
+                            if input.isTerminal {
+                                prompt("Not submitted. Enter NAME INTENSITY per line, or 'none'.")
+                                continue
+                            }
+                            throw MWCtlExit.fail("nothing submitted: no valid hazard was entered and 'no hazard' was not confirmed (enter 'none' for a walk without hazards); session \(target) still awaits its survey", MWCtlExit.failed)
+                        }
                     }
                     switch HazardEntry.parse(line, catalogue: catalogue) {
                     case .success(let (name, intensity)):
                         hazards[name] = intensity
                         prompt("  \(name) = \(intensity)")
                     case .failure(let problem):
+                        rejected += 1
                         prompt("  \(problem.message)")
                     }
-                }
-                if noHazard || hazards.isEmpty {
-                    if !noHazard { prompt("no hazard entered: submitting 'no hazard'") }
-                    return try await client.submitNoHazard(sessionID: target)
                 }
                 return try await client.submitSurvey(sessionID: target, hazards: hazards)
             }

@@ -199,7 +199,9 @@ struct MwctlEndToEndTests {
             _ = try await h.eventually("a board streaming") { s in s.boards.contains(where: \.streaming) }
             let started = try Self.json([String: String].self, try await h.mwctl(["session", "start", "--json"]), "start")
             _ = try Self.json(SessionEndPayload.self, try await h.mwctl(["session", "stop", "--json"]), "stop")
-            let typed = try await CLI.run(["-qec", "\(try CLI.path()) survey --json", "/dev/null"], environment: h.bus.environment,
+            // The prompt's history file goes to the state directory, not the user's.
+            let typed = try await CLI.run(["-qec", "\(try CLI.path()) survey --json", "/dev/null"],
+                                          environment: h.bus.environment.merging(["XDG_STATE_HOME": h.stateDirectory.path]) { $1 },
                                           stdin: "pot\t3\rcr\ta\t1\r\r", executable: "/usr/bin/script")
             #expect(typed.status == 0, "\(typed.stdout)")
             #expect(typed.stdout.contains("crack  crowd"), "ambiguous prefix lists the candidates: \(typed.stdout)")
