@@ -86,11 +86,8 @@ enum StatusView {
             lines.append("          awaiting survey: \(s.session.awaitingSurvey.joined(separator: ", ")) (mwctl survey)")
         }
         if s.boards.isEmpty { lines.append("Boards:   none (mwctl boards scan / boards add ADDRESS)") }
-        for (index, b) in s.boards.enumerated() {
-            let battery = b.batteryPercent.map { "battery \($0)%" } ?? "battery ?"
-            let accel = b.accelerometerRateHz.map { String(format: ", accel %.0f Hz", $0) } ?? ""
-            let rates = String(format: "gyro %.0f Hz", b.gyroRateHz) + accel
-            lines.append("\(index == 0 ? "Boards:  " : "         ") \(b.address)  \(b.state)  \(b.model ?? "-")  \(battery)  \(rates)  \(b.gyroSamplesReceived) samples")
+        for (index, row) in BoardRow.table(s.boards, at: s.generatedAt).enumerated() {
+            lines.append("\(index == 0 ? "Boards:  " : "         ") \(row)")
         }
         let g = s.gnss
         var fix = "GNSS:     "
