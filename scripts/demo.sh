@@ -166,6 +166,9 @@ if [ "$control" = dbus ]; then
     # Point times come from the replayed capture (recorded 2026-08-05) when this machine's clock
     # is not NTP-synchronised, so look back a year.
     ctl history --days 365 --html "$pictures" | grep -vE "^[0-9-]+ +0 "
+    if ctl status --json | grep -q '"timeSource" *: *"gnss_corrected"'; then
+        echo "(dated by the replayed capture: this machine's clock is not synchronised, so point times follow the GNSS clock, which is the capture's; on a gateway in the field that is today)"
+    fi
     say "the session, exported (mwctl export, over D-Bus)"
     ctl export "$session" --format geojson -o "$work/session.geojson"
     ctl export "$session" --format csv -o "$work/session.csv"

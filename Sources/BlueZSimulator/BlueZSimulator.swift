@@ -54,8 +54,8 @@ public actor BlueZSimulator {
         epoch = start
         random = SeededRandom(seed: configuration.seed)
         devices = configuration.profiles.enumerated().map { index, profile in
-            let device = SimulatedDevice(index: index, profile: profile, seed: configuration.seed, adapterPath: Self.adapterPath,
-                                         now: start)
+            let device = SimulatedDevice(index: index, profile: profile, seed: configuration.seed, signal: configuration.signal,
+                                         adapterPath: Self.adapterPath, now: start)
             device.deviceInformationHidden = configuration.deviceInformationHidden.contains(index)
             device.advertisesServiceUUID = !configuration.advertisedWithoutServiceUUID.contains(index)
             return device

@@ -48,9 +48,10 @@ final class SimulatedDevice {
     var releases: [LinkRelease] = []
     var random: SeededRandom
 
-    init(index: Int, profile: BoardProfile, seed: UInt64, adapterPath: DBusObjectPath, now: ContinuousClock.Instant) {
+    init(index: Int, profile: BoardProfile, seed: UInt64, signal: SimulatedSignal, adapterPath: DBusObjectPath, now: ContinuousClock.Instant) {
         self.index = index
         model = SimulatedBoard(profile: profile, seed: UInt32(truncatingIfNeeded: index + 1))
+        model.signal = signal
         address = profile.macAddress.map { hexString([$0]).uppercased() }.joined(separator: ":")
         let element = "dev_" + address.replacingColons()
         path = (try? adapterPath.appending(element)) ?? adapterPath

@@ -49,6 +49,10 @@ public struct SimulatorConfiguration: Sendable {
     public var servicesResolveDelay: Duration = .milliseconds(40)
     /// Seed for jitter, RSSI and injected loss; each board's signal seed is `index + 1`.
     public var seed: UInt64 = 1
+    /// What the boards' samples carry: the checkable signal (tests, the soak) or a walking gait.
+    public var signal = Signal.checkable
+    /// The board model's signal choice, named here so that mwsim needs no other import.
+    public typealias Signal = SimulatedSignal
     /// Faults to inject at scheduled times.
     public var faults = FaultPlan()
     /// The adapter's public address.

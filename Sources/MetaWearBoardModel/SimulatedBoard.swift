@@ -6,7 +6,8 @@
 ///
 /// Streamed samples carry a deterministic signal (`signal(_:seed:index:)`): x is the sample
 /// index (mod 2^16), y and z are a hash of index and seed, so loss, order and value can be
-/// checked from the bytes alone.
+/// checked from the bytes alone. With `signal = .walking` they carry a walking gait instead
+/// (``WalkingGait``).
 public struct SimulatedBoard: Sendable {
     /// A command the board did not act on, and why.
     public struct IgnoredCommand: Hashable, Sendable {
@@ -61,6 +62,8 @@ public struct SimulatedBoard: Sendable {
     public let seed: UInt32
     /// Fault injection.
     public var faults = Faults()
+    /// What streamed samples carry: the checkable signal unless told otherwise.
+    public var signal = SimulatedSignal.checkable
     /// Battery level reported by `11 8C`.
     public var batteryPercent: UInt8 = 99
     /// Battery voltage reported by `11 8C`.
@@ -370,7 +373,7 @@ public struct SimulatedBoard: Sendable {
     }
 
     private func vectorBytes(_ sensor: SimulatedSensorKind, _ index: UInt64) -> [UInt8] {
-        let s = Self.signal(sensor, seed: seed, index: index)
+        let s = signal == .walking ? walkingSample(sensor, index) : Self.signal(sensor, seed: seed, index: index)
         return [s.x, s.y, s.z].flatMap { v -> [UInt8] in
             let u = UInt16(bitPattern: v)
             return [UInt8(truncatingIfNeeded: u), UInt8(truncatingIfNeeded: u >> 8)]

@@ -74,6 +74,9 @@ struct MWSim: AsyncParsableCommand {
     @Option(help: "Seed for jitter, RSSI and injected loss.")
     var seed: UInt64 = 1
 
+    @Option(help: ArgumentHelp("What the samples carry: walking (a walking gait, 1.6-1.9 steps/s, each board its own pace and phase) or checkable (sample index and a hash, checkable sample by sample; what tests and the soak use). --peripheral boards always carry the checkable signal.", valueName: "walking|checkable"))
+    var signal = SimulatorConfiguration.Signal.walking.rawValue
+
     @Option(help: "Exit after this many seconds (default: run until SIGTERM/SIGINT).")
     var duration: Double?
 
@@ -107,6 +110,9 @@ struct MWSim: AsyncParsableCommand {
         guard SimulatorConfiguration.Model(rawValue: model) != nil else {
             throw ValidationError("--model must be one of \(SimulatorConfiguration.Model.allCases.map(\.rawValue).joined(separator: ", "))")
         }
+        guard SimulatorConfiguration.Signal(rawValue: signal) != nil else {
+            throw ValidationError("--signal must be one of \(SimulatorConfiguration.Signal.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
         if let rateCap, rateCap <= 0 { throw ValidationError("--rate-cap must be > 0") }
         guard (7.5...30).contains(connectionInterval) else { throw ValidationError("--connection-interval must be within 7.5...30 ms") }
         guard temporaryTimeout > 0, discoveryDelay >= 0, linkQueue > 0 else { throw ValidationError("timeouts and queue sizes must be positive") }
@@ -134,6 +140,7 @@ struct MWSim: AsyncParsableCommand {
         configuration.seed = seed
         configuration.deviceInformationHidden = Set(hideDeviceInformation)
         configuration.advertisedWithoutServiceUUID = Set(noAdvertisedUUID)
+        configuration.signal = SimulatorConfiguration.Signal(rawValue: signal) ?? .walking
         configuration.faults = FaultPlan(steps: try faults.flatMap { try FaultPlan(parsing: $0).steps })
         if quiet {
             // Wall-clock seconds first, so a soak can line these up with its faults and the daemon's log.
@@ -159,7 +166,7 @@ struct MWSim: AsyncParsableCommand {
         let (stream, continuation) = AsyncStream.makeStream(of: Void.self)
         var sources: [any DispatchSourceSignal] = []
         for signalNumber in [SIGTERM, SIGINT] {
-            signal(signalNumber, SIG_IGN)
+            Glibc.signal(signalNumber, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
             source.setEventHandler { continuation.yield() }
             source.resume()

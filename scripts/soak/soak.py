@@ -74,7 +74,9 @@ class Soak:
 
     def start_mwsim(self):
         p = subprocess.Popen([f"{self.bin}/mwsim", "--bus", self.bus_address, "--boards", str(self.args.boards),
-                              "--model", "mixed", "--quiet", "--seed", str(self.seed)],
+                              "--model", "mixed", "--quiet", "--seed", str(self.seed),
+                              # The checks below compare every sample with this signal.
+                              "--signal", "checkable"],
                              stdout=subprocess.DEVNULL, stderr=open(f"{self.work}/mwsim.log", "wb"))
         self.processes.append(p)
         deadline = time.monotonic() + 30
