@@ -7,11 +7,13 @@ import Recording
 /// latency; history over a year of sessions; seal throughput for the peer comparison.
 /// Prints `key=value` lines; scripts/bench/recording.sh turns them into Markdown.
 enum RecordingBenchmark {
-    /// `recording [DIR] [--seals-only [--crc-in-seal]]`: `--seals-only` repeats just the seal
+    /// `recording [DIR] [--seals-only [--crc-in-seal]] [--documents-only]`: `--documents-only`
+    /// prints just the document bytes per point; `--seals-only` repeats just the seal
     /// case, which the script alternates with the peer several times on a shared machine;
     /// `--crc-in-seal` has the store checksum the blob inside the seal (as before the recorder
     /// kept the checksum while the chunk fills).
     static func run(_ arguments: [String]) {
+        if arguments.contains("--documents-only") { return documentBytes() }
         let sealsOnly = arguments.contains("--seals-only")
         let crcInSeal = arguments.contains("--crc-in-seal")
         let root = arguments.first { !$0.hasPrefix("--") }
@@ -23,6 +25,7 @@ enum RecordingBenchmark {
             try pipeline(root + "/pipeline")
             try seals(root + "/seals")
             try history(root + "/history")
+            documentBytes()
         } catch {
             fail("recording benchmark: \(error)")
         }
@@ -70,7 +73,7 @@ enum RecordingBenchmark {
     static func seals(_ dir: String, crcInSeal: Bool = false) throws {
         let db = try store(dir)
         let points = (0..<2000).map { i in
-            RecordedPoint(gyroscope: GyroReading(x: Double(i), y: 1, z: 2, timestamp: 1.8e12 + Double(i) * 10),
+            RecordedPoint(gyroscope: GyroReading(x: Float(i), y: 1, z: 2, timestamp: 1.8e12 + Double(i) * 10),
                           location: PointLocation(latitude: 47, longitude: 8, timestamp: 1.8e12, accuracy: 3, age: 5))
         }
         let blob = PointCodec.encode(points)
@@ -138,5 +141,50 @@ enum RecordingBenchmark {
         print("history_days=\(days)")
         print("history_inprocess_median_ms=\(String(format: "%.3f", times[25]))")
         print("history_state_dir=\(dir)")
+    }
+
+    /// Plain-JSON bytes per point of a `realtime_data` document (what the directory and
+    /// PostgreSQL sinks store and, typed, what Firestore receives), for walking-speed gyro
+    /// counts at ±2000 °/s and 1 Hz fixes interpolated at 100 Hz: with and without a location,
+    /// as written now (float32 readings with their own shortest digits) and as before (the
+    /// same float32 values widened to doubles, `17.1` printed as `17.100000381469727`).
+    static func documentBytes() {
+        let n = 2000
+        var located: [RecordedPoint] = []
+        var unlocated: [RecordedPoint] = []
+        for i in 0..<n {
+            let t = 1_800_000_000_000 + Double(i) * 10 + Double((i * 7919) % 7) / 8
+            func count(_ phase: Int) -> Int16 { Int16((i * 37 + phase * 211) % 1601 - 800) }
+            let raw = RawVector(x: count(0), y: count(1), z: count(2))
+            let gyro = GyroReading(MotionSamples(single: raw, scale: 16.4)[0], timestamp: t)
+            let fraction = Double(i % 100) / 100
+            let location = PointLocation(latitude: 47.376_123_4 + fraction * 0.000_012_3, longitude: 8.541_234_5 + fraction * 0.000_004_5,
+                                         timestamp: t, accuracy: Float(0.9 * 19.0), age: Double(min(i % 100, 100 - i % 100) * 10))
+            located.append(RecordedPoint(gyroscope: gyro, location: location))
+            unlocated.append(RecordedPoint(gyroscope: gyro, location: nil, missingLocation: .noFix))
+        }
+        func bytes(_ points: [RecordedPoint], widened: Bool) -> Double {
+            var total = 0
+            for p in points {
+                var value = RealtimeDataDocument.value(p)
+                if widened { value = widen(value) }
+                total += value.jsonText.utf8.count + 1  // the separating comma
+            }
+            return Double(total) / Double(points.count)
+        }
+        print("document_bytes_per_point_location=\(String(format: "%.1f", bytes(located, widened: false)))")
+        print("document_bytes_per_point_no_location=\(String(format: "%.1f", bytes(unlocated, widened: false)))")
+        print("document_bytes_per_point_location_before=\(String(format: "%.1f", bytes(located, widened: true)))")
+        print("document_bytes_per_point_no_location_before=\(String(format: "%.1f", bytes(unlocated, widened: true)))")
+    }
+
+    /// The value as documents wrote it before float32 readings printed at their own precision.
+    static func widen(_ value: FirestoreValue) -> FirestoreValue {
+        switch value {
+        case let .float(f): .double(Double(f))
+        case let .array(a): .array(a.map(widen))
+        case let .map(m): .map(m.map { ($0.0, widen($0.1)) })
+        default: value
+        }
     }
 }

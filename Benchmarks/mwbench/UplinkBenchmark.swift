@@ -76,7 +76,7 @@ enum UplinkBenchmark {
                 let t0 = start + Double(seq) * 20_000
                 let points = (0..<2000).map { k in
                     let t = t0 + Double(k) * 10
-                    return RecordedPoint(gyroscope: GyroReading(x: Double(k % 700) * 0.061, y: -12.2, z: 3.05, timestamp: t),
+                    return RecordedPoint(gyroscope: GyroReading(x: Float(k % 700) * 0.061, y: -12.2, z: 3.05, timestamp: t),
                                          location: PointLocation(latitude: 47.376 + t * 1e-12, longitude: 8.541, timestamp: t - 4,
                                                                  accuracy: 2.5, age: 4))
                 }

@@ -17,14 +17,12 @@ public enum ShortestDecimal {
     /// JSON number text of a finite `value` at its own (float32) precision, nil otherwise.
     public static func json(_ value: Float) -> String? { value.isFinite ? value.description : nil }
 
-    /// Writes the JSON number text of a finite `value` to `target` without building a String
-    /// (the standard library formats into a stack buffer): the sinks' hot path.
-    @inlinable public static func write<Target: TextOutputStream>(_ value: Double, to target: inout Target) {
-        value.write(to: &target)
-    }
-
-    /// Writes the JSON number text of a finite float32 `value` to `target`.
-    @inlinable public static func write<Target: TextOutputStream>(_ value: Float, to target: inout Target) {
+    /// Writes the JSON number text of a finite `value` (a `Double` or a `Float`, at its own
+    /// precision) to `target` without building a String (the standard library formats into a
+    /// stack buffer): the sinks' hot path.
+    @inlinable public static func write<Value: BinaryFloatingPoint & TextOutputStreamable, Target: TextOutputStream>(
+        _ value: Value, to target: inout Target
+    ) {
         value.write(to: &target)
     }
 

@@ -295,7 +295,7 @@ extension BufferStore: RecordingStore {
                     lastTimestamp = max(lastTimestamp ?? 0, chunk["last_ts"])
                     worst = max(worst, TimeSource(rawValue: chunk["time_source"]) ?? .unsynchronisedSystemClock)
                     for p in Self.decodeSalvaging([UInt8]((chunk["points"] as Data?) ?? Data())) {
-                        if let l = p.location { distance.add(latitude: l.latitude, longitude: l.longitude, accuracy: l.accuracy) }
+                        if let l = p.location { distance.add(latitude: l.latitude, longitude: l.longitude, accuracy: l.accuracy.map(Double.init)) }
                     }
                 }
                 try db.execute(sql: """

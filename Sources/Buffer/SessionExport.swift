@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 import GRDB
 import Recording
@@ -133,45 +134,55 @@ public enum SessionExporter {
     }
 
     /// MetaBase-style columns: epoch (ms), time (UTC), elapsed (s), x/y/z (deg/s), then board,
-    /// location and accelerometer.
+    /// location and accelerometer. Readings, positions and accuracy are the shortest decimals
+    /// that read back to the values stored (``ShortestDecimal/plain(_:)-(Float)``), without an
+    /// exponent; elapsed seconds keep the millisecond resolution of the timestamps.
     static func csv(_ d: SessionDataset) -> String {
         var out = "epoch (ms),time (UTC),elapsed (s),x-axis (deg/s),y-axis (deg/s),z-axis (deg/s),board,"
             + "latitude (deg),longitude (deg),location time (ms),accuracy (m),location age (ms),location missing,"
-            + "accel x (g),accel y (g),accel z (g),missed before,gap (ms)\n"
+            + "accel x (g),accel y (g),accel z (g),missed before,gap (ms),location dead reckoned\n"
         let t0 = d.points.first?.point.gyroscope.timestamp ?? d.startedAt
         for bp in d.points {
             let p = bp.point
             let g = p.gyroscope
             var cells = [String(Int64(g.timestamp.rounded())), iso(g.timestamp), String(format: "%.3f", (g.timestamp - t0) / 1000),
-                         String(format: "%.4f", g.x), String(format: "%.4f", g.y), String(format: "%.4f", g.z), bp.board]
+                         decimal(g.x), decimal(g.y), decimal(g.z), bp.board]
             if let l = p.location {
-                cells += [String(format: "%.7f", l.latitude), String(format: "%.7f", l.longitude), String(Int64(l.timestamp.rounded())),
-                          l.accuracy.map { String(format: "%.1f", $0) } ?? "", String(Int64(l.age.rounded())), ""]
+                cells += [decimal(l.latitude), decimal(l.longitude), String(Int64(l.timestamp.rounded())),
+                          l.accuracy.map(decimal) ?? "", String(Int64(l.age.rounded())), ""]
             } else {
                 cells += ["", "", "", "", "", (p.missingLocation ?? .noFix).name]
             }
             if let a = p.accelerometer {
-                cells += [String(format: "%.4f", a.x), String(format: "%.4f", a.y), String(format: "%.4f", a.z)]
+                cells += [decimal(a.x), decimal(a.y), decimal(a.z)]
             } else {
                 cells += ["", "", ""]
             }
             cells.append(String(p.missedBefore))
             cells.append(String(p.gapMilliseconds))
+            cells.append(p.location?.deadReckoned == true ? "true" : "")
             out += cells.joined(separator: ",") + "\n"
         }
         return out
     }
 
+    /// A recorded value as a positional decimal (empty for a non-finite value, which has none).
+    static func decimal(_ value: Float) -> String { ShortestDecimal.plain(value) ?? "" }
+
+    /// A recorded value as a positional decimal (empty for a non-finite value).
+    static func decimal(_ value: Double) -> String { ShortestDecimal.plain(value) ?? "" }
+
     /// Distinct consecutive positions of one board's track; `afterGap` marks the first
-    /// position after samples went missing.
-    static func track(_ d: SessionDataset, board: String) -> [(lat: Double, lon: Double, time: Double, afterGap: Bool)] {
-        var out: [(Double, Double, Double, Bool)] = []
+    /// position after samples went missing, `deadReckoned` a dead-reckoned one.
+    static func track(_ d: SessionDataset, board: String) -> [TrackPoint] {
+        var out: [TrackPoint] = []
         var gapPending = false
         for bp in d.points where bp.board == board {
             if bp.point.missedBefore > 0 { gapPending = true }
             guard let l = bp.point.location else { continue }
-            if let last = out.last, last.0 == l.latitude, last.1 == l.longitude, !gapPending { continue }
-            out.append((l.latitude, l.longitude, l.timestamp, gapPending && !out.isEmpty))
+            if let last = out.last, last.lat == l.latitude, last.lon == l.longitude, !gapPending { continue }
+            out.append(TrackPoint(lat: l.latitude, lon: l.longitude, time: l.timestamp, afterGap: gapPending && !out.isEmpty,
+                                  deadReckoned: l.deadReckoned))
             gapPending = false
         }
         return out
@@ -186,7 +197,8 @@ public enum SessionExporter {
         }
     }
 
-    /// A FeatureCollection with one LineString per board (coordinates [lon, lat]).
+    /// A FeatureCollection with one LineString per board (coordinates [lon, lat]); `times` and
+    /// `dead_reckoned` run parallel to the coordinates.
     static func geojson(_ d: SessionDataset) -> String {
         var features: [FirestoreValue] = []
         for board in Set(d.points.map(\.board)).sorted() {
@@ -196,6 +208,7 @@ public enum SessionExporter {
                 ("properties", .map([("session", .string(d.sessionID)), ("board", .string(board)),
                                      ("start", .integer(Int64(d.startedAt.rounded()))),
                                      ("times", .array(t.map { .integer(Int64($0.time.rounded())) })),
+                                     ("dead_reckoned", .array(t.map { .bool($0.deadReckoned) })),
                                      ("gaps", .array(gaps(d, board: board)))])),
                 ("geometry", .map([("type", .string("LineString")),
                                    ("coordinates", .array(t.map { .array([.double($0.lon), .double($0.lat)]) }))])),
@@ -205,7 +218,8 @@ public enum SessionExporter {
     }
 
     /// GPX 1.1 with one track segment per board and stretch without a gap (a gap in the
-    /// samples starts a new segment).
+    /// samples starts a new segment); a dead-reckoned point has `<type>dead reckoning</type>`
+    /// (GPX's `fix` has no value for it).
     static func gpx(_ d: SessionDataset) -> String {
         var out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
             + "<gpx version=\"1.1\" creator=\"mwgate\" xmlns=\"http://www.topografix.com/GPX/1/1\">\n"
@@ -214,11 +228,23 @@ public enum SessionExporter {
             out += "<trkseg>\n"
             for p in track(d, board: board) {
                 if p.afterGap { out += "</trkseg>\n<trkseg>\n" }
-                out += "<trkpt lat=\"\(String(format: "%.7f", p.lat))\" lon=\"\(String(format: "%.7f", p.lon))\"><time>\(iso(p.time))</time></trkpt>\n"
+                out += "<trkpt lat=\"\(decimal(p.lat))\" lon=\"\(decimal(p.lon))\"><time>\(iso(p.time))</time>"
+                    + (p.deadReckoned ? "<type>dead reckoning</type>" : "") + "</trkpt>\n"
             }
             out += "</trkseg>\n"
         }
         out += "</trk>\n</gpx>\n"
         return out
     }
+}
+
+/// One position of an exported track.
+struct TrackPoint {
+    var lat: Double
+    var lon: Double
+    /// Epoch milliseconds.
+    var time: Double
+    /// The first position after samples went missing.
+    var afterGap: Bool
+    var deadReckoned: Bool
 }

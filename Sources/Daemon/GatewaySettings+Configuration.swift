@@ -39,6 +39,7 @@ extension GatewaySettings {
                                  retentionDays: configuration.buffer.retentionDays))
         buttonTogglesSession = configuration.session.buttonToggles
         streamBetweenSessions = configuration.session.streamBetweenSessions
+        acceptDeadReckoning = configuration.gnss.acceptDeadReckoning
         try validate()
     }
 }

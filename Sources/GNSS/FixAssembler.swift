@@ -4,9 +4,27 @@ import Foundation
 ///
 /// Pure: sentences and their arrival times in, fixes out. The cycle key is the UTC time
 /// of day of the timestamped sentences (RMC, GGA, GLL, GNS, ZDA, GST). A cycle closes when
-/// a sentence with a different time arrives, or earlier, once the assembler has learned
-/// which sentence ends each cycle on this receiver (as gpsd does): the last sentence of
-/// two consecutive cycles, when it occurs once per cycle.
+/// a sentence of another cycle arrives, or earlier, once the assembler has learned which
+/// sentence ends each cycle on this receiver (as gpsd does): the last sentence of two
+/// consecutive cycles, when it occurs once per cycle.
+///
+/// A sentence belongs to the cycle when its time is the cycle's, or within 10 ms of it and
+/// of a kind the cycle does not have yet (receivers round fractions differently across the
+/// sentences of one cycle, `.99` in one and `.00` in the next). A second RMC or GGA is
+/// always a new cycle, so fixes 10, 50 or 100 ms apart (100, 20 or 10 Hz) are never merged,
+/// and never dropped as late sentences of the cycle before.
+///
+/// Each fix says what kind it is (``GNSSFix/Status``, gpsd's numbering): from the GGA
+/// quality, else the NMEA 2.3 mode indicator of RMC, GLL, GNS or VTG. A fix needs a valid
+/// status (RMC/GLL `A`, GGA quality above 0, a usable GNS mode) not contradicted by a mode
+/// indicator `N`; a GGA naming fewer than 3 satellites in a satellite fix does not make one
+/// (gpsd's minimum) unless another sentence of the cycle says the fix is valid. A dead
+/// reckoning, manual or simulator fix keeps its position and its status, so users of the
+/// fix (the recorder) can refuse what is not a measurement.
+///
+/// The fix's dimension is GSA's when it says 3D or when no GGA/GNS altitude came with it; a
+/// valid GGA or GNS altitude makes the fix 3D with that altitude even when GSA says 2D, as
+/// gpsd reports it (its TPV `mode` 3 with `altMSL`).
 ///
 /// Date reasoning follows gpsd: the date comes from ZDA (4-digit year) or RMC (two-digit
 /// year, `yy < 69` is 20yy); cycles without a date inherit the last date, moving to the
@@ -55,7 +73,8 @@ public struct FixAssembler: Sendable {
     public private(set) var statistics = Statistics()
 
     private var cycle = Cycle()
-    private var emittedTime: NMEATimeOfDay?
+    /// The cycle emitted last, to tell its late sentences from the next cycle's first ones.
+    private var emitted: (time: NMEATimeOfDay, kinds: Cycle.Kinds)?
     private var dateAnchor: (date: NMEADate, timeOfDay: NMEATimeOfDay)?
     private var enderCandidate: Int?
     private var ender: Int?
@@ -77,12 +96,12 @@ public struct FixAssembler: Sendable {
                 if cycle.time == nil { cycle = Cycle() }
                 return
             }
-            if let emittedTime, emittedTime.sameCycle(as: time), cycle.time == nil {
+            if cycle.time == nil, let emitted, Self.belongs(time, kind, toCycleAt: emitted.time, with: emitted.kinds) {
                 statistics.lateSentences += 1
                 ender = nil  // the learned ender was wrong; relearn from time changes
                 return
             }
-            if let current = cycle.time, !current.sameCycle(as: time) {
+            if let current = cycle.time, !Self.belongs(time, kind, toCycleAt: current, with: cycle.kinds) {
                 learnEnder()
                 close(emit)
             }
@@ -139,10 +158,16 @@ public struct FixAssembler: Sendable {
         enderCandidate = candidate
     }
 
+    /// Whether a timed sentence of `kind` at `time` is part of the cycle at `cycleTime`
+    /// that already has `kinds`: the same time, or within 10 ms and a kind it lacks.
+    private static func belongs(_ time: NMEATimeOfDay, _ kind: Int, toCycleAt cycleTime: NMEATimeOfDay, with kinds: Cycle.Kinds) -> Bool {
+        time == cycleTime || (time.sameCycle(as: cycleTime) && !kinds.contains(kind))
+    }
+
     private mutating func close(_ emit: (GNSSFix) -> Void) {
         defer { cycle = Cycle() }
         guard let timeOfDay = cycle.time else { return }
-        emittedTime = timeOfDay
+        emitted = (timeOfDay, cycle.kinds)
         let arrival = cycle.arrival ?? Date(timeIntervalSince1970: 0)
         var fix = cycle.fix(timeOfDay: timeOfDay, arrival: arrival)
         if let date = resolveDate(timeOfDay: timeOfDay, trusted: fix.mode >= .twoD) {
@@ -256,9 +281,23 @@ private struct Cycle: Sendable {
     var hdop: Double?
     var vdop: Double?
     var lastKind: Int?
-    // Kinds are < 80: two 64-bit sets of seen and repeated kinds.
-    var seen: (UInt64, UInt64) = (0, 0)
-    var repeated: (UInt64, UInt64) = (0, 0)
+    var kinds = Kinds()
+    var repeated = Kinds()
+
+    /// A set of sentence kinds (all < 128).
+    struct Kinds: Sendable {
+        private var bits: (UInt64, UInt64) = (0, 0)
+
+        func contains(_ kind: Int) -> Bool {
+            let bit = UInt64(1) << UInt64(kind & 63)
+            return (kind < 64 ? bits.0 : bits.1) & bit != 0
+        }
+
+        mutating func insert(_ kind: Int) {
+            let bit = UInt64(1) << UInt64(kind & 63)
+            if kind < 64 { bits.0 |= bit } else { bits.1 |= bit }
+        }
+    }
 
     mutating func merge(_ sentence: NMEASentence) {
         switch sentence {
@@ -282,29 +321,24 @@ private struct Cycle: Sendable {
     }
 
     mutating func noteKind(_ kind: Int) {
-        let bit = UInt64(1) << UInt64(kind & 63)
-        if kind < 64 {
-            if seen.0 & bit != 0 { repeated.0 |= bit }
-            seen.0 |= bit
-        } else {
-            if seen.1 & bit != 0 { repeated.1 |= bit }
-            seen.1 |= bit
-        }
+        if kinds.contains(kind) { repeated.insert(kind) }
+        kinds.insert(kind)
         lastKind = kind
     }
 
-    func kindRepeated(_ kind: Int) -> Bool {
-        let bit = UInt64(1) << UInt64(kind & 63)
-        return (kind < 64 ? repeated.0 : repeated.1) & bit != 0
-    }
+    func kindRepeated(_ kind: Int) -> Bool { repeated.contains(kind) }
 
     func fix(timeOfDay: NMEATimeOfDay, arrival: Date) -> GNSSFix {
-        let ggaValid = (gga?.quality ?? 0) > 0
+        let ggaStatus = gga?.quality.flatMap(GNSSFix.Status.init(ggaQuality:)) ?? .unknown
+        // gpsd needs 3 satellites for a satellite fix; dead reckoning, manual input and a
+        // simulator need none. A GGA that does not name its satellites is taken at its word.
+        let ggaSatellitesSuffice = !ggaStatus.isMeasurement || (gga?.satellitesUsed).map { $0 >= 3 } ?? true
+        let ggaValid = ggaStatus != .unknown && ggaSatellitesSuffice
         let rmcValid = rmc?.isValid ?? false
         var valid = rmcValid || ggaValid || (gns?.anySystemValid ?? false) || (gll?.isValid ?? false)
-        // An explicit "not valid" FAA mode overrides a status flag (NMEA 2.3+ receivers
-        // keep status A while dead-reckoning or simulating on some firmware).
-        if let faa = rmc?.mode ?? gll?.mode, !faa.isUsable, !ggaValid { valid = false }
+        // An explicit "not valid" mode indicator overrides a status flag; a valid GGA quality
+        // overrides both.
+        if let faa = rmc?.mode ?? gll?.mode, faa == .notValid, !ggaValid { valid = false }
 
         var latitude: Double?
         var longitude: Double?
@@ -322,15 +356,13 @@ private struct Cycle: Sendable {
         let altitude = ggaValid ? gga?.altitudeMSL : (gns?.anySystemValid == true ? gns?.altitudeMSL : nil)
         var mode = GNSSFix.Mode.noFix
         if latitude != nil {
-            switch gsaMode {
-            case 3: mode = .threeD
-            case 2: mode = .twoD
-            default: mode = altitude != nil ? .threeD : .twoD
-            }
+            // gpsd: an altitude from GGA/GNS makes a 3D fix, whatever GSA said.
+            mode = gsaMode == 3 || altitude != nil ? .threeD : .twoD
         }
-        var fix = GNSSFix(time: nil, timeOfDay: timeOfDay, mode: mode, arrival: arrival)
+        var fix = GNSSFix(time: nil, timeOfDay: timeOfDay, mode: mode, arrival: arrival, status: .unknown)
         fix.quality = gga?.quality
         guard mode >= .twoD else { return fix }
+        fix.status = status(ggaValid: ggaValid, ggaStatus: ggaStatus)
         fix.latitude = latitude
         fix.longitude = longitude
         if mode == .threeD {
@@ -361,6 +393,16 @@ private struct Cycle: Sendable {
         }
         fix.satellitesUsed = gga?.satellitesUsed ?? gns?.satellitesUsed ?? (gsaUsed > 0 ? gsaUsed : nil)
         return fix
+    }
+
+    /// The kind of a valid fix: the GGA quality when it counts, else the first mode
+    /// indicator (RMC, GLL, GNS, VTG), else a plain GPS fix (NMEA before 2.3).
+    private func status(ggaValid: Bool, ggaStatus: GNSSFix.Status) -> GNSSFix.Status {
+        if ggaValid { return ggaStatus }
+        for mode in [rmc?.mode, gll?.mode, gns?.bestMode, vtg?.mode] {
+            if let mode, mode != .notValid { return GNSSFix.Status(faaMode: mode) }
+        }
+        return .gps
     }
 }
 

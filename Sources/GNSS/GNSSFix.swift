@@ -14,12 +14,78 @@ public struct GNSSFix: Sendable, Equatable, Codable {
         public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
     }
 
+    /// What kind of fix this is, numbered as gpsd's TPV `status`: only GPS, DGPS, RTK and
+    /// PPS fixes are measurements; dead reckoning is an estimate, manual input and a
+    /// simulator are not positions of this receiver at all.
+    public enum Status: Int, Sendable, Codable, CaseIterable {
+        /// No fix, or nothing said about it.
+        case unknown = 0
+        case gps = 1
+        case dgps = 2
+        case rtkFixed = 3
+        case rtkFloat = 4
+        case deadReckoning = 5
+        /// GNSS with dead reckoning (gpsd's `STATUS_GNSSDR`).
+        case gnssDeadReckoning = 6
+        /// Manual input, or a surveyed position held for timing (gpsd's `STATUS_TIME`).
+        case manual = 7
+        case simulated = 8
+        /// GGA quality 3, PPS.
+        case pps = 9
+
+        /// A position measured from satellites.
+        public var isMeasurement: Bool {
+            switch self {
+            case .gps, .dgps, .rtkFixed, .rtkFloat, .pps: true
+            default: false
+            }
+        }
+
+        /// A position estimated by dead reckoning.
+        public var isDeadReckoning: Bool { self == .deadReckoning || self == .gnssDeadReckoning }
+
+        /// gpsd's mapping of a GGA quality (0 invalid, 1 GPS, 2 DGPS, 3 PPS, 4 RTK fixed,
+        /// 5 RTK float, 6 dead reckoning, 7 manual, 8 simulator); nil for other numbers.
+        public init?(ggaQuality: Int) {
+            switch ggaQuality {
+            case 0: self = .unknown
+            case 1: self = .gps
+            case 2: self = .dgps
+            case 3: self = .pps
+            case 4: self = .rtkFixed
+            case 5: self = .rtkFloat
+            case 6: self = .deadReckoning
+            case 7: self = .manual
+            case 8: self = .simulated
+            default: return nil
+            }
+        }
+
+        /// gpsd's mapping of an NMEA 2.3 mode indicator (A autonomous, D differential,
+        /// P precise, E dead reckoning, F RTK float, R RTK fixed, M manual, S simulator,
+        /// N not valid).
+        public init(faaMode: FAAMode) {
+            switch faaMode {
+            case .autonomous: self = .gps
+            case .differential, .precise: self = .dgps
+            case .estimated: self = .deadReckoning
+            case .rtkFloat: self = .rtkFloat
+            case .rtkFixed: self = .rtkFixed
+            case .manual: self = .manual
+            case .simulated: self = .simulated
+            case .notValid: self = .unknown
+            }
+        }
+    }
+
     /// UTC time of the cycle, or nil while the date is still unknown (time-of-day only
     /// sentences before the first RMC or ZDA).
     public var time: Date?
     /// UTC time of day of the cycle, always known: the key the cycle was grouped by.
     public var timeOfDay: NMEATimeOfDay
     public var mode: Mode
+    /// The kind of fix (``Status``): `.unknown` without a position.
+    public var status: Status
     /// Degrees, north positive.
     public var latitude: Double?
     /// Degrees, east positive.
@@ -62,11 +128,13 @@ public struct GNSSFix: Sendable, Equatable, Codable {
         hdop: Double? = nil, vdop: Double? = nil, pdop: Double? = nil,
         horizontalError: Double? = nil, verticalError: Double? = nil,
         satellitesUsed: Int? = nil, quality: Int? = nil, systemClockOffset: Double? = nil,
-        arrival: Date
+        arrival: Date, status: Status? = nil
     ) {
         self.time = time
         self.timeOfDay = timeOfDay
         self.mode = mode
+        // A 2D or 3D fix nobody said more about is a plain GPS fix, as gpsd counts it.
+        self.status = status ?? (mode >= .twoD ? .gps : .unknown)
         self.latitude = latitude
         self.longitude = longitude
         self.altitudeMSL = altitudeMSL
@@ -85,6 +153,12 @@ public struct GNSSFix: Sendable, Equatable, Codable {
         self.arrival = arrival
     }
 
-    /// True for a 2D or 3D fix with a position.
+    /// True for a 2D or 3D fix with a position (of any kind: see ``isMeasurement``).
     public var hasPosition: Bool { mode >= .twoD && latitude != nil && longitude != nil }
+
+    /// True for a position measured from satellites (GPS, DGPS, RTK, PPS).
+    public var isMeasurement: Bool { hasPosition && status.isMeasurement }
+
+    /// True for a dead-reckoned position.
+    public var isDeadReckoning: Bool { hasPosition && status.isDeadReckoning }
 }

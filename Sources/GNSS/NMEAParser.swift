@@ -184,8 +184,11 @@ public enum NMEAParser {
         let east = c.next()
         let modes = c.next()
         var anyValid = false
+        var bestMode: FAAMode?
         for offset in 0..<modes.count {
-            if let mode = FAAMode(rawValue: modes[offset]), mode.isUsable { anyValid = true }
+            guard let mode = FAAMode(rawValue: modes[offset]) else { continue }
+            if mode.isUsable { anyValid = true }
+            if mode.rank > (bestMode?.rank ?? -1) { bestMode = mode }
         }
         let satellites = c.next().integer
         let hdop = c.next().nonNegativeDecimal
@@ -197,7 +200,7 @@ public enum NMEAParser {
             talker: talker, time: time,
             latitude: latitude.coordinate(hemisphere: north, isLatitude: true),
             longitude: longitude.coordinate(hemisphere: east, isLatitude: false),
-            anySystemValid: anyValid, systemCount: modes.count, satellitesUsed: satellites,
+            anySystemValid: anyValid, bestMode: bestMode, systemCount: modes.count, satellitesUsed: satellites,
             hdop: hdop, altitudeMSL: altitude, geoidSeparation: separation,
             navigationalStatus: navStatus)
     }

@@ -123,6 +123,9 @@ public enum NMEASentence: Sendable {
         @CompactDouble public var longitude: Double?
         /// True when any per-system mode character is a usable FAA mode.
         public var anySystemValid: Bool
+        /// The most precise per-system mode (RTK over differential over autonomous over dead
+        /// reckoning), which says what kind of fix the combined position is.
+        public var bestMode: FAAMode?
         /// Number of mode characters (constellations reported).
         public var systemCount: Int
         @CompactInt public var satellitesUsed: Int?

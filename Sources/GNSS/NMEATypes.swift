@@ -9,8 +9,10 @@ public struct NMEATimeOfDay: Sendable, Hashable, Comparable, Codable {
 
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.microseconds < rhs.microseconds }
 
-    /// True when both times name the same reporting cycle (within 10 ms, as receivers
-    /// round fractions differently across sentences).
+    /// True when both times may name the same reporting cycle: within 10 ms, as receivers
+    /// round fractions differently across sentences (`.99` in one, `.00` in the next). Only a
+    /// hint: fixes 10 ms apart exist too, so ``FixAssembler`` also looks at which sentences
+    /// the cycle already has.
     public func sameCycle(as other: Self) -> Bool {
         abs(microseconds - other.microseconds) <= 10_000
     }
@@ -58,11 +60,26 @@ public enum FAAMode: UInt8, Sendable {
     case rtkFixed = 82  // R
     case simulated = 83  // S
 
-    /// True when the receiver says this output is a usable position.
+    /// True when the receiver says this output is a position from its own solution (not
+    /// "not valid", manual input or a simulator).
     public var isUsable: Bool {
         switch self {
         case .notValid, .manual, .simulated: false
         default: true
+        }
+    }
+
+    /// Precision order for choosing among per-system modes (higher is better).
+    var rank: Int {
+        switch self {
+        case .notValid: 0
+        case .simulated: 1
+        case .manual: 2
+        case .estimated: 3
+        case .autonomous: 4
+        case .differential, .precise: 5
+        case .rtkFloat: 6
+        case .rtkFixed: 7
         }
     }
 }

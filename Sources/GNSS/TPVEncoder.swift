@@ -30,25 +30,12 @@ public enum TPVEncoder {
         add("magvar", fix.magneticVariation, 1)
         add("speed", fix.speed, 3)
         add("geoidSep", fix.geoidSeparation, 3)
-        if let quality = fix.quality, let status = gpsdStatus(quality: quality), fix.mode >= .twoD {
-            json += ",\"status\":\(status)"
+        // gpsd leaves `status` out for a plain GPS fix (and without a fix).
+        if fix.mode >= .twoD, fix.status != .gps, fix.status != .unknown {
+            json += ",\"status\":\(fix.status.rawValue)"
         }
         json += "}"
         return json
-    }
-
-    /// gpsd's TPV `status` for a GGA quality (1 normal, 2 DGPS, 3 RTK fixed, 4 RTK float,
-    /// 5 dead reckoning, 7 simulated).
-    static func gpsdStatus(quality: Int) -> Int? {
-        switch quality {
-        case 1, 3: 1
-        case 2: 2
-        case 4: 3
-        case 5: 4
-        case 6: 5
-        case 8: 7
-        default: nil
-        }
     }
 
     /// `YYYY-MM-DDThh:mm:ss.sssZ`, UTC, millisecond precision.

@@ -56,6 +56,9 @@ public struct GatewaySettings: Sendable {
     /// the cost of the boards' batteries). Off, a connected board's sensors are stopped
     /// between sessions; `always` mode streams regardless.
     public var streamBetweenSessions: Bool = false
+    /// Whether dead-reckoned fixes give points a location (marked `dead_reckoned`); measured
+    /// fixes always do, manual input and simulator fixes never.
+    public var acceptDeadReckoning: Bool = false
 
     /// Settings with defaults for everything but the boards, the stream and the state directory.
     public init(boards: BoardSelection, streaming: StreamingConfiguration, gnss: GNSSSourceSpec? = nil,

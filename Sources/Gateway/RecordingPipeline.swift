@@ -88,6 +88,7 @@ public actor RecordingPipeline {
                                 systemClockSynchronised: synchronised)
         var configuration = SessionController.Configuration()
         configuration.alwaysMode = settings.sessionMode == .always
+        configuration.acceptsDeadReckoning = settings.acceptDeadReckoning
         controller = SessionController(store: store, timeBase: timeBase, configuration: configuration)
         gnss = GNSSStatus(source: settings.gnss?.description, mode: nil, hasPosition: false, latitude: nil, longitude: nil,
                           satellitesUsed: nil, lastFixAt: nil, fixesReceived: 0, isRunning: false)

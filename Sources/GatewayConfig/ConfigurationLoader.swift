@@ -162,6 +162,7 @@ public enum ConfigurationLoader {
                 }
             }
         }
+        if let accept = reader.boolean("accept_dead_reckoning") { gnss.acceptDeadReckoning = accept }
         return reader.finish()
     }
 

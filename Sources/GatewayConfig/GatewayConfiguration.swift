@@ -70,8 +70,14 @@ public struct GatewayConfiguration: Sendable, Equatable {
     public struct GNSS: Sendable, Equatable {
         /// The source, or nil for none (no receiver: samples are recorded without positions).
         public var source: GNSSSourceSpec?
+        /// Record dead-reckoned positions too (marked as such); by default only measured
+        /// fixes (GPS, DGPS, RTK, PPS) give points a location.
+        public var acceptDeadReckoning: Bool
 
-        public init(source: GNSSSourceSpec? = nil) { self.source = source }
+        public init(source: GNSSSourceSpec? = nil, acceptDeadReckoning: Bool = false) {
+            self.source = source
+            self.acceptDeadReckoning = acceptDeadReckoning
+        }
 
         /// The default receiver device (the udev rule's stable symlink).
         public static let defaultDevice = "/dev/gps0"

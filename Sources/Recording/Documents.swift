@@ -63,6 +63,7 @@ public struct RealtimeDataDocument: Hashable, Sendable {
             n += "location".utf8.count + 1
             n += "latitude".utf8.count + 1 + 8 + "longitude".utf8.count + 1 + 8 + "timestamp".utf8.count + 1 + 8
             n += "accuracy".utf8.count + 1 + (l.accuracy == nil ? 1 : 8) + "age_ms".utf8.count + 1 + 8
+            if l.deadReckoned { n += "dead_reckoned".utf8.count + 1 + 1 }
         } else {
             n += "location".utf8.count + 1 + 1
             n += "location_missing".utf8.count + 1 + (p.missingLocation ?? .noFix).name.utf8.count + 1
@@ -77,28 +78,31 @@ public struct RealtimeDataDocument: Hashable, Sendable {
     public var jsonText: String { FirestoreValue.map(fields).jsonText }
 
     /// One point: `{gyroscope:{x,y,z,timestamp}, location:{…}|null}` plus `location_missing`
-    /// when null, `accelerometer` when streamed, `missed_before` and `gap_ms` after a gap.
+    /// when null, `location.dead_reckoned: true` when the position was dead-reckoned,
+    /// `accelerometer` when streamed, `missed_before` and `gap_ms` after a gap.
     public static func value(_ p: RecordedPoint) -> FirestoreValue {
         var m: [(String, FirestoreValue)] = [
             ("gyroscope", .map([
-                ("x", .double(p.gyroscope.x)), ("y", .double(p.gyroscope.y)), ("z", .double(p.gyroscope.z)),
+                ("x", .float(p.gyroscope.x)), ("y", .float(p.gyroscope.y)), ("z", .float(p.gyroscope.z)),
                 ("timestamp", .integer(Int64(p.gyroscope.timestamp.rounded()))),
             ])),
         ]
         if let l = p.location {
-            m.append(("location", .map([
+            var location: [(String, FirestoreValue)] = [
                 ("latitude", .double(l.latitude)), ("longitude", .double(l.longitude)),
                 ("timestamp", .integer(Int64(l.timestamp.rounded()))),
-                ("accuracy", l.accuracy.map { .double($0) } ?? .null),
+                ("accuracy", l.accuracy.map { .float($0) } ?? .null),
                 ("age_ms", .integer(Int64(l.age.rounded()))),
-            ])))
+            ]
+            if l.deadReckoned { location.append(("dead_reckoned", .bool(true))) }
+            m.append(("location", .map(location)))
         } else {
             m.append(("location", .null))
             m.append(("location_missing", .string((p.missingLocation ?? .noFix).name)))
         }
         if let a = p.accelerometer {
             m.append(("accelerometer", .map([
-                ("x", .double(a.x)), ("y", .double(a.y)), ("z", .double(a.z)),
+                ("x", .float(a.x)), ("y", .float(a.y)), ("z", .float(a.z)),
                 ("timestamp", .integer(Int64(a.timestamp.rounded()))),
             ])))
         }

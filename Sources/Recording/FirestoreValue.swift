@@ -8,6 +8,9 @@ public indirect enum FirestoreValue: Hashable, Sendable {
     case bool(Bool)
     case integer(Int64)
     case double(Double)
+    /// A float32 reading: a double in Firestore, printed with the float32's own shortest
+    /// digits so it reads back to exactly the value recorded (``ShortestDecimal``).
+    case float(Float)
     case string(String)
     case array([FirestoreValue])
     /// Keys kept in insertion order for stable output.
@@ -19,6 +22,7 @@ public indirect enum FirestoreValue: Hashable, Sendable {
         case let (.bool(a), .bool(b)): a == b
         case let (.integer(a), .integer(b)): a == b
         case let (.double(a), .double(b)): a == b
+        case let (.float(a), .float(b)): a == b
         case let (.string(a), .string(b)): a == b
         case let (.array(a), .array(b)): a == b
         case let (.map(a), .map(b)): a.count == b.count && zip(a, b).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
@@ -32,6 +36,7 @@ public indirect enum FirestoreValue: Hashable, Sendable {
         case let .bool(b): h.combine(b)
         case let .integer(i): h.combine(i)
         case let .double(d): h.combine(d)
+        case let .float(f): h.combine(f)
         case let .string(s): h.combine(s)
         case let .array(a): h.combine(a)
         case let .map(m): for (k, v) in m { h.combine(k); h.combine(v) }
@@ -43,7 +48,7 @@ public indirect enum FirestoreValue: Hashable, Sendable {
     public var firestoreSize: Int {
         switch self {
         case .null, .bool: 1
-        case .integer, .double: 8
+        case .integer, .double, .float: 8
         case let .string(s): s.utf8.count + 1
         case let .array(a): a.reduce(0) { $0 + $1.firestoreSize }
         case let .map(m): m.reduce(0) { $0 + $1.0.utf8.count + 1 + $1.1.firestoreSize }
@@ -51,12 +56,15 @@ public indirect enum FirestoreValue: Hashable, Sendable {
     }
 
     /// Plain JSON (not Firestore's typed encoding): what export and the JSON Schemas describe.
+    /// Numbers are the shortest text that reads back to the value (integral doubles keep a
+    /// `.0`); non-finite numbers, which JSON cannot hold, are `null`.
     public func writeJSON(to out: inout String) {
         switch self {
         case .null: out += "null"
         case let .bool(b): out += b ? "true" : "false"
         case let .integer(i): out += String(i)
-        case let .double(d): out += d.isFinite ? Self.format(d) : "null"
+        case let .double(d): out += ShortestDecimal.json(d) ?? "null"
+        case let .float(f): out += ShortestDecimal.json(f) ?? "null"
         case let .string(s): Self.writeString(s, &out)
         case let .array(a):
             out += "["
@@ -82,11 +90,6 @@ public indirect enum FirestoreValue: Hashable, Sendable {
         var s = ""
         writeJSON(to: &s)
         return s
-    }
-
-    static func format(_ d: Double) -> String {
-        if d == d.rounded(), abs(d) < 1e15 { return String(Int64(d)) + ".0" }
-        return "\(d)"
     }
 
     /// Appends `s` as a JSON string literal (quotes, backslash escapes, `\\u00XX` for the other

@@ -8,20 +8,28 @@ public struct LocatedFix: Hashable, Sendable {
     public var longitude: Double
     /// Metres (GST 1-sigma, else HDOP × 5 m), nil if the receiver gave neither.
     public var accuracy: Double?
+    /// True when the receiver dead-reckoned this position instead of measuring it.
+    public var deadReckoned: Bool
 
     /// A fix.
-    public init(time: Double, latitude: Double, longitude: Double, accuracy: Double?) {
+    public init(time: Double, latitude: Double, longitude: Double, accuracy: Double?, deadReckoned: Bool = false) {
         self.time = time
         self.latitude = latitude
         self.longitude = longitude
         self.accuracy = accuracy
+        self.deadReckoned = deadReckoned
     }
 
-    /// The fix's position on `timeBase`, or nil when it has none.
-    public init?(_ fix: GNSSFix, timeBase: TimeBase) {
-        guard fix.hasPosition, let lat = fix.latitude, let lon = fix.longitude else { return nil }
+    /// The fix's position on `timeBase`, or nil when it has none or it is not a measurement:
+    /// dead reckoning only when `acceptingDeadReckoning` (and then marked), manual input and
+    /// simulator fixes never.
+    public init?(_ fix: GNSSFix, timeBase: TimeBase, acceptingDeadReckoning: Bool = false) {
+        guard fix.isMeasurement || (acceptingDeadReckoning && fix.isDeadReckoning),
+            let lat = fix.latitude, let lon = fix.longitude
+        else { return nil }
         self.init(time: timeBase.fixTime(fix), latitude: lat, longitude: lon,
-                  accuracy: fix.horizontalError ?? fix.hdop.map { $0 * LocatedFix.userEquivalentRangeError })
+                  accuracy: fix.horizontalError ?? fix.hdop.map { $0 * LocatedFix.userEquivalentRangeError },
+                  deadReckoned: fix.isDeadReckoning)
     }
 
     /// Metres per unit of HDOP when the receiver reports no error estimate (a typical
@@ -128,7 +136,9 @@ public struct LocationMerger<Payload> {
             let location = PointLocation(
                 latitude: b.latitude + (a.latitude - b.latitude) * f,
                 longitude: b.longitude + (a.longitude - b.longitude) * f,
-                timestamp: time, accuracy: accuracy, age: min(time - b.time, a.time - time))
+                timestamp: time, accuracy: accuracy.map(Float.init), age: min(time - b.time, a.time - time),
+                // Dead-reckoned when a dead-reckoned fix has any weight in the position.
+                deadReckoned: (b.deadReckoned && f < 1) || (a.deadReckoned && f > 0))
             return Located(payload: payload, time: time, location: location, missing: nil)
         }
         let nearest: LocatedFix? = switch (before, after) {
@@ -139,7 +149,8 @@ public struct LocationMerger<Payload> {
         }
         if let n = nearest, abs(time - n.time) <= freshness {
             let location = PointLocation(latitude: n.latitude, longitude: n.longitude, timestamp: n.time,
-                                         accuracy: n.accuracy, age: abs(time - n.time))
+                                         accuracy: n.accuracy.map(Float.init), age: abs(time - n.time),
+                                         deadReckoned: n.deadReckoned)
             return Located(payload: payload, time: time, location: location, missing: nil)
         }
         return Located(payload: payload, time: time, location: nil, missing: .staleFix)

@@ -5,7 +5,7 @@
 ///
 /// | bytes | field |
 /// |---|---|
-/// | 1 | flags: bit0 location, bit1 accelerometer, bit2 missed-before, bit3 accuracy, bits 4–5 missing-location reason, bit6 gap duration |
+/// | 1 | flags: bit0 location, bit1 accelerometer, bit2 missed-before, bit3 accuracy, bits 4–5 missing-location reason (no location) or 1 = dead-reckoned (location), bit6 gap duration |
 /// | 8 | gyro timestamp, epoch ms, Float64 |
 /// | 12 | gyro x, y, z, °/s, Float32 |
 /// | 32 | location (bit0): latitude, longitude, timestamp (Float64 each), accuracy m, age ms (Float32 each) |
@@ -13,7 +13,11 @@
 /// | 4 | missed samples before this one (bit2), UInt32 |
 /// | 4 | gap duration before this one, ms (bit6), UInt32 |
 ///
-/// Float32 keeps every 16-bit sensor count exactly (24-bit mantissa), at half the size.
+/// Float32 keeps every 16-bit sensor count exactly (24-bit mantissa), at half the size; the
+/// point model holds those fields as `Float`, so what is decoded is what was recorded, bit for
+/// bit. Positions and times stay Float64 (a receiver's `ddmm.mmmmm` needs more than float32's
+/// 7 digits). Bits 4–5 of a point with a location were always 0 before they marked dead
+/// reckoning, so blobs written before read unchanged.
 public enum PointCodec {
     /// Largest encoded point, bytes.
     public static let maxPointSize = 1 + 8 + 12 + 32 + 20 + 4 + 4
@@ -26,23 +30,24 @@ public enum PointCodec {
         if p.missedBefore > 0 { flags |= 4 }
         if p.location?.accuracy != nil { flags |= 8 }
         if p.location == nil, let reason = p.missingLocation { flags |= (reason.rawValue & 3) << 4 }
+        if p.location?.deadReckoned == true { flags |= 1 << 4 }
         if p.missedBefore > 0, p.gapMilliseconds > 0 { flags |= 0x40 }
         bytes.append(flags)
         put64(p.gyroscope.timestamp, &bytes)
-        put32(Float(p.gyroscope.x), &bytes)
-        put32(Float(p.gyroscope.y), &bytes)
-        put32(Float(p.gyroscope.z), &bytes)
+        put32(p.gyroscope.x, &bytes)
+        put32(p.gyroscope.y, &bytes)
+        put32(p.gyroscope.z, &bytes)
         if let l = p.location {
             put64(l.latitude, &bytes)
             put64(l.longitude, &bytes)
             put64(l.timestamp, &bytes)
-            put32(Float(l.accuracy ?? 0), &bytes)
+            put32(l.accuracy ?? 0, &bytes)
             put32(Float(l.age), &bytes)
         }
         if let a = p.accelerometer {
-            put32(Float(a.x), &bytes)
-            put32(Float(a.y), &bytes)
-            put32(Float(a.z), &bytes)
+            put32(a.x, &bytes)
+            put32(a.y, &bytes)
+            put32(a.z, &bytes)
             put64(a.timestamp, &bytes)
         }
         if p.missedBefore > 0 {
@@ -79,7 +84,9 @@ public enum PointCodec {
             let start = r.offset
             let flags = bytes[r.offset]
             r.offset += 1
-            guard flags & 0x80 == 0, flags & 0x44 != 0x40 else { throw DecodingError(offset: start, reason: "unknown flags \(flags)") }
+            guard flags & 0x80 == 0, flags & 0x44 != 0x40, flags & 0x21 != 0x21 else {
+                throw DecodingError(offset: start, reason: "unknown flags \(flags)")
+            }
             var need = 20
             if flags & 1 != 0 { need += 32 }
             if flags & 2 != 0 { need += 20 }
@@ -91,7 +98,8 @@ public enum PointCodec {
             if flags & 1 != 0 {
                 let lat = r.f64(), lon = r.f64(), lt = r.f64(), acc = r.f32(), age = r.f32()
                 location = PointLocation(latitude: lat, longitude: lon, timestamp: lt,
-                                         accuracy: flags & 8 != 0 ? acc : nil, age: age)
+                                         accuracy: flags & 8 != 0 ? acc : nil, age: Double(age),
+                                         deadReckoned: flags & 0x30 == 0x10)
             }
             var accel: AccelerometerReading?
             if flags & 2 != 0 {
@@ -129,7 +137,7 @@ public enum PointCodec {
             offset += 4
             return v
         }
-        mutating func f32() -> Double { Double(Float(bitPattern: u32())) }
+        mutating func f32() -> Float { Float(bitPattern: u32()) }
         mutating func f64() -> Double {
             var v: UInt64 = 0
             for i in 0..<8 { v |= UInt64(bytes[offset + i]) << UInt64(8 * i) }

@@ -1,34 +1,49 @@
+import MetaWear
+
 /// A gyroscope reading with its rebuilt time: °/s per axis, epoch milliseconds.
+///
+/// Axes are float32, the precision stored: a 16-bit count times the range's scale keeps every
+/// count exactly (24-bit significand), and documents print the float32's own shortest digits.
 public struct GyroReading: Hashable, Sendable {
-    public var x: Double
-    public var y: Double
-    public var z: Double
+    public var x: Float
+    public var y: Float
+    public var z: Float
     /// Unix epoch milliseconds (fractional: the rebuilt time is finer than 1 ms).
     public var timestamp: Double
 
     /// A reading.
-    public init(x: Double, y: Double, z: Double, timestamp: Double) {
+    public init(x: Float, y: Float, z: Float, timestamp: Double) {
         self.x = x
         self.y = y
         self.z = z
         self.timestamp = timestamp
     }
+
+    /// A decoded sample at the precision recorded.
+    public init(_ sample: MotionSample, timestamp: Double) {
+        self.init(x: Float(sample.x), y: Float(sample.y), z: Float(sample.z), timestamp: timestamp)
+    }
 }
 
-/// An accelerometer reading: g per axis, epoch milliseconds.
+/// An accelerometer reading: g per axis (float32, as ``GyroReading``), epoch milliseconds.
 public struct AccelerometerReading: Hashable, Sendable {
-    public var x: Double
-    public var y: Double
-    public var z: Double
+    public var x: Float
+    public var y: Float
+    public var z: Float
     /// Unix epoch milliseconds of the accelerometer sample itself.
     public var timestamp: Double
 
     /// A reading.
-    public init(x: Double, y: Double, z: Double, timestamp: Double) {
+    public init(x: Float, y: Float, z: Float, timestamp: Double) {
         self.x = x
         self.y = y
         self.z = z
         self.timestamp = timestamp
+    }
+
+    /// A decoded sample at the precision recorded.
+    public init(_ sample: MotionSample, timestamp: Double) {
+        self.init(x: Float(sample.x), y: Float(sample.y), z: Float(sample.z), timestamp: timestamp)
     }
 }
 
@@ -42,17 +57,24 @@ public struct PointLocation: Hashable, Sendable {
     /// fix's time when the last fix was held.
     public var timestamp: Double
     /// Horizontal accuracy estimate in metres (GST 1-sigma, else HDOP × 5 m), nil if unknown.
-    public var accuracy: Double?
+    /// Float32: it keeps every decimal of up to 6 significant digits exactly, more than a
+    /// receiver sends for an error estimate, and prints them as sent (`17.1`).
+    public var accuracy: Float?
     /// Milliseconds between the sample and the nearest fix used (0 for an exact match).
     public var age: Double
+    /// True when a fix used came from dead reckoning, not a measurement (only recorded when
+    /// the configuration accepts dead reckoning).
+    public var deadReckoned: Bool
 
     /// A location.
-    public init(latitude: Double, longitude: Double, timestamp: Double, accuracy: Double?, age: Double) {
+    public init(latitude: Double, longitude: Double, timestamp: Double, accuracy: Float?, age: Double,
+                deadReckoned: Bool = false) {
         self.latitude = latitude
         self.longitude = longitude
         self.timestamp = timestamp
         self.accuracy = accuracy
         self.age = age
+        self.deadReckoned = deadReckoned
     }
 }
 

@@ -24,6 +24,9 @@ public final class SessionController {
         public var fixFreshness: Double = 2000
         /// Start a session automatically whenever a board streams.
         public var alwaysMode = false
+        /// Merge dead-reckoned fixes (marked `dead_reckoned` in documents) besides measured
+        /// ones; manual input and simulator fixes are never merged.
+        public var acceptsDeadReckoning = false
 
         /// Defaults.
         public init() {}
@@ -275,7 +278,7 @@ public final class SessionController {
     /// Feeds a GNSS fix received at monotonic `now`.
     public func ingest(fix: GNSSFix, now: Int64) {
         timeBase.observe(fix)
-        guard let located = LocatedFix(fix, timeBase: timeBase) else { return }
+        guard let located = LocatedFix(fix, timeBase: timeBase, acceptingDeadReckoning: configuration.acceptsDeadReckoning) else { return }
         if session != nil { session!.distance.add(latitude: located.latitude, longitude: located.longitude, accuracy: located.accuracy) }
         let nowMs = timeBase.epochMilliseconds(monotonic: now)
         for key in boards.keys {
@@ -329,7 +332,7 @@ public final class SessionController {
             for (k, t) in s.times.enumerated() {
                 let v = s.payload[k]
                 let time = timeBase.epochMilliseconds(monotonic: t)
-                boards[board]!.recentAccelerometer.append(AccelerometerReading(x: v.x, y: v.y, z: v.z, timestamp: time))
+                boards[board]!.recentAccelerometer.append(AccelerometerReading(v, timestamp: time))
                 boards[board]!.accelerometerStampedUntil = time
             }
         }
@@ -358,7 +361,7 @@ public final class SessionController {
 
     private func point(board: String, _ l: LocationMerger<GyroItem>.Located) -> RecordedPoint {
         let v = l.payload.sample
-        return RecordedPoint(gyroscope: GyroReading(x: v.x, y: v.y, z: v.z, timestamp: l.time), location: l.location,
+        return RecordedPoint(gyroscope: GyroReading(v, timestamp: l.time), location: l.location,
                              missingLocation: l.missing, accelerometer: nearestAccelerometer(board: board, time: l.time),
                              missedBefore: l.payload.missedBefore)
     }
@@ -565,7 +568,7 @@ public final class SessionController {
                 let v = s.payload[k]
                 let time = timeBase.epochMilliseconds(monotonic: t)
                 let l = b.merger.locate(GyroItem(sample: v, missedBefore: 0, source: timeBase.source), time)
-                out.append(RecordedPoint(gyroscope: GyroReading(x: v.x, y: v.y, z: v.z, timestamp: time),
+                out.append(RecordedPoint(gyroscope: GyroReading(v, timestamp: time),
                                          location: l.location, missingLocation: l.missing))
             }
         }

@@ -42,8 +42,10 @@ public struct TimeBase: Sendable {
         self.systemClockSynchronised = systemClockSynchronised
     }
 
-    /// Feeds a fix; its UTC offset is used while the system clock is unsynchronised.
+    /// Feeds a fix; its UTC offset is used while the system clock is unsynchronised. A
+    /// simulator's or manually entered fix says nothing about the time, so it is not used.
     public mutating func observe(_ fix: GNSSFix) {
+        guard fix.status != .simulated, fix.status != .manual else { return }
         guard let offset = fix.systemClockOffset, offset.isFinite else { return }
         recentOffsets.append(offset)
         if recentOffsets.count > 16 { recentOffsets.removeFirst(recentOffsets.count - 16) }

@@ -1,3 +1,4 @@
+import Basics
 import Recording
 
 
@@ -31,13 +32,13 @@ struct JSONBytes: TextOutputStream {
         }
     }
 
-    /// Shortest round-trip form (the same text as Swift's `description`), finite values only.
-    /// Written through `TextOutputStream`: Double formats into a stack buffer and hands it to
+    /// Shortest round-trip form (``ShortestDecimal``), finite values only. Written through
+    /// `TextOutputStream`: Double formats into a stack buffer and hands it to
     /// ``_writeASCII(_:)``, where `description` would build a String, which for the usual
     /// 16 to 18 characters of a sensor reading means a heap allocation. Half the CPU of
     /// encoding a chunk's points went to formatting doubles; this halves that.
-    @inline(__always) mutating func number(_ d: Double) {
-        d.write(to: &self)
+    @inline(__always) mutating func number<Value: BinaryFloatingPoint & TextOutputStreamable>(_ value: Value) {
+        ShortestDecimal.write(value, to: &self)
     }
 
     /// `TextOutputStream`.
@@ -100,6 +101,7 @@ struct JSONBytes: TextOutputStream {
                 raw(#""-Infinity""#)
             } else { number(d) }
             raw("}")
+        case let .float(f): typedFloat(f)
         case let .string(s):
             raw(#"{"stringValue":"#)
             string(s)
@@ -119,13 +121,20 @@ struct JSONBytes: TextOutputStream {
     }
 
     /// A typed double (`typed(.double(d))`).
-    @inline(__always) mutating func typedDouble(_ d: Double) {
-        if d.isFinite {
+    @inline(__always) mutating func typedDouble(_ d: Double) { typedNumber(d) }
+
+    /// A typed float32 (`typed(.float(f))`): Firestore's double, with the float's digits.
+    @inline(__always) mutating func typedFloat(_ f: Float) { typedNumber(f) }
+
+    /// Firestore's double of a finite value at its own precision; non-finite ones as
+    /// `typed(.double(_:))` spells them.
+    @inline(__always) mutating func typedNumber<Value: BinaryFloatingPoint & TextOutputStreamable>(_ value: Value) {
+        if value.isFinite {
             raw(#"{"doubleValue":"#)
-            number(d)
+            ShortestDecimal.write(value, to: &self)
             raw("}")
         } else {
-            typed(.double(d))
+            typed(.double(Double(value)))
         }
     }
 
@@ -138,11 +147,12 @@ struct JSONBytes: TextOutputStream {
 
     /// A plain double, as `plain(.double(d))` writes it.
     @inline(__always) mutating func plainDouble(_ d: Double) {
-        if d.isFinite, d != d.rounded() || abs(d) >= 1e15 {
-            number(d)
-        } else {
-            plain(.double(d))
-        }
+        if d.isFinite { number(d) } else { raw("null") }
+    }
+
+    /// A plain float32, as `plain(.float(f))` writes it.
+    @inline(__always) mutating func plainFloat(_ f: Float) {
+        if f.isFinite { number(f) } else { raw("null") }
     }
 
     /// The typed `fields` of a `realtime_data` document, byte for byte
@@ -177,9 +187,10 @@ struct JSONBytes: TextOutputStream {
             raw(#","timestamp":"#)
             typedInteger(Int64(l.timestamp.rounded()))
             raw(#","accuracy":"#)
-            if let a = l.accuracy { typedDouble(a) } else { raw(#"{"nullValue":null}"#) }
+            if let a = l.accuracy { typedFloat(a) } else { raw(#"{"nullValue":null}"#) }
             raw(#","age_ms":"#)
             typedInteger(Int64(l.age.rounded()))
+            if l.deadReckoned { raw(#","dead_reckoned":{"booleanValue":true}"#) }
             raw("}}}")
         } else {
             raw(#","location":{"nullValue":null},"location_missing":"#)
@@ -200,13 +211,13 @@ struct JSONBytes: TextOutputStream {
         raw("}}}")
     }
 
-    @inline(__always) mutating func typedReading(_ x: Double, _ y: Double, _ z: Double, _ timestamp: Double) {
+    @inline(__always) mutating func typedReading(_ x: Float, _ y: Float, _ z: Float, _ timestamp: Double) {
         raw(#"{"mapValue":{"fields":{"x":"#)
-        typedDouble(x)
+        typedFloat(x)
         raw(#","y":"#)
-        typedDouble(y)
+        typedFloat(y)
         raw(#","z":"#)
-        typedDouble(z)
+        typedFloat(z)
         raw(#","timestamp":"#)
         typedInteger(Int64(timestamp.rounded()))
         raw("}}}")
@@ -234,9 +245,10 @@ struct JSONBytes: TextOutputStream {
             raw(#","timestamp":"#)
             number(Int64(l.timestamp.rounded()))
             raw(#","accuracy":"#)
-            if let a = l.accuracy { plainDouble(a) } else { raw("null") }
+            if let a = l.accuracy { plainFloat(a) } else { raw("null") }
             raw(#","age_ms":"#)
             number(Int64(l.age.rounded()))
+            if l.deadReckoned { raw(#","dead_reckoned":true"#) }
             raw("}")
         } else {
             raw(#","location":null,"location_missing":"#)
@@ -257,13 +269,13 @@ struct JSONBytes: TextOutputStream {
         raw("}")
     }
 
-    @inline(__always) mutating func plainReading(_ x: Double, _ y: Double, _ z: Double, _ timestamp: Double) {
+    @inline(__always) mutating func plainReading(_ x: Float, _ y: Float, _ z: Float, _ timestamp: Double) {
         raw(#"{"x":"#)
-        plainDouble(x)
+        plainFloat(x)
         raw(#","y":"#)
-        plainDouble(y)
+        plainFloat(y)
         raw(#","z":"#)
-        plainDouble(z)
+        plainFloat(z)
         raw(#","timestamp":"#)
         number(Int64(timestamp.rounded()))
         raw("}")
@@ -281,22 +293,15 @@ struct JSONBytes: TextOutputStream {
         raw("}")
     }
 
-    /// Plain JSON, byte for byte what `FirestoreValue.jsonText` produces (integral doubles
-    /// keep a ".0", non-finite doubles become null).
+    /// Plain JSON, byte for byte what `FirestoreValue.jsonText` produces (shortest round-trip
+    /// numbers, integral doubles keep a ".0", non-finite numbers become null).
     mutating func plain(_ value: FirestoreValue) {
         switch value {
         case .null: raw("null")
         case let .bool(b): b ? raw("true") : raw("false")
         case let .integer(i): number(i)
-        case let .double(d):
-            if !d.isFinite {
-                raw("null")
-            } else if d == d.rounded(), abs(d) < 1e15 {
-                number(Int64(d))
-                raw(".0")
-            } else {
-                number(d)
-            }
+        case let .double(d): plainDouble(d)
+        case let .float(f): plainFloat(f)
         case let .string(s): string(s)
         case let .array(a):
             raw("[")

@@ -275,7 +275,7 @@ struct BufferStoreTests {
         let csv = SessionExporter.render(data, format: .csv).split(separator: "\n")
         #expect(csv.count == 121)
         #expect(csv[0].hasPrefix("epoch (ms),time (UTC),elapsed (s),x-axis (deg/s),y-axis (deg/s),z-axis (deg/s)"))
-        #expect(csv[1].hasPrefix("1800000000000,2027-01-15T08:00:00.000Z,0.000,0.0000,1.0000,2.0000,B1,"))
+        #expect(csv[1].hasPrefix("1800000000000,2027-01-15T08:00:00.000Z,0.000,0,1,2,B1,"))
         let json = try JSONSerialization.jsonObject(with: Data(SessionExporter.render(data, format: .json).utf8)) as? [String: Any]
         #expect((json?["points"] as? [Any])?.count == 120)
         let geo = try JSONSerialization.jsonObject(with: Data(SessionExporter.render(data, format: .geojson).utf8)) as? [String: Any]
@@ -283,8 +283,8 @@ struct BufferStoreTests {
         let gpx = SessionExporter.render(data, format: .gpx)
         #expect(gpx.components(separatedBy: "<trkpt").count - 1 == 120)
         // The gap in every format: CSV columns, JSON fields, GeoJSON gaps, a new GPX segment.
-        #expect(csv[0].hasSuffix(",missed before,gap (ms)"))
-        #expect(csv.filter { $0.hasSuffix(",4,50") }.count == 1 && csv.filter { $0.hasSuffix(",0,0") }.count == 119)
+        #expect(csv[0].hasSuffix(",missed before,gap (ms),location dead reckoned"))
+        #expect(csv.filter { $0.hasSuffix(",4,50,") }.count == 1 && csv.filter { $0.hasSuffix(",0,0,") }.count == 119)
         let jsonPoints = json?["points"] as? [[String: Any]] ?? []
         #expect(jsonPoints.filter { $0["missed_before"] as? Int == 4 && $0["gap_ms"] as? Int == 50 }.count == 1)
         let features = geo?["features"] as? [[String: Any]] ?? []

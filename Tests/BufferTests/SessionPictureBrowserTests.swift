@@ -110,7 +110,7 @@ struct SessionPictureBrowserTests {
                     : PointLocation(latitude: 47 + s * 1.2e-5, longitude: 8 + sin(s / 30) * 4e-4, timestamp: t0 + s.rounded(.down) * 1000,
                                     accuracy: 3, age: 0)
                 points.append(.init(board: board, point: RecordedPoint(
-                    gyroscope: GyroReading(x: 150 * sin(phase), y: 70 * cos(phase), z: 40 * sin(2 * phase), timestamp: t0 + s * 1000),
+                    gyroscope: GyroReading(x: Float(150 * sin(phase)), y: Float(70 * cos(phase)), z: Float(40 * sin(2 * phase)), timestamp: t0 + s * 1000),
                     location: location, missedBefore: board == "B1" && s == 32 ? 100 : 0)))
             }
         }

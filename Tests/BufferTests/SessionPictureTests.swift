@@ -32,7 +32,7 @@ private func walkingDataset(seconds: Int = 60, hz: Int = 50, boards: [String] = 
             let gap = missed > 0 ? 520 : 0
             let phase = 2 * Double.pi * 1.8 * s
             out.append(.init(board: board, point: RecordedPoint(
-                gyroscope: GyroReading(x: 120 * sin(phase), y: 60 * cos(phase), z: 30 * sin(2 * phase), timestamp: t),
+                gyroscope: GyroReading(x: Float(120 * sin(phase)), y: Float(60 * cos(phase)), z: Float(30 * sin(2 * phase)), timestamp: t),
                 location: location, missedBefore: missed, gapMilliseconds: gap)))
         }
     }

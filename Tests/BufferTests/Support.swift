@@ -30,7 +30,7 @@ func openStore(_ dir: String, budget: DiskBudget = DiskBudget(maxBytes: 1 << 40,
 func points(_ n: Int, t0: Double, startIndex: Int = 0) -> [RecordedPoint] {
     (0..<n).map { i in
         let t = t0 + Double(i) * 10
-        return RecordedPoint(gyroscope: GyroReading(x: Double(startIndex + i), y: 1, z: 2, timestamp: t),
+        return RecordedPoint(gyroscope: GyroReading(x: Float(startIndex + i), y: 1, z: 2, timestamp: t),
                              location: PointLocation(latitude: 47 + t / 1e9, longitude: 8, timestamp: t, accuracy: 3, age: 0))
     }
 }

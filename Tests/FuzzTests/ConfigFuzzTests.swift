@@ -34,6 +34,7 @@ struct ConfigFuzzTests {
         ("boards", "addresses", ["[\"zz\"]", "5", "[\"AA:BB\"]", "[\"AA:BB:CC:DD:EE:GG\"]", "[1]"]),
         ("boards", "allow", ["[\"not an address\"]", "\"AA:BB:CC:DD:EE:FF\""]),
         ("gnss", "source", ["\"bogus:x\"", "5", "\"serial:\"", "\"tcp:host\"", "\"gpsd:host:99999\"", "[]"]),
+        ("gnss", "accept_dead_reckoning", ["\"yes\"", "1"]),
         ("session", "mode", ["\"sometimes\"", "1", "\"\""]),
         ("session", "button_toggles", ["\"maybe\"", "2"]),
         ("hazards", "names", ["[1, 2]", "\"pothole\"", "[\"\"]"]),

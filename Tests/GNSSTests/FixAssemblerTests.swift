@@ -99,9 +99,14 @@ struct FixAssemblerTests {
         #expect(fix.mode == .noFix && fix.latitude == nil && fix.altitudeMSL == nil)
     }
 
-    @Test func gsa2DDropsAltitude() throws {
+    /// The rule chosen (docs/gnss.md): a GGA altitude makes the fix 3D with that altitude even
+    /// when GSA says 2D, as gpsd reports it; without an altitude GSA's 2D stands.
+    @Test func gsa2DWithGGAAltitudeIs3DWithTheAltitude() throws {
         let fix = try #require(S.fixes(cycle("120000.00", gsaMode: 2)).first)
-        #expect(fix.mode == .twoD && fix.altitudeMSL == nil)
+        #expect(fix.mode == .threeD && fix.altitudeMSL == -4.0 && fix.geoidSeparation == 46.0)
+        let noAltitude = try #require(S.fixes(cycle("120000.00", gsaMode: 2, alt: "")).first)
+        #expect(noAltitude.mode == .twoD && noAltitude.altitudeMSL == nil)
+        #expect(TPVEncoder.encode(fix).contains(#""mode":3"#) && TPVEncoder.encode(fix).contains(#""altMSL":-4.0000"#))
     }
 
     @Test func coldStartSentencesWithoutTimeAreCountedNotEmitted() throws {

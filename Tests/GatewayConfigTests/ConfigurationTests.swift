@@ -147,6 +147,9 @@ let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         #expect(try parse("[gnss]\nsource = \"none\"\n", gps: true).gnss.source == nil)
         #expect(try parse("", gps: true).gnss.source == .serial(path: "/dev/gps0", baud: nil))
         #expect(issues("[gnss]\nsource = 5\n") == ["/etc/mwgate/mwgated.toml:2: gnss.source: expected a string, got an integer"])
+        #expect(try parse("[gnss]\n").gnss.acceptDeadReckoning == false)
+        #expect(try parse("[gnss]\naccept_dead_reckoning = true\n").gnss.acceptDeadReckoning)
+        #expect(issues("[gnss]\naccept_dead_reckoning = \"yes\"\n") == ["/etc/mwgate/mwgated.toml:2: gnss.accept_dead_reckoning: expected true or false, got a string"])
     }
 
     @Test func bufferSizes() throws {

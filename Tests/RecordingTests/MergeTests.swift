@@ -302,7 +302,7 @@ struct DocumentSizeTests {
     static func worstPoint(_ i: Int) -> RecordedPoint {
         RecordedPoint(gyroscope: GyroReading(x: -2000, y: 2000, z: 1999.9, timestamp: 1.8e12 + Double(i)),
                       location: PointLocation(latitude: -89.123456789, longitude: 179.123456789, timestamp: 1.8e12,
-                                              accuracy: 99.9, age: 1999),
+                                              accuracy: 99.9, age: 1999, deadReckoned: true),
                       accelerometer: AccelerometerReading(x: 16, y: -16, z: 1, timestamp: 1.8e12), missedBefore: 65535,
                       gapMilliseconds: 655_360)
     }
@@ -322,7 +322,7 @@ struct DocumentSizeTests {
                                        seq: 999_999, points: (0..<2000).map(Self.worstPoint))
         let size = doc.firestoreSize
         #expect(size < FirestoreSize.documentLimit)
-        #expect(size == 2000 * 251 + 211, "size \(size)")  // docs/data-model.md
+        #expect(size == 2000 * 266 + 211, "size \(size)")  // docs/data-model.md
         // A plain nested point without accelerometer matches the reference's 137 B/point.
         let plain = RecordedPoint(gyroscope: GyroReading(x: 1, y: 2, z: 3, timestamp: 1),
                                   location: PointLocation(latitude: 1, longitude: 2, timestamp: 3, accuracy: 4, age: 0))
@@ -336,7 +336,7 @@ struct DocumentSizeTests {
         let back = try PointCodec.decode(bytes)
         #expect(back.count == points.count)
         #expect(back.last?.missingLocation == .staleFix && back.last?.location == nil)
-        #expect(back[3].missedBefore == 65535 && back[3].location?.accuracy == Double(Float(99.9)))
+        #expect(back[3].missedBefore == 65535 && back[3].location?.accuracy == Float(99.9))
         #expect(throws: PointCodec.DecodingError.self) { try PointCodec.decode(Array(bytes.dropLast())) }
     }
 }

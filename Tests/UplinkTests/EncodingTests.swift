@@ -72,9 +72,9 @@ struct FastJSONTests {
             let x = i < odd.count ? odd[i] : Double.random(in: -2000...2000, using: &generator)
             let location = i % 7 == 0 ? nil : PointLocation(latitude: Double.random(in: -90...90, using: &generator),
                                                             longitude: i % 2 == 0 ? -8.5 : Double(bitPattern: generator.next() >> 2),
-                                                            timestamp: t - 3, accuracy: i % 5 == 0 ? nil : 2.5 + Double(i) / 3,
-                                                            age: Double(i % 9) + 0.5)
-            return RecordedPoint(gyroscope: GyroReading(x: x, y: -1e-7 * Double(i), z: i % 13 == 0 ? .infinity : 1e20, timestamp: t),
+                                                            timestamp: t - 3, accuracy: i % 5 == 0 ? nil : Float(2.5 + Double(i) / 3),
+                                                            age: Double(i % 9) + 0.5, deadReckoned: i % 4 == 1)
+            return RecordedPoint(gyroscope: GyroReading(x: Float(x), y: -1e-7 * Float(i), z: i % 13 == 0 ? .infinity : 1e20, timestamp: t),
                                  location: location, missingLocation: location == nil ? (i % 2 == 0 ? .staleFix : nil) : nil,
                                  accelerometer: i % 3 == 0 ? AccelerometerReading(x: 0.5, y: i % 17 == 0 ? .nan : -1, z: 0.98, timestamp: t) : nil,
                                  missedBefore: i % 11 == 0 ? 2 : 0, gapMilliseconds: i % 11 == 0 ? 30 : 0)
@@ -134,8 +134,8 @@ struct FastJSONTests {
         for i in 0..<200 {
             let t = 1_800_000_000_000 + Double(i) * 10.37
             let location = i % 7 == 0 ? nil : PointLocation(latitude: 47.123456789 + Double(i) * 1e-7, longitude: -8.5, timestamp: t - 3,
-                                                            accuracy: i % 5 == 0 ? nil : 2.5 + Double(i) / 3, age: Double(i % 9))
-            points.append(RecordedPoint(gyroscope: GyroReading(x: Double(i) * 0.061, y: -1e-7 * Double(i), z: 1e20, timestamp: t),
+                                                            accuracy: i % 5 == 0 ? nil : Float(2.5 + Double(i) / 3), age: Double(i % 9))
+            points.append(RecordedPoint(gyroscope: GyroReading(x: Float(i) * 0.061, y: -1e-7 * Float(i), z: 1e20, timestamp: t),
                                         location: location, missingLocation: location == nil ? .staleFix : nil,
                                         accelerometer: i % 3 == 0 ? AccelerometerReading(x: 0.5, y: -1, z: 0.98, timestamp: t) : nil,
                                         missedBefore: i % 11 == 0 ? 2 : 0))

@@ -98,7 +98,7 @@ func fillStore(_ store: BufferStore, sessions: Int, chunks: Int, size: Int) thro
         var t = start
         for seq in 0..<chunks {
             let p = (0..<size).map { i in
-                RecordedPoint(gyroscope: GyroReading(x: Double(i), y: 1, z: 2, timestamp: t + Double(i) * 10),
+                RecordedPoint(gyroscope: GyroReading(x: Float(i), y: 1, z: 2, timestamp: t + Double(i) * 10),
                               location: PointLocation(latitude: 47, longitude: 8, timestamp: t, accuracy: 3, age: 0))
             }
             try store.seal(ChunkToSeal(sessionID: id, board: "B1", seq: seq, bytes: PointCodec.encode(p), pointCount: size,

@@ -93,6 +93,7 @@ hist_ok=$(awk -v a="$best" 'BEGIN { print (a < 50) ? "met" : "NOT met" }')
     echo "| CRC-32 of the blob (now kept by the recorder as points arrive, 53 B at a time) | $crc_us µs per chunk | n/a | |"
     echo "| diagnostic: python3 sqlite3 running our seal's transaction (our schema, same statements, zlib CRC-32) | | $same | $same_ratio of the plain peer |"
     echo "| \`mwctl history --days 366\` over 1,100 sessions (process, best of 10) | $best ms (in-process read $(value history_inprocess_median_ms) ms) | n/a | n/a |"
+    echo "| document bytes per point (plain JSON), with a location / without | $(value document_bytes_per_point_location) / $(value document_bytes_per_point_no_location) B | before (float32 readings printed widened to doubles): $(value document_bytes_per_point_location_before) / $(value document_bytes_per_point_no_location_before) B | |"
     echo
     echo "Goals: seal throughput ≥ 0.8 × plain SQLite: $ratio_note. \`mwctl history\` over a year < 50 ms: $hist_ok ($best ms)."
     echo "Our seal does more than the peer's insert (duplicate check, upload state in the chunk row, open-chunk replace, disk-budget check; no session or history page) in the same single transaction, one fsync per seal."

@@ -182,7 +182,7 @@ extension SessionPictureModel {
                 let start = point.gapMilliseconds > 0 ? g.timestamp - Double(point.gapMilliseconds) : samples.last?.time ?? g.timestamp
                 shaded.append(ShadedStretch(kind: .gap(missedSamples: point.missedBefore), start: start, end: g.timestamp))
             }
-            samples.append(Sample(time: g.timestamp, x: g.x, y: g.y, z: g.z, breaksLine: gap))
+            samples.append(Sample(time: g.timestamp, x: Double(g.x), y: Double(g.y), z: Double(g.z), breaksLine: gap))
         }
         return BoardTrace(board: board, samples: samples, shaded: shaded)
     }
@@ -210,7 +210,7 @@ extension SessionPictureModel {
             }
             if let last = track.last, last.latitude == fix.latitude, last.longitude == fix.longitude { continue }
             track.append(fix)
-            distance.add(latitude: l.latitude, longitude: l.longitude, accuracy: l.accuracy)
+            distance.add(latitude: l.latitude, longitude: l.longitude, accuracy: l.accuracy.map(Double.init))
         }
         if let o = open { outages.append(FixOutage(before: track.last, after: nil, start: o.start, end: o.end)) }
         return (track, outages, located, distance.metres)

@@ -17,7 +17,7 @@ do { sink = try DirectorySink(root: root) } catch {
     exit(1)
 }
 let points = (0..<2000).map { i in
-    RecordedPoint(gyroscope: GyroReading(x: Double(i) * 0.25, y: -1.5, z: 2, timestamp: 1_800_000_000_000 + Double(i) * 10),
+    RecordedPoint(gyroscope: GyroReading(x: Float(i) * 0.25, y: -1.5, z: 2, timestamp: 1_800_000_000_000 + Double(i) * 10),
                   location: PointLocation(latitude: 47.1 + Double(i) * 1e-6, longitude: 8.5, timestamp: 1_800_000_000_000,
                                           accuracy: 3.5, age: 5))
 }
