@@ -48,12 +48,13 @@ struct UpstreamSyncTests {
         return ((backlog?["documents"] as? NSNumber)?.intValue ?? -1, sync?["lastError"] as? String)
     }
 
-    /// Starts mwgated and waits until both boards stream and the replay gave a fix.
+    /// Starts mwgated and waits until both boards are connected past their handshake (idle
+    /// with the sensors off between sessions, the default) and the replay gave a fix.
     func startGateway(_ fixture: DaemonFixture, credentials: [String: String] = [:]) async throws {
         try fixture.startDaemon(watchdog: .seconds(5), credentials: credentials)
         try await waitUntil("READY=1", within: .seconds(60)) { fixture.notify.messages.contains { $0.contains("READY=1") } }
-        try await waitUntil("both boards streaming", within: .seconds(60)) {
-            fixture.notify.messages.contains { $0.contains("STATUS=2/2 boards streaming") }
+        try await waitUntil("both boards connected", within: .seconds(60)) {
+            fixture.notify.messages.contains { $0.contains("STATUS=2/2 boards streaming") || $0.contains("(2 idle, sensors off)") }
         }
         try await waitUntil("fix-gained", within: .seconds(60)) { !fixture.entries(withMessageID: MessageID.fixGained.rawValue).isEmpty }
     }

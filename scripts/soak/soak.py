@@ -129,7 +129,7 @@ class Soak:
         env.pop("MWGATE_JOURNAL_SOCKET", None)
         self.supervisor = Supervisor(f"{self.bin}/mwgated", config, env, f"{self.work}/mwgated.log",
                                      self.args.restart_delay)
-        self.wait_streaming(90)
+        self.wait_ready(90)
         self.started = time.time()
         self.plan = self.make_plan()
         log("fault plan: " + "; ".join(f"{f['kind']}@{f['offset']:.1f}s" + (f",board={f['board']}" if 'board' in f else "")
@@ -137,14 +137,18 @@ class Soak:
         self.loop()
         self.finish()
 
-    def wait_streaming(self, timeout):
+    def wait_ready(self, timeout):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             s = self.status() if self.supervisor.ready() else None
-            if s and sum(1 for b in s.get("boards", []) if b.get("streaming")) >= self.args.boards:
+            # Ready: streaming, or connected with the sensors off until a session starts (the
+            # default between sessions).
+            ready = [b for b in (s or {}).get("boards", [])
+                     if b.get("streaming") or str(b.get("state", "")).startswith("idle")]
+            if len(ready) >= self.args.boards:
                 return True
             time.sleep(0.5)
-        raise Failure(f"not all {self.args.boards} boards streaming within {timeout} s (see {self.work}/mwgated.log)")
+        raise Failure(f"not all {self.args.boards} boards connected within {timeout} s (see {self.work}/mwgated.log)")
 
     def make_plan(self):
         """The faults of the whole run, from the seed alone (replayable)."""
