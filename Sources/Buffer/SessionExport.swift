@@ -85,13 +85,14 @@ extension BufferStore {
         return .hazards(CompactJSON.decodeCounts(row["hazards"] ?? "{}") ?? [:])
     }
 
-    /// Sessions known to the buffer, newest first: (id, started epoch ms, state, points).
-    public func sessions(limit: Int = 100) throws -> [(id: String, startedAt: Double, state: String, points: Int)] {
+    /// Sessions known to the buffer, newest first: (id, started epoch ms, state, points, and the
+    /// history day the gateway filed it under, in the gateway's day boundaries, not the reader's).
+    public func sessions(limit: Int = 100) throws -> [(id: String, startedAt: Double, state: String, points: Int, day: String)] {
         try reader.read { db in
             try Row.fetchAll(db, sql: """
-                SELECT s.id, s.started_at, s.state, \(Self.livePointCount) AS points FROM sessions s
+                SELECT s.id, s.started_at, s.state, \(Self.livePointCount) AS points, s.day FROM sessions s
                 ORDER BY s.started_at DESC LIMIT ?
-                """, arguments: [limit]).map { ($0["id"], $0["started_at"], $0["state"], $0["points"]) }
+                """, arguments: [limit]).map { ($0["id"], $0["started_at"], $0["state"], $0["points"], $0["day"]) }
         }
     }
 }

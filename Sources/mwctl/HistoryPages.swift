@@ -16,6 +16,9 @@ struct HistoryPages {
         var startedAt: Double
         var state: String
         var points: Int
+        /// The history day the gateway filed the session under, when the source says; else the
+        /// day of `startedAt` in this machine's time zone.
+        var day: String? = nil
     }
 
     var directory: String
@@ -35,7 +38,7 @@ struct HistoryPages {
         var byDay: [String: [PictureIndexPage.Session]] = [:]
         var written = 0, listed = 0
         for s in sessions.sorted(by: { $0.startedAt < $1.startedAt }) {
-            let day = dayFormatter.string(from: Date(timeIntervalSince1970: s.startedAt))
+            let day = s.day ?? dayFormatter.string(from: Date(timeIntervalSince1970: s.startedAt))
             guard shownDays.contains(day) else { continue }
             listed += 1
             let file = PictureIndexPage.fileName(sessionID: s.sessionID)
@@ -84,7 +87,7 @@ extension HistoryCommand {
             let store = try offline.openBuffer(stateDirectory)
             let sessions: [HistoryPages.Listed]
             do {
-                sessions = try store.sessions(limit: 100_000).map { .init(sessionID: $0.id, startedAt: $0.startedAt / 1000, state: $0.state, points: $0.points) }
+                sessions = try store.sessions(limit: 100_000).map { .init(sessionID: $0.id, startedAt: $0.startedAt / 1000, state: $0.state, points: $0.points, day: $0.day) }
             } catch {
                 throw MWCtlExit.fail("cannot list sessions: \(error)", MWCtlExit.failed)
             }

@@ -9,22 +9,7 @@ import TestSupport
 /// The mwsim executable: help, scheduled faults from the command line, clean exit on SIGTERM.
 @Suite(.serialized, .enabled(if: TestBus.isAvailable))
 struct CommandLineTests {
-    static func mwsimPath() throws -> String {
-        let candidates = [
-            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
-            Bundle.main.bundleURL.deletingLastPathComponent(),
-            URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../.build/debug"),
-        ]
-        for directory in candidates {
-            var candidate = directory
-            for _ in 0..<4 {
-                let file = candidate.appendingPathComponent("mwsim")
-                if FileManager.default.isExecutableFile(atPath: file.path) { return file.path }
-                candidate = candidate.deletingLastPathComponent()
-            }
-        }
-        throw TestBusError(message: "mwsim not found beside the test bundle (swift build --build-tests builds it)")
-    }
+    static func mwsimPath() throws -> String { try BuiltExecutable.path("mwsim") }
 
     @Test func helpDocumentsEveryOptionAndTheFaultGrammar() throws {
         let bus = try TestBus()

@@ -17,22 +17,7 @@ final class DaemonFixture: @unchecked Sendable {
         return repo.deletingLastPathComponent().appendingPathComponent("shared/testdata/nmea/quectel-l76k-nmea.log").path
     }()
 
-    static func executable(_ name: String) throws -> String {
-        let candidates = [
-            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
-            Bundle.main.bundleURL.deletingLastPathComponent(),
-            URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../.build/debug"),
-        ]
-        for directory in candidates {
-            var candidate = directory
-            for _ in 0..<4 {
-                let file = candidate.appendingPathComponent(name)
-                if FileManager.default.isExecutableFile(atPath: file.path) { return file.path }
-                candidate = candidate.deletingLastPathComponent()
-            }
-        }
-        throw TestBusError(message: "\(name) not found beside the test bundle (swift build --build-tests builds it)")
-    }
+    static func executable(_ name: String) throws -> String { try BuiltExecutable.path(name) }
 
     var stateDirectory: String { directory.appendingPathComponent("state").path }
     var configurationFile: String { directory.appendingPathComponent("mwgated.toml").path }
