@@ -198,6 +198,9 @@ struct MwctlEndToEndTests {
             // a unique prefix, lists an ambiguous one.
             _ = try await h.eventually("a board streaming") { s in s.boards.contains(where: \.streaming) }
             let started = try Self.json([String: String].self, try await h.mwctl(["session", "start", "--json"]), "start")
+            // A session that recorded nothing takes no survey (no records document), so let a
+            // sample in before stopping.
+            _ = try await h.eventually("a sample in the session") { s in s.boards.contains { $0.gyroSamplesInSession > 0 } }
             _ = try Self.json(SessionEndPayload.self, try await h.mwctl(["session", "stop", "--json"]), "stop")
             // The prompt's history file goes to the state directory, not the user's.
             let typed = try await CLI.run(["-qec", "\(try CLI.path()) survey --json", "/dev/null"],
