@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the whole test suite in two passes and ends with one plain "N passed, N failed" line.
+# Runs the whole test suite in four passes and ends with one plain "N passed, N failed" line.
 #
 # Swift Testing runs every suite of a pass in parallel. The suites that start real servers
 # (Google's Firestore emulator on Java, PostgreSQL, whole mwgated processes) run in a second
@@ -9,6 +9,12 @@
 # on by default yet: several scenarios fail on defects still open (issue 18 part 2).
 set -uo pipefail
 heavy='UplinkTests|DaemonTests'
+# Suites that hold the daemon to a wall-clock promise (SIGTERM stops within 2 s) run last and
+# alone: beside ninety other suites on 2 cores a 1.5 s stop was measured at 2.4 s.
+bounded='BoundedStopTests'
+# The Firestore fault test hung twice of five runs beside the other server suites (its sync
+# service went quiet after a dropped answer and never ended on cancel; open defect), never alone.
+alone='FirestoreEmulatorTests'
 total=0 failed=0 skipped=0 status=0
 run_pass() {
     local log
@@ -49,8 +55,10 @@ run_bluez_vm() {
     rm -f "$log"
 }
 summaries=()
-run_pass --skip "$heavy" "$@"
-run_pass --filter "$heavy" "$@"
+run_pass --skip "$heavy|$bounded" "$@"
+run_pass --filter "$heavy" --skip "$alone" "$@"
+run_pass --filter "$bounded" "$@"
+run_pass --filter "$alone" "$@"
 if [ -n "${MWGATE_BLUEZ_VM:-}" ]; then run_bluez_vm "$@"; fi
 echo
 echo "== summary =="
