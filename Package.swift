@@ -61,7 +61,7 @@ let package = Package(
         .target(name: "DBus", dependencies: ["CDBus"], swiftSettings: strict),
         // A typed org.bluez client and the pure reconnection state machine (reference
         // bluez-dbus.md §2.3).
-        .target(name: "BlueZ", dependencies: ["DBus", "CDBus"], swiftSettings: strict),
+        .target(name: "BlueZ", dependencies: ["Basics", "DBus", "CDBus"], swiftSettings: strict),
         // Board sessions (handshake, streaming, watchdog, reconnection) and the fleet of them;
         // the I/O edge that keeps MetaWear pure.
         .target(name: "Boards", dependencies: ["BlueZ", "MetaWear"], swiftSettings: strict),
@@ -72,7 +72,7 @@ let package = Package(
         .target(name: "MetaWearBoardModel", swiftSettings: strict),
         // BlueZ 5.66 as seen over D-Bus, with simulated MetaWear boards behind it (mwsim).
         // Depends on the board model, never on MetaWear: replies must not come from our encoder.
-        .target(name: "BlueZSimulator", dependencies: ["DBus", "MetaWearBoardModel"], swiftSettings: strict),
+        .target(name: "BlueZSimulator", dependencies: ["Basics", "DBus", "MetaWearBoardModel"], swiftSettings: strict),
         .executableTarget(
             name: "mwsim",
             dependencies: ["BlueZSimulator", .product(name: "ArgumentParser", package: "swift-argument-parser")],
@@ -118,7 +118,7 @@ let package = Package(
         // test kills it with SIGKILL at random moments.
         .executableTarget(
             name: "mwrecord-fixture",
-            dependencies: ["Recording", "Buffer", "MetaWear", "MetaWearBoardModel", "GNSS"],
+            dependencies: ["Basics", "Recording", "Buffer", "MetaWear", "MetaWearBoardModel", "GNSS"],
             path: "Tests/Fixtures/RecorderFixture",
             swiftSettings: strict
         ),
@@ -222,12 +222,12 @@ let package = Package(
         ),
         .testTarget(
             name: "RecordingTests",
-            dependencies: ["Recording", "MetaWear", "MetaWearBoardModel", "GNSS"],
+            dependencies: ["Basics", "Recording", "MetaWear", "MetaWearBoardModel", "GNSS"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "BufferTests",
-            dependencies: ["Buffer", "Recording", "MetaWear", "GNSS", "TestSupport", "mwrecord-fixture"],
+            dependencies: ["Basics", "Buffer", "Recording", "MetaWear", "GNSS", "TestSupport", "mwrecord-fixture"],
             swiftSettings: strict
         ),
         .testTarget(
@@ -307,7 +307,7 @@ let package = Package(
         .testTarget(
             name: "FuzzTests",
             dependencies: [
-                "GNSS", "MetaWear", "MetaWearBoardModel", "GatewayConfig", "Recording", "Buffer", "BlueZ", "DBus",
+                "Basics", "GNSS", "MetaWear", "MetaWearBoardModel", "GatewayConfig", "Recording", "Buffer", "BlueZ", "DBus",
                 "ControlAPI", "ControlServer", "Gateway", "TestSupport", "GatewayTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

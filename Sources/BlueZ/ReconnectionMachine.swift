@@ -1,3 +1,5 @@
+import Basics
+
 /// The per-board connection/reconnection logic of reference bluez-dbus.md §2.3 as a pure
 /// value: facts and call outcomes in, actions out, time passed in by the driver.
 ///
@@ -124,12 +126,12 @@ public struct ReconnectionMachine: Sendable {
     private var hardFailures = 0
     private var escalations = 0
     private var deadline: Duration?
-    private var random: SplitMix64
+    private var random: SeededRandom
 
     /// A machine for one board; `seed` fixes the backoff jitter.
     public init(policy: ReconnectionPolicy = ReconnectionPolicy(), seed: UInt64 = 0x6D77_6761_7465) {
         self.policy = policy
-        random = SplitMix64(seed: seed)
+        random = SeededRandom(seed: seed)
     }
 
     /// The requested wake-up time, if any.

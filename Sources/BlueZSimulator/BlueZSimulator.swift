@@ -1,3 +1,4 @@
+import Basics
 import DBus
 import MetaWearBoardModel
 
@@ -52,7 +53,7 @@ public actor BlueZSimulator {
         self.configuration = configuration
         let start = ContinuousClock.now
         epoch = start
-        random = SeededRandom(seed: configuration.seed)
+        random = SeededRandom(seed: configuration.seed, skipping: 1)
         devices = configuration.profiles.enumerated().map { index, profile in
             let device = SimulatedDevice(index: index, profile: profile, seed: configuration.seed, signal: configuration.signal,
                                          adapterPath: Self.adapterPath, now: start)

@@ -1,3 +1,4 @@
+import Basics
 import DBus
 import MetaWearBoardModel
 
@@ -56,7 +57,7 @@ final class SimulatedDevice {
         let element = "dev_" + address.replacingColons()
         path = (try? adapterPath.appending(element)) ?? adapterPath
         lastSeen = now
-        random = SeededRandom(seed: seed &+ UInt64(index) &* 0x1000_0001)
+        random = SeededRandom(seed: seed &+ UInt64(index) &* 0x1000_0001, skipping: 1)
         rssi = Int16(-50 - Int(random.next() % 20))
     }
 

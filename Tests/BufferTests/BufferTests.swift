@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 import Recording
 import Testing
@@ -197,7 +198,7 @@ struct BufferStoreTests {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let store = try openStore(dir, budget: DiskBudget(maxBytes: 400_000, minFreeBytes: 0))
-        var rng = SeededRNG(state: 77)
+        var rng = SeededRandom(seed: 77)
         var ids: [String] = []
         for step in 0..<120 {
             switch Int.random(in: 0..<10, using: &rng) {
@@ -293,17 +294,6 @@ struct BufferStoreTests {
         #expect(gapLists.first?.first?["missed_before"] as? Int == 4 && gapLists.first?.first?["gap_ms"] as? Int == 50)
         #expect(gpx.components(separatedBy: "<trkseg>").count - 1 == 3, "B1 split at its gap, B2 whole")
         #expect(throws: BufferStore.StoreError.unknownSession("nope")) { try store.dataset(sessionID: "nope") }
-    }
-}
-
-struct SeededRNG: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 #if canImport(FoundationXML)
 import FoundationXML
@@ -132,7 +133,7 @@ struct SessionPictureTests {
     func decimation() throws {
         let seed = UInt64.random(in: 0...UInt64.max)
         print("decimation seed \(seed)")
-        var rng = SeededRNG(state: seed)
+        var rng = SeededRandom(seed: seed)
         let t0 = 1_800_000_000_000.0
         var samples = (0..<200_000).map { i in
             SessionPictureModel.Sample(time: t0 + Double(i) * 10, x: Double.random(in: -100...100, using: &rng), y: 0, z: 0)

@@ -1,21 +1,9 @@
+import Basics
 import Foundation
 import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// SplitMix64: small, fast, seeded and reproducible on every platform.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// The fuzz suite's knobs and runner.
 ///
@@ -43,7 +31,7 @@ enum Fuzz {
     static func caseSeed(_ parser: String, _ index: Int) -> UInt64 {
         var hash: UInt64 = 0xCBF2_9CE4_8422_2325  // FNV-1a: stable across runs, unlike Hasher
         for byte in parser.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01B3 }
-        var mixer = SplitMix64(seed: baseSeed ^ hash &+ UInt64(index))
+        var mixer = SeededRandom(seed: baseSeed ^ hash &+ UInt64(index))
         return mixer.next()
     }
 
@@ -104,7 +92,7 @@ enum Fuzz {
 struct FuzzCase {
     let parser: String
     let seed: UInt64
-    var rng: SplitMix64
+    var rng: SeededRandom
     /// The generator kind that made this input (for the tally and failure messages).
     var kind = "?"
     /// Inputs this case fed (a stream case may feed several).
@@ -114,7 +102,7 @@ struct FuzzCase {
     init(parser: String, seed: UInt64) {
         self.parser = parser
         self.seed = seed
-        rng = SplitMix64(seed: seed)
+        rng = SeededRandom(seed: seed)
     }
 
     /// The first failed check of this case, with where it was made.

@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 import Testing
 @testable import GNSS
@@ -135,7 +136,7 @@ final class FakeGpsd: @unchecked Sendable {
                 + #"{"class":"DEVICES","devices":[{"class":"DEVICE","path":"/dev/ttyUSB0","driver":"NMEA0183","activated":"2026-05-21T10:00:00.000Z","native":0,"bps":9600}]}"# + "\r\n"
                 + #"{"class":"WATCH","enable":true,"json":false,"nmea":true,"raw":0,"scaled":false,"timing":false,"split24":false,"pps":false}"# + "\r\n"
             let bytes = Array(greeting.utf8) + payload
-            var rng = SplitMix64(seed: chunkSeed)
+            var rng = SeededRandom(seed: chunkSeed)
             var offset = 0
             while offset < bytes.count && !isStopped {
                 let end = min(bytes.count, offset + Int.random(in: 1...4096, using: &rng))

@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 import GNSS
 import MetaWear
@@ -21,7 +22,7 @@ struct GapTests {
         try controller.start(trigger: .controlAPI, now: 0)
         let decoder = NotificationDecoder(chip: .bmi160, gyroRange: .dps2000, accelerometerRange: .g4)
         var now: Int64 = 0
-        var rng = SeededRNG(state: 7)
+        var rng = SeededRandom(seed: 7)
         var delivered = 0
         var inHole = false
         while Double(now) < seconds * 1e9 {

@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 import GNSS
 import MetaWear
@@ -150,7 +151,7 @@ struct SessionTests {
         try controller.start(trigger: .controlAPI, now: 0)
         let decoder = NotificationDecoder(chip: .bmi160, gyroRange: .dps2000, accelerometerRange: .g4)
         var now: Int64 = 0
-        var rng = SeededRNG(state: 5)
+        var rng = SeededRandom(seed: 5)
         var nextFix: Int64 = 0
         while Double(now) < seconds * 1e9 {
             now += Int64(Double.random(in: 7.5e6...30e6, using: &rng))

@@ -1,24 +1,13 @@
+import Basics
 import Testing
 @testable import Recording
-
-/// Seeded generator so every run sees the same BLE timing.
-struct SeededRNG: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// A board sampling at `rate` (with a clock error in ppm) whose notifications are released
 /// in connection events 7.5 to 30 ms apart, plus host delivery jitter. Returns, per
 /// notification, its receive time, sample count and the true times of its samples.
 func simulateLink(rate: Double, seconds: Double, perNotification: Int, clockErrorPPM: Double, seed: UInt64,
                   drop: (Int) -> Bool = { _ in false }) -> [(receivedAt: Int64, count: Int, truth: [Int64], lostBefore: Int)] {
-    var rng = SeededRNG(state: seed)
+    var rng = SeededRandom(seed: seed)
     let period = 1e9 / rate * (1 + clockErrorPPM * 1e-6)
     let t0 = 5_000_000_000.0 + Double.random(in: 0..<1e7, using: &rng)
     let total = Int(seconds * rate) / perNotification

@@ -9,6 +9,7 @@
 // BLE connection events 7.5 to 30 ms apart. Fixes replay the NMEA file's positions at 1 Hz,
 // restamped onto the simulated clock. Output lines (flushed at once):
 //   session ID | sealed NAME BOARD SEQ POINTS | accepted BOARD SAMPLES | recovered ID | stopped ID
+import Basics
 import Buffer
 import Foundation
 import GNSS
@@ -74,18 +75,6 @@ final class ReportingStore: RecordingStore {
     }
 }
 
-struct SplitMix {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func uniform(_ lo: Double, _ hi: Double) -> Double { lo + (hi - lo) * Double(next() >> 11) / Double(1 << 53) }
-}
-
 let store: BufferStore
 do {
     store = try BufferStore(path: dbPath, configuration: .init(userID: "00000000-0000-4000-8000-000000000001",
@@ -110,7 +99,7 @@ let sessionID: String
 do { sessionID = try controller.start(trigger: .controlAPI, now: 0) } catch { die("start: \(error)") }
 say("session \(sessionID)")
 
-var rng = SplitMix(state: seed)
+var rng = SeededRandom(seed: seed)
 var simNow: Int64 = 0
 var nextFix: Int64 = 0
 var fixIndex = 0
