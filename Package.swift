@@ -46,8 +46,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.30.0"),
     ],
     targets: [
-        // Small helpers every layer may import instead of borrowing them from a sibling: JSON
-        // string literals, the shortest round-trip number formatter, UTC timestamps. No
+        // Small helpers every layer may import instead of borrowing them from a sibling: the JSON
+        // string escaper, the shortest round-trip and fixed-decimal number formatters, UTC
+        // timestamps, the seeded random generator, byte sizes and the disk budget. No
         // dependencies, no Foundation.
         .target(name: "Basics", swiftSettings: strict),
         .testTarget(name: "BasicsTests", dependencies: ["Basics"], swiftSettings: strict),
@@ -93,6 +94,7 @@ let package = Package(
         .target(
             name: "Uplink",
             dependencies: [
+                "Basics",
                 "Buffer",
                 "Recording",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -127,7 +129,7 @@ let package = Package(
         .target(
             name: "Gateway",
             dependencies: [
-                "Boards", "BlueZ", "GNSS", "MetaWear", "Recording", "Buffer",
+                "Basics", "Boards", "BlueZ", "GNSS", "MetaWear", "Recording", "Buffer",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -161,7 +163,7 @@ let package = Package(
         .executableTarget(
             name: "mwbench",
             dependencies: [
-                "DBus", "GNSS", "MetaWear", "MetaWearBoardModel", "Recording", "Buffer",
+                "Basics", "DBus", "GNSS", "MetaWear", "MetaWearBoardModel", "Recording", "Buffer",
                 "ControlAPI", "ControlServer", "Gateway", "BlueZ", "Boards", "BlueZSimulator", "Uplink",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -177,8 +179,9 @@ let package = Package(
             swiftSettings: strict
         ),
         // The daemon's configuration model: a strict TOML reader with line numbers, defaults,
-        // and validation against MetaWear/GNSS/Buffer's own allowed values.
-        .target(name: "GatewayConfig", dependencies: ["GNSS", "MetaWear", "Buffer"], swiftSettings: strict),
+        // and validation against MetaWear/GNSS's own allowed values (byte sizes and the disk
+        // budget from Basics, so it does not need the buffer).
+        .target(name: "GatewayConfig", dependencies: ["Basics", "GNSS", "MetaWear"], swiftSettings: strict),
         .testTarget(
             name: "ServiceSupportTests",
             dependencies: ["ServiceSupport", "TestSupport", .product(name: "Logging", package: "swift-log")],
@@ -245,7 +248,7 @@ let package = Package(
         .target(
             name: "Daemon",
             dependencies: [
-                "Gateway", "GatewayConfig", "ServiceSupport", "ControlServer", "ControlAPI", "Uplink", "Buffer",
+                "Basics", "Gateway", "GatewayConfig", "ServiceSupport", "ControlServer", "ControlAPI", "Uplink", "Buffer",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -291,7 +294,7 @@ let package = Package(
         .testTarget(
             name: "UplinkTests",
             dependencies: [
-                "Uplink", "Buffer", "Recording", "MetaWear", "GNSS", "mwuplink-fixture", "UpstreamFixtures",
+                "Basics", "Uplink", "Buffer", "Recording", "MetaWear", "GNSS", "mwuplink-fixture", "UpstreamFixtures",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -1,3 +1,4 @@
+import Basics
 import Buffer
 import Foundation
 import Logging

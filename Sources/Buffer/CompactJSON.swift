@@ -1,3 +1,5 @@
+import Basics
+
 /// The two small JSON shapes the buffer keeps in text columns: hazard counts (`{"name":1}`)
 /// and board lists (`["E8:…"]`, as SQLite's `json_group_array` writes them).
 ///
@@ -7,12 +9,12 @@
 /// daemon touches once stays resident for the life of the process.
 enum CompactJSON {
     /// `{"a":1,"b":2}`: keys in code-point order, no spaces, strings escaped as RFC 8259 asks
-    /// (and `/` as `\/`, as `JSONSerialization` wrote it before).
+    /// (``JSONString``; rows written before it spell `/` as `\/`, which reads the same).
     static func encode(_ counts: [String: Int]) -> String {
         var out = "{"
         for (index, key) in counts.keys.sorted().enumerated() {
             if index > 0 { out += "," }
-            appendString(key, to: &out)
+            JSONString.append(key, to: &out)
             out += ":"
             out += String(counts[key] ?? 0)
         }
@@ -31,27 +33,6 @@ enum CompactJSON {
         var parser = Parser(Array(text.utf8))
         guard let strings = parser.strings(), parser.atEnd() else { return nil }
         return strings
-    }
-
-    private static func appendString(_ text: String, to out: inout String) {
-        out += "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "/": out += "\\/"
-            case "\u{08}": out += "\\b"
-            case "\u{0C}": out += "\\f"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        out += "\""
     }
 
     /// Recursive descent over UTF-8 bytes for exactly the two shapes above.

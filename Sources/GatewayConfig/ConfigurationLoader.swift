@@ -1,4 +1,4 @@
-import Buffer
+import Basics
 import Foundation
 import GNSS
 import MetaWear

@@ -1,4 +1,4 @@
-import Buffer
+import Basics
 import GNSS
 import MetaWear
 
@@ -120,7 +120,7 @@ public struct GatewayConfiguration: Sendable, Equatable {
 
     /// Limits of the SQLite buffer.
     public struct BufferLimits: Sendable, Equatable {
-        /// Byte cap and free-space floor (Buffer's own type).
+        /// Byte cap and free-space floor (the value the buffer enforces, from Basics).
         public var budget = DiskBudget()
         /// Days synced data is kept. Default 30.
         public var retentionDays: Double = 30

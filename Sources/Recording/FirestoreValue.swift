@@ -65,7 +65,7 @@ public indirect enum FirestoreValue: Hashable, Sendable {
         case let .integer(i): out += String(i)
         case let .double(d): out += ShortestDecimal.json(d) ?? "null"
         case let .float(f): out += ShortestDecimal.json(f) ?? "null"
-        case let .string(s): Self.writeString(s, &out)
+        case let .string(s): JSONString.append(s, to: &out)
         case let .array(a):
             out += "["
             for (i, v) in a.enumerated() {
@@ -77,7 +77,7 @@ public indirect enum FirestoreValue: Hashable, Sendable {
             out += "{"
             for (i, (k, v)) in m.enumerated() {
                 if i > 0 { out += "," }
-                Self.writeString(k, &out)
+                JSONString.append(k, to: &out)
                 out += ":"
                 v.writeJSON(to: &out)
             }
@@ -90,13 +90,6 @@ public indirect enum FirestoreValue: Hashable, Sendable {
         var s = ""
         writeJSON(to: &s)
         return s
-    }
-
-    /// Appends `s` as a JSON string literal (quotes, backslash escapes, `\\u00XX` for the other
-    /// control characters), shared by the documents' encoders and the Uplink's JSON
-    /// (``JSONString``).
-    public static func writeString(_ s: String, _ out: inout String) {
-        JSONString.append(s, to: &out)
     }
 }
 

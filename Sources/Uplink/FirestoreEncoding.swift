@@ -121,9 +121,4 @@ public enum FirestoreEncoding {
         default: return nil
         }
     }
-
-    /// JSON string literal: the same escaper as the documents' encoder.
-    static func writeString(_ s: String, _ out: inout String) {
-        FirestoreValue.writeString(s, &out)
-    }
 }

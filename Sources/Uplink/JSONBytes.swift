@@ -53,38 +53,8 @@ struct JSONBytes: TextOutputStream {
         bytes.append(contentsOf: buffer)
     }
 
-    /// A JSON string literal with the escapes JSON requires.
-    mutating func string(_ s: String) {
-        bytes.append(0x22)
-        var copy = s
-        copy.withUTF8 { utf8 in
-            var clean = true
-            for b in utf8 where b < 0x20 || b == 0x22 || b == 0x5C {
-                clean = false
-                break
-            }
-            if clean {
-                bytes.append(contentsOf: utf8)
-                return
-            }
-            for b in utf8 {
-                switch b {
-                case 0x22: raw("\\\"")
-                case 0x5C: raw("\\\\")
-                case 0x0A: raw("\\n")
-                case 0x0D: raw("\\r")
-                case 0x09: raw("\\t")
-                case 0..<0x20:
-                    raw("\\u00")
-                    let hex: [UInt8] = Array("0123456789abcdef".utf8)
-                    bytes.append(hex[Int(b >> 4)])
-                    bytes.append(hex[Int(b & 0xF)])
-                default: bytes.append(b)
-                }
-            }
-        }
-        bytes.append(0x22)
-    }
+    /// A JSON string literal (``JSONString``).
+    @inline(__always) mutating func string(_ s: String) { JSONString.append(s, to: &bytes) }
 
     /// Firestore's typed encoding of `value`.
     mutating func typed(_ value: FirestoreValue) {

@@ -1,3 +1,4 @@
+import Basics
 import Crypto
 import Foundation
 import _CryptoExtras
@@ -38,7 +39,7 @@ public struct JWTSigner: Sendable {
         var header = #"{"alg":"RS256","typ":"JWT""#
         if !keyID.isEmpty {
             header += #","kid":"#
-            FirestoreEncoding.writeString(keyID, &header)
+            JSONString.append(keyID, to: &header)
         }
         header += "}"
         let signingInput = Self.base64URL(Data(header.utf8)) + "." + Self.base64URL(Data(claimsJSON.utf8))
@@ -55,11 +56,11 @@ public struct JWTSigner: Sendable {
     public static func grantClaims(issuer: String, scope: String, audience: String, issuedAt: Date) -> String {
         let iat = Int64(issuedAt.timeIntervalSince1970.rounded(.down))
         var out = #"{"iss":"#
-        FirestoreEncoding.writeString(issuer, &out)
+        JSONString.append(issuer, to: &out)
         out += #","scope":"#
-        FirestoreEncoding.writeString(scope, &out)
+        JSONString.append(scope, to: &out)
         out += #","aud":"#
-        FirestoreEncoding.writeString(audience, &out)
+        JSONString.append(audience, to: &out)
         out += #","iat":\#(iat),"exp":\#(iat + 3600)}"#
         return out
     }

@@ -1,3 +1,4 @@
+import Basics
 import Buffer
 import Foundation
 import Logging
@@ -439,7 +440,7 @@ public actor SyncService {
         try? store.setSyncState(StateKeys.lastErrorAt, ISO8601Timestamp.string(from: current.lastErrorAt ?? Date()))
         retryAt = now + wait
         logger.warning("upload failed; backing off", metadata: [
-            "sink": "\(sink.name)", "error": "\(error.description)", "wait_s": "\(String(format: "%.1f", wait))",
+            "sink": "\(sink.name)", "error": "\(error.description)", "wait_s": "\(FixedDecimal.string(wait, places: 1))",
             "failures": "\(current.consecutiveFailures)",
         ])
     }

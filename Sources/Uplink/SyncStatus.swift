@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 
 /// What the sync service is doing, for the control API, `mwctl sync status` and logs.
@@ -63,7 +64,7 @@ public struct SyncStatus: Sendable, Hashable, Codable {
     /// One line for logs.
     public var summary: String {
         var s = "sync \(activity.rawValue): backlog \(backlogCount) (\(backlogBytes) B)"
-        if let age = oldestUnsentAge { s += String(format: ", oldest %.0f s", age) }
+        if let age = oldestUnsentAge { s += ", oldest " + FixedDecimal.string(age, places: 0) + " s" }
         s += ", sent \(sent), retries \(retries), dead \(deadLetters)"
         if let e = lastError { s += ", last error: \(e)" }
         return s

@@ -32,4 +32,14 @@ struct JSONStringTests {
         JSONString.append("/dev/gps0", to: &out)
         #expect(out == #"{"device":"/dev/gps0""#)
     }
+
+    @Test("the byte writer (the sinks' path) writes the same UTF-8 as the text writer, after what is there")
+    func bytesEqualText() {
+        let texts = ["", "plain", "say \"hi\"", #"C:\path"#, "a\nb\r\tc\u{0}\u{1F}\u{7F}", "é 😀 \u{2028}", "a/b"]
+        for text in texts {
+            var bytes: [UInt8] = Array("[".utf8)
+            JSONString.append(text, to: &bytes)
+            #expect(String(decoding: bytes, as: UTF8.self) == "[" + literal(text), "\(text)")
+        }
+    }
 }

@@ -1,5 +1,5 @@
 import Foundation
-import ServiceSupport
+import Basics
 import Testing
 
 @Suite("Fixed decimals without Foundation")
