@@ -26,10 +26,17 @@ public struct BoardProfile: Hashable, Sendable {
     public var macAddress: [UInt8]
     /// Full module-info reply per module id (`[mod, 80, …]`).
     public var moduleInfo: [UInt8: [UInt8]]
+    /// Log entries the flash holds (metawear-logging.md §9): MetaMotion S 66,781,184 (its
+    /// module info, API-MMS "~67M"); MetaMotion RL 1,048,576 (API-MMRL "8MB", 8 bytes an
+    /// entry). MetaMotion R: not stated by any source; the RL's figure (same board family).
+    public var flashCapacityEntries: Int
+    /// Entries per flash page (512 on MetaMotion S; unknown on rev-2 boards, 512 chosen).
+    public var flashPageEntries: Int
 
     /// All fields.
     public init(name: String, chip: Chip, modelNumber: String, firmwareRevision: String, hardwareRevision: String,
-                manufacturer: String, serialNumber: String, macAddress: [UInt8], moduleInfo: [UInt8: [UInt8]]) {
+                manufacturer: String, serialNumber: String, macAddress: [UInt8], moduleInfo: [UInt8: [UInt8]],
+                flashCapacityEntries: Int = 1_048_576, flashPageEntries: Int = 512) {
         self.name = name
         self.chip = chip
         self.modelNumber = modelNumber
@@ -39,6 +46,8 @@ public struct BoardProfile: Hashable, Sendable {
         self.serialNumber = serialNumber
         self.macAddress = macAddress
         self.moduleInfo = moduleInfo
+        self.flashCapacityEntries = flashCapacityEntries
+        self.flashPageEntries = flashPageEntries
     }
 
     /// MetaMotion R: BMI160, model "5", ambient light present.
@@ -107,7 +116,8 @@ public struct BoardProfile: Hashable, Sendable {
             0x16: [0x16, 0x80],
             0x19: [0x19, 0x80, 0x00, 0x03, 0x03, 0x00, 0x06, 0x00, 0x02, 0x00, 0x01, 0x00],
             0xFE: [0xFE, 0x80, 0x00, 0x05, 0x03],
-        ])
+        ],
+        flashCapacityEntries: 66_781_184)
 
     /// DIS value for a 16-bit characteristic UUID (0x2A24…0x2A29), nil for others.
     public func deviceInformation(_ shortUUID: UInt16) -> String? {

@@ -51,6 +51,12 @@ public struct SimulatedBoard: Sendable {
         public var streamStalled = false
         /// Drop every Nth streaming notification (deterministic loss), nil for none.
         public var dropEveryNthNotification: Int?
+        /// The next this many `0B 02` trigger replies are not sent (logger-creation timeout, P3).
+        public var unansweredTriggers = 0
+        /// `0B 82` slot queries get no reply (P5).
+        public var unansweredSlotQueries = false
+        /// The readout stops sending, without its final `0B 08` (P6); it resumes when cleared.
+        public var readoutStalled = false
 
         /// No faults.
         public init() {}
@@ -91,6 +97,10 @@ public struct SimulatedBoard: Sendable {
     public private(set) var nanoseconds: UInt64 = 0
     /// 3-bit reset counter reported by `0B 84`.
     public private(set) var resetUID: UInt8 = 5
+    /// The flash logger (module 0x0B): triggers, entries, readout.
+    public var flashLog: SimulatedFlashLog
+    /// Tick of the board clock at power-on (until the next reset); near 2^32 tests rollover (P11).
+    public var tickAtPowerOn: UInt32 = 0
 
     private var clockOrigin: UInt64 = 0
     private var streamedNotifications = 0
@@ -102,6 +112,15 @@ public struct SimulatedBoard: Sendable {
         self.seed = seed
         gyro = SimulatedSensorState(config: Self.defaultConfig(.gyro, profile.chip))
         accelerometer = SimulatedSensorState(config: Self.defaultConfig(.accelerometer, profile.chip))
+        flashLog = SimulatedFlashLog(moduleInfo: profile.moduleInfoReply(0x0B), capacity: profile.flashCapacityEntries,
+                                     pageEntries: profile.flashPageEntries)
+    }
+
+    /// The board clock's tick at simulated time `time`: 48/32768 s per tick since the last
+    /// reset, wrapping at 2^32.
+    public func tick(at time: UInt64) -> UInt32 {
+        let sinceBoot = time >= clockOrigin ? (time - clockOrigin) / 1_000 * 32768 / 48_000_000 : 0
+        return tickAtPowerOn &+ UInt32(truncatingIfNeeded: sinceBoot)
     }
 
     /// Power-on config: gyro `28 00` (100 Hz, ±2000 °/s); accelerometer BMI160 `28 03`
@@ -152,6 +171,10 @@ public struct SimulatedBoard: Sendable {
 
         if registerByte & 0x80 != 0 {
             if registerByte & 0x40 != 0 { return result }  // silent read: value stays on the board
+            if module == 0x0B, [0x82, 0x85].contains(registerByte), isPresent(module) {
+                result.notifications = readLogging(registerByte & 0x3F, payload, bytes)
+                return result
+            }
             result.notifications = read(module, registerByte & 0x3F, bytes)
             return result
         }
@@ -166,12 +189,13 @@ public struct SimulatedBoard: Sendable {
             if registerByte == 0x01, payload.count == 1, payload[0] <= 1 { buttonNotify = payload[0] == 1 }
             else { ignore(bytes, "switch accepts only 01 01 00/01") }
         case 0x02: writeLED(registerByte, payload, bytes)
+        case 0x0B: result.notifications = writeLogging(registerByte, payload, bytes)
         case 0x11:
             if registerByte == 0x09 {
                 if payload.count == 8 { requestedConnectionParameters = payload }
                 else { ignore(bytes, "connection parameters need 8 payload bytes") }
             }
-        case _ where registerByte == 0x02 && [0x09, 0x0A, 0x0B, 0x0C, 0x0F].contains(module):
+        case _ where registerByte == 0x02 && [0x09, 0x0A, 0x0C, 0x0F].contains(module):
             let id = allocationIDs[module, default: 0]
             allocationIDs[module] = id &+ 1
             result.notifications = [[module, 0x02, id]]
@@ -209,9 +233,8 @@ public struct SimulatedBoard: Sendable {
                      UInt8(truncatingIfNeeded: batteryMillivolts >> 8)]]
         case (0x11, 0x0B): return [[0x11, 0x8B, 0x01] + profile.macAddress.reversed()]
         case (0x0B, 0x04):
-            let tick = UInt32(truncatingIfNeeded: (nanoseconds - clockOrigin) * 32768 / 48_000_000_000)
-            return [[0x0B, 0x84, UInt8(truncatingIfNeeded: tick), UInt8(truncatingIfNeeded: tick >> 8),
-                     UInt8(truncatingIfNeeded: tick >> 16), UInt8(truncatingIfNeeded: tick >> 24), resetUID]]
+            let tick = tick(at: nanoseconds)
+            return [[0x0B, 0x84] + littleEndian(tick) + [resetUID]]
         default:
             ignore(bytes, "no readable register 0x\(hex(register)) on module 0x\(hex(module))")
             return []
@@ -305,6 +328,36 @@ public struct SimulatedBoard: Sendable {
         }
     }
 
+    private mutating func writeLogging(_ register: UInt8, _ payload: [UInt8], _ bytes: [UInt8]) -> [[UInt8]] {
+        switch flashLog.write(register, payload, now: nanoseconds) {
+        case .success(let replies):
+            if register == 0x02, faults.unansweredTriggers > 0, !replies.isEmpty {
+                faults.unansweredTriggers -= 1
+                return []
+            }
+            return replies
+        case .failure(let ignored):
+            ignore(bytes, ignored.reason)
+            return []
+        }
+    }
+
+    private mutating func readLogging(_ register: UInt8, _ payload: [UInt8], _ bytes: [UInt8]) -> [[UInt8]] {
+        if register == 0x02, faults.unansweredSlotQueries { return [] }
+        switch flashLog.read(register, payload) {
+        case .success(let replies): return replies
+        case .failure(let ignored):
+            ignore(bytes, ignored.reason)
+            return []
+        }
+    }
+
+    /// The BLE link went away: a readout in progress ends (its unconfirmed entries are sent
+    /// again by the next readout). Sensors and logging carry on.
+    public mutating func linkLost() {
+        flashLog.linkLost()
+    }
+
     private mutating func resetRuntimeState() {
         for sensor in SimulatedSensorKind.allCases {
             var state = SimulatedSensorState(config: Self.defaultConfig(sensor, profile.chip))
@@ -317,6 +370,8 @@ public struct SimulatedBoard: Sendable {
         requestedConnectionParameters = nil
         resetUID = (resetUID + 1) & 0x07
         clockOrigin = nanoseconds
+        tickAtPowerOn = 0
+        flashLog.reset()
     }
 
     private mutating func ignore(_ bytes: [UInt8], _ reason: String) {
@@ -340,8 +395,11 @@ public struct SimulatedBoard: Sendable {
         var out: [TimedNotification] = []
         out += generate(.gyro, until: target)
         out += generate(.accelerometer, until: target)
+        for (time, bytes) in flashLog.readoutNotifications(until: target, stalled: faults.readoutStalled) {
+            out.append(TimedNotification(nanoseconds: time, bytes: bytes))
+        }
         nanoseconds = target
-        out.sort { $0.nanoseconds < $1.nanoseconds }
+        if out.count > 1 { stableSortByTime(&out) }
         return out
     }
 
@@ -357,8 +415,12 @@ public struct SimulatedBoard: Sendable {
             state.samplesSinceOrigin = k
             let index = state.nextSampleIndex
             state.nextSampleIndex += 1
+            let vector = state.singleNotify || flashLog.isLogging ? vectorBytes(sensor, index) : []
+            if flashLog.isLogging {
+                flashLog.record(module: sensor.module, register: dataRegister, payload: vector, tick: tick(at: due), resetUID: resetUID)
+            }
             if state.singleNotify {
-                emit(&out, due, [sensor.module, dataRegister] + vectorBytes(sensor, index))
+                emit(&out, due, [sensor.module, dataRegister] + vector)
             }
             state.pendingPacked.append(index)
             if state.pendingPacked.count == 3 {
@@ -370,6 +432,12 @@ public struct SimulatedBoard: Sendable {
         }
         if sensor == .gyro { gyro = state } else { accelerometer = state }
         return out
+    }
+
+    /// Sorts by time, keeping the order of notifications due at the same time (a readout's
+    /// `0B 07`, `0B 0D`, `0B 08` must stay in that order).
+    private func stableSortByTime(_ out: inout [TimedNotification]) {
+        out = out.enumerated().sorted { ($0.element.nanoseconds, $0.offset) < ($1.element.nanoseconds, $1.offset) }.map(\.element)
     }
 
     private func vectorBytes(_ sensor: SimulatedSensorKind, _ index: UInt64) -> [UInt8] {
@@ -390,8 +458,5 @@ public struct SimulatedBoard: Sendable {
         out.append(TimedNotification(nanoseconds: time, bytes: bytes))
     }
 
-    private func hex(_ byte: UInt8) -> String {
-        let digits = Array("0123456789ABCDEF")
-        return String([digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]])
-    }
+    private func hex(_ byte: UInt8) -> String { hexByte(byte) }
 }
