@@ -1,0 +1,174 @@
+import MetaWear
+
+/// The logged samples of one boot that were also streamed, found by their raw counts near the
+/// time their tick predicts, and the geometry that places the others between them.
+struct BackfillAnchors {
+    /// Matched streamed sample index for each logged sample of the boot.
+    private(set) var streamedIndex: [Int?]
+    /// Log positions that are anchors, ascending.
+    private(set) var positions: [Int] = []
+    /// Streamed time of each anchor, by position in `positions`.
+    private(set) var times: [Int64] = []
+    private let ticks: [Double]
+
+    /// Anchors found.
+    var count: Int { positions.count }
+
+    /// Streamed sample indices by raw counts, built once per plan.
+    typealias StreamIndex = [RawVector: [Int]]
+
+    static func index(_ streamed: [BackfillPlanner.StreamedSample]) -> StreamIndex {
+        var index: StreamIndex = [:]
+        for (j, sample) in streamed.enumerated() { index[sample.raw, default: []].append(j) }
+        return index
+    }
+
+    /// Walks the boot's samples in order. The tick→stream offset is locked where several
+    /// logged samples agree on it (within 3 ms), then followed sample by sample, allowing the
+    /// board's crystal 200 ppm of drift since the last anchor.
+    static func find(_ boot: BootLog, in streamed: [BackfillPlanner.StreamedSample], index: StreamIndex, origin: Int64?,
+                     tolerance: Int64, period: Double) -> BackfillAnchors {
+        var anchors = BackfillAnchors(streamedIndex: Array(repeating: nil, count: boot.samples.count), ticks: boot.ticks)
+        var offset: Double?
+        var lastAnchorTick = 0.0
+        var lastStreamed = -1
+        var k = 0
+        while k < boot.samples.count {
+            guard let current = offset else {
+                offset = lockOffset(from: k, boot, streamed, index, origin: origin, tolerance: tolerance)
+                if offset == nil { k += 64 } else { lastAnchorTick = boot.ticks[k] }
+                continue
+            }
+            let predicted = boot.ticks[k] + current
+            let allowed = 3_000_000 + 200e-6 * (boot.ticks[k] - lastAnchorTick) + period / 4
+            let best = nearest(boot.samples[k].raw, around: predicted, within: allowed, streamed, index) { $0 <= lastStreamed }
+            if let best {
+                anchors.streamedIndex[k] = best
+                anchors.positions.append(k)
+                anchors.times.append(streamed[best].time)
+                let measured = Double(streamed[best].time) - boot.ticks[k]
+                offset = current + 0.1 * (measured - current)
+                lastAnchorTick = boot.ticks[k]
+                lastStreamed = best
+            }
+            k += 1
+        }
+        return anchors
+    }
+
+    /// The streamed sample with counts `raw` nearest to `time`, at most `within` away, that is
+    /// not `excluded`.
+    static func nearest(_ raw: RawVector, around time: Double, within: Double, _ streamed: [BackfillPlanner.StreamedSample],
+                        _ index: StreamIndex, excluded: (Int) -> Bool) -> Int? {
+        guard let candidates = index[raw] else { return nil }
+        var low = 0, high = candidates.count
+        while low < high {
+            let mid = (low + high) / 2
+            if Double(streamed[candidates[mid]].time) < time { low = mid + 1 } else { high = mid }
+        }
+        var after: Int?
+        var i = low
+        while i < candidates.count, Double(streamed[candidates[i]].time) - time <= within {
+            if !excluded(candidates[i]) { after = candidates[i]; break }
+            i += 1
+        }
+        var before: Int?
+        i = low - 1
+        while i >= 0, time - Double(streamed[candidates[i]].time) <= within {
+            if !excluded(candidates[i]) { before = candidates[i]; break }
+            i -= 1
+        }
+        guard let before else { return after }
+        guard let after else { return before }
+        return Double(streamed[after].time) - time < time - Double(streamed[before].time) ? after : before
+    }
+
+    /// The densest 3 ms cluster of offsets (streamed time − tick time) among value matches of
+    /// the next 64 logged samples, if at least 3 agree; values seen more than 16 times in the
+    /// stream are too common to lock on.
+    private static func lockOffset(from start: Int, _ boot: BootLog, _ streamed: [BackfillPlanner.StreamedSample],
+                                   _ index: StreamIndex, origin: Int64?, tolerance: Int64) -> Double? {
+        var offsets: [Double] = []
+        for k in start..<min(start + 64, boot.samples.count) {
+            guard let matches = index[boot.samples[k].raw], matches.count <= 16 else { continue }
+            for j in matches {
+                let offset = Double(streamed[j].time) - boot.ticks[k]
+                if let origin, abs(offset - Double(origin)) > Double(tolerance) { continue }
+                offsets.append(offset)
+            }
+        }
+        guard offsets.count >= 3 else { return nil }
+        offsets.sort()
+        var best = (count: 0, from: 0)
+        var low = 0
+        for high in offsets.indices {
+            while offsets[high] - offsets[low] > 3_000_000 { low += 1 }
+            if high - low + 1 > best.count { best = (high - low + 1, low) }
+        }
+        guard best.count >= 3 else { return nil }
+        return offsets[best.from + best.count / 2]
+    }
+
+    /// The nearest anchor (index into `positions`) at or before log position `k`.
+    func nearest(before k: Int) -> Int? {
+        var low = 0, high = positions.count
+        while low < high {
+            let mid = (low + high) / 2
+            if positions[mid] <= k { low = mid + 1 } else { high = mid }
+        }
+        return low > 0 ? low - 1 : nil
+    }
+
+    /// The nearest anchor at or after log position `k`.
+    func nearest(after k: Int) -> Int? {
+        guard let before = nearest(before: k) else { return positions.isEmpty ? nil : 0 }
+        if positions[before] == k { return before }
+        return before + 1 < positions.count ? before + 1 : nil
+    }
+
+    /// Periods between anchors `a` and `b` on the stream, and the position step that gives.
+    /// When the log holds exactly one sample per period between them, a sample's position is
+    /// its index; otherwise (a half sample dropped) its tick, rounded to the period, is.
+    func interpolate(_ k: Int, between a: Int, and b: Int, _ boot: BootLog, period: Double) -> Int64 {
+        let span = Double(times[b] - times[a])
+        let periods = max(1, (span / period).rounded())
+        let step = span / periods
+        let n: Double
+        if Double(positions[b] - positions[a]) == periods {
+            n = Double(k - positions[a])
+        } else {
+            let tickStep = (ticks[positions[b]] - ticks[positions[a]]) / periods
+            n = ((ticks[k] - ticks[positions[a]]) / tickStep).rounded()
+        }
+        return times[a] + Int64((n * step).rounded())
+    }
+
+    /// Beyond the last (or before the first) anchor: the stream's period from anchor `a`, the
+    /// count of periods from the tick (its rate measured over up to 2,000 earlier anchors)
+    /// when ticks resolve the period, else from the position.
+    func extrapolate(_ k: Int, from a: Int, _ boot: BootLog, period: Double) -> Int64 {
+        let other = a >= positions.count / 2 ? max(0, a - 2000) : min(positions.count - 1, a + 2000)
+        var tickStep = period
+        if other != a {
+            let periods = (Double(times[a] - times[other]) / period).rounded()
+            if periods != 0 { tickStep = (ticks[positions[a]] - ticks[positions[other]]) / periods }
+        }
+        let byTick = ((ticks[k] - ticks[positions[a]]) / tickStep).rounded()
+        let byPosition = Double(k - positions[a])
+        let tickResolvesPeriod = period > 2 * BoardTicks.millisecondsPerTick * 1e6
+        let n = byTick == byPosition || !tickResolvesPeriod ? byPosition : byTick
+        return times[a] + Int64((n * period).rounded())
+    }
+
+    /// For every anchor with anchors 50 positions on both sides: |placed − streamed| when it
+    /// is placed from those two alone, as if the 99 anchors between were a gap.
+    func leaveOneOutErrors(_ boot: BootLog, period: Double) -> [Double] {
+        let reach = 50
+        guard positions.count > 2 * reach else { return [] }
+        let stride = max(1, (positions.count - 2 * reach) / 500)
+        return Swift.stride(from: reach, to: positions.count - reach, by: stride).map { i in
+            let placed = interpolate(positions[i], between: i - reach, and: i + reach, boot, period: period)
+            return Double(abs(placed - times[i]))
+        }
+    }
+}

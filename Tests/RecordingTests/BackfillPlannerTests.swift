@@ -1,0 +1,153 @@
+import Basics
+import MetaWear
+import Testing
+@testable import Recording
+
+/// A board that streams over a batching link (with gaps) and logs every sample to flash with
+/// its own tick crystal: what the planner gets, and the truth to check it against.
+private struct LoggingBoard {
+    var streamed: [BackfillPlanner.StreamedSample] = []
+    var logged: [LoggedSample] = []
+    /// True sample times by index.
+    var truth: [Int64] = []
+    var values: [RawVector] = []
+    /// Sample index of each streamed sample.
+    var streamedIndices: Set<Int> = []
+    /// Tick 0 of each boot on the host clock.
+    var boots: [UInt8: Int64] = [:]
+    var tickIndex: [UInt8: [UInt32: Int]] = [:]
+
+    /// `dropped(n)` loses streamed sample n; samples from `resetAt` on belong to a new boot whose
+    /// sensor only starts again at `resumeAt` (the gateway restarts it after reconnecting).
+    init(seed: UInt64, rate: Double = 100, seconds: Double, imuPPM: Double, tickPPM: Double,
+         dropped: @escaping (Int) -> Bool, reset: (at: Int, resumeAt: Int)? = nil) {
+        var rng = SeededRandom(seed: seed ^ 0xABCD)
+        let link = simulateLink(rate: rate, seconds: seconds, perNotification: 1, clockErrorPPM: imuPPM, seed: seed,
+                                drop: { n in dropped(n) || reset.map { (n >= $0.at && n < $0.resumeAt) } == true })
+        var index = 0
+        var stamper = SampleTimestamper<Int>(configuration: .init(rateHertz: rate))
+        var stamped: [SampleTimestamper<Int>.Stamped] = []
+        for notification in link {
+            index += notification.lostBefore
+            truth.append(contentsOf: Array(repeating: 0, count: notification.lostBefore))
+            truth.append(notification.truth[0])
+            stamped += stamper.add(index, count: 1, receivedAt: notification.receivedAt)
+            index += 1
+        }
+        stamped += stamper.flush()
+        // Lost samples, also those after the last streamed one, lie on the board's even pace.
+        let period = 1e9 / rate * (1 + imuPPM * 1e-6)
+        let t0 = Double(link[0].truth[0])
+        truth = (0..<Int(seconds * rate)).map { Int64(t0 + period * Double($0)) }
+        // Mostly distinct counts, with stationary runs of one repeated value.
+        values = truth.indices.map { n in
+            n % 500 < 100 ? RawVector(x: 0, y: -3, z: 2048)
+                : RawVector(x: .random(in: .min ... .max, using: &rng), y: .random(in: .min ... .max, using: &rng),
+                            z: .random(in: .min ... .max, using: &rng))
+        }
+        for s in stamped {
+            streamed.append(.init(time: s.times[0], raw: values[s.payload]))
+            streamedIndices.insert(s.payload)
+        }
+        boots[5] = Int64(t0) - 3_600_000_000_000
+        if let reset { boots[6] = truth[reset.at] + 200_000_000 }
+        for n in truth.indices {
+            let uid: UInt8 = reset.map { n >= $0.at } == true ? 6 : 5
+            if let reset, n >= reset.at, n < reset.resumeAt { continue }
+            let ticks = Double(truth[n] - boots[uid]!) * (1 + tickPPM * 1e-6) / (BoardTicks.millisecondsPerTick * 1e6)
+            let tick = UInt32(truncatingIfNeeded: Int64(ticks.rounded(.down)))
+            logged.append(LoggedSample(resetUID: uid, tick: tick, raw: values[n]))
+            tickIndex[uid, default: [:]][tick] = n
+        }
+    }
+
+    func index(of sample: BackfillPlanner.Backfilled) -> Int? { tickIndex[sample.resetUID]?[sample.tick] }
+}
+
+@Suite("Backfill from the flash log")
+struct BackfillPlannerTests {
+    /// Checks a plan against the truth: every sample once, values as logged, times in order,
+    /// and returns the backfilled samples' errors in ms.
+    private func check(_ plan: BackfillPlanner.Plan, _ board: LoggingBoard, seed: UInt64) -> [Double] {
+        var seen = board.streamedIndices
+        var errors: [Double] = []
+        var last = Int64.min
+        for sample in plan.backfilled {
+            #expect(sample.time > last, "seed \(seed): out of order")
+            last = sample.time
+            guard let n = board.index(of: sample) else { Issue.record("seed \(seed): unknown tick"); continue }
+            #expect(seen.insert(n).inserted, "seed \(seed): sample \(n) twice")
+            #expect(sample.raw == board.values[n], "seed \(seed): sample \(n) value")
+            errors.append(abs(Double(sample.time - board.truth[n])) / 1e6)
+        }
+        return errors
+    }
+
+    @Test("an 8 s link drop and short losses are filled: each sample once, median error < 1 ms",
+          arguments: [UInt64(11), 12, 13])
+    func fillsGaps(seed: UInt64) {
+        print("BackfillPlannerTests.fillsGaps seed \(seed)")
+        let gap = 4000..<4800
+        let board = LoggingBoard(seed: seed, seconds: 120, imuPPM: -150, tickPPM: 40,
+                                 dropped: { gap.contains($0) || [700, 701, 9000].contains($0) })
+        let planner = BackfillPlanner(nominalPeriod: 10_000_000, bootOrigins: [5: board.boots[5]! + 30_000_000])
+        let plan = planner.plan(streamed: board.streamed, logged: board.logged)
+        let errors = check(plan, board, seed: seed)
+        #expect(plan.backfilled.count == board.truth.count - board.streamed.count, "seed \(seed)")
+        #expect(plan.alreadyStreamed == board.streamed.count, "seed \(seed)")
+        #expect(plan.backfilled.allSatisfy { $0.placement == .betweenAnchors })
+        let median = percentile(errors, 0.5)
+        #expect(median < 1.0, "seed \(seed): median \(median) ms")
+        #expect(percentile(errors, 0.99) < 3.0, "seed \(seed)")
+        #expect((plan.medianAnchorError ?? .infinity) < 1_000_000, "seed \(seed): \(plan.medianAnchorError ?? -1) ns")
+        print("fillsGaps seed \(seed): \(plan.backfilled.count) backfilled, median \(median) ms, leave-one-out \((plan.medianAnchorError ?? 0) / 1e6) ms")
+    }
+
+    @Test("the link never came back: the session's tail is extrapolated from the last anchors")
+    func fillsTheTail() {
+        let seed: UInt64 = 21
+        print("BackfillPlannerTests.fillsTheTail seed \(seed)")
+        let board = LoggingBoard(seed: seed, seconds: 60, imuPPM: 200, tickPPM: -60, dropped: { $0 >= 5000 })
+        let plan = BackfillPlanner(nominalPeriod: 10_000_000).plan(streamed: board.streamed, logged: board.logged)
+        let errors = check(plan, board, seed: seed)
+        #expect(plan.backfilled.count == board.truth.count - 5000)
+        #expect(plan.backfilled.allSatisfy { $0.placement == .extrapolated })
+        #expect(percentile(errors, 0.5) < 1.0, "median \(percentile(errors, 0.5)) ms")
+    }
+
+    @Test("a reset in the gap: the old boot's samples are backfilled, the new boot's overlap the stream")
+    func resetDuringTheGap() {
+        let seed: UInt64 = 31
+        print("BackfillPlannerTests.resetDuringTheGap seed \(seed)")
+        let gap = 3000..<3600
+        let board = LoggingBoard(seed: seed, seconds: 60, imuPPM: -80, tickPPM: 25, dropped: { gap.contains($0) },
+                                 reset: (at: 3300, resumeAt: 3600))
+        let plan = BackfillPlanner(nominalPeriod: 10_000_000).plan(streamed: board.streamed, logged: board.logged)
+        let errors = check(plan, board, seed: seed)
+        #expect(plan.backfilled.count == 300, "only what the board measured before it reset")
+        #expect(plan.backfilled.allSatisfy { $0.resetUID == 5 })
+        #expect(percentile(errors, 0.5) < 1.0, "median \(percentile(errors, 0.5)) ms")
+    }
+
+    @Test("samples outside the session, logged twice, or of a boot with neither anchor nor clock")
+    func boundaries() {
+        let seed: UInt64 = 41
+        print("BackfillPlannerTests.boundaries seed \(seed)")
+        let board = LoggingBoard(seed: seed, seconds: 30, imuPPM: 0, tickPPM: 0, dropped: { (1000..<1200).contains($0) })
+        let start = board.truth[1100]
+        var planner = BackfillPlanner(nominalPeriod: 10_000_000, sessionSpan: start...Int64.max)
+        var logged = board.logged
+        logged += board.logged[1150..<1160]  // a readout delivered twice
+        logged.append(LoggedSample(resetUID: 2, tick: 77, raw: RawVector(x: 1, y: 2, z: 3)))
+        let plan = planner.plan(streamed: board.streamed, logged: logged)
+        #expect(plan.backfilled.count == 100, "\(plan.backfilled.count)")
+        #expect(plan.outsideSession == 100, "\(plan.outsideSession)")
+        #expect(plan.collisions == 10, "\(plan.collisions)")
+        #expect(plan.unplaced == 1)
+        _ = check(plan, board, seed: seed)
+        // With that boot's clock read at connect, it is placed by the clock.
+        planner.bootOrigins[2] = 1_000
+        planner.sessionSpan = nil
+        #expect(planner.plan(streamed: [], logged: [logged.last!]).backfilled.first?.placement == .boardClock)
+    }
+}
