@@ -118,7 +118,7 @@ enum BoardsBenchmark {
                 }
             }
         }
-        await session.start()
+        let running = Task { await session.run() }
         let timeout = Task {
             try await Task.sleep(for: .seconds(30))
             fail("mwbench boards: board did not stream within 30 s")
@@ -134,6 +134,7 @@ enum BoardsBenchmark {
                    sim: settings.simPID.flatMap(ProcessCPU.seconds), wall: ContinuousClock.now)
 
         await session.stop()
+        await running.value
         await consumer.value
         await client.close()
 

@@ -64,10 +64,13 @@ public actor BoardManager {
         let session = BoardSession(address: address, client: client, options: options)
         sessions[address] = session
         let continuation = continuation
+        // The session runs beside its forwarder; its events finish when it has stopped.
         forwarders[address] = Task {
-            for await batch in session.events.batches { continuation.yield(batch) }
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await session.run() }
+                for await batch in session.events.batches { continuation.yield(batch) }
+            }
         }
-        await session.start()
     }
 
     /// Stops a board cleanly and forgets it. Discovery will not re-adopt it unless it is

@@ -1,0 +1,254 @@
+import BlueZ
+import DBus
+import MetaWear
+
+/// The D-Bus ``BoardTransport``: finds and connects one board through BlueZ and reconnects
+/// it on its own, driving the pure ``ReconnectionMachine`` with what the ``BlueZClient``'s
+/// mirror shows, and opens a ``GattBoardLink`` whenever the machine says the link is ready.
+///
+/// One ``run()`` holds everything: the mirror's changes and every BlueZ call and timer the
+/// machine asks for are child tasks of its group, ended by ``stop(writing:)`` or cancellation.
+public actor BlueZBoardTransport: BoardTransport {
+    public nonisolated let events: AsyncStream<BoardTransportEvent>
+    private let continuation: AsyncStream<BoardTransportEvent>.Continuation
+    private let address: BluetoothAddress
+    private let client: BlueZClient
+    private let options: BoardSessionOptions
+    private let work = ChildTaskQueue()
+    private let origin = ContinuousClock.now
+    private var machine: ReconnectionMachine
+    private var facts: DeviceFacts?
+    private var link: GattBoardLink?
+    /// Tells a link opened for an attempt that has since ended from the current one.
+    private var linkAttempt = 0
+    /// Tells the current wake-up from superseded ones.
+    private var wakeUp = 0
+    private var reportedProgress: Progress?
+    private var stopped = false
+
+    private struct Progress: Equatable {
+        var failures: Int
+        var lastFailure: String?
+    }
+
+    /// A transport for the board at `address` on `client`.
+    public init(address: BluetoothAddress, client: BlueZClient, options: BoardSessionOptions) {
+        self.address = address
+        self.client = client
+        self.options = options
+        machine = ReconnectionMachine(policy: options.reconnection, seed: options.seed)
+        (events, continuation) = AsyncStream.makeStream(of: BoardTransportEvent.self, bufferingPolicy: .bufferingOldest(256))
+    }
+
+    public func run() async {
+        guard !stopped else { return }
+        let changes = await client.changes()
+        work.spawn { [self] in
+            await refreshFacts()
+            for await change in changes {
+                // Characteristic values (every StartNotify notification) never change the
+                // device facts; refreshing on them cost more CPU than decoding the samples.
+                if case .object(.propertiesChanged(_, BlueZNames.gattCharacteristic, _, _)) = change { continue }
+                await refreshFacts()
+            }
+        }
+        feed(.start)
+        await work.run()
+    }
+
+    public func linkFailed(_ reason: String) {
+        feed(.sessionFailed(reason))
+    }
+
+    /// Every step is bounded, so a stop ends within 2 s in any state (connecting, handshake,
+    /// streaming) even when bluetoothd is slow to answer `Disconnect` (2.4-3.5 s measured on
+    /// the real stack, real-bluez-vm.md).
+    public func stop(writing commands: [Packet]) async {
+        guard !stopped else { return }
+        stopped = true
+        if let link {
+            await link.prepareForStop()
+            await withTimeLimit(Self.stopCommandsLimit) {
+                for packet in commands {
+                    do { try await link.write(packet) } catch { break }
+                }
+            }
+        } else if facts?.connected == true, let device = facts?.device {
+            // Connected but the link is still being opened (early handshake): the commands go
+            // through the shared connection instead.
+            let client = client
+            await withTimeLimit(Self.stopCommandsLimit) {
+                guard let command = await client.characteristic(MetaWearGATT.command, under: device) else { return }
+                for packet in commands {
+                    do { try await client.writeCommand(packet.bytes, to: command.path, timeout: Self.stopCommandsLimit) } catch { break }
+                }
+            }
+        }
+        let closing = link
+        link = nil
+        linkAttempt += 1
+        let actions = machine.handle(.stop, at: now)
+        await closing?.close()
+        for action in actions where action == .disconnect {
+            if let device = facts?.device { try? await client.disconnect(device, timeout: Self.disconnectLimit) }
+        }
+        await client.setScanning(false, requester: address.rawValue)
+        continuation.finish()
+        work.finish()
+    }
+
+    /// Time allowed for the stop commands, and for bluetoothd's answer to `Disconnect` (the
+    /// board was already asked to end the link itself).
+    static let stopCommandsLimit = Duration.milliseconds(700)
+    static let disconnectLimit = Duration.milliseconds(800)
+
+    // MARK: Machine
+
+    private var now: Duration { ContinuousClock.now - origin }
+
+    /// Re-reads the mirror and feeds every difference to the machine: losses first, then the
+    /// device's own facts, then rises of BlueZ and the adapter, so a board whose object is
+    /// already known is connected without a needless scan.
+    private func refreshFacts() async {
+        let adapter = options.preferredAdapter.flatMap { try? DBusObjectPath($0) }
+        let new = await client.facts(for: address, preferredAdapter: adapter)
+        let old = facts
+        facts = new
+        let adapterUp = new.adapter != nil && new.adapterPowered
+        let oldAdapterUp = old.map { $0.adapter != nil && $0.adapterPowered }
+        if old?.blueZAvailable == true, !new.blueZAvailable { feed(.blueZAvailable(false)) }
+        if oldAdapterUp == true, !adapterUp { feed(.adapterAvailable(false)) }
+        if (old?.device != nil) != (new.device != nil) || old == nil { feed(.devicePresent(new.device != nil)) }
+        if old?.connected != new.connected { feed(.connected(new.connected)) }
+        if old?.servicesResolved != new.servicesResolved { feed(.servicesResolved(new.servicesResolved)) }
+        if old?.blueZAvailable != true, new.blueZAvailable { feed(.blueZAvailable(true)) }
+        if oldAdapterUp != true, adapterUp { feed(.adapterAvailable(true)) }
+    }
+
+    private func feed(_ event: ReconnectionMachine.Event) {
+        let actions = machine.handle(event, at: now)
+        for action in actions { execute(action) }
+        reportProgress()
+    }
+
+    /// A machine event that must not be fed while the machine's previous actions are being
+    /// executed: it is fed from a child task, after them.
+    private func feedLater(_ event: ReconnectionMachine.Event) {
+        work.spawn { [self] in await feed(event) }
+    }
+
+    private func reportProgress() {
+        switch machine.phase {
+        case .idle, .stopped, .ready:
+            return
+        case .waitingForBlueZ, .waitingForAdapter, .locating, .connecting, .waitingForPendingConnect,
+            .resolvingServices, .awaitingLinkDown, .backingOff:
+            let progress = Progress(failures: machine.consecutiveFailures, lastFailure: machine.lastFailure)
+            guard progress != reportedProgress else { return }
+            reportedProgress = progress
+            continuation.yield(.connecting(failures: progress.failures, lastFailure: progress.lastFailure))
+        }
+    }
+
+    private func execute(_ action: ReconnectionMachine.Action) {
+        let client = client
+        let requester = address.rawValue
+        switch action {
+        case .startDiscovery:
+            work.spawn { await client.setScanning(true, requester: requester) }
+        case .stopDiscovery:
+            work.spawn { await client.setScanning(false, requester: requester) }
+        case .connect:
+            guard let device = facts?.device else { return feedLater(.connectFinished(.deviceGone)) }
+            let timeout = options.reconnection.connectTimeout
+            work.spawn { [self] in
+                do {
+                    try await client.connect(device, timeout: timeout)
+                    await feed(.connectFinished(nil))
+                } catch {
+                    await feed(.connectFinished(BlueZErrorClass(any: error)))
+                }
+            }
+        case .disconnect:
+            guard let device = facts?.device else { return }
+            work.spawn { try? await client.disconnect(device, timeout: .seconds(10)) }
+        case .checkGATT:
+            guard let device = facts?.device else { return feedLater(.gattChecked(complete: false)) }
+            work.spawn { [self] in
+                let command = await client.characteristic(MetaWearGATT.command, under: device)
+                let notify = await client.characteristic(MetaWearGATT.notify, under: device)
+                let usable = command.map { $0.flags.contains("write-without-response") || $0.flags.contains("write") } ?? false
+                    && notify.map { $0.flags.contains("notify") } ?? false
+                await feed(.gattChecked(complete: usable))
+            }
+        case .removeDevice:
+            guard let device = facts?.device, let adapter = facts?.adapter else { return }
+            work.spawn { try? await client.removeDevice(device, adapter: adapter) }
+        case .powerCycleAdapter:
+            guard let adapter = facts?.adapter else { return }
+            work.spawn {
+                try? await client.setPowered(false, adapter: adapter)
+                try? await Task.sleep(for: .seconds(1))
+                try? await client.setPowered(true, adapter: adapter)
+            }
+        case .wakeUp(let at):
+            wakeUp += 1
+            let current = wakeUp
+            let delay = at - now
+            work.spawn { [self] in
+                if delay > .zero { try? await Task.sleep(for: delay) }
+                if !Task.isCancelled { await wake(current) }
+            }
+        case .linkReady:
+            reportedProgress = nil
+            openLink()
+        case .linkLost(let reason):
+            reportedProgress = nil
+            linkAttempt += 1
+            let closing = link
+            link = nil
+            // Reported now, in order; the session hands on what the link still delivers
+            // (its notification stream ends after the close has drained it) before it
+            // reports the loss.
+            continuation.yield(.linkLost(reason: reason.description))
+            if let closing { work.spawn { await closing.close() } }
+        }
+    }
+
+    private func wake(_ requested: Int) {
+        guard requested == wakeUp, let due = machine.wakeUpTime, now >= due else { return }
+        feed(.wakeUp)
+    }
+
+    // MARK: Link
+
+    private func openLink() {
+        linkAttempt += 1
+        let attempt = linkAttempt
+        guard let device = facts?.device else { return feedLater(.sessionFailed("device vanished before the link opened")) }
+        let client = client
+        let options = options
+        work.spawn { [self] in
+            do {
+                let opened = try await GattBoardLink.open(device: device, client: client, options: options)
+                await linkOpened(opened, attempt: attempt)
+            } catch {
+                await linkOpeningFailed("\(error)", attempt: attempt)
+            }
+        }
+    }
+
+    private func linkOpened(_ opened: GattBoardLink, attempt: Int) async {
+        guard attempt == linkAttempt, !stopped else {
+            await opened.close()
+            return
+        }
+        link = opened
+        continuation.yield(.linkReady(opened))
+    }
+
+    private func linkOpeningFailed(_ reason: String, attempt: Int) {
+        guard attempt == linkAttempt else { return }
+        feed(.sessionFailed(reason))
+    }
+}

@@ -1,0 +1,209 @@
+import BlueZ
+import MetaWear
+
+/// One link's work queues, fed by the session and drained by the link's child tasks.
+struct LinkWork {
+    let link: any BoardLink
+    /// Writes and handshake actions, performed in order (a pause delays what follows).
+    let operations: AsyncStream<LinkOperation>.Continuation
+    /// Reply timeouts, armed in time order.
+    let replyTimers: AsyncStream<ReplyTimer>.Continuation
+    /// Wakes the stream watchdog when the sensors start.
+    let watch: AsyncStream<Void>.Continuation
+    var sequencer: HandshakeSequencer?
+    /// Tells the current reply timer from superseded ones.
+    var replyTimer = 0
+    /// The session gave up on this link; it is being dropped.
+    var failed = false
+}
+
+/// Something to do on the link, in order.
+enum LinkOperation: Sendable {
+    case handshake(HandshakeSequencer.Action)
+    case write(Packet)
+    /// The handshake's request-and-reply exchange is over: group notifications.
+    case groupNotifications
+}
+
+/// A reply timeout for one handshake step.
+struct ReplyTimer: Sendable {
+    var step: HandshakeSequencer.Step
+    var id: Int
+    var deadline: ContinuousClock.Instant
+}
+
+extension BoardSession {
+    /// Runs one link until it ends (lost, dropped after a failure, or closed by a stop): the
+    /// handshake, then the stream. Returns once its notifications are all handed on.
+    func run(_ link: any BoardLink) async {
+        let (operations, operationInput) = AsyncStream.makeStream(of: LinkOperation.self, bufferingPolicy: .bufferingOldest(1024))
+        let (timers, timerInput) = AsyncStream.makeStream(of: ReplyTimer.self, bufferingPolicy: .bufferingOldest(64))
+        let (watch, watchInput) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        current = LinkWork(link: link, operations: operationInput, replyTimers: timerInput, watch: watchInput)
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.perform(operations, on: link) }
+            group.addTask { await self.runReplyTimers(timers) }
+            group.addTask { await self.watchStream(watch) }
+            if let interval = options.batteryInterval {
+                group.addTask {
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: interval)
+                        if !Task.isCancelled { await self.readBattery() }
+                    }
+                }
+            }
+            beginHandshake()
+            for await batch in link.notifications { receive(batch) }
+            group.cancelAll()
+        }
+        current = nil
+        plan = nil
+        tap.deactivate()
+        streamRestarts = 0
+    }
+
+    /// Queues writes on the current link.
+    func write(_ packets: [Packet]) {
+        for packet in packets { current?.operations.yield(.write(packet)) }
+    }
+
+    /// Gives up on the current link: the transport drops it and connects again.
+    func failLink(_ reason: String) async {
+        guard current?.failed == false else { return }
+        current?.failed = true
+        await transport.linkFailed(reason)
+    }
+
+    // MARK: Handshake
+
+    private func beginHandshake() {
+        guard !isStopping else { return }
+        emit(.state(.handshaking))
+        // A board whose configuration is known keeps its samples through the shortened
+        // handshake (it may still stream from before the link dropped): it is streaming again
+        // from the moment the link is back.
+        if sensorsOn, knownPlan != nil, let description { emit(.state(.streaming(description))) }
+        var handshake = options.handshake
+        // The settle pause after the connection-parameter request is MbientLab's example
+        // practice for a board's first connection; a reconnect must not pay it again
+        // (link-drop recovery has a 2 s budget).
+        if completedHandshakes > 0 { handshake.pauseAfterConnectionParametersMilliseconds = 0 }
+        // A board known from an earlier handshake is not probed again (module info and DIS).
+        var sequencer = HandshakeSequencer(configuration: options.configuration, options: handshake, known: description)
+        let actions = sequencer.start()
+        current?.sequencer = sequencer
+        queue(actions)
+    }
+
+    private func queue(_ actions: [HandshakeSequencer.Action]) {
+        for action in actions { current?.operations.yield(.handshake(action)) }
+    }
+
+    /// Performs the link's operations in order until the link ends.
+    private func perform(_ operations: AsyncStream<LinkOperation>, on link: any BoardLink) async {
+        for await operation in operations {
+            // A stop abandons the rest (a handshake may sit in a pause or go on to start the
+            // sensors): the stop commands follow whatever write is already under way.
+            if isStopping { return }
+            switch operation {
+            case .write(let packet), .handshake(.write(let packet)):
+                do {
+                    try await link.write(packet)
+                } catch {
+                    await failLink("write failed: \(error)")
+                    return
+                }
+            case .handshake(.readDeviceInformation(let field)):
+                deviceInformationRead(field, await link.readDeviceInformation(field))
+            case .handshake(.pause(let milliseconds)):
+                try? await Task.sleep(for: .milliseconds(milliseconds))
+            case .handshake(.awaitReply(let step)):
+                armReplyTimer(step)
+            case .handshake(let outcome):
+                await handshakeEnded(outcome)
+            case .groupNotifications:
+                await link.groupNotifications(options.notificationCoalescing, readCoalescing: options.signalReadCoalescing)
+            }
+            if Task.isCancelled { return }
+        }
+    }
+
+    private func armReplyTimer(_ step: HandshakeSequencer.Step) {
+        guard current?.sequencer != nil else { return }
+        current?.replyTimer += 1
+        guard let id = current?.replyTimer else { return }
+        let timeout = Duration.milliseconds(options.handshake.replyTimeoutMilliseconds)
+        current?.replyTimers.yield(ReplyTimer(step: step, id: id, deadline: .now.advanced(by: timeout)))
+    }
+
+    private func runReplyTimers(_ timers: AsyncStream<ReplyTimer>) async {
+        for await timer in timers {
+            try? await Task.sleep(until: timer.deadline, clock: .continuous)
+            if Task.isCancelled { return }
+            replyTimedOut(timer)
+        }
+    }
+
+    private func replyTimedOut(_ timer: ReplyTimer) {
+        guard timer.id == current?.replyTimer, var sequencer = current?.sequencer else { return }
+        let actions = sequencer.timedOut(timer.step)
+        current?.sequencer = sequencer
+        queue(actions)
+    }
+
+    private func deviceInformationRead(_ field: DeviceInformationField, _ read: DeviceInformationRead) {
+        guard var sequencer = current?.sequencer else { return }
+        let actions = switch read {
+        case .value(let text): sequencer.receive(field, value: text)
+        case .failed: sequencer.timedOut(.deviceInformation(field))
+        case .notExported: sequencer.unavailable(field)
+        }
+        current?.sequencer = sequencer
+        queue(actions)
+    }
+
+    /// A handshake reply (or anything else) while the handshake runs.
+    func handshakeReceived(_ notification: GattNotification) -> Bool {
+        guard var sequencer = current?.sequencer else { return false }
+        let actions = sequencer.receive(notification: notification.bytes)
+        current?.sequencer = sequencer
+        guard !actions.isEmpty else { return false }
+        current?.replyTimer += 1
+        queue(actions)
+        return true
+    }
+
+    private func handshakeEnded(_ outcome: HandshakeSequencer.Action) async {
+        current?.replyTimer += 1
+        current?.sequencer = nil
+        switch outcome {
+        case .finished(let description, let plan):
+            self.description = description
+            self.plan = plan
+            knownPlan = plan
+            completedHandshakes += 1
+            var commands = sensorsOn ? plan.startCommands : sensorsOffCommands(plan, description)
+            if options.watchButton, description.modules.has(.switchModule) { commands.append(Commands.subscribeButton) }
+            if ledSignal != .off { commands += ledSignal.commands(ledRevision: description.ledRevision ?? 1) }
+            if let battery = description.battery { emit(.battery(battery)) }
+            emit(.state(sensorsOn ? .streaming(description) : .idle(description)))
+            // Streaming from here on: no sample is taken for a handshake reply any more.
+            tap.activate()
+            write(commands)
+            // After the start commands, so they are not slowed by grouped replies.
+            current?.operations.yield(.groupNotifications)
+            if sensorsOn { current?.watch.yield() }
+        case .failed(let error):
+            // A board that cannot stream the configuration shows it on its LED.
+            if case .configuration = error { write(LEDSignal.error.commands()) }
+            await failLink("handshake failed: \(error)")
+        default:
+            break
+        }
+    }
+
+    private func readBattery() {
+        guard plan != nil else { return }
+        write([Commands.readBattery])
+    }
+}

@@ -1,0 +1,74 @@
+import BlueZ
+import MetaWear
+
+extension BoardSession {
+    /// A batch from the current link: published while streaming; during the handshake,
+    /// replies go to the sequencer and motion samples of a board still streaming from
+    /// before a reconnect are kept when its configuration is known.
+    func receive(_ batch: [GattNotification]) {
+        if let plan {
+            publish(tap.events(from: batch, decoder: plan.decoder))
+            return
+        }
+        var samples: [GattNotification] = []
+        for notification in batch where !handshakeReceived(notification) { samples.append(notification) }
+        // Only while this link's handshake runs: after a failed one nothing is for anyone.
+        guard sensorsOn, let knownPlan, current?.sequencer != nil, !samples.isEmpty else { return }
+        publish(tap.events(from: samples, decoder: knownPlan.decoder, onlyMotion: true))
+    }
+
+    private func publish(_ published: [BoardEvent]) {
+        // One stream element per batch: the consumer wakes once for all of it.
+        if !published.isEmpty { eventContinuation.yield(published) }
+    }
+
+    /// Sensors stopped (a board may still stream from before a gateway restart), then the
+    /// relaxed connection parameters.
+    func sensorsOffCommands(_ plan: StreamingPlan, _ description: BoardDescription) -> [Packet] {
+        var commands = plan.stopCommands
+        if (description.settingsRevision ?? 0) >= 1 { commands.append(Commands.connectionParameters(.idle)) }
+        return commands
+    }
+
+    // MARK: Watchdog
+
+    /// Sleeps until the stream would be overdue and checks only then, so a healthy stream
+    /// costs one timer wake-up per timeout; while the sensors are off it waits to be woken.
+    func watchStream(_ wakes: AsyncStream<Void>) async {
+        var woken = wakes.makeAsyncIterator()
+        while !Task.isCancelled {
+            guard let wake = watchdogWakeTime() else {
+                if await woken.next() == nil { return }
+                continue
+            }
+            try? await Task.sleep(until: wake, clock: .continuous)
+            if Task.isCancelled { return }
+            await checkWatchdog()
+        }
+    }
+
+    private func watchdogWakeTime() -> ContinuousClock.Instant? {
+        guard sensorsOn, plan != nil, current?.failed == false else { return nil }
+        let timeout = options.watchdogTimeout
+        let overdue = (tap.lastNotification ?? .now).advanced(by: timeout)
+        return max(overdue, ContinuousClock.now.advanced(by: timeout / 8)).advanced(by: .milliseconds(1))
+    }
+
+    /// No data for several expected intervals: restart the stream, then reconnect (reference
+    /// metawear-protocol §9.1, bluez-dbus §2.3 step 11).
+    private func checkWatchdog() async {
+        guard sensorsOn else { return }
+        let reading = tap.watchdogReading()
+        if reading.motionSeen { streamRestarts = 0 }
+        guard let plan, let last = reading.last, ContinuousClock.now - last > options.watchdogTimeout else { return }
+        if streamRestarts < options.streamRestartsBeforeReconnect {
+            streamRestarts += 1
+            emit(.state(.recoveringStream(restart: streamRestarts)))
+            write(plan.stopCommands + plan.startCommands)
+            tap.noteRestart()
+            if let description { emit(.state(.streaming(description))) }
+            return
+        }
+        await failLink("no data for \(options.watchdogTimeout) after \(streamRestarts) stream restart(s)")
+    }
+}

@@ -1,0 +1,146 @@
+import BlueZ
+import Boards
+import MetaWear
+import MetaWearBoardModel
+import Testing
+
+/// The board session's own logic (handshake, watchdog, reconnect, stop) over an in-memory
+/// transport: no bus, no timers beyond the watchdog's 200 ms, the board model answering.
+@Suite("Board session logic over an in-memory transport")
+struct BoardSessionLogicTests {
+    private let address = BluetoothAddress("D1:5E:AA:0F:0F:01")!
+
+    private func options() throws -> BoardSessionOptions {
+        var options = try testOptions(pauseAfterConnectionParameters: 0)
+        options.watchdogMinimum = .milliseconds(200)
+        return options
+    }
+
+    /// Runs a session over `transport` with its events recorded; stops it after `body`.
+    private func withSession(_ transport: InMemoryBoardTransport,
+                             _ body: (BoardSession, EventRecorder) async throws -> Void) async throws {
+        let session = BoardSession(address: address, options: try options(), transport: transport)
+        let recorder = EventRecorder()
+        let forwarder = recordEvents(session.events, into: recorder)
+        let running = await session.start()
+        var failure: (any Error)?
+        do { try await body(session, recorder) } catch { failure = error }
+        await session.stop()
+        await running.value
+        await forwarder.value
+        if let failure { throw failure }
+    }
+
+    private func link(_ transport: InMemoryBoardTransport, _ index: Int) async throws -> InMemoryLink {
+        try await waitUntil("link \(index + 1)") { await transport.links.count > index }
+        return await transport.links[index]
+    }
+
+    private func handshakes(_ recorder: EventRecorder, _ address: BluetoothAddress) -> Int {
+        recorder.states(address).filter { $0 == .handshaking }.count
+    }
+
+    @Test func theHandshakeDescribesTheBoardAndItsSamplesArriveInOrder() async throws {
+        let transport = InMemoryBoardTransport()
+        try await withSession(transport) { session, recorder in
+            try await waitUntil("streaming") { recorder.isStreaming(address) }
+            let link = try await link(transport, 0)
+            let description = try #require(await session.boardDescription)
+            #expect(description.model == .metaMotionR)
+            #expect(description.firmwareRevision == BoardProfile.metaMotionR.firmwareRevision)
+            #expect(transport.board.gyroStreaming, "the start commands reached the board")
+            #expect(recorder.states(address) == [.connecting, .handshaking, .streaming(description)])
+            // Module discovery read every module once, and DIS was read.
+            #expect(link.writes.filter { $0.count == 2 && $0[1] == 0x80 }.count == ModuleID.discoveryOrder.count)
+            #expect(link.reads.contains(.firmwareRevision))
+            try await waitUntil("grouping on") { link.groupingInterval != nil }
+            #expect(link.groupingInterval == BoardSessionOptions.defaultNotificationCoalescing)
+            let sent = link.stream(milliseconds: 300)
+            try await waitUntil("the samples") { recorder.samples(address).count >= sent.count }
+            let indices = recorder.samples(address).map(sampleIndex)
+            #expect(indices.count == 30)
+            #expect(indices == Array(indices.first!..<(indices.first! + UInt64(indices.count))))
+        }
+    }
+
+    @Test func aSilentStreamIsRestartedThenReconnected() async throws {
+        let transport = InMemoryBoardTransport()
+        try await withSession(transport) { _, recorder in
+            try await waitUntil("streaming") { recorder.isStreaming(address) }
+            let first = try await link(transport, 0)
+            first.stream(milliseconds: 100)
+            // Silence: nothing more is streamed on this link.
+            try await waitUntil("a stream restart", within: .seconds(5)) {
+                recorder.states(address).contains(.recoveringStream(restart: 1))
+            }
+            let restartWrites = first.writes
+            try await waitUntil("a reconnect", within: .seconds(5)) { await transport.links.count == 2 }
+            #expect(await transport.failures.count == 1)
+            #expect(await transport.failures.first?.hasPrefix("no data for") == true)
+            #expect(first.isClosed)
+            // The restart stopped and started the gyro on the same link before giving up.
+            let gyroStart: [UInt8] = [0x13, 0x01, 0x01]
+            #expect(restartWrites.filter { $0 == gyroStart }.count >= 2)
+            try await waitUntil("streaming again") { handshakes(recorder, address) == 2 && recorder.isStreaming(address) }
+            let states = recorder.states(address)
+            #expect(states.contains { if case .lost = $0 { true } else { false } })
+        }
+    }
+
+    @Test func aReconnectKeepsWhatWasLearntAndTheSamplesOfItsHandshake() async throws {
+        let transport = InMemoryBoardTransport()
+        try await withSession(transport) { session, recorder in
+            try await waitUntil("streaming") { recorder.isStreaming(address) }
+            let first = try await link(transport, 0)
+            first.stream(milliseconds: 100)
+            let before = try #require(await session.boardDescription)
+            try await waitUntil("samples") { recorder.samples(address).count == 10 }
+            // The board keeps streaming through the drop; what it sends the moment the link is
+            // back arrives before the shortened handshake has even started.
+            await transport.setSamplesOnReconnect(milliseconds: 50)
+            await transport.dropLink()
+            let second = try await link(transport, 1)
+            try await waitUntil("streaming again") { handshakes(recorder, address) == 2 }
+            try await waitUntil("handshake over") { second.groupingInterval != nil }
+            #expect(second.writes.filter { $0.count == 2 && $0[1] == 0x80 }.isEmpty, "no module info read again")
+            #expect(second.reads.isEmpty, "no Device Information read again")
+            #expect(await session.boardDescription?.modules == before.modules)
+            let sentOnReconnect = await transport.samplesSentOnReconnect
+            #expect(sentOnReconnect.count == 5)
+            let received = Set(recorder.samples(address).map(sampleIndex))
+            let kept = sentOnReconnect.filter { received.contains($0) }
+            #expect(kept == sentOnReconnect, "samples sent during the reconnect handshake were dropped")
+        }
+    }
+
+    @Test func stopWritesTheStopCommandsAndHandsOnWhatWasDelivered() async throws {
+        let transport = InMemoryBoardTransport()
+        let session = BoardSession(address: address, options: try options(), transport: transport)
+        let recorder = EventRecorder()
+        let forwarder = recordEvents(session.events, into: recorder)
+        let running = await session.start()
+        try await waitUntil("streaming") { recorder.isStreaming(address) }
+        let link = try await link(transport, 0)
+        let sent = link.stream(milliseconds: 500)
+        await session.stop()
+        await running.value
+        await forwarder.value
+        #expect(recorder.samples(address).count == sent.count, "samples delivered before the stop were lost")
+        #expect(recorder.states(address).last == .stopped)
+        let commands = try #require(await transport.stopCommands)
+        #expect(commands.last == [0xFE, 0x06])
+        #expect(!transport.board.gyroStreaming, "the gyro was stopped")
+        #expect(link.isClosed)
+    }
+}
+
+private func sampleIndex(_ bytes: [UInt8]) -> UInt64? {
+    // Gyro data (13 05) carries x first: the model's sample index.
+    guard bytes.count >= 4, bytes[0] == 0x13, bytes[1] == 0x05 else { return nil }
+    return UInt64(UInt16(bytes[2]) | UInt16(bytes[3]) << 8)
+}
+
+extension InMemoryBoardTransport {
+    /// Sample indices of the gyro notifications sent on the newest link before its handshake.
+    var samplesSentOnReconnect: [UInt64] { sentOnReconnect.compactMap(sampleIndex) }
+}

@@ -1,0 +1,182 @@
+import BlueZ
+import Boards
+import Foundation
+import MetaWear
+import MetaWearBoardModel
+
+/// A board behind an in-memory radio for unit tests of ``BoardSession`` without a bus: the
+/// project's board model answers every write, the test decides when the board streams
+/// (``InMemoryLink/stream(milliseconds:)``), drops the link or lets it go silent.
+///
+/// Each link the transport hands out is recorded; after a loss (``dropLink()`` or the
+/// session's ``linkFailed(_:)``) it connects again at once with a fresh link to the same
+/// board, which keeps its state as a real board does across a link drop.
+actor InMemoryBoardTransport: BoardTransport {
+    nonisolated let events: AsyncStream<BoardTransportEvent>
+    private let continuation: AsyncStream<BoardTransportEvent>.Continuation
+    nonisolated let board: InMemoryBoard
+    private(set) var links: [InMemoryLink] = []
+    private(set) var failures: [String] = []
+    private(set) var stopCommands: [[UInt8]]?
+    private var stopped = false
+    /// See ``setSamplesOnReconnect(milliseconds:)``.
+    private var reconnectSamples: UInt64 = 0
+    /// What the board sent on the newest link before its handshake began.
+    private(set) var sentOnReconnect: [[UInt8]] = []
+    private let ended: AsyncStream<Void>
+    private let endedContinuation: AsyncStream<Void>.Continuation
+
+    init(profile: BoardProfile = .metaMotionR) {
+        board = InMemoryBoard(profile: profile)
+        (events, continuation) = AsyncStream.makeStream(of: BoardTransportEvent.self, bufferingPolicy: .bufferingOldest(64))
+        (ended, endedContinuation) = AsyncStream.makeStream(of: Void.self)
+    }
+
+    func run() async {
+        guard !stopped else { return }
+        connect(failures: 0)
+        for await _ in ended {}
+    }
+
+    func linkFailed(_ reason: String) async {
+        guard !stopped, let link = links.last, !link.isClosed else { return }
+        failures.append(reason)
+        await lose(link, reason: "session failed: \(reason)", failuresAfter: failures.count)
+    }
+
+    /// The board drops the link (out of range, switched off); the transport reconnects.
+    func dropLink() async {
+        guard let link = links.last, !link.isClosed else { return }
+        await lose(link, reason: "link dropped", failuresAfter: 0)
+    }
+
+    func stop(writing commands: [Packet]) async {
+        guard !stopped else { return }
+        stopped = true
+        if let link = links.last, !link.isClosed {
+            for packet in commands { try? await link.write(packet) }
+            await link.close()
+        }
+        stopCommands = commands.map(\.bytes)
+        continuation.finish()
+        endedContinuation.finish()
+    }
+
+    private func lose(_ link: InMemoryLink, reason: String, failuresAfter: Int) async {
+        continuation.yield(.linkLost(reason: reason))
+        await link.close()
+        connect(failures: failuresAfter)
+    }
+
+    /// A board still streaming when the link comes back sends `milliseconds` of samples before
+    /// the session has started its handshake (as a real one does the moment notifications are on).
+    func setSamplesOnReconnect(milliseconds: UInt64) {
+        reconnectSamples = milliseconds
+    }
+
+    private func connect(failures: Int) {
+        continuation.yield(.connecting(failures: failures, lastFailure: self.failures.last))
+        let link = InMemoryLink(board: board)
+        links.append(link)
+        if reconnectSamples > 0, board.gyroStreaming {
+            // The outage's own samples never arrive; then the board streams on the new link.
+            _ = board.advance(milliseconds: 30)
+            sentOnReconnect = link.stream(milliseconds: reconnectSamples)
+        }
+        continuation.yield(.linkReady(link))
+    }
+}
+
+/// The board model behind a lock, shared by the links of one ``InMemoryBoardTransport``.
+final class InMemoryBoard: @unchecked Sendable {
+    private let lock = NSLock()
+    private var model: SimulatedBoard
+
+    init(profile: BoardProfile) {
+        model = SimulatedBoard(profile: profile)
+    }
+
+    func write(_ bytes: [UInt8]) -> [[UInt8]] {
+        lock.withLock { model.write(bytes).notifications }
+    }
+
+    func deviceInformation(_ field: DeviceInformationField) -> String? {
+        lock.withLock { model.readDeviceInformation(field.shortUUID) }
+    }
+
+    /// What the board sends in the next `milliseconds` of its time (nothing unless streaming).
+    func advance(milliseconds: UInt64) -> [[UInt8]] {
+        lock.withLock { model.advance(to: model.nanoseconds + milliseconds * 1_000_000).map(\.bytes) }
+    }
+
+    /// Whether the gyro streams.
+    var gyroStreaming: Bool { lock.withLock { model.state(.gyro).isStreaming } }
+}
+
+/// One link of an ``InMemoryBoardTransport``: writes reach the board model, its replies and
+/// samples come back as notifications; everything written is recorded.
+final class InMemoryLink: BoardLink, @unchecked Sendable {
+    let notifications: AsyncStream<[GattNotification]>
+    private let continuation: AsyncStream<[GattNotification]>.Continuation
+    private let board: InMemoryBoard
+    private let lock = NSLock()
+    private var written: [[UInt8]] = []
+    private var deviceInformationReads: [DeviceInformationField] = []
+    private var closed = false
+    private var grouping: Duration?
+
+    init(board: InMemoryBoard) {
+        self.board = board
+        (notifications, continuation) = AsyncStream.makeStream(of: [GattNotification].self, bufferingPolicy: .bufferingOldest(4096))
+    }
+
+    var writes: [[UInt8]] { lock.withLock { written } }
+    var reads: [DeviceInformationField] { lock.withLock { deviceInformationReads } }
+    var isClosed: Bool { lock.withLock { closed } }
+    var groupingInterval: Duration? { lock.withLock { grouping } }
+
+    func write(_ packet: Packet) async throws {
+        let replies: [[UInt8]] = try lock.withLock {
+            guard !closed else { throw InMemoryLinkClosed() }
+            written.append(packet.bytes)
+            return board.write(packet.bytes)
+        }
+        for reply in replies { deliver([reply]) }
+    }
+
+    func readDeviceInformation(_ field: DeviceInformationField) async -> DeviceInformationRead {
+        lock.withLock { deviceInformationReads.append(field) }
+        return board.deviceInformation(field).map { .value($0) } ?? .notExported
+    }
+
+    func groupNotifications(_ interval: Duration, readCoalescing: Duration) async {
+        lock.withLock { grouping = interval }
+    }
+
+    /// The board streams for `milliseconds` of its time; returns the notifications sent.
+    @discardableResult
+    func stream(milliseconds: UInt64) -> [[UInt8]] {
+        let sent = board.advance(milliseconds: milliseconds)
+        if !sent.isEmpty { deliver(sent) }
+        return sent
+    }
+
+    /// Hands `notifications` to the session as one batch (unless the link is closed).
+    func deliver(_ notifications: [[UInt8]]) {
+        lock.withLock {
+            guard !closed else { return }
+            let now = ContinuousClock.now
+            continuation.yield(notifications.map { GattNotification(bytes: $0, receivedAt: now, wallClock: Date()) })
+        }
+    }
+
+    /// Ends the link: what was delivered stays in the stream, which then finishes.
+    func close() async {
+        lock.withLock {
+            closed = true
+            continuation.finish()
+        }
+    }
+}
+
+struct InMemoryLinkClosed: Error {}
