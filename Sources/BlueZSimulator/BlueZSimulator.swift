@@ -56,7 +56,8 @@ public actor BlueZSimulator {
         random = SeededRandom(seed: configuration.seed, skipping: 1)
         devices = configuration.profiles.enumerated().map { index, profile in
             let device = SimulatedDevice(index: index, profile: profile, seed: configuration.seed, signal: configuration.signal,
-                                         adapterPath: Self.adapterPath, now: start)
+                                         adapterPath: Self.adapterPath, now: start, flashCapacity: configuration.flashCapacity,
+                                         readoutNotificationsPerSecond: configuration.readoutNotificationsPerSecond)
             device.deviceInformationHidden = configuration.deviceInformationHidden.contains(index)
             device.advertisesServiceUUID = !configuration.advertisedWithoutServiceUUID.contains(index)
             return device

@@ -122,6 +122,8 @@ extension BlueZSimulator {
         device.requestWriteInFlight = false
         device.stats.connectionIntervalMilliseconds = 0
         if wasConnected { device.stats.disconnections += 1 }
+        // What the board was still to send is lost with the link; a log readout ends there.
+        device.model.linkLost()
         device.lastSeen = clock.now
         if announce && device.servicesResolved {
             update(device.path, Self.deviceInterface, ["ServicesResolved": .boolean(false)])
@@ -320,6 +322,13 @@ extension BlueZSimulator {
 
     /// Every byte string the central wrote to board `index`, in order.
     public func commandLog(_ index: Int) throws -> [[UInt8]] { try device(index).model.commandLog }
+
+    /// Board `index`'s flash log as of now (entries, triggers, counters).
+    public func flashLog(_ index: Int) throws -> SimulatedFlashLog {
+        let device = try device(index)
+        advanceBoard(device)
+        return device.model.flashLog
+    }
 
     /// The runs of `sensor` samples board `index` handed to a subscriber, oldest first.
     public func deliveredRuns(_ index: Int, sensor: SimulatedSensorKind) throws -> [DeliveredRun] {

@@ -49,10 +49,13 @@ final class SimulatedDevice {
     var releases: [LinkRelease] = []
     var random: SeededRandom
 
-    init(index: Int, profile: BoardProfile, seed: UInt64, signal: SimulatedSignal, adapterPath: DBusObjectPath, now: ContinuousClock.Instant) {
+    init(index: Int, profile: BoardProfile, seed: UInt64, signal: SimulatedSignal, adapterPath: DBusObjectPath, now: ContinuousClock.Instant,
+         flashCapacity: Int? = nil, readoutNotificationsPerSecond: Int = 200) {
         self.index = index
         model = SimulatedBoard(profile: profile, seed: UInt32(truncatingIfNeeded: index + 1))
         model.signal = signal
+        if let flashCapacity { model.flashLog.capacity = flashCapacity }
+        model.flashLog.readoutInterval = 1_000_000_000 / UInt64(max(1, readoutNotificationsPerSecond))
         address = profile.macAddress.map { hexString([$0]).uppercased() }.joined(separator: ":")
         let element = "dev_" + address.replacingColons()
         path = (try? adapterPath.appending(element)) ?? adapterPath

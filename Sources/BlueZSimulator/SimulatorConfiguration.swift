@@ -55,6 +55,11 @@ public struct SimulatorConfiguration: Sendable {
     public typealias Signal = SimulatedSignal
     /// Faults to inject at scheduled times.
     public var faults = FaultPlan()
+    /// Log entries each board's flash holds; nil = the model's (MetaMotion S 66,781,184, R and
+    /// RL 1,048,576). Small values make "log full" testable.
+    public var flashCapacity: Int?
+    /// Notifications a board sends per second while reading out its flash log.
+    public var readoutNotificationsPerSecond = 200
     /// The adapter's public address.
     public var adapterAddress = "00:1A:7D:DA:71:13"
     /// Well-known name of the control interface (own connection, so it survives a simulated

@@ -80,6 +80,12 @@ struct MWSim: AsyncParsableCommand {
     @Option(help: "Exit after this many seconds (default: run until SIGTERM/SIGINT).")
     var duration: Double?
 
+    @Option(name: .customLong("flash-capacity"), help: "Log entries each board's flash holds (default: the model's, 66,781,184 on MetaMotion S, 1,048,576 on R/RL); small values test a full log.")
+    var flashCapacity: Int?
+
+    @Option(name: .customLong("readout-rate"), help: "Notifications per second a board sends while reading out its flash log (two entries each).")
+    var readoutRate = 200
+
     @Flag(help: "Do not log every write on stderr.")
     var quiet = false
 
@@ -114,6 +120,8 @@ struct MWSim: AsyncParsableCommand {
             throw ValidationError("--signal must be one of \(SimulatorConfiguration.Signal.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         if let rateCap, rateCap <= 0 { throw ValidationError("--rate-cap must be > 0") }
+        if let flashCapacity, flashCapacity < 0 { throw ValidationError("--flash-capacity must be >= 0 entries") }
+        guard (1...10_000).contains(readoutRate) else { throw ValidationError("--readout-rate must be within 1...10000 notifications/s") }
         guard (7.5...30).contains(connectionInterval) else { throw ValidationError("--connection-interval must be within 7.5...30 ms") }
         guard temporaryTimeout > 0, discoveryDelay >= 0, linkQueue > 0 else { throw ValidationError("timeouts and queue sizes must be positive") }
         for fault in faults {
@@ -138,6 +146,8 @@ struct MWSim: AsyncParsableCommand {
         configuration.temporaryTimeout = .milliseconds(Int64(temporaryTimeout * 1000))
         configuration.discoveryDelay = .milliseconds(Int64(discoveryDelay * 1000))
         configuration.seed = seed
+        configuration.flashCapacity = flashCapacity
+        configuration.readoutNotificationsPerSecond = readoutRate
         configuration.deviceInformationHidden = Set(hideDeviceInformation)
         configuration.advertisedWithoutServiceUUID = Set(noAdvertisedUUID)
         configuration.signal = SimulatorConfiguration.Signal(rawValue: signal) ?? .walking
