@@ -115,23 +115,24 @@ public enum SessionExporter {
     /// megabytes that would stay resident in the daemon after the first export.
     static func iso(_ ms: Double) -> String { ISO8601Timestamp.string(fromEpochMilliseconds: ms) }
 
-    /// `{session:{…}, points:[{board, gyroscope, location, …}]}` with the document point schema.
+    /// `{session:{…}, points:[{board, gyroscope, location, …}]}` with the document point schema,
+    /// each point written by the sinks' plain point writer (``JSONWriter/plainPoint(_:board:)``).
     static func json(_ d: SessionDataset) -> String {
-        var out = "{\"session\":"
-        FirestoreValue.map([
+        var out = JSONWriter(capacity: 256 + d.points.count * 220)
+        out.raw(#"{"session":"#)
+        out.plain(.map([
             ("id", .string(d.sessionID)), ("start", .integer(Int64(d.startedAt.rounded()))),
             ("end", d.endedAt.map { .integer(Int64($0.rounded())) } ?? .null), ("state", .string(d.state)),
             ("time_source", d.timeSource.map { .string($0) } ?? .null), ("boards", .array(d.boards.map { .string($0) })),
             ("chunks", .array(d.chunkNames.map { .string($0) })), ("point_count", .integer(Int64(d.points.count))),
-        ]).writeJSON(to: &out)
-        out += ",\"points\":["
+        ]))
+        out.raw(#","points":["#)
         for (i, bp) in d.points.enumerated() {
-            if i > 0 { out += ",\n" }
-            guard case let .map(fields) = RealtimeDataDocument.value(bp.point) else { continue }
-            FirestoreValue.map([("board", .string(bp.board))] + fields).writeJSON(to: &out)
+            if i > 0 { out.raw(",\n") }
+            out.plainPoint(bp.point, board: bp.board)
         }
-        out += "]}\n"
-        return out
+        out.raw("]}\n")
+        return out.text
     }
 
     /// MetaBase-style columns: epoch (ms), time (UTC), elapsed (s), x/y/z (deg/s), then board,
@@ -146,7 +147,7 @@ public enum SessionExporter {
         for bp in d.points {
             let p = bp.point
             let g = p.gyroscope
-            var cells = [String(Int64(g.timestamp.rounded())), iso(g.timestamp), String(format: "%.3f", (g.timestamp - t0) / 1000),
+            var cells = [String(Int64(g.timestamp.rounded())), iso(g.timestamp), FixedDecimal.string((g.timestamp - t0) / 1000, places: 3),
                          decimal(g.x), decimal(g.y), decimal(g.z), bp.board]
             if let l = p.location {
                 cells += [decimal(l.latitude), decimal(l.longitude), String(Int64(l.timestamp.rounded())),
@@ -189,33 +190,58 @@ public enum SessionExporter {
         return out
     }
 
-    /// A board's gaps: when the first sample after each came (epoch ms), samples missing, duration.
-    static func gaps(_ d: SessionDataset, board: String) -> [FirestoreValue] {
-        d.points.filter { $0.board == board && $0.point.missedBefore > 0 }.map {
-            .map([("timestamp", .integer(Int64($0.point.gyroscope.timestamp.rounded()))),
-                  ("missed_before", .integer(Int64($0.point.missedBefore))),
-                  ("gap_ms", .integer(Int64($0.point.gapMilliseconds)))])
+    /// A FeatureCollection with one LineString per board (coordinates [lon, lat]); `times` and
+    /// `dead_reckoned` run parallel to the coordinates, `gaps` lists when the first sample after
+    /// each gap came (epoch ms), the samples missing and the gap's duration.
+    static func geojson(_ d: SessionDataset) -> String {
+        var out = JSONWriter(capacity: 1024 + d.points.count * 40)
+        out.raw(#"{"type":"FeatureCollection","features":["#)
+        for (index, board) in Set(d.points.map(\.board)).sorted().enumerated() {
+            let t = track(d, board: board)
+            if index > 0 { out.raw(",") }
+            out.raw(#"{"type":"Feature","properties":{"session":"#)
+            out.string(d.sessionID)
+            out.raw(#","board":"#)
+            out.string(board)
+            out.raw(#","start":"#)
+            out.number(Int64(d.startedAt.rounded()))
+            out.raw(#","times":"#)
+            list(t, into: &out) { $1.number(Int64($0.time.rounded())) }
+            out.raw(#","dead_reckoned":"#)
+            list(t, into: &out) { $0.deadReckoned ? $1.raw("true") : $1.raw("false") }
+            out.raw(#","gaps":"#)
+            let gaps = d.points.filter { $0.board == board && $0.point.missedBefore > 0 }.map(\.point)
+            list(gaps, into: &out) { p, out in
+                out.raw(#"{"timestamp":"#)
+                out.number(Int64(p.gyroscope.timestamp.rounded()))
+                out.raw(#","missed_before":"#)
+                out.number(Int64(p.missedBefore))
+                out.raw(#","gap_ms":"#)
+                out.number(Int64(p.gapMilliseconds))
+                out.raw("}")
+            }
+            out.raw(#"},"geometry":{"type":"LineString","coordinates":"#)
+            list(t, into: &out) { p, out in
+                out.raw("[")
+                out.numberOrNull(p.lon)
+                out.raw(",")
+                out.numberOrNull(p.lat)
+                out.raw("]")
+            }
+            out.raw("}}")
         }
+        out.raw("]}\n")
+        return out.text
     }
 
-    /// A FeatureCollection with one LineString per board (coordinates [lon, lat]); `times` and
-    /// `dead_reckoned` run parallel to the coordinates.
-    static func geojson(_ d: SessionDataset) -> String {
-        var features: [FirestoreValue] = []
-        for board in Set(d.points.map(\.board)).sorted() {
-            let t = track(d, board: board)
-            features.append(.map([
-                ("type", .string("Feature")),
-                ("properties", .map([("session", .string(d.sessionID)), ("board", .string(board)),
-                                     ("start", .integer(Int64(d.startedAt.rounded()))),
-                                     ("times", .array(t.map { .integer(Int64($0.time.rounded())) })),
-                                     ("dead_reckoned", .array(t.map { .bool($0.deadReckoned) })),
-                                     ("gaps", .array(gaps(d, board: board)))])),
-                ("geometry", .map([("type", .string("LineString")),
-                                   ("coordinates", .array(t.map { .array([.double($0.lon), .double($0.lat)]) }))])),
-            ]))
+    /// A JSON array of `items`, each written by `element`.
+    private static func list<Item>(_ items: [Item], into out: inout JSONWriter, _ element: (Item, inout JSONWriter) -> Void) {
+        out.raw("[")
+        for (i, item) in items.enumerated() {
+            if i > 0 { out.raw(",") }
+            element(item, &out)
         }
-        return FirestoreValue.map([("type", .string("FeatureCollection")), ("features", .array(features))]).jsonText + "\n"
+        out.raw("]")
     }
 
     /// GPX 1.1 with one track segment per board and stretch without a gap (a gap in the

@@ -55,41 +55,11 @@ public indirect enum FirestoreValue: Hashable, Sendable {
         }
     }
 
-    /// Plain JSON (not Firestore's typed encoding): what export and the JSON Schemas describe.
-    /// Numbers are the shortest text that reads back to the value (integral doubles keep a
-    /// `.0`); non-finite numbers, which JSON cannot hold, are `null`.
-    public func writeJSON(to out: inout String) {
-        switch self {
-        case .null: out += "null"
-        case let .bool(b): out += b ? "true" : "false"
-        case let .integer(i): out += String(i)
-        case let .double(d): out += ShortestDecimal.json(d) ?? "null"
-        case let .float(f): out += ShortestDecimal.json(f) ?? "null"
-        case let .string(s): JSONString.append(s, to: &out)
-        case let .array(a):
-            out += "["
-            for (i, v) in a.enumerated() {
-                if i > 0 { out += "," }
-                v.writeJSON(to: &out)
-            }
-            out += "]"
-        case let .map(m):
-            out += "{"
-            for (i, (k, v)) in m.enumerated() {
-                if i > 0 { out += "," }
-                JSONString.append(k, to: &out)
-                out += ":"
-                v.writeJSON(to: &out)
-            }
-            out += "}"
-        }
-    }
-
-    /// Compact JSON text.
+    /// Compact plain JSON text (``JSONWriter/plain(_:)``).
     public var jsonText: String {
-        var s = ""
-        writeJSON(to: &s)
-        return s
+        var out = JSONWriter(capacity: 256)
+        out.plain(self)
+        return out.text
     }
 }
 

@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 import Recording
 
@@ -9,14 +10,14 @@ import Recording
 public enum FirestoreEncoding {
     /// Appends the typed encoding of `value`.
     public static func write(_ value: FirestoreValue, to out: inout String) {
-        var bytes = JSONBytes()
+        var bytes = JSONWriter()
         bytes.typed(value)
         out += String(decoding: bytes.bytes, as: UTF8.self)
     }
 
     /// Appends `{"name": value, ...}` in typed encoding.
     public static func writeFields(_ fields: [(String, FirestoreValue)], to out: inout String) {
-        var bytes = JSONBytes()
+        var bytes = JSONWriter()
         bytes.typedFields(fields)
         out += String(decoding: bytes.bytes, as: UTF8.self)
     }
@@ -33,7 +34,7 @@ public enum FirestoreEncoding {
     /// prepared earlier (by document name).
     public static func commitBodyBytes(_ documents: [SinkDocument], databasePath: String,
                                        encoded: (String) -> [UInt8]? = { _ in nil }) -> [UInt8] {
-        var out = JSONBytes(capacity: documents.count * 900_000)
+        var out = JSONWriter(capacity: documents.count * 900_000)
         out.raw(#"{"writes":["#)
         for (i, doc) in documents.enumerated() {
             if i > 0 { out.raw(",") }
@@ -49,7 +50,7 @@ public enum FirestoreEncoding {
 
     /// One `Write` object of a commit, as bytes.
     public static func writeBytes(_ doc: SinkDocument, databasePath: String) -> [UInt8] {
-        var out = JSONBytes(capacity: 900_000)
+        var out = JSONWriter(capacity: 900_000)
         writeObject(doc, databasePath: databasePath, into: &out)
         return out.bytes
     }
@@ -57,12 +58,12 @@ public enum FirestoreEncoding {
     /// `writeBytes` through the general value-tree encoder (`doc.fields`): the reference the
     /// direct `realtime_data` writer is tested and benchmarked against (same bytes).
     public static func valueTreeWriteBytes(_ doc: SinkDocument, databasePath: String) -> [UInt8] {
-        var out = JSONBytes(capacity: 900_000)
+        var out = JSONWriter(capacity: 900_000)
         writeObject(doc, databasePath: databasePath, into: &out, direct: false)
         return out.bytes
     }
 
-    static func writeObject(_ doc: SinkDocument, databasePath: String, into out: inout JSONBytes, direct: Bool = true) {
+    static func writeObject(_ doc: SinkDocument, databasePath: String, into out: inout JSONWriter, direct: Bool = true) {
         out.raw(#"{"update":{"name":"#)
         out.string("\(databasePath)/documents/\(doc.collection)/\(doc.name)")
         out.raw(#","fields":"#)

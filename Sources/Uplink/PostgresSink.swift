@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 import Logging
 import NIOSSL
@@ -123,12 +124,12 @@ public actor PostgresSink: Sink {
     /// Encodes the next documents' points JSON ahead, off the actor.
     public nonisolated func prepare(_ documents: [SinkDocument]) async {
         for case let .realtimeData(d) in documents {
-            prepared.put(d.name, Self.pointsJSONBytes(d))
+            prepared.put(d.name, Self.pointsJSONWriter(d))
         }
     }
 
-    static func pointsJSONBytes(_ d: RealtimeDataDocument) -> [UInt8] {
-        var out = JSONBytes(capacity: d.points.count * 240)
+    static func pointsJSONWriter(_ d: RealtimeDataDocument) -> [UInt8] {
+        var out = JSONWriter(capacity: d.points.count * 240)
         out.plainPoints(d.points)
         return out.bytes
     }
@@ -144,7 +145,7 @@ public actor PostgresSink: Sink {
     private func insert(_ doc: SinkDocument, on conn: PostgresConnection) async throws {
         switch doc {
         case let .realtimeData(d):
-            let data = String(decoding: prepared.take(d.name) ?? Self.pointsJSONBytes(d), as: UTF8.self)
+            let data = String(decoding: prepared.take(d.name) ?? Self.pointsJSONWriter(d), as: UTF8.self)
             try await conn.query("""
                 INSERT INTO realtime_data (name, session_id, board, seq, schema_version, point_count, data)
                 VALUES (\(d.name), \(d.sessionID), \(d.board), \(d.seq), \(Int(RealtimeDataDocument.schemaVersion)),
@@ -152,9 +153,9 @@ public actor PostgresSink: Sink {
                 ON CONFLICT (name) DO NOTHING
                 """, logger: logger)
         case let .records(r):
-            let hazards = FirestoreValue.map(r.survey.hazards.sorted { $0.key < $1.key }.map { ($0.key, .integer(Int64($0.value))) }).fastJSONText
-            let gscope = FirestoreValue.array(r.gscopeData.map { .string($0) }).fastJSONText
-            let boards = FirestoreValue.array(r.boards.map { .string($0) }).fastJSONText
+            let hazards = FirestoreValue.map(r.survey.hazards.sorted { $0.key < $1.key }.map { ($0.key, .integer(Int64($0.value))) }).jsonText
+            let gscope = FirestoreValue.array(r.gscopeData.map { .string($0) }).jsonText
+            let boards = FirestoreValue.array(r.boards.map { .string($0) }).jsonText
             try await conn.query("""
                 INSERT INTO records (name, user_id, "timestamp", hazards, gscope_data, no_hazard, schema_version, session_id,
                                      boards, "start", "end", point_count, time_source)

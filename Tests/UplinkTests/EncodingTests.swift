@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 import Recording
 import Testing
@@ -84,20 +85,20 @@ struct FastJSONTests {
     @Test("the direct realtime_data writers give the same bytes as the value-tree encoders")
     func directWritersMatchTree() {
         let doc = RealtimeDataDocument(name: "N", sessionID: "S\"q\\ \u{1}ü", board: "AA:BB", seq: -3, points: Self.points(600))
-        var direct = JSONBytes()
+        var direct = JSONWriter()
         direct.typedRealtimeFields(doc)
-        var tree = JSONBytes()
+        var tree = JSONWriter()
         tree.typedFields(doc.fields)
         #expect(direct.bytes == tree.bytes)
-        var plain = JSONBytes()
+        var plain = JSONWriter()
         plain.plainPoints(doc.points)
-        var plainTree = JSONBytes()
+        var plainTree = JSONWriter()
         plainTree.plain(.array(doc.points.map(RealtimeDataDocument.value)))
         #expect(plain.bytes == plainTree.bytes)
         let empty = RealtimeDataDocument(name: "E", sessionID: "S", board: "B", seq: 0, points: [])
-        var emptyDirect = JSONBytes()
+        var emptyDirect = JSONWriter()
         emptyDirect.typedRealtimeFields(empty)
-        var emptyTree = JSONBytes()
+        var emptyTree = JSONWriter()
         emptyTree.typedFields(empty.fields)
         #expect(emptyDirect.bytes == emptyTree.bytes)
     }
@@ -109,14 +110,14 @@ struct FastJSONTests {
                                  .leastNormalMagnitude, 47.376_000_000_001_8, 2.220_446_049_250_313e-16]
         for _ in 0..<20_000 { doubles.append(Double(bitPattern: generator.next())) }
         for d in doubles where d.isFinite {
-            var out = JSONBytes()
+            var out = JSONWriter()
             out.number(d)
             #expect(String(decoding: out.bytes, as: UTF8.self) == d.description)
         }
         var integers: [Int64] = [0, 1, -1, 9, 10, -10, .max, .min, 1_800_000_000_000]
         for _ in 0..<2_000 { integers.append(Int64(bitPattern: generator.next())) }
         for i in integers {
-            var out = JSONBytes()
+            var out = JSONWriter()
             out.number(i)
             #expect(String(decoding: out.bytes, as: UTF8.self) == String(i))
         }

@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 
 /// Text as the pictures write it: XML-escaped strings, coordinates with one decimal (a tenth
@@ -35,7 +36,7 @@ enum PictureText {
 
     /// A number with a fixed count of decimals, thousands grouped with a thin space.
     static func number(_ v: Double, decimals: Int = 0) -> String {
-        let text = String(format: "%.\(decimals)f", v)
+        let text = FixedDecimal.string(v, places: decimals)
         let parts = text.split(separator: ".", maxSplits: 1)
         var digits = String(parts[0])
         let negative = digits.hasPrefix("-")
