@@ -100,6 +100,9 @@ final class DatagramReader: @unchecked Sendable {
 
     private func run() {
         defer {
+            // Asked to stop (the link is closing): what the socket still holds was delivered
+            // by the board before the link went and is handed on, not dropped.
+            if shouldStop { _ = drain() }
             close(fd)
             finish()
         }

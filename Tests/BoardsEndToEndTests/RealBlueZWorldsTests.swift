@@ -159,3 +159,32 @@ struct ReconnectWithoutProbingTests {
         }
     }
 }
+
+/// Issue 18 defect 4: samples the board delivered before a link drop (still in the
+/// notification socket, or held for grouping) are kept, on both notification paths.
+@Suite("Boards end to end: samples delivered before a link drop", .enabled(if: TestBus.isAvailable))
+struct DrainBeforeCloseTests {
+    @Test(.timeLimit(.minutes(2)), arguments: [NotificationDelivery.automatic, .propertiesChanged])
+    func samplesDeliveredBeforeALinkDropAreKept(delivery: NotificationDelivery) async throws {
+        try await EndToEndRig.with(boards: 1) { rig in
+            let address = try await rig.address(0)
+            let session = BoardSession(address: address, client: rig.client,
+                                       options: try testOptions(delivery: delivery, pauseAfterConnectionParameters: 0))
+            let recorder = EventRecorder()
+            let forwarder = recordEvents(session.events, into: recorder)
+            await session.start()
+            // Long enough for the 250 ms grouping (and read coalescing) to be on.
+            try await waitUntil("streaming") { recorder.samples(address).count >= 400 }
+            try await rig.simulator.dropLink(0)
+            let delivered = try await rig.simulator.deliveredRuns(0, sensor: .gyro)
+            try await waitUntil("streaming again", within: .seconds(20)) {
+                recorder.states(address).filter { $0 == .handshaking }.count >= 2 && recorder.isStreaming(address)
+            }
+            await session.stop()
+            await forwarder.value
+            let received = Set(recorder.samples(address).map(sampleIndex))
+            let missing = delivered.flatMap { Array($0.first...$0.last) }.filter { !received.contains($0 & 0xFFFF) }
+            #expect(missing.isEmpty, "\(missing.count) samples delivered before the drop never arrived (\(delivery)): \(missing.prefix(5))...")
+        }
+    }
+}
