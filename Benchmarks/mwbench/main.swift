@@ -9,11 +9,12 @@ func fail(_ message: String) -> Never {
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 guard let area = arguments.first else {
-    fail("usage: mwbench boards|control|dbus|gnss|metawear|recording|uplink|wakefloor|handofffloor [options]")
+    fail("usage: mwbench boards|reconnect|control|dbus|gnss|metawear|recording|uplink|wakefloor|handofffloor [options]")
 }
 let rest = Array(arguments.dropFirst())
 switch area {
 case "boards": await BoardsBenchmark.run(rest)
+case "reconnect": await ReconnectBenchmark.run(rest)
 case "dbus": await DBusBenchmark.run(rest)
 case "gnss": GNSSBenchmark.run(rest)
 case "metawear": MetaWearBenchmark.run(rest)
@@ -23,5 +24,5 @@ case "uplink": await UplinkBenchmark.run(rest)
 case "wakefloor": WakeFloorBenchmark.run(rest)
 case "handofffloor": await HandoffFloorBenchmark.run(rest)
 default:
-    fail("mwbench: unknown area '\(area)' (expected boards, control, dbus, gnss, metawear, recording, uplink, wakefloor or handofffloor)")
+    fail("mwbench: unknown area '\(area)' (expected boards, reconnect, control, dbus, gnss, metawear, recording, uplink, wakefloor or handofffloor)")
 }

@@ -62,6 +62,12 @@ raw+=$("$bench" wakefloor --rate 267 --seconds 5 2>> "$work/mwbench.log")$'\n'
 raw+=$("$bench" boards --bus "$address" --delivery acquirenotify --coalescing-ms 100 --label acquirenotify100 \
     --seconds "$seconds" --rate 800 --packed --dbus-pid "$dbus_pid" --sim-pid "$sim_pid" --board "$board" \
     2>> "$work/mwbench.log")$'\n'
+# Reconnect (issue 18 defect 3): mwsim drops the link of the board streaming 100 Hz gyro ten
+# times; from services resolved (and from the link back) to the first sample handed on.
+for delivery in acquirenotify startnotify; do
+    raw+=$("$bench" reconnect --bus "$address" --board "$board" --drops 10 --delivery "$delivery" 2>> "$work/mwbench.log" \
+        | sed "s/^reconnect_/reconnect_${delivery}_/")$'\n'
+done
 
 value() { printf '%s\n' "$raw" | sed -n "s/^$1=//p" | tail -1; }
 # The median over the rounds of figure KEY of case CASE (startnotify, acquirenotify, bleak).
@@ -118,6 +124,8 @@ goal_dbus=$(awk -v r="$r_dbus" 'BEGIN { print (r < 1) ? "met" : "NOT met" }')
     echo "Floor of the StartNotify path on this machine: a thread woken for each small message costs $floor_us µs per wake-up (mwbench wakefloor: poll and a one-byte read, 267 a second, the reader thread's CPU clock). bleak spends $bleak_us µs per notification, so 10× under bleak leaves $tenth_us µs per notification for the wake-up, the D-Bus read and the decoding together; the floor is $floor_verdict. Only reading notifications in groups gets under it, and a group's read time is not each notification's receive time, which the recorder rebuilds sample times from."
     echo
     echo "Goal: our CPU below dbus-daemon's cost of routing the same notifications (StartNotify, where it routes them): $goal_dbus (ours ÷ dbus-daemon in the same window ${r_dbus}, ours below in $below of $rounds rounds; medians ours $sn vs dbus-daemon $snd ms per 1,000 samples; with AcquireNotify dbus-daemon routes none: $and)."
+    echo
+    echo "Reconnect without re-probing (issue 18 defect 3; goal: streaming again within 100 ms of services resolved): mwsim drops the link of a board streaming 100 Hz gyro 10 times per path; time from \`ServicesResolved=true\` on our client's mirror to the first gyro sample the session hands on (median / max): AcquireNotify $(value reconnect_acquirenotify_resolved_to_sample_ms_median) / $(value reconnect_acquirenotify_resolved_to_sample_ms_max) ms, StartNotify $(value reconnect_startnotify_resolved_to_sample_ms_median) / $(value reconnect_startnotify_resolved_to_sample_ms_max) ms; from \`Connected=true\`: $(value reconnect_acquirenotify_connected_to_sample_ms_median) / $(value reconnect_startnotify_connected_to_sample_ms_median) ms (medians)."
     echo
     echo "<details><summary>raw</summary>"
     echo

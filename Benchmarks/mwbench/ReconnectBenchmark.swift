@@ -1,0 +1,144 @@
+import BlueZ
+import Boards
+import DBus
+import Foundation
+import MetaWear
+
+/// Reconnect: how soon samples flow again after a link drop, for a board whose configuration
+/// the session already knows (issue 18 defect 3: resume within 100 ms of services resolved).
+/// mwsim (a separate process) drops the link of a board streaming 100 Hz gyro `--drops` times;
+/// for each, the time from `ServicesResolved=true` (and from `Connected=true`) on our BlueZ
+/// client's mirror to the first gyro sample the session hands on after it.
+///
+/// `mwbench reconnect --bus ADDR --board AA:BB:… [--drops N] [--delivery startnotify|acquirenotify]`
+/// Prints `reconnect_*` key=value lines; scripts/bench/boards.sh puts them in its section.
+enum ReconnectBenchmark {
+    /// The instants the benchmark waits for, shared by the event consumers.
+    final class Marks: @unchecked Sendable {
+        private let lock = NSLock()
+        private var resolved: ContinuousClock.Instant?
+        private var connected: ContinuousClock.Instant?
+        private var firstSample: ContinuousClock.Instant?
+        private var samples = 0
+
+        func linkChanged(connected isConnected: Bool?, resolved isResolved: Bool?) {
+            lock.withLock {
+                if isConnected == true, connected == nil { connected = .now }
+                if isResolved == true, resolved == nil { resolved = .now }
+            }
+        }
+
+        func sample(_ count: Int) {
+            lock.withLock {
+                samples += count
+                if resolved != nil, firstSample == nil { firstSample = .now }
+            }
+        }
+
+        func reset() { lock.withLock { resolved = nil; connected = nil; firstSample = nil } }
+        var sampleCount: Int { lock.withLock { samples } }
+        /// (services resolved → first sample, connected → first sample) once both happened.
+        var recovery: (fromResolved: Duration, fromConnected: Duration)? {
+            lock.withLock {
+                guard let resolved, let connected, let firstSample else { return nil }
+                return (firstSample - resolved, firstSample - connected)
+            }
+        }
+    }
+
+    static func run(_ arguments: [String]) async {
+        var bus: String?
+        var board: BluetoothAddress?
+        var drops = 10
+        var delivery = NotificationDelivery.automatic
+        var iterator = arguments.makeIterator()
+        func value(_ name: String) -> String {
+            guard let next = iterator.next() else { fail("mwbench reconnect: \(name) needs a value") }
+            return next
+        }
+        while let argument = iterator.next() {
+            switch argument {
+            case "--bus": bus = value(argument)
+            case "--board": board = BluetoothAddress(value(argument))
+            case "--drops": drops = Int(value(argument)) ?? 0
+            case "--delivery": delivery = value(argument) == "startnotify" ? .propertiesChanged : .automatic
+            default: fail("mwbench reconnect: unknown option '\(argument)'")
+            }
+        }
+        guard let board, drops > 0 else { fail("mwbench reconnect: --board and --drops > 0 are required") }
+        do {
+            try await measure(bus: bus, board: board, drops: drops, delivery: delivery)
+        } catch {
+            fail("reconnect benchmark: \(error)")
+        }
+    }
+
+    static func measure(bus: String?, board: BluetoothAddress, drops: Int, delivery: NotificationDelivery) async throws {
+        let configuration = try StreamingConfiguration(gyro: try GyroConfiguration(rateHertz: 100, rangeDegreesPerSecond: 2000))
+        let options = BoardSessionOptions(configuration: configuration, notificationDelivery: delivery,
+                                          batteryInterval: nil, watchButton: false, seed: 1)
+        let client = try await BlueZClient.open(busAddress: bus, discoveryUUIDs: [MetaWearGATT.service])
+        let session = BoardSession(address: board, client: client, options: options)
+        let marks = Marks()
+        let changes = await client.changes()
+        var fromResolved: [Double] = []
+        var fromConnected: [Double] = []
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await session.run() }
+            group.addTask {
+                for await event in session.events {
+                    if case .sample(.gyro(let samples)) = event.kind { marks.sample(samples.count) }
+                }
+            }
+            group.addTask {
+                for await change in changes {
+                    guard case .object(.propertiesChanged(_, BlueZNames.device, let changed, _)) = change else { continue }
+                    marks.linkChanged(connected: try? changed["Connected"]?.as(Bool.self),
+                                      resolved: try? changed["ServicesResolved"]?.as(Bool.self))
+                }
+            }
+            try await waitFor("streaming", within: .seconds(30)) { marks.sampleCount > 0 }
+            let simulator: DBusObjectPath = "/io/mwgate/Simulator1"
+            for drop in 1...drops {
+                try await Task.sleep(for: .seconds(1))
+                marks.reset()
+                _ = try await client.connection.call(destination: "io.mwgate.Simulator", path: simulator,
+                                                     interface: "io.mwgate.Simulator1", member: "DropLink",
+                                                     arguments: [.uint32(0)], timeout: .seconds(5))
+                try await waitFor("samples after drop \(drop)", within: .seconds(20)) { marks.recovery != nil }
+                if let recovery = marks.recovery {
+                    fromResolved.append(milliseconds(recovery.fromResolved))
+                    fromConnected.append(milliseconds(recovery.fromConnected))
+                }
+            }
+            await session.stop()
+            group.cancelAll()
+        }
+        await client.close()
+        print("reconnect_drops=\(fromResolved.count)")
+        print("reconnect_resolved_to_sample_ms_median=\(format(median(fromResolved)))")
+        print("reconnect_resolved_to_sample_ms_max=\(format(fromResolved.max() ?? 0))")
+        print("reconnect_connected_to_sample_ms_median=\(format(median(fromConnected)))")
+        print("reconnect_connected_to_sample_ms_max=\(format(fromConnected.max() ?? 0))")
+    }
+
+    private static func waitFor(_ what: String, within limit: Duration, _ condition: () -> Bool) async throws {
+        let deadline = ContinuousClock.now + limit
+        while !condition() {
+            guard ContinuousClock.now < deadline else { fail("mwbench reconnect: no \(what) within \(limit)") }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+    }
+
+    private static func milliseconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
+    }
+
+    private static func median(_ values: [Double]) -> Double {
+        guard !values.isEmpty else { return 0 }
+        let sorted = values.sorted()
+        return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+    }
+
+    private static func format(_ value: Double) -> String { String(format: "%.1f", value) }
+}
