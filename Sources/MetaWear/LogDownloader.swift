@@ -1,0 +1,174 @@
+/// One flash-log download as a pure state machine: notifications in, commands to write and
+/// samples out (metawear-logging.md §5, §8 (b)).
+///
+/// It sends the SDK's sequence for the board's logging revision, turns entries into samples per
+/// sensor (pairing by adjacency and tick, P9), drops what a readout sends again after a link
+/// loss (§7.4), and reports progress with an estimate of the time left. Pages are confirmed at
+/// once, or, with `confirmsPagesItself = false`, only when the caller has stored the samples
+/// (`confirmPage()`): a confirmed page is deleted on the board, so nothing is cleared before it
+/// is safe. Time comes in with each notification; nothing here waits or reads a clock.
+public struct LogDownloader: Sendable {
+    /// Where the download stands.
+    public enum State: Hashable, Sendable {
+        /// Not started, or the link dropped: `begin()` (again) after connecting.
+        case idle
+        /// Asked for the length (`0B 85`).
+        case awaitingLength
+        /// Entries are arriving.
+        case reading
+        /// The board finished a page and waits for `0B 0E`; the caller stores first.
+        case awaitingConfirm
+        /// Everything readable was delivered (and confirmed).
+        case finished
+    }
+
+    /// What one notification produced.
+    public struct Step: Sendable {
+        /// Commands to write, in order.
+        public var writes: [Packet] = []
+        /// New samples, per sensor, in the order the board logged them.
+        public var samples: [(sensor: MotionSensor, sample: LoggedSample)] = []
+        /// A page is complete: store its samples, then `confirmPage()` (only when the caller
+        /// confirms pages itself).
+        public var pageReady = false
+    }
+
+    /// How far the download is.
+    public struct Progress: Hashable, Sendable {
+        /// Entries readable when the download started (`0B 85`).
+        public var total: UInt32
+        /// Entries still to come (`0B 08`, or counted from the entries received).
+        public var left: UInt32
+        /// Entries per second so far, once measurable.
+        public var entriesPerSecond: Double?
+        /// Estimated seconds to the end at that pace.
+        public var secondsLeft: Double? {
+            guard let entriesPerSecond, entriesPerSecond > 0 else { return nil }
+            return Double(left) / entriesPerSecond
+        }
+    }
+
+    /// Logging module revision (decides `0B 0D 01`).
+    public let revision: UInt8
+    /// Progress notifications asked for per readout.
+    public let progressUpdates: UInt32
+    /// Whether `0B 0E` is sent as soon as a page completes.
+    public let confirmsPagesItself: Bool
+    /// Current state.
+    public private(set) var state = State.idle
+    /// Progress of the current readout.
+    public private(set) var progress = Progress(total: 0, left: 0)
+    /// Entries of loggers this download does not know (another client's).
+    public private(set) var unknownEntries = 0
+    /// Notifications that could not be decoded, with the reason.
+    public private(set) var malformed: [LogDecodingError] = []
+
+    private var assemblers: [MotionSensor: LogSampleAssembler]
+    private var deduplicator = ReadoutDeduplicator()
+    private var received: UInt32 = 0
+    private var firstEntryAt: Int64?
+    private var lastEntryAt: Int64?
+    private var lastPageConfirmed = true
+
+    /// A download for the sensors' loggers on a board with logging revision `revision`.
+    public init(revision: UInt8, loggers: [MotionSensor: LoggerIDs], progressUpdates: UInt32 = 20,
+                confirmsPagesItself: Bool = true) {
+        self.revision = revision
+        self.progressUpdates = progressUpdates
+        self.confirmsPagesItself = confirmsPagesItself
+        assemblers = loggers.mapValues { LogSampleAssembler(xyLogger: $0.xy, zLogger: $0.z) }
+    }
+
+    /// Half samples dropped because their other half never came, all sensors.
+    public var orphanedEntries: Int { assemblers.values.reduce(0) { $0 + $1.orphanedEntries } }
+    /// Entries dropped as sent twice (a readout restarted after a link loss).
+    public var duplicatesDropped: Int { deduplicator.duplicatesDropped }
+
+    /// Starts (or, after a link loss, restarts) the download: the preamble and the length read.
+    /// On revision 3 the open page must have been flushed after logging stopped (P13).
+    public mutating func begin() -> [Packet] {
+        state = .awaitingLength
+        lastPageConfirmed = true
+        return LoggingCommands.downloadPreamble(revision: revision)
+    }
+
+    /// The link dropped: the board forgets the readout; whatever it resends is dropped.
+    public mutating func linkLost() {
+        for sensor in assemblers.keys { assemblers[sensor]?.discardHeld() }
+        deduplicator.linkLost()
+        if state != .finished { state = .idle }
+    }
+
+    /// The samples of the completed page are stored: `0B 0E` lets the board delete the page
+    /// and go on.
+    public mutating func confirmPage() -> [Packet] {
+        guard state == .awaitingConfirm || (state == .finished && !lastPageConfirmed) else { return [] }
+        lastPageConfirmed = true
+        if state == .awaitingConfirm { state = .reading } else { deduplicator.readoutCompleted() }
+        return [LoggingCommands.confirmPage]
+    }
+
+    /// Handles a notification received at `nanoseconds` (any monotonic clock); anything not
+    /// from the logging module gives an empty step.
+    public mutating func receive(_ bytes: [UInt8], at nanoseconds: Int64) -> Step {
+        var step = Step()
+        guard let decoded = LogNotificationDecoder.decode(bytes) else { return step }
+        switch decoded {
+        case .failure(let error):
+            malformed.append(error)
+        case .success(.length(let n)):
+            guard state == .awaitingLength else { break }
+            progress = Progress(total: n, left: n)
+            received = 0
+            firstEntryAt = nil
+            if n == 0 { finish(&step) } else {
+                state = .reading
+                step.writes = [LoggingCommands.readout(entries: n, progressUpdates: progressUpdates)]
+            }
+        case .success(.entries(let entries)):
+            guard state == .reading else { break }
+            for entry in entries { accept(entry, into: &step) }
+            received += UInt32(entries.count)
+            if firstEntryAt == nil { firstEntryAt = nanoseconds }
+            lastEntryAt = nanoseconds
+            progress.left = progress.total > received ? progress.total - received : 0
+            measureRate()
+        case .success(.progress(let left)):
+            guard state == .reading || state == .awaitingConfirm else { break }
+            progress.left = left
+            if left == 0 { finish(&step) }
+        case .success(.pageCompleted):
+            guard state == .reading else { break }
+            lastPageConfirmed = false
+            if confirmsPagesItself {
+                lastPageConfirmed = true
+                step.writes.append(LoggingCommands.confirmPage)
+            } else {
+                state = .awaitingConfirm
+                step.pageReady = true
+            }
+        case .success(.triggerAllocated), .success(.trigger):
+            break
+        }
+        return step
+    }
+
+    private mutating func accept(_ entry: LogEntry, into step: inout Step) {
+        guard let sensor = assemblers.first(where: { $0.value.owns(entry) })?.key else { unknownEntries += 1; return }
+        guard deduplicator.admit(entry) else { return }
+        if let sample = assemblers[sensor]?.add(entry) { step.samples.append((sensor, sample)) }
+    }
+
+    private mutating func finish(_: inout Step) {
+        for sensor in assemblers.keys { assemblers[sensor]?.finish() }
+        // The board sends 0B 0D and then 0B 08 00: the last page may still await its confirm.
+        state = .finished
+        progress.left = 0
+        if lastPageConfirmed { deduplicator.readoutCompleted() }
+    }
+
+    private mutating func measureRate() {
+        guard let first = firstEntryAt, let last = lastEntryAt, last - first >= 500_000_000, received > 2 else { return }
+        progress.entriesPerSecond = Double(received - 2) / (Double(last - first) / 1e9)
+    }
+}
