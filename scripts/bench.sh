@@ -29,7 +29,7 @@ else
 fi
 plots_dir=$(dirname "$report")/benchmarks
 mkdir -p "$plots_dir"
-areas=${BENCH_AREAS:-dbus boards metawear gnss recording uplink control footprint endurance}
+areas=${BENCH_AREAS:-dbus boards metawear backfill gnss recording uplink control footprint endurance}
 
 # The machine, before anything of ours loads it.
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)

@@ -9,7 +9,7 @@ func fail(_ message: String) -> Never {
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 guard let area = arguments.first else {
-    fail("usage: mwbench boards|reconnect|control|dbus|gnss|metawear|recording|uplink|wakefloor|handofffloor [options]")
+    fail("usage: mwbench backfill|boards|reconnect|control|dbus|gnss|metawear|recording|uplink|wakefloor|handofffloor [options]")
 }
 let rest = Array(arguments.dropFirst())
 switch area {
@@ -18,11 +18,12 @@ case "reconnect": await ReconnectBenchmark.run(rest)
 case "dbus": await DBusBenchmark.run(rest)
 case "gnss": GNSSBenchmark.run(rest)
 case "metawear": MetaWearBenchmark.run(rest)
+case "backfill": BackfillBenchmark.run(rest)
 case "recording": RecordingBenchmark.run(rest)
 case "control": await ControlBenchmark.run(rest)
 case "uplink": await UplinkBenchmark.run(rest)
 case "wakefloor": WakeFloorBenchmark.run(rest)
 case "handofffloor": await HandoffFloorBenchmark.run(rest)
 default:
-    fail("mwbench: unknown area '\(area)' (expected boards, reconnect, control, dbus, gnss, metawear, recording, uplink, wakefloor or handofffloor)")
+    fail("mwbench: unknown area '\(area)' (expected backfill, boards, reconnect, control, dbus, gnss, metawear, recording, uplink, wakefloor or handofffloor)")
 }
