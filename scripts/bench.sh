@@ -29,7 +29,7 @@ else
 fi
 plots_dir=$(dirname "$report")/benchmarks
 mkdir -p "$plots_dir"
-areas=${BENCH_AREAS:-dbus boards metawear backfill gnss recording uplink control footprint endurance}
+areas=${BENCH_AREAS:-dbus boards metawear backfill gnss recording uplink control footprint endurance bluez}
 
 # The machine, before anything of ours loads it.
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -70,6 +70,7 @@ if [[ -n "$quick" ]]; then
     export FOOTPRINT_SECONDS=${FOOTPRINT_SECONDS:-12} FOOTPRINT_STEADY_AFTER=${FOOTPRINT_STEADY_AFTER:-5}
     export FOOTPRINT_STARTS=${FOOTPRINT_STARTS:-3}
     export ENDURANCE_IDLE_SECONDS=${ENDURANCE_IDLE_SECONDS:-10} ENDURANCE_SESSION_SECONDS=${ENDURANCE_SESSION_SECONDS:-10}
+    export LINK_DROPS=${LINK_DROPS:-5} BENCH_SECONDS=${BENCH_SECONDS:-10}
 fi
 
 rm -f "$out"/*.md "$out"/*.csv "$out"/*.txt

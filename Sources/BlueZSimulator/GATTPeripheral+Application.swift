@@ -40,7 +40,11 @@ extension GATTPeripheral {
                         constant("UUID", .string(characteristic.uuid)),
                         constant("Service", .objectPath(servicePath)),
                         constant("Flags", .array(element: .string, characteristic.flags.map { .string($0) })),
-                    ])), at: path)
+                    ] + (characteristic.role == .notify ? [
+                        // Its presence makes bluetoothd use AcquireNotify instead of
+                        // StartNotify + a PropertiesChanged signal per notification.
+                        constant("NotifyAcquired", .boolean(false)),
+                    ] : []))), at: path)
             }
         }
         try await bus.export(DBusExportedObject(advertisement()), at: advertisementPath)
@@ -71,6 +75,13 @@ extension GATTPeripheral {
         if role == .notify {
             methods.append(DBusMethod("StartNotify") { [weak self] _ in await self?.startNotify(); return [] })
             methods.append(DBusMethod("StopNotify") { [weak self] _ in await self?.stopNotify(); return [] })
+            methods.append(DBusMethod("AcquireNotify", in: [optionsType], out: [.unixFD, .uint16],
+                                      inNames: ["options"], outNames: ["fd", "mtu"]) { [weak self] call in
+                guard let self else { throw DBusError.disconnected() }
+                let (options) = try call.decode([String: DBusValue].self)
+                let (fd, mtu) = try await self.acquireNotify(options)
+                return [.unixFD(fd), .uint16(mtu)]
+            })
         } else if role == .batteryLevel {
             // Accepted; the level never changes.
             methods.append(DBusMethod("StartNotify") { _ in [] })

@@ -72,6 +72,12 @@ public actor GATTPeripheral {
     /// The central's device object on our adapter, learnt from bluetoothd's calls.
     private var central: DBusObjectPath?
     private var notifying = false
+    /// The socket bluetoothd reads notifications from once it called `AcquireNotify` on our
+    /// characteristic (it does so when the characteristic has `NotifyAcquired`): one
+    /// datagram per notification, no D-Bus message, as cheap as a board's radio.
+    private var notifyPipe: NotifyPipe?
+    /// Notifications bluetoothd did not take in time (its socket full): lost, as over the air.
+    private var notificationsDropped = 0
     private var advertising = false
     private var removed = false
     private var silentUntil: ContinuousClock.Instant?
@@ -188,7 +194,17 @@ public actor GATTPeripheral {
             log("link closed; gyro sampling: \(board.state(.gyro).isSampling ? "yes" : "no")")
         }
         central = nil
+        stopNotifying()
+    }
+
+    private func stopNotifying() {
         notifying = false
+        notifyPipe?.close()
+        notifyPipe = nil
+        if notificationsDropped > 0 {
+            log("\(notificationsDropped) notification(s) dropped: bluetoothd's socket was full")
+            notificationsDropped = 0
+        }
     }
 
     /// bluetoothd's view of the link, from `Device1.Connected` of the central's device object.
@@ -243,6 +259,16 @@ public actor GATTPeripheral {
             var now = timespec()
             clock_gettime(CLOCK_REALTIME, &now)
             sent.record(x: UInt16(bytes[2]) | UInt16(bytes[3]) << 8, at: Double(now.tv_sec) + Double(now.tv_nsec) / 1e9)
+        }
+        if let notifyPipe {
+            switch notifyPipe.send(bytes) {
+            case .sent: break
+            case .full: notificationsDropped += 1
+            case .closed:
+                log("bluetoothd closed the notify socket")
+                stopNotifying()
+            }
+            return
         }
         try? bus.emitPropertiesChanged(path: notifyPath, interface: Self.characteristicInterface,
                                        changed: ["Value": .array(element: .byte, bytes.map { .byte($0) })])
@@ -305,8 +331,22 @@ public actor GATTPeripheral {
     }
 
     func stopNotify() {
-        notifying = false
+        stopNotifying()
         log("notifications off")
+    }
+
+    /// bluetoothd asks for the notify socket when the central enables notifications (the
+    /// CCC write); a second call replaces the first socket.
+    func acquireNotify(_ callOptions: [String: DBusValue]) throws(DBusError) -> (DBusFileDescriptor, UInt16) {
+        noteCentral(callOptions)
+        stopNotifying()
+        let pipe = try NotifyPipe()
+        notifyPipe = pipe
+        notifying = true
+        var mtu: UInt16 = 23
+        if case .uint16(let offered)? = callOptions["mtu"]?.unwrappingVariants { mtu = offered }
+        log("notifications on (AcquireNotify, MTU \(mtu))")
+        return (try pipe.takeClientEnd(), mtu)
     }
 
     func readDeviceInformation(_ short: UInt16) -> [UInt8] {

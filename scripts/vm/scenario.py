@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import dbus
@@ -22,6 +23,7 @@ SYSTEM_BUS = "unix:path=/run/dbus/system_bus_socket"
 GYRO_SCALE = 16.4  # LSB per °/s at ±2000 °/s (mwgated's default range)
 METAWEAR_NOTIFY = "326a9006-85cb-9195-d9dd-464cfbbae75a"
 BOARD_SEEDS = {0: 1, 1: 2}  # mwsim --peripheral: board N's signal seed is N + 1
+BOARD_MODELS = ("MetaMotion R", "MetaMotion S")  # mwsim --peripheral --model mixed
 
 
 def log(message):
@@ -55,10 +57,59 @@ def adapter_address(name):
     return str(bluez_objects()[dbus.ObjectPath(f"/org/bluez/{name}")]["org.bluez.Adapter1"]["Address"])
 
 
-def power(name, on=True):
-    bus = dbus.SystemBus()
-    props = dbus.Interface(bus.get_object("org.bluez", f"/org/bluez/{name}"), "org.freedesktop.DBus.Properties")
-    props.Set("org.bluez.Adapter1", "Powered", dbus.Boolean(on))
+def power(name, on=True, timeout=20):
+    """Adapter1.Powered; bluetoothd answers Busy (or has no adapter yet) while it sets its
+    controllers up after a start, so try again for a while."""
+    deadline = time.time() + timeout
+    while True:
+        try:
+            bus = dbus.SystemBus()
+            props = dbus.Interface(bus.get_object("org.bluez", f"/org/bluez/{name}"), "org.freedesktop.DBus.Properties")
+            props.Set("org.bluez.Adapter1", "Powered", dbus.Boolean(on))
+            return
+        except dbus.DBusException as error:
+            if time.time() > deadline:
+                raise RuntimeError(f"cannot power {name} {'on' if on else 'off'} within {timeout} s: {error}")
+            time.sleep(0.3)
+
+
+def bluetoothd_alive():
+    """Whether the bluetoothd the VM started (or the last restart) still runs (a crashed one
+    stays a zombie of its parent, so look at its state, not just its pid)."""
+    try:
+        with open(f"/proc/{int(open('/run/bluetoothd.pid').read())}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, ValueError):
+        return False
+
+
+def restart_bluetoothd(adapters):
+    """SIGTERM to bluetoothd (if it still runs), a new one with the VM's flags, adapters powered."""
+    try:
+        pid = int(open("/run/bluetoothd.pid").read())
+        os.kill(pid, signal.SIGTERM)
+        wait_for("bluetoothd gone", lambda: not bluetoothd_alive(), 5, interval=0.1)
+    except (OSError, ValueError):
+        pass
+    proc = subprocess.Popen(["/usr/libexec/bluetooth/bluetoothd", "-n", *os.environ.get("BLUETOOTHD_FLAGS", "").split()],
+                            stdout=open(os.path.join(RESULTS, "bluetoothd.log"), "a"), stderr=subprocess.STDOUT)
+    with open("/run/bluetoothd.pid", "w") as f:
+        f.write(str(proc.pid))
+    for name in adapters:
+        power(name)
+
+
+def bluetoothd_survived(checks, during, adapters):
+    """A failed check when bluetoothd died (it segfaults on some link teardowns, see
+    docs/bluez-vm.md); then a new one, so that the scenarios after it still run."""
+    if bluetoothd_alive():
+        return True
+    with open(os.path.join(RESULTS, "bluetoothd.log")) as f:
+        last = [line.strip() for line in f if line.strip()][-3:]
+    checks.record(f"bluetoothd 5.66 still running after {during}", False,
+                  f"bluetoothd died (last log lines: {last}); started again for the next scenarios")
+    restart_bluetoothd(adapters)
+    return False
 
 
 def wait_for(what, predicate, timeout, interval=0.5):
@@ -88,15 +139,31 @@ class Boards:
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=self.log, stderr=self.log, text=True)
         log(f"boards {self.addresses} on {adapters} ({' '.join(flags) or 'defaults'})")
         registered = wait_for("boards registered", lambda: self.proc.poll() is not None or open(
-            os.path.join(RESULTS, "mwsim.log")).read().count("registered") >= len(adapters), 30, interval=0.2)
+            os.path.join(RESULTS, "mwsim.log")).read().count("registered") >= len(adapters), 120, interval=0.2)
         if self.proc.poll() is not None or not registered:
             raise RuntimeError(f"mwsim --peripheral did not register its boards: "
                                f"{open(os.path.join(RESULTS, 'mwsim.log')).read()[-500:]}")
 
     def command(self, board, verb):
         log(f"board {board}: {verb}")
+        sent = time.time()
         self.proc.stdin.write(f"{board} {verb}\n")
         self.proc.stdin.flush()
+        return sent
+
+    def command_latency(self, board, sent, timeout=10):
+        """Seconds from writing a command until board `board` logged it (None: not within
+        `timeout`): how far the peripheral lags behind the test."""
+        marker = f"mwsim peripheral {self.adapters[board]}: command "
+
+        def acted():
+            with open(os.path.join(RESULTS, "mwsim.log")) as f:
+                for line in f:
+                    if marker in line and float(line.split()[0]) >= sent - 0.01:
+                        return float(line.split()[0])
+            return None
+        at = wait_for(f"board {board} acting on its command", acted, timeout, interval=0.1)
+        return None if at is None else max(0.0, at - sent)
 
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
@@ -125,6 +192,10 @@ mode = "{session_mode}"
 [log]
 level = "debug"
 
+[buffer]
+# The VM's disk has a few hundred MB free; the default floor (256 MB) would drop chunks.
+free_space_floor = "32 MB"
+
 [sink]
 type = "directory"
 
@@ -138,19 +209,31 @@ path = "/var/lib/mwgate/outbox"
         # setpriv execs mwgated itself, so SIGTERM reaches it directly and its exit is timed.
         self.proc = subprocess.Popen(["setpriv", "--reuid=mwgate", "--regid=mwgate", "--init-groups", "/mwgate/mwgated",
                                       "--config", "/etc/mwgate/mwgated.toml"],
-                                     stdout=self.logfile, stderr=self.logfile, env=env)
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+        # Its lines carry no time (journald adds it on a gateway): add the wall clock, to line
+        # them up with the boards' and the scenario's.
+        self.logger = threading.Thread(target=self._copy_log, daemon=True)
+        self.logger.start()
         self.started = time.time()
         log(f"mwgated ({name}) started: {boards_toml.strip()}")
+
+    def _copy_log(self):
+        for line in self.proc.stdout:
+            self.logfile.write(f"{time.time():.3f} {line.decode(errors='replace')}")
+            self.logfile.flush()
 
     def ctl(self, *argv, timeout=30):
         result = subprocess.run(["/mwgate/mwctl", *argv], capture_output=True, text=True, timeout=timeout)
         return result
 
     def status(self):
-        result = self.ctl("status", "--json")
-        if result.returncode != 0:
+        """GetStatus of the control API, as `mwctl status --json` prints it. Asked over D-Bus
+        directly: polling by starting mwctl costs about a second of a TCG vCPU per call."""
+        try:
+            gateway = dbus.SystemBus().get_object("io.mwgate.Gateway1", "/io/mwgate/Gateway1")
+            return json.loads(str(gateway.GetStatus(dbus_interface="io.mwgate.Gateway1", timeout=10)))
+        except (dbus.DBusException, ValueError):
             return None
-        return json.loads(result.stdout)
 
     def board(self, address):
         status = self.status()
@@ -160,6 +243,12 @@ path = "/var/lib/mwgate/outbox"
             if b["address"].upper() == address.upper():
                 return b
         return None
+
+    def wait_connected(self, address, timeout):
+        """The board handshook: idle with its sensors off between sessions, or streaming."""
+        return wait_for(f"{address} connected",
+                        lambda: (lambda b: b if b and b["state"].split(" ")[0] in ("idle", "streaming") else None)(
+                            self.board(address)), timeout)
 
     def wait_streaming(self, address, timeout):
         return wait_for(f"{address} streaming",
@@ -179,6 +268,7 @@ path = "/var/lib/mwgate/outbox"
             self.proc.kill()
             self.proc.wait()
             took = None
+        self.logger.join(5)
         self.logfile.close()
         return took
 
@@ -271,59 +361,54 @@ def group_discovery(checks):
     boards = Boards(["hci1"], "--no-service-uuid", model="metamotion-r")
     address = boards.addresses[0]
     gateway = Gateway("allow", f'allow = ["{address}"]')
-    b = gateway.wait_streaming(address, 60)
+    b = gateway.wait_connected(address, 60)
     checks.record("discovery: allow list, no service UUID in the advertisement", b is not None,
-                  f"{address} streaming {time.time() - gateway.started:.1f} s after start" if b else
-                  f"{address} (advertising without 326a9000) not streaming within 60 s; boards: "
+                  f"{address} connected {time.time() - gateway.started:.1f} s after start" if b else
+                  f"{address} (advertising without 326a9000) not connected within 60 s; boards: "
                   f"{[x['address'] + ' ' + x['state'] for x in (gateway.status() or {}).get('boards', [])]}")
     took = gateway.stop()
     wait_for("link closed", lambda: not device_connected(address), 10)
     # bluetoothd keeps the device object (and its resolved services); a new daemon must find it.
     gateway = Gateway("address", f'addresses = ["{address}"]')
-    b = gateway.wait_streaming(address, 60)
+    b = gateway.wait_connected(address, 60)
     checks.record("discovery: configured by address, no service UUID, device already known to bluetoothd",
                   b is not None,
-                  f"streaming {time.time() - gateway.started:.1f} s after start" if b else
-                  f"{address} not streaming within 60 s: {gateway.board(address)}")
+                  f"connected {time.time() - gateway.started:.1f} s after start" if b else
+                  f"{address} not connected within 60 s: {gateway.board(address)}")
     gateway.stop()
     boards.stop()
 
 
-def connect_from(adapter, address, timeout=60):
-    """Device1.Connect from `adapter` to `address` (discovering it first); True when connected."""
-    bus = dbus.SystemBus()
-    manager = dbus.Interface(bus.get_object("org.bluez", "/"), "org.freedesktop.DBus.ObjectManager")
-    scanner = dbus.Interface(bus.get_object("org.bluez", f"/org/bluez/{adapter}"), "org.bluez.Adapter1")
+def hci_links(adapter):
+    """Addresses `adapter` has an LE link to, as the kernel lists them (hcitool con)."""
+    result = subprocess.run(["hcitool", "-i", adapter, "con"], capture_output=True, text=True, timeout=10)
+    return result.stdout.upper()
 
-    def device_path():
-        for path, interfaces in manager.GetManagedObjects().items():
-            device = interfaces.get("org.bluez.Device1")
-            if device and str(path).startswith(f"/org/bluez/{adapter}/") and str(device["Address"]).upper() == address.upper():
-                return str(path)
-        return None
-    # As mwgated and bleak scan: LE only, every report (btvirt sends one per advertising enable).
-    scanner.SetDiscoveryFilter({"Transport": "le", "DuplicateData": True})
-    scanner.StartDiscovery()
-    path = wait_for(f"{address} seen from {adapter}", device_path, timeout, interval=0.3)
-    scanner.StopDiscovery()
-    if not path:
-        return False
-    device = dbus.Interface(bus.get_object("org.bluez", path), "org.bluez.Device1")
-    for _ in range(5):
+
+def dummy_link(adapter, address, timeout=60):
+    """An LE link from `adapter` to the advertising board at `address`, made below bluetoothd
+    with HCI LE Create Connection (hcitool lecc): no scan, so it does not depend on when btvirt
+    reports the board's advertisement. True once the kernel lists the link."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
         try:
-            device.Connect(timeout=30)
+            result = subprocess.run(["hcitool", "-i", adapter, "lecc", address], capture_output=True, text=True,
+                                    timeout=20)
+            log(f"hcitool -i {adapter} lecc {address}: status {result.returncode} "
+                f"{result.stdout.strip()} {result.stderr.strip()}")
+        except subprocess.TimeoutExpired:
+            log(f"hcitool -i {adapter} lecc {address}: no answer in 20 s")
+        if wait_for(f"link {adapter} -> {address}", lambda: address.upper() in hci_links(adapter), 5, interval=0.5):
             return True
-        except dbus.DBusException as error:
-            log(f"Connect from {adapter} to {address}: {error}")
-            time.sleep(1)
+        time.sleep(1)
     return False
 
 
-def group_session(checks):
-    """(2) handshake and a 60 s session at 100 Hz from two boards, checked sample by sample;
-    (3) StartNotify on board 0, whose notify session another client (as bleak would) already
-    holds, so bluetoothd refuses AcquireNotify; AcquireNotify on board 1; (7) Device
-    Information exported: boards named.
+def two_boards_streaming(checks):
+    """(1)-(3), (7) with two boards: both handshake; StartNotify on board 0, whose notify
+    session another client (as bleak would) already holds, so bluetoothd refuses AcquireNotify;
+    AcquireNotify on board 1; Device Information exported: boards named. Returns the boards, the
+    gateway (recording a session) and the session start's mwctl result.
 
     btvirt tells a second peripheral the central's connection handle instead of its own
     (real-bluez-vm.md §6; emulator/btdev.c le_conn_complete), so the handles must agree: a spare
@@ -332,42 +417,71 @@ def group_session(checks):
     adapters = ("hci0", "hci1", "hci2", "hci3")
     for name in adapters:
         power(name)
-    seconds = float(os.environ.get("SESSION_SECONDS", "60"))
     spare = adapter_address("hci3")
     boards = Boards(["hci1", "hci2"], "--ignore-central", spare, model="mixed")
     first, second = boards.addresses
-    dummy = connect_from("hci3", second)
+    dummy = dummy_link("hci3", second)
     boards.command(1, "remove")
-    checks.record("session: spare controller's dummy link to board 1 (btvirt handle workaround)", dummy,
-                  f"hci3 -> {second}: {'connected' if dummy else 'not connected'}")
+    checks.record("two boards: spare controller's dummy link to board 1 (btvirt handle workaround)", dummy,
+                  f"hci3 -> {second}: {'connected' if dummy else 'not connected within 60 s'}")
     # Board 0 first gets a StartNotify session from another client.
     observer = subprocess.Popen(["python3", "/scenario/notify_observer.py", first],
                                 stdout=open(os.path.join(RESULTS, "observer.log"), "a"), stderr=subprocess.STDOUT)
     observed = wait_for("observer subscribed", lambda: os.path.exists("/tmp/observer-ready"), 90)
-    gateway = Gateway("session", f'addresses = ["{first}", "{second}"]')
-    ready0 = gateway.wait_streaming(first, 90)
+    gateway = Gateway("two-boards", f'addresses = ["{first}", "{second}"]')
+    ready0 = gateway.wait_connected(first, 90)
     boards.command(1, "restore")
-    ready1 = gateway.wait_streaming(second, 90)
+    ready1 = gateway.wait_connected(second, 90)
     ready = [ready0, ready1]
-    checks.record("session: handshake of both boards", all(ready),
-                  f"both streaming {time.time() - gateway.started:.1f} s after start" if all(ready) else
-                  f"not streaming within 90 s: {[a for a, r in zip((first, second), ready) if not r]}")
+    checks.record("two boards: both handshake", all(ready),
+                  f"both connected {time.time() - gateway.started:.1f} s after start" if all(ready) else
+                  f"not connected within 90 s: {[a for a, r in zip((first, second), ready) if not r]}")
+    started = gateway.ctl("session", "start")
+    ready = [gateway.wait_streaming(a, 30) for a in (first, second)]
     paths = [notify_state(a) for a in (first, second)]
     checks.record("notification path: StartNotify when AcquireNotify is refused",
                   bool(observed) and paths[0] is not None and paths[0][1] is False and bool(ready[0]),
                   f"board 0 (Notifying, NotifyAcquired) = {paths[0]}, another client held a notify session: "
                   f"{bool(observed)}, streaming: {bool(ready[0])}")
-    checks.record("notification path: AcquireNotify where bluetoothd offers it", paths[1] == (True, True),
-                  f"board 1 (Notifying, NotifyAcquired) = {paths[1]}")
+    # bluetoothd 5.66 leaves Notifying false for an acquired notify (seen here); mwsim's model
+    # of bluetoothd sets both.
+    checks.record("notification path: AcquireNotify where bluetoothd offers it",
+                  paths[1] is not None and paths[1][1] is True and bool(ready[1]),
+                  f"board 1 (Notifying, NotifyAcquired) = {paths[1]}, streaming: {bool(ready[1])}")
+    # The other client leaves before the recording: while two clients hold StartNotify
+    # sessions, bluetoothd 5.66 emitted each notification's PropertiesChanged twice and every
+    # sample of board 0 was in the documents twice (497 of 497, docs/bluez-vm.md). mwgated
+    # stays on StartNotify with its own session.
+    observer.terminate()
+    observer.wait()
     status = gateway.status() or {"boards": []}
     models = {b["address"].upper(): b.get("model") for b in status["boards"]}
-    checks.record("Device Information exported: boards named", all(models.get(a.upper()) for a in (first, second)),
-                  f"models {models}")
-    started = gateway.ctl("session", "start")
+    named = [str(models.get(a.upper()) or "").startswith(name) for a, name in zip((first, second), BOARD_MODELS)]
+    checks.record("Device Information exported: boards named", all(named),
+                  f"models {models}, expected {BOARD_MODELS}")
+    return boards, gateway, (first, second), started
+
+
+def group_boards(checks):
+    """Two boards at once up to streaming: see two_boards_streaming."""
+    boards, gateway, _, _ = two_boards_streaming(checks)
+    gateway.ctl("session", "stop")
+    gateway.stop()
+    boards.stop()
+
+
+def group_session(checks):
+    """(2) a 60 s session at 100 Hz from two boards, checked sample by sample (after what
+    group_boards checks). Not in make test yet: on btvirt the two links stalled within seconds
+    (writes unanswered, bluetoothd not reading the board's notify socket), docs/bluez-vm.md."""
+    seconds = float(os.environ.get("SESSION_SECONDS", "60"))
+    boards, gateway, (first, second), started = two_boards_streaming(checks)
     t0 = time.time()
-    cpu0, samples0 = process_cpu(gateway.proc.pid), total_samples(gateway)
+    cpu0, samples0, vm0 = process_cpu(gateway.proc.pid), total_samples(gateway), vm_cpu_times()
     time.sleep(seconds)
-    cpu1, samples1 = process_cpu(gateway.proc.pid), total_samples(gateway)
+    cpu1, samples1, vm1 = process_cpu(gateway.proc.pid), total_samples(gateway), vm_cpu_times()
+    busy = vm_busy_percent(vm0, vm1)
+    checks.metric("VM CPUs busy during the two-board session, %", busy)
     stopped = gateway.ctl("session", "stop")
     if samples1 and samples0 is not None and samples1 > samples0:
         checks.metric("mwgated CPU ms per 1000 samples (recording, 2 boards, StartNotify + AcquireNotify)",
@@ -383,23 +497,24 @@ def group_session(checks):
         checks.record(f"session: board {index} documents sample by sample",
                       ok, f"{count} samples for {seconds:.0f} s at 100 Hz (session {time.time() - t0:.0f} s), "
                       f"{duplicates} duplicated, {reordered} out of order, {mismatched} differ from the model, "
-                      f"gaps {gaps[:5]}{'...' if len(gaps) > 5 else ''}; session start: {started.returncode} "
+                      f"gaps {gaps[:5]}{'...' if len(gaps) > 5 else ''}; the VM's CPUs were {busy}% busy; "
+                      f"session start: {started.returncode} "
                       f"{started.stderr.strip()} stop: {stopped.returncode} {stopped.stderr.strip()}")
     gateway.stop()
-    observer.terminate()
-    observer.wait()
-    if os.environ.get("MWGATE_VM_BENCH"):
-        for path in ("acquire", "start"):
-            probe = subprocess.run(["python3", "/scenario/bleak_probe.py", first, "20", path],
-                                   capture_output=True, text=True, timeout=120)
-            log(f"bleak {path}: {probe.stdout.strip()} {probe.stderr.strip()[-300:]}")
-            try:
-                result = json.loads(probe.stdout.strip().splitlines()[-1])
-                checks.metric(f"bleak CPU ms per 1000 notifications ({'AcquireNotify' if path == 'acquire' else 'StartNotify'})",
-                              round(result["cpu_ms_per_1000"], 2))
-            except (ValueError, IndexError, KeyError):
-                pass
     boards.stop()
+
+
+def vm_cpu_times():
+    """(busy, total) jiffies of the VM's CPUs so far (/proc/stat)."""
+    with open("/proc/stat") as f:
+        fields = [int(v) for v in f.readline().split()[1:]]
+    idle = fields[3] + fields[4]
+    return sum(fields) - idle, sum(fields)
+
+
+def vm_busy_percent(before, after):
+    busy, total = after[0] - before[0], after[1] - before[1]
+    return round(100 * busy / total) if total else 0
 
 
 def process_cpu(pid):
@@ -457,14 +572,17 @@ def group_faults(checks):
     boards = Boards(["hci1"], "--no-device-information", model="metamotion-r")
     address = boards.addresses[0]
     gateway = Gateway("faults", f'addresses = ["{address}"]')
-    if not gateway.wait_streaming(address, 90):
-        checks.record("faults: board streaming before the faults", False, f"{gateway.board(address)}")
+    b = gateway.wait_connected(address, 90)
+    if not b:
+        checks.record("faults: board connected before the faults", False, f"{gateway.board(address)}")
         return
-    b = gateway.board(address)
     checks.record("Device Information hidden: board still named from what is always there",
                   bool(b.get("model")) and not str(b.get("model")).lower().startswith("unknown"),
                   f"model shown: {b.get('model')!r} (board is a MetaMotion R without service 180A)")
     gateway.ctl("session", "start")
+    if not gateway.wait_streaming(address, 30):
+        checks.record("faults: board streaming before the faults", False, f"{gateway.board(address)}")
+        return
     time.sleep(3)
 
     def fault(name, action, back_within, settle=2):
@@ -473,6 +591,8 @@ def group_faults(checks):
         action()
         down = wait_link(address, False, 15)
         back = wait_link(address, True, 30)
+        if not bluetoothd_survived(checks, name, ("hci0", "hci1")):
+            back = wait_link(address, True, 30)
         streaming = time_to_streaming(gateway, address, back_within)
         total = time.time() - t0
         checks.record(f"{name}: streaming again", streaming is not None,
@@ -483,25 +603,17 @@ def group_faults(checks):
                       f"({gateway.board(address)}, samples before {before})")
         time.sleep(settle)
 
+    # 'restore' of a board in range changes nothing (a press would stop the session).
+    sent = boards.command(0, "restore")
+    latency = boards.command_latency(0, sent)
+    checks.record("the board acts on a command within 1 s while streaming 100 notifications/s",
+                  latency is not None and latency <= 1.0,
+                  "a command not acted on within 10 s" if latency is None else
+                  f"a command acted on after {latency * 1000:.0f} ms")
     fault("link loss: the board disconnects", lambda: boards.command(0, "disconnect"), 20)
     fault("link loss: the board goes silent until the link drops", lambda: boards.command(0, "silence 4"), 25)
 
-    def restart_bluetoothd():
-        pid = int(open("/run/bluetoothd.pid").read())
-        os.kill(pid, signal.SIGTERM)
-        for _ in range(50):
-            try:
-                os.kill(pid, 0)
-                time.sleep(0.1)
-            except ProcessLookupError:
-                break
-        proc = subprocess.Popen(["/usr/libexec/bluetooth/bluetoothd", "-n"],
-                                stdout=open(os.path.join(RESULTS, "bluetoothd.log"), "a"), stderr=subprocess.STDOUT)
-        with open("/run/bluetoothd.pid", "w") as f:
-            f.write(str(proc.pid))
-        wait_for("adapters back", lambda: all(power(n) is None for n in ("hci0", "hci1")), 15)
-
-    fault("bluetoothd restarted", restart_bluetoothd, 40)
+    fault("bluetoothd restarted", lambda: restart_bluetoothd(("hci0", "hci1")), 40)
     fault("board power-cycled (state reset)", lambda: boards.command(0, "power-cycle"), 30)
 
     boards.command(0, "remove")
@@ -546,7 +658,7 @@ def group_stop(checks):
         gateway = Gateway(f"stop-{moment}", f'addresses = ["{address}"]',
                           session_mode="always" if moment == "recording" else "manual")
         state = wait_for(f"state {wanted}", lambda: (lambda b: b["state"] if b and any(
-            w in b["state"] for w in wanted) else None)(gateway.board(address)), 60, interval=0.05)
+            w in b["state"] for w in wanted) else None)(gateway.board(address)), 60, interval=0.25)
         if moment == "recording":
             time.sleep(3)
         t0 = time.time()
@@ -564,7 +676,128 @@ def group_stop(checks):
     boards.stop()
 
 
-GROUPS = {"discovery": group_discovery, "session": group_session, "faults": group_faults, "stop": group_stop}
+def board_log_times(adapter, marker, since):
+    """Wall-clock times of the board's log lines containing `marker` after `since`."""
+    prefix = f"mwsim peripheral {adapter}: {marker}"
+    with open(os.path.join(RESULTS, "mwsim.log")) as f:
+        return [float(line.split()[0]) for line in f if prefix in line and float(line.split()[0]) >= since]
+
+
+def process_named(name):
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/comm") as f:
+                    if f.read().strip() == name:
+                        return int(pid)
+            except OSError:
+                pass
+    return None
+
+
+def group_bench(checks):
+    """Issue 18 part 3 in the VM (make bench: scripts/bench/bluez.sh; not part of make test).
+    One board streaming 100 Hz through bluetoothd: mwgated's CPU per 1,000 samples while
+    recording (bluetoothd's beside it: it serves both ends of the link); LINK_DROPS (20) link
+    drops by the board, each timed from the board's side (link down -> link up, as bluetoothd
+    reports Device1.Connected there) with the time from link back to streaming (status polled every 0.1 s),
+    the samples missing in the documents against the time the link was down + 100 ms, and
+    whether the gateway came back by itself; then bleak receiving the same stream with
+    AcquireNotify and with StartNotify, its CPU per 1,000 notifications."""
+    for name in ("hci0", "hci1"):
+        power(name)
+    boards = Boards(["hci1"], model="metamotion-r")
+    address = boards.addresses[0]
+    gateway = Gateway("bench", f'addresses = ["{address}"]')
+    if not gateway.wait_connected(address, 120):
+        checks.record("bench: board connected", False, f"{gateway.board(address)}")
+        return
+    gateway.ctl("session", "start")
+    if not gateway.wait_streaming(address, 60):
+        checks.record("bench: board streaming", False, f"{gateway.board(address)}")
+        return
+    time.sleep(2)
+    seconds = float(os.environ.get("BENCH_SECONDS", "30"))
+    bluetoothd = process_named("bluetoothd")
+    cpu0, bt0, n0, vm0 = process_cpu(gateway.proc.pid), process_cpu(bluetoothd), samples_received(gateway, address), vm_cpu_times()
+    time.sleep(seconds)
+    cpu1, bt1, n1, vm1 = process_cpu(gateway.proc.pid), process_cpu(bluetoothd), samples_received(gateway, address), vm_cpu_times()
+    checks.metric("VM CPUs busy while measured, %", vm_busy_percent(vm0, vm1))
+    received = (n1 or 0) - (n0 or 0)
+    thousands = max(1, received) / 1000
+    checks.metric("samples received while measured", received)
+    checks.metric("mwgated CPU ms per 1000 samples (recording, AcquireNotify)", round(1000 * (cpu1 - cpu0) / thousands, 1))
+    checks.metric("bluetoothd CPU ms per 1000 samples (both ends of the link)", round(1000 * (bt1 - bt0) / thousands, 1))
+
+    drops = int(os.environ.get("LINK_DROPS", "20"))
+    timings = []  # (link down seconds, link back -> streaming seconds or None)
+    for attempt in range(drops):
+        sent = boards.command(0, "disconnect")
+        back = wait_for("link back", lambda: board_log_times("hci1", "link up from", sent), 60, interval=0.2)
+        # bluetoothd's Connected=false on the board's side: when the link really went down
+        # (the board's Disconnect call may return before or after it).
+        closed = board_log_times("hci1", "link down from", sent)
+        before = samples_received(gateway, address) or 0
+        streaming_at = None
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            b = gateway.board(address)
+            if b and b["streaming"] and b["gyroSamplesReceived"] > before and b.get("lastSampleAt"):
+                streaming_at = b["lastSampleAt"]
+                break
+            time.sleep(0.1)
+        down = (back[0] - closed[0]) if back and closed else None
+        to_streaming = (streaming_at - back[0]) if back and streaming_at else None
+        log(f"drop {attempt + 1}: link down {down}, link back -> streaming {to_streaming}")
+        timings.append((down, to_streaming))
+        time.sleep(2)
+    gateway.ctl("session", "stop")
+    wait_for("documents", lambda: documents(), 30)
+    time.sleep(3)
+    count, duplicates, reordered, mismatched, gaps = check_samples(documents(), address, BOARD_SEEDS[0])
+    unaided = [t for t in timings if t[1] is not None]
+    checks.record(f"bench: {drops} link drops, every reconnect without an operator", len(unaided) == drops,
+                  f"{len(unaided)} of {drops} streaming again within 30 s of the link coming back")
+    to_streaming = sorted(t[1] for t in unaided)
+    if to_streaming:
+        checks.metric("link back -> streaming, median s", round(to_streaming[len(to_streaming) // 2], 2))
+        checks.metric("link back -> streaming, worst s", round(to_streaming[-1], 2))
+        checks.record("bench: streaming within 1 s of the link coming back", to_streaming[-1] <= 1.0,
+                      f"median {to_streaming[len(to_streaming) // 2]:.2f} s, worst {to_streaming[-1]:.2f} s "
+                      f"(status polled every 0.1 s)")
+    downs = [t[0] for t in timings]
+    if len(gaps) == drops and all(d is not None for d in downs):
+        over = [(missing / 100, down) for (_, missing), down in zip(gaps, downs) if missing / 100 > down + 0.1]
+        checks.metric("samples lost per link drop, median", sorted(m for _, m in gaps)[len(gaps) // 2])
+        checks.metric("link down per drop, median s", round(sorted(downs)[len(downs) // 2], 2))
+        checks.record("bench: samples lost per link drop <= link down time + 100 ms", not over,
+                      f"{len(over)} of {drops} drops lost more: "
+                      f"{[f'{m:.2f} s lost, {d:.2f} s down' for m, d in over[:5]]}")
+    else:
+        checks.record("bench: samples lost per link drop <= link down time + 100 ms", False,
+                      f"{len(gaps)} gaps in the documents for {drops} drops (gaps {gaps[:5]}), "
+                      f"link down times {downs[:5]}: cannot pair them")
+    checks.record("bench: documents without duplicates, reordering or changed values",
+                  count > 0 and not duplicates and not reordered and not mismatched,
+                  f"{count} samples, {duplicates} duplicated, {reordered} out of order, {mismatched} differ")
+    gateway.stop()
+
+    for path in ("acquire", "start"):
+        probe = subprocess.run(["python3", "/scenario/bleak_probe.py", address, str(seconds), path],
+                               capture_output=True, text=True, timeout=180)
+        log(f"bleak {path}: {probe.stdout.strip()} {probe.stderr.strip()[-300:]}")
+        try:
+            result = json.loads(probe.stdout.strip().splitlines()[-1])
+            name = "AcquireNotify" if path == "acquire" else "StartNotify"
+            checks.metric(f"bleak CPU ms per 1000 notifications ({name})", round(result["cpu_ms_per_1000"], 1))
+            checks.metric(f"bleak notifications received in {seconds:.0f} s ({name})", result["notifications"])
+        except (ValueError, IndexError, KeyError):
+            checks.record(f"bench: bleak {path}", False, f"no result: {probe.stderr.strip()[-300:]}")
+    boards.stop()
+
+
+GROUPS = {"discovery": group_discovery, "boards": group_boards, "session": group_session, "faults": group_faults,
+          "stop": group_stop, "bench": group_bench}
 
 
 def main():

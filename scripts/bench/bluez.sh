@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Real-BlueZ benchmark (issue 18 part 3, the VM half) -> Markdown section in $1. Called by
+# scripts/bench.sh with MWBENCH set. Boots the real-BlueZ VM (docs/bluez-vm.md) once with the
+# release mwgated/mwctl/mwsim beside MWBENCH and runs its `bench` group (scripts/vm/scenario.py
+# group_bench): one board (mwsim --peripheral behind Debian's bluetoothd 5.66) streaming 100 Hz,
+# mwgated's CPU per 1,000 samples while recording, LINK_DROPS (20) link drops with the time from
+# link back to streaming and the samples lost against the time the link was down, then bleak
+# (PyPI, inside the VM) receiving the same stream with AcquireNotify and with StartNotify.
+# Needs root (the VM cache and qemu's 9p shares) and what make deps installs.
+set -euo pipefail
+out=${1:?usage: bluez.sh OUT.md}
+bench=${MWBENCH:?MWBENCH must point at the release mwbench binary}
+bin=$(dirname "$bench")
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+results=${MWGATE_VM_RESULTS:-$root/.build/bluez-vm-bench}
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "bluez.sh: not root: the VM cache (debootstrap) and qemu's 9p shares need root" >&2
+    exit 1
+fi
+for tool in mwgated mwctl mwsim; do
+    [[ -x "$bin/$tool" ]] || { echo "bluez.sh: $bin/$tool missing (swift build -c release)" >&2; exit 1; }
+done
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+status=0
+MWGATE_BIN=$bin MWGATE_VM_RESULTS=$results "$root/scripts/vm/test-bluez.py" bench | tee "$results.log" || status=$?
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+metrics=$results/bench/results/metrics.json
+[[ -s "$metrics" ]] || { echo "bluez.sh: the VM produced no metrics ($metrics); see $results/bench/results" >&2; exit 1; }
+
+metric() { python3 -c 'import json, sys
+for line in open(sys.argv[1]):
+    m = json.loads(line)
+    if m["name"] == sys.argv[2]:
+        print(m["value"])' "$metrics" "$1" | tail -1; }
+verdict() { grep -F "$1" "$results.log" | grep -oE '^  (PASS|FAIL)' | tr -d ' ' | tail -1; }
+goal() { case $(verdict "$1") in PASS) echo met ;; FAIL) echo "NOT met" ;; *) echo "not measured" ;; esac; }
+detail() { grep -F "$1" "$results.log" | sed -E 's/^  (PASS|FAIL) [^:]*: //' | tail -1; }
+drops=${LINK_DROPS:-20}
+{
+    echo "### Real BlueZ in a VM: mwgated beside bleak, link drops"
+    echo
+    echo "Debian bookworm's kernel and bluetoothd 5.66 in qemu (TCG, 2 vCPUs, no KVM) on this machine; one MetaMotion R as \`mwsim --peripheral hci1\` (the board model behind bluetoothd's GattManager1, notifications through bluetoothd's AcquireNotify socket) streaming gyro at 100 Hz; release mwgated as the \`mwgate\` user on hci0, recording a session into the directory sink. bluetoothd serves both ends of every link, and everything shares the VM's two emulated CPUs, so the CPU figures are TCG-inflated: compare them with each other, not with the mwsim figures above. Host load $load_before before, $load_after after."
+    echo
+    echo "| measure | value |"
+    echo "|---|---:|"
+    echo "| the VM's two CPUs busy while measured | $(metric "VM CPUs busy while measured, %") % |"
+    echo "| mwgated CPU per 1,000 samples while recording (AcquireNotify) | $(metric "mwgated CPU ms per 1000 samples (recording, AcquireNotify)") ms |"
+    echo "| bluetoothd CPU per 1,000 samples, same window (both ends of the link) | $(metric "bluetoothd CPU ms per 1000 samples (both ends of the link)") ms |"
+    echo "| bleak CPU per 1,000 notifications, AcquireNotify | $(metric "bleak CPU ms per 1000 notifications (AcquireNotify)") ms |"
+    echo "| bleak CPU per 1,000 notifications, StartNotify | $(metric "bleak CPU ms per 1000 notifications (StartNotify)") ms |"
+    echo "| link down per drop (board's side), median | $(metric "link down per drop, median s") s |"
+    echo "| link back -> streaming, median / worst | $(metric "link back -> streaming, median s") / $(metric "link back -> streaming, worst s") s |"
+    echo "| samples lost per link drop, median | $(metric "samples lost per link drop, median") |"
+    echo
+    echo "| goal | verdict | measured |"
+    echo "|---|---|---|"
+    echo "| $drops connects after link drops, 0 needing an operator | $(goal "every reconnect without an operator") | $(detail "every reconnect without an operator") |"
+    echo "| streaming again <= 1 s after the link is back | $(goal "streaming within 1 s of the link coming back") | $(detail "streaming within 1 s of the link coming back") |"
+    echo "| samples lost per drop <= link down time + 100 ms | $(goal "samples lost per link drop") | $(detail "samples lost per link drop") |"
+    echo "| documents: no duplicates, reordering or changed values | $(goal "documents without duplicates") | $(detail "documents without duplicates") |"
+    echo
+    echo "<details><summary>raw</summary>"
+    echo
+    sed 's/^/    /' "$metrics"
+    echo
+    echo "</details>"
+} > "$out"
+exit "$status"
