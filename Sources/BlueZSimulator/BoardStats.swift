@@ -26,6 +26,14 @@ public struct BoardStats: Sendable, Hashable {
     public var disconnections = 0
     /// Connection interval in use (ms), 0 when not connected.
     public var connectionIntervalMilliseconds = 0.0
+    /// Entries in the board's flash log now.
+    public var flashEntriesStored = 0
+    /// Entries the full flash refused (no overwrite).
+    public var flashEntriesRefused = 0
+    /// Entries the full flash overwrote (overwrite mode).
+    public var flashEntriesOverwritten = 0
+    /// The board's reset UID (moves on at every reset).
+    public var resetUID = 0
 
     /// The stats as `a{sv}` for the control interface.
     var dbusValue: DBusValue {
@@ -39,6 +47,10 @@ public struct BoardStats: Sendable, Hashable {
             "Connections": .uint64(UInt64(connections)),
             "Disconnections": .uint64(UInt64(disconnections)),
             "ConnectionIntervalMs": .double(connectionIntervalMilliseconds),
+            "FlashEntriesStored": .uint64(UInt64(flashEntriesStored)),
+            "FlashEntriesRefused": .uint64(UInt64(flashEntriesRefused)),
+            "FlashEntriesOverwritten": .uint64(UInt64(flashEntriesOverwritten)),
+            "ResetUID": .uint64(UInt64(resetUID)),
         ]
         for sensor in SimulatedSensorKind.allCases {
             let name = sensor == .gyro ? "Gyro" : "Accelerometer"

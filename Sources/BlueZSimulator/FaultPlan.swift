@@ -27,6 +27,9 @@ public struct FaultPlan: Sendable, Hashable {
         case powerCycle = "power-cycle"
         case dropNotifications = "drop-notifications"
         case pressButton = "press-button"
+        /// The board resets itself (brown-out, watchdog): the link drops, its tick restarts and
+        /// its reset UID moves on; sensors stop, loggers and log entries stay.
+        case boardReset = "board-reset"
     }
 
     /// One scheduled fault.

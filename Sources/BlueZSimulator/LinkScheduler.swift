@@ -255,6 +255,7 @@ extension BlueZSimulator {
             case .powerCycle: await powerCycleAdapter()
             case .dropNotifications: try dropNotifications(step.board, fraction: step.fraction)
             case .pressButton: try pressButton(step.board)
+            case .boardReset: try resetBoard(step.board)
             }
         } catch {
             log("mwsim: fault \(step.kind.rawValue) failed: \(error)")
@@ -299,6 +300,16 @@ extension BlueZSimulator {
         device.dropFraction = fraction
     }
 
+    /// The board resets by itself: what it measured so far stays in its flash log, the link
+    /// drops, and it advertises again (sensors off until a central starts them).
+    public func resetBoard(_ index: Int) throws {
+        let device = try device(index)
+        log("mwsim: fault board-reset board \(index) \(device.address)")
+        advanceBoard(device)
+        device.model.resetItself()
+        linkLost(device, reason: "board reset")
+    }
+
     /// The user presses and releases the button (notifications only if `01 01 01` was sent).
     public func pressButton(_ index: Int) throws {
         let device = try device(index)
@@ -317,6 +328,11 @@ extension BlueZSimulator {
     public func stats(_ index: Int) throws -> BoardStats {
         let device = try device(index)
         advanceBoard(device)
+        let log = device.model.flashLog
+        device.stats.flashEntriesStored = log.storedCount
+        device.stats.flashEntriesRefused = log.refusedWhenFull
+        device.stats.flashEntriesOverwritten = log.overwritten
+        device.stats.resetUID = Int(device.model.resetUID)
         return device.stats
     }
 

@@ -68,6 +68,9 @@ public enum SimulatorControlInterface {
                 let (index, fraction) = try boardAnd(call, Double.self)
                 try await simulator?.dropNotifications(index, fraction: fraction); return []
             },
+            DBusMethod("ResetBoard", in: [.uint32], inNames: ["board"]) { [weak simulator] call in
+                try await simulator?.resetBoard(try board(call)); return []
+            },
             DBusMethod("PressButton", in: [.uint32], inNames: ["board"]) { [weak simulator] call in
                 try await simulator?.pressButton(try board(call)); return []
             },

@@ -352,6 +352,12 @@ public struct SimulatedBoard: Sendable {
         }
     }
 
+    /// The board resets by itself (brown-out, watchdog), as `FE 01` does: the link drops,
+    /// sensors stop, the tick restarts at 0 and the reset UID moves on; loggers and entries stay.
+    public mutating func resetItself() {
+        resetRuntimeState()
+    }
+
     /// The BLE link went away: a readout in progress ends (its unconfirmed entries are sent
     /// again by the next readout). Sensors and logging carry on.
     public mutating func linkLost() {

@@ -22,7 +22,7 @@ struct MWSim: AsyncParsableCommand {
             Control interface: io.mwgate.Simulator1 at /io/mwgate/Simulator1 (bus name
             io.mwgate.Simulator), boards numbered from 0: DropLink(u), Stall(u,d seconds),
             RefuseNextConnect(u,s error), VanishDevice(u), RestoreDevice(u), RestartBluetoothd(),
-            PowerCycleAdapter(), DropNotifications(u,d fraction), PressButton(u),
+            PowerCycleAdapter(), DropNotifications(u,d fraction), PressButton(u), ResetBoard(u),
             GetCommandLog(u) -> aay, GetStats(u) -> a{sv}, GetDeliveredRuns(u,s sensor) -> a(tttt)
             (samples that reached a subscriber: first, last index, first, last epoch µs),
             ListBoards() -> a(uoss).
@@ -34,13 +34,18 @@ struct MWSim: AsyncParsableCommand {
                     le-connection-abort-by-local, or a full error name such as
                     org.bluez.Error.InProgress), fraction=F (drop-notifications, 0...1)
               kinds: link-drop, stall, refuse-connect, vanish, restart-bluetoothd,
-                     power-cycle, drop-notifications, press-button
+                     power-cycle, drop-notifications, press-button, board-reset
               example: --fault 'link-drop@10s,board=1' --fault 'stall@3s,seconds=2'
 
             Rate cap: --rate-cap N lets at most N notifications per second per board through
             the link; the excess waits in a queue of --link-queue notifications (delayed, as a
             real link does) and what does not fit is dropped and counted (GetStats
             DroppedByRateCap).
+
+            Flash log: every board logs as metawear-logging.md describes (triggers, entries with
+            ticks and reset UIDs, paced readout with pages, clearing, resets); it logs while its
+            link is down. --flash-capacity N shrinks the flash to test a full log, --readout-rate
+            paces downloads; GetStats reports FlashEntriesStored/Refused/Overwritten and ResetUID.
             """
     )
 

@@ -17,7 +17,7 @@ struct CommandLineTests {
         let help = try bus.runBlocking(try Self.mwsimPath(), ["--help"])
         for text in ["--bus", "--boards", "--model", "metamotion-r", "metamotion-s", "mixed", "--rate-cap", "--fault",
                      "KIND@TIME", "link-drop", "restart-bluetoothd", "drop-notifications", "io.mwgate.Simulator1",
-                     "GetStats", "--connection-interval", "--temporary-timeout", "--duration", "--flash-capacity", "--readout-rate"] {
+                     "GetStats", "--connection-interval", "--temporary-timeout", "--duration", "--flash-capacity", "--readout-rate", "board-reset", "ResetBoard"] {
             #expect(help.contains(text), "help lacks \(text)")
         }
         #expect(throws: TestBusError.self) { try bus.runBlocking(try Self.mwsimPath(), ["--bus", bus.address, "--fault", "melt@1s"]) }

@@ -87,6 +87,29 @@ struct FlashLogSimulatorTests {
         }
     }
 
+    /// A board that resets by itself keeps what it logged, starts a new boot (reset UID 5 → 6)
+    /// and drops the link; GetStats shows both.
+    @Test func aBoardResetKeepsTheLog() async throws {
+        try await SimulatorHarness.with { harness in
+            let path = try await harness.connect(0)
+            try await write(harness, path, ["0B 02 13 05 FF 60", "0B 02 13 05 FF 24", "0B 01 01", "13 02 01 00", "13 01 01"])
+            try await Task.sleep(for: .milliseconds(300))
+            _ = try await harness.control("ResetBoard", [.uint32(0)])
+            try await harness.eventually("link down") {
+                try await harness.property(path, "org.bluez.Device1", "Connected") == .boolean(false)
+            }
+            let stored = try #require(try await harness.stats(0)["FlashEntriesStored"]?.uint64Value)
+            #expect(stored >= 40, "\(stored) entries")
+            try await Task.sleep(for: .milliseconds(200))
+            let stats = try await harness.stats(0)
+            #expect(stats["FlashEntriesStored"]?.uint64Value == stored, "sensors stop at a reset; nothing logged or lost")
+            #expect(stats["ResetUID"]?.uint64Value == 6)
+            let log = try await harness.simulator.flashLog(0)
+            #expect(log.entries.allSatisfy { $0.resetUID == 5 } && !log.isLogging)
+            #expect(harness.logLines.all.contains { $0.contains("fault board-reset board 0") })
+        }
+    }
+
     private func le(_ value: UInt32) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
     private func int16(_ bytes: [UInt8], _ at: Int) -> Int16 { Int16(bitPattern: UInt16(bytes[at]) | UInt16(bytes[at + 1]) << 8) }
 }
