@@ -53,6 +53,7 @@ extension BufferStore: RecordingStore {
             }
         }
         freeSpace.stored(chunk.bytes.count)
+        outboxDoorbell.ring()
         if over { try enforceBudget() }
         return name
     }
@@ -109,18 +110,24 @@ extension BufferStore: RecordingStore {
         // The chunk row carries its own upload state (pending, next upload_seq of the
         // session): one row, no separate outbox row. Its id is above every id ever used
         // (chunk_id_floor remembers deleted ones), so an upload handle is never reused.
+        // The points go to a row of their own (see `createChunkPoints`): the chunk row, which
+        // the Uplink updates, stays small; its zero-length `points` says "not evicted".
         let insert = try db.cachedStatement(sql: """
             INSERT INTO chunks (id, name, session_id, board, seq, upload_seq, updated_at, point_count, first_ts, last_ts,
                                 time_source, missed, crc32, sealed_at, size, points)
             VALUES (max(coalesce((SELECT max(id) FROM chunks), 0), (SELECT value FROM chunk_id_floor WHERE id = 0)) + 1,
-                    ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, X'')
+            RETURNING id
             """)
         let checksum = Int64(crc ?? chunk.checksum ?? CRC32.checksum(chunk.bytes))
+        guard let id = try Int64.fetchOne(insert, arguments: [name, chunk.sessionID, chunk.board, chunk.seq, found.nextUploadSeq, now,
+                                                              chunk.pointCount, chunk.firstTimestamp, chunk.lastTimestamp,
+                                                              chunk.timeSource.rawValue, chunk.missedSamples, checksum, now,
+                                                              chunk.bytes.count]) else {
+            throw StoreError.sessionState(chunk.sessionID, "chunk \(chunk.seq) of board \(chunk.board) was not stored")
+        }
         try Self.withBlob(chunk.bytes) { points in
-            try insert.execute(arguments: [name, chunk.sessionID, chunk.board, chunk.seq, found.nextUploadSeq, now,
-                                           chunk.pointCount, chunk.firstTimestamp, chunk.lastTimestamp,
-                                           chunk.timeSource.rawValue, chunk.missedSamples, checksum, now,
-                                           chunk.bytes.count, points])
+            try db.cachedStatement(sql: "INSERT INTO chunk_points (chunk_id, points) VALUES (?, ?)").execute(arguments: [id, points])
         }
         if let through = chunk.segmentsThrough {
             try db.cachedStatement(sql: """
@@ -199,6 +206,7 @@ extension BufferStore: RecordingStore {
     @discardableResult
     public func submitSurvey(sessionID: String, survey: HazardSurvey, submittedAt: Date) throws -> RecordsDocument {
         let valid = try survey.validated()
+        defer { outboxDoorbell.ring() }
         return try writer.write { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT state FROM sessions WHERE id = ?", arguments: [sessionID]) else {
                 throw StoreError.unknownSession(sessionID)
@@ -290,11 +298,11 @@ extension BufferStore: RecordingStore {
                 var lastTimestamp: Double?
                 var worst = TimeSource.systemClockSynchronised
                 var any = false
-                for chunk in try Row.fetchAll(db, sql: "SELECT points, last_ts, time_source FROM chunks WHERE session_id = ? ORDER BY board, seq", arguments: [id]) {
+                for chunk in try Row.fetchAll(db, sql: "SELECT \(Self.storedPointsColumn), last_ts, time_source FROM chunks WHERE session_id = ? ORDER BY board, seq", arguments: [id]) {
                     any = true
                     lastTimestamp = max(lastTimestamp ?? 0, chunk["last_ts"])
                     worst = max(worst, TimeSource(rawValue: chunk["time_source"]) ?? .unsynchronisedSystemClock)
-                    for p in Self.decodeSalvaging([UInt8]((chunk["points"] as Data?) ?? Data())) {
+                    for p in Self.decodeSalvaging([UInt8]((chunk["stored_points"] as Data?) ?? Data())) {
                         if let l = p.location { distance.add(latitude: l.latitude, longitude: l.longitude, accuracy: l.accuracy.map(Double.init)) }
                     }
                 }
@@ -309,7 +317,10 @@ extension BufferStore: RecordingStore {
             }
             return ids
         }
-        if !ids.isEmpty { try enforceBudget() }
+        if !ids.isEmpty {
+            outboxDoorbell.ring()
+            try enforceBudget()
+        }
         return ids
     }
 

@@ -180,7 +180,7 @@ extension BufferStore {
     /// Puts dead items back to pending (after the cause was fixed); all sessions when nil.
     @discardableResult
     public func requeueDead(sessionID: String? = nil) throws -> Int {
-        try writer.write { db in
+        let requeued = try writer.write { db in
             let now = nowMilliseconds()
             let sessionFilter = sessionID == nil ? "" : " AND session_id = ?"
             let arguments: StatementArguments = sessionID.map { [now, $0] } ?? [now]
@@ -194,6 +194,8 @@ extension BufferStore {
             changed += db.changesCount
             return changed
         }
+        if requeued > 0 { outboxDoorbell.ring() }
+        return requeued
     }
 
     /// Items by state with their reasons (for diagnostics).
@@ -238,14 +240,14 @@ extension BufferStore {
     /// verified); nil for an unknown name.
     public func realtimeDocument(name: String) throws -> RealtimeDataDocument? {
         try reader.read { db in
-            guard let r = try Row.fetchOne(db, sql: "SELECT * FROM chunks WHERE name = ?", arguments: [name]) else { return nil }
+            guard let r = try Row.fetchOne(db, sql: "SELECT *, \(Self.storedPointsColumn) FROM chunks WHERE name = ?", arguments: [name]) else { return nil }
             return try Self.document(r)
         }
     }
 
     static func document(_ r: Row) throws -> RealtimeDataDocument {
         let name: String = r["name"]
-        guard let data = r["points"] as Data? else { throw StoreError.corruptChunk(name, "points deleted (synced and dropped)") }
+        guard let data = r["stored_points"] as Data? else { throw StoreError.corruptChunk(name, "points deleted (synced and dropped)") }
         let bytes = [UInt8](data)
         let crc: Int64 = r["crc32"]
         guard UInt32(truncatingIfNeeded: crc) == CRC32.checksum(bytes) else { throw StoreError.corruptChunk(name, "checksum mismatch") }

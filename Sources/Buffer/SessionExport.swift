@@ -56,8 +56,8 @@ extension BufferStore {
             if (s["data_state"] as String) == "evicted" { throw StoreError.expired(sessionID) }
             var points: [SessionDataset.BoardPoint] = []
             var names: [String] = []
-            for r in try Row.fetchAll(db, sql: "SELECT * FROM chunks WHERE session_id = ? ORDER BY id", arguments: [sessionID]) {
-                if r["points"] as Data? == nil { throw StoreError.expired(sessionID) }
+            for r in try Row.fetchAll(db, sql: "SELECT *, \(Self.storedPointsColumn) FROM chunks WHERE session_id = ? ORDER BY id", arguments: [sessionID]) {
+                if r["stored_points"] as Data? == nil { throw StoreError.expired(sessionID) }
                 let doc = try Self.document(r)
                 names.append(doc.name)
                 points += doc.points.map { SessionDataset.BoardPoint(board: doc.board, point: $0) }

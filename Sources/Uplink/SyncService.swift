@@ -96,11 +96,25 @@ public actor SyncService {
             let worked: Bool
             do { worked = try await step() } catch is CancellationError { break }
             if !worked {
-                do { try await clock.sleep(until: clock.now() + configuration.idlePollInterval) } catch { break }
+                do { try await waitForWork() } catch { break }
             }
         }
         await settleMarks()
         logger.info("sync stopped", metadata: ["sent": "\(current.sent)"])
+    }
+
+    /// Waits, with nothing to send, until the buffer rings its outbox doorbell or, as a safety
+    /// net, `idlePollInterval` passes: an idle gateway wakes no thread for the uploader.
+    private func waitForWork() async throws {
+        let deadline = clock.now() + configuration.idlePollInterval
+        let (clock, doorbell) = (self.clock, store.outboxDoorbell)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await doorbell.wait() }
+            group.addTask { try await clock.sleep(until: deadline) }
+            defer { group.cancelAll() }
+            try await group.next()
+        }
+        try Task.checkCancellation()
     }
 
     /// Sends until the outbox has nothing pending (or a failure starts a backoff that

@@ -82,15 +82,16 @@ public struct SyncConfiguration: Sendable {
     public var documentsPerCommit: Int
     /// Sessions uploaded in parallel, one commit in flight each.
     public var concurrentSessions: Int
-    /// Seconds between looks at an empty outbox.
+    /// Seconds an idle service waits for the buffer's outbox doorbell (rung whenever something
+    /// is queued) before it looks at the outbox anyway: a safety net, not a poll.
     public var idlePollInterval: Double
     /// Seconds without a 429 before a halved rate doubles back.
     public var rateRecoveryInterval: Double
 
     /// Defaults: backoff 1 s .. 5 min, 10 commits/s, 4 MB/s, 4 documents per commit, 2
-    /// sessions at once, poll every 2 s, rate recovers every 60 s.
+    /// sessions at once, an idle look at the outbox every 5 min at the latest, rate recovers every 60 s.
     public init(backoff: Backoff = Backoff(), maxCommitsPerSecond: Double = 10, maxBytesPerSecond: Double = 4_000_000,
-                documentsPerCommit: Int = 4, concurrentSessions: Int = 2, idlePollInterval: Double = 2,
+                documentsPerCommit: Int = 4, concurrentSessions: Int = 2, idlePollInterval: Double = 300,
                 rateRecoveryInterval: Double = 60) {
         self.backoff = backoff
         self.maxCommitsPerSecond = maxCommitsPerSecond

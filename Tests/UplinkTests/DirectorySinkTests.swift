@@ -38,6 +38,32 @@ struct DirectorySinkTests {
         }
     }
 
+    @Test("an idle uploader sends what is queued later at once: the buffer rings it, no timer polls the outbox")
+    func doorbellWakesIdleUploader() async throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = try openStore(dir)
+        let sink = try DirectorySink(root: "\(dir)/out")
+        // The safety net is an hour away: only the doorbell can bring the second session out.
+        let service = SyncService(store: store, sink: sink, configuration: SyncConfiguration(idlePollInterval: 3600))
+        let task = Task { try await service.run() }
+        defer { task.cancel() }
+        _ = try recordSession(into: store, boards: 1, seconds: 25)
+        // Drained, then idle: the service has looked at the empty outbox and now waits.
+        let drained = await eventually(timeout: 60) {
+            let idle = await service.status.activity == .idle
+            return idle && (try? store.backlogStats().count) == 0
+        }
+        #expect(drained)
+        let later = try recordSession(into: store, boards: 2, seconds: 25, startSecond: 1_800_000_100)
+        let sent = await eventually(timeout: 60) { (try? store.backlogStats().count) == 0 }
+        #expect(sent, "a session queued while the uploader idled waited for its hour-long safety net")
+        let files = try FileManager.default.contentsOfDirectory(atPath: "\(dir)/out/realtime_data")
+        #expect(Set(later.chunkNames.map { "\($0).json" }).isSubset(of: Set(files)))
+        task.cancel()
+        try await task.value
+    }
+
     @Test("killed with SIGKILL at random moments, the writer never leaves a partial file")
     func killNine() async throws {
         let candidates = [Bundle.main.bundleURL.deletingLastPathComponent(), Bundle.main.bundleURL,

@@ -50,35 +50,21 @@ def board_rows():
     return status.get("boards", [])
 
 
-def threads_cpu_and_switches(pid):
-    """(run time ns of every live thread, voluntary + nonvoluntary switches of every live thread)."""
-    run_ns, switches = 0, 0
-    for task in glob.glob(f"/proc/{pid}/task/*"):
-        try:
-            with open(f"{task}/schedstat") as f:
-                run_ns += int(f.read().split()[0])
-            with open(f"{task}/status") as f:
-                for line in f:
-                    if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
-                        switches += int(line.split()[1])
-        except OSError:
-            continue
-    return run_ns, switches
-
-
-def switches_by_thread(pid):
-    """Context switches of each live thread, by thread name (to see who wakes up)."""
+def by_thread(pid):
+    """(run time ns, context switches) of each live thread, by thread name/tid."""
     out = {}
     for task in glob.glob(f"/proc/{pid}/task/*"):
         try:
             with open(f"{task}/comm") as f:
                 name = f.read().strip()
+            with open(f"{task}/schedstat") as f:
+                run_ns = int(f.read().split()[0])
             with open(f"{task}/status") as f:
                 n = sum(int(line.split()[1]) for line in f
                         if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")))
         except OSError:
             continue
-        out[f"{name}/{os.path.basename(task)}"] = n
+        out[f"{name}/{os.path.basename(task)}"] = (run_ns, n)
     return out
 
 
@@ -128,6 +114,71 @@ def directory_bytes(path):
     return total
 
 
+def start_trace(pid):
+    """ENDURANCE_TRACE=FILE: strace mwgated's writes during the session (slows it; diagnosis only)."""
+    path = os.environ.get("ENDURANCE_TRACE")
+    if not path:
+        return None
+    tracer = subprocess.Popen(["strace", "-f", "-y", "-qq", "-e", "trace=write,pwrite64,pwritev,writev,fsync,fdatasync,ftruncate",
+                               "-p", str(pid), "-o", path], stderr=subprocess.DEVNULL)
+    time.sleep(1)
+    return (tracer, path)
+
+
+def stop_trace(tracer):
+    """Prints the bytes written and the syncs per file from the trace."""
+    if tracer is None:
+        return
+    process, path = tracer
+    process.terminate()
+    process.wait()
+    import re
+    by_file, syncs, calls = {}, {}, {}
+    pattern = re.compile(r'^\d+\s+(\w+)\((\d+)<([^>]*)>.*\)\s+=\s+(-?\d+)')
+    for line in open(path, errors="replace"):
+        m = pattern.match(line)
+        if not m:
+            continue
+        call, _, name, result = m.group(1), m.group(2), m.group(3), int(m.group(4))
+        key = re.sub(r"/tmp/mwgate-bench\.\w+/", "", name)
+        if call in ("fsync", "fdatasync"):
+            syncs[key] = syncs.get(key, 0) + 1
+        elif call != "ftruncate" and result > 0:
+            by_file[key] = by_file.get(key, 0) + result
+            calls[key] = calls.get(key, 0) + 1
+    for key in sorted(set(by_file) | set(syncs), key=lambda k: -by_file.get(k, 0))[:12]:
+        print(f"trace_file={key} bytes={by_file.get(key, 0)} writes={calls.get(key, 0)} syncs={syncs.get(key, 0)}")
+
+
+def checkpoint_owed(database):
+    """Bytes the next checkpoint will write into the database file for the WAL frames not yet
+    copied there (a window shorter than the checkpoint interval would otherwise never see them):
+    the distinct 4 KiB file blocks their pages fall in, as /proc/PID/io counts dirtied pages."""
+    import struct
+    try:
+        with open(database + "-wal", "rb") as f:
+            wal = f.read()
+        with open(database + "-shm", "rb") as f:
+            shm = f.read(136)
+    except OSError:
+        return 0
+    if len(wal) < 32 or len(shm) < 100:
+        return 0
+    page_size, salt = struct.unpack(">I", wal[8:12])[0], wal[16:24]
+    max_frame = struct.unpack("<I", shm[16:20])[0]       # WalIndexHdr.mxFrame (native order)
+    backfilled = struct.unpack("<I", shm[96:100])[0]     # WalCkptInfo.nBackfill
+    blocks = set()
+    for frame in range(backfilled, max_frame):
+        offset = 32 + frame * (24 + page_size)
+        header = wal[offset:offset + 24]
+        if len(header) < 24 or header[8:16] != salt:
+            break
+        page = struct.unpack(">I", header[0:4])[0]
+        first, last = (page - 1) * page_size // 4096, (page * page_size - 1) // 4096
+        blocks.update(range(first, last + 1))
+    return len(blocks) * 4096
+
+
 def wait_ready(sock, process, limit=60.0):
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
@@ -171,8 +222,7 @@ try:
     except (BlockingIOError, socket.timeout):
         pass
     n0 = notifications_delivered()
-    run0, sw0 = threads_cpu_and_switches(pid)
-    by_thread0 = switches_by_thread(pid)
+    threads0 = by_thread(pid)
     st0 = stat_cpu_seconds(pid)
     t0 = time.monotonic()
     rss = []
@@ -185,11 +235,13 @@ try:
         except socket.timeout:
             pass
     elapsed = time.monotonic() - t0
-    run1, sw1 = threads_cpu_and_switches(pid)
-    by_thread1 = switches_by_thread(pid)
+    threads1 = by_thread(pid)
     # Threads that ended in the window took their counts with them: count the threads alive
     # at the end, from their start values (0 for threads born in the window).
-    sw1, sw0 = sum(by_thread1.values()), sum(by_thread0.get(k, 0) for k in by_thread1)
+    run1, run0 = sum(v[0] for v in threads1.values()), sum(threads0.get(k, (0, 0))[0] for k in threads1)
+    sw1, sw0 = sum(v[1] for v in threads1.values()), sum(threads0.get(k, (0, 0))[1] for k in threads1)
+    by_thread1 = {k: v[1] for k, v in threads1.items()}
+    by_thread0 = {k: v[1] for k, v in threads0.items()}
     st1 = stat_cpu_seconds(pid)
     n1 = notifications_delivered()
     print(f"idle_window_s={elapsed:.1f}")
@@ -206,6 +258,7 @@ try:
 
     # 2. Session start to first sample (status polled as fast as mwctl answers).
     before_docs = directory_bytes(documents)
+    tracer = start_trace(pid)
     wb0 = write_bytes(pid)
     t_start = time.monotonic()
     started = subprocess.run([mwctl, "session", "start"], capture_output=True, text=True, timeout=30)
@@ -235,6 +288,8 @@ try:
         time.sleep(1)
     time.sleep(2)
     wb1 = write_bytes(pid)
+    owed = checkpoint_owed(os.path.join(work, "state", "buffer.sqlite"))
+    stop_trace(tracer)
     docs = directory_bytes(documents) - before_docs
     db = sqlite3.connect(f"file:{os.path.join(work, 'state', 'buffer.sqlite')}?mode=ro", uri=True)
     session_id, points = db.execute("SELECT id, point_count FROM sessions ORDER BY started_at DESC LIMIT 1").fetchone()
@@ -246,6 +301,7 @@ try:
     print(f"session_rss_kib={rss_session}")
     print(f"samples={points}")
     print(f"write_bytes={wb1 - wb0}")
+    print(f"checkpoint_owed_bytes={owed}")
     print(f"document_bytes={docs}")
     print(f"buffer_stored_bytes={stored}")
 finally:

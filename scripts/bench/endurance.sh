@@ -43,15 +43,17 @@ per() { awk -v b="$1" -v n="$samples" 'BEGIN { if (n > 0) printf "%.1f", b / n; 
 per_day() { awk -v b="$1" -v n="$samples" 'BEGIN { if (n > 0) printf "%.2f", b / n * 400 * 86400 / 1e9; else print "nan" }'; }
 atmost() { awk -v a="$1" -v g="$2" 'BEGIN { print (a <= g) ? "met" : "NOT met" }'; }
 written=$(value write_bytes); documents=$(value document_bytes); stored=$(value buffer_stored_bytes)
-buffer_written=$((written - documents))
+owed=$(value checkpoint_owed_bytes)
+buffer_written=$((written - documents + owed))
 {
     echo "### Field endurance (mwgated with 4 boards at 100 Hz, manual sessions)"
     echo
-    echo "mwgated as packaged, mwsim simulating BlueZ with $footprint_boards boards (mixed MetaMotion R/S) streaming gyro at 100 Hz when asked, manual sessions, directory sink into the state directory's disk, the unit's WATCHDOG_USEC (30 s). Idle: $idle s with every board connected and no session; CPU is the run time of all of mwgated's threads (schedstat), wake-ups their voluntary + nonvoluntary context switches, notifications what the simulated boards delivered. Then \`mwctl session start\`, $session s of recording, \`mwctl session stop\` and the sink drained: bytes written are mwgated's /proc/PID/io write_bytes over that span; the directory sink's documents are the product and are shown apart; GB/day assumes 4 boards x 100 Hz recording around the clock.${ENDURANCE_SESSION_TOML:+ Extra configuration: \`$ENDURANCE_SESSION_TOML\`.}"
+    echo "mwgated as packaged, mwsim simulating BlueZ with $footprint_boards boards (mixed MetaMotion R/S) streaming gyro at 100 Hz when asked, manual sessions, directory sink into the state directory's disk, the unit's WATCHDOG_USEC (30 s). Idle: $idle s with every board connected and no session; CPU is the run time of all of mwgated's threads (schedstat), wake-ups their voluntary + nonvoluntary context switches, notifications what the simulated boards delivered. Then \`mwctl session start\`, $session s of recording, \`mwctl session stop\` and the sink drained: bytes written are mwgated's /proc/PID/io write_bytes over that span plus what the next checkpoint will write for the WAL frames not yet copied into the database (so a span shorter than the 4 MiB checkpoint interval is not flattered); the directory sink's documents are the product and are shown apart; GB/day assumes 4 boards x 100 Hz recording around the clock.${ENDURANCE_SESSION_TOML:+ Extra configuration: \`$ENDURANCE_SESSION_TOML\`.}"
     echo
     echo "| measure | ours | goal | met |"
     echo "|---|---:|---:|---|"
-    echo "| written to disk by the buffer (write_bytes less documents) per sample | $(per "$buffer_written") B ($(per_day "$buffer_written") GB/day) | <= 90 B | $(atmost "$(per "$buffer_written")" 90) |"
+    echo "| written to disk by the buffer (write_bytes less documents, plus the checkpoint still owed) per sample | $(per "$buffer_written") B ($(per_day "$buffer_written") GB/day) | <= 90 B | $(atmost "$(per "$buffer_written")" 90) |"
+    echo "| of which: the checkpoint still owed at the end (WAL pages not yet in the database file) | $(per "$owed") B | | |"
     echo "| of which: what the buffer stores per sample | $(per "$stored") B | | |"
     echo "| documents written by the directory sink per sample (shown apart) | $(per "$documents") B ($(per_day "$documents") GB/day) | | |"
     echo "| all of mwgated's write_bytes per sample | $(per "$written") B ($(per_day "$written") GB/day) | | |"
