@@ -1,9 +1,11 @@
 // swift-tools-version:6.1
 //
 // mwgate: a Linux gateway for MbientLab MetaWear boards.
-// The target list follows the data flow: DBus -> BlueZ -> MetaWear / GNSS -> Recording
-// -> Buffer -> Uplink -> Gateway, with thin executables on top. Lower modules never
-// import higher ones; Basics (small shared helpers) sits under all of them.
+// The target list reads top-down as the data flow (docs/architecture.md draws it):
+// Basics under everything; DBus -> BlueZ -> MetaWear -> Boards; GNSS; -> Recording -> Buffer
+// -> Uplink; Gateway wires the data path; GatewayConfig, ServiceSupport, ControlAPI,
+// ControlServer and Daemon around it; thin executables. Then the simulator and fixtures the
+// tests and benchmarks use, then the test targets. Lower modules never import higher ones.
 import PackageDescription
 
 let strict: [SwiftSetting] = [
@@ -51,7 +53,6 @@ let package = Package(
         // timestamps, the seeded random generator, byte sizes and the disk budget. No
         // dependencies, no Foundation.
         .target(name: "Basics", swiftSettings: strict),
-        .testTarget(name: "BasicsTests", dependencies: ["Basics"], swiftSettings: strict),
         // libdbus-1, with a shim that re-exports the type-code macros Swift cannot import.
         .systemLibrary(
             name: "CDBus",
@@ -63,22 +64,11 @@ let package = Package(
         // A typed org.bluez client and the pure reconnection state machine (reference
         // bluez-dbus.md §2.3).
         .target(name: "BlueZ", dependencies: ["Basics", "DBus", "CDBus"], swiftSettings: strict),
+        .target(name: "MetaWear", swiftSettings: strict),
         // Board sessions (handshake, streaming, watchdog, reconnection) and the fleet of them;
         // the I/O edge that keeps MetaWear pure.
         .target(name: "Boards", dependencies: ["BlueZ", "MetaWear"], swiftSettings: strict),
         .target(name: "GNSS", dependencies: ["Basics"], swiftSettings: strict),
-        .target(name: "MetaWear", swiftSettings: strict),
-        // A simulated board's brain, written only from the reference byte tables (it must not
-        // share code with MetaWear, so symmetric encoder/decoder bugs are caught by tests).
-        .target(name: "MetaWearBoardModel", swiftSettings: strict),
-        // BlueZ 5.66 as seen over D-Bus, with simulated MetaWear boards behind it (mwsim).
-        // Depends on the board model, never on MetaWear: replies must not come from our encoder.
-        .target(name: "BlueZSimulator", dependencies: ["Basics", "DBus", "MetaWearBoardModel"], swiftSettings: strict),
-        .executableTarget(
-            name: "mwsim",
-            dependencies: ["BlueZSimulator", .product(name: "ArgumentParser", package: "swift-argument-parser")],
-            swiftSettings: strict
-        ),
         // Time base, gyro+GNSS merge, sessions and the upstream document model. Pure: values
         // in, values out, clocks injected.
         .target(name: "Recording", dependencies: ["Basics", "MetaWear", "GNSS"], swiftSettings: strict),
@@ -109,6 +99,82 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The daemon's pipeline: boards, GNSS and the session controller under one actor,
+        // as swift-service-lifecycle services.
+        .target(
+            name: "Gateway",
+            dependencies: [
+                "Basics", "Boards", "BlueZ", "GNSS", "MetaWear", "Recording", "Buffer",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        // The daemon's configuration model: a strict TOML reader with line numbers, defaults,
+        // and validation against MetaWear/GNSS's own allowed values (byte sizes and the disk
+        // budget from Basics, so it does not need the buffer).
+        .target(name: "GatewayConfig", dependencies: ["Basics", "GNSS", "MetaWear"], swiftSettings: strict),
+        // Service plumbing with no pipeline knowledge: sd_notify, a journald-native LogHandler,
+        // systemd credentials, signal streams.
+        .target(
+            name: "ServiceSupport",
+            dependencies: [.product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict
+        ),
+        // The control API's names, JSON payloads and typed client (light: mwctl links it).
+        .target(name: "ControlAPI", dependencies: ["DBus"], swiftSettings: strict),
+        // The daemon side of the control API: io.mwgate.Gateway1 on the system bus.
+        .target(
+            name: "ControlServer",
+            dependencies: [
+                "ControlAPI", "DBus", "Gateway", "Buffer", "Boards", "BlueZ", "Recording", "GNSS",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        // The daemon's run logic (configuration -> settings, logging, sd_notify, watchdog,
+        // reload, shutdown), kept out of the executable so it is testable.
+        .target(
+            name: "Daemon",
+            dependencies: [
+                "Basics", "Gateway", "GatewayConfig", "ServiceSupport", "ControlServer", "ControlAPI", "Uplink", "Buffer",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "mwgated",
+            dependencies: ["Daemon", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "mwctl",
+            dependencies: [
+                "GNSS",
+                "ControlAPI",
+                "DBus",
+                // Only for the offline `--state-dir` fallback of history and export.
+                "Buffer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+        // ---- Simulation, fixtures and benchmarks (never linked into mwgated or mwctl) ----
+        // A simulated board's brain, written only from the reference byte tables (it must not
+        // share code with MetaWear, so symmetric encoder/decoder bugs are caught by tests).
+        .target(name: "MetaWearBoardModel", swiftSettings: strict),
+        // BlueZ 5.66 as seen over D-Bus, with simulated MetaWear boards behind it (mwsim).
+        // Depends on the board model, never on MetaWear: replies must not come from our encoder.
+        .target(name: "BlueZSimulator", dependencies: ["Basics", "DBus", "MetaWearBoardModel"], swiftSettings: strict),
+        .executableTarget(
+            name: "mwsim",
+            dependencies: ["BlueZSimulator", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: strict
+        ),
         // Writes documents through the directory sink in a loop; the crash test kills it.
         .executableTarget(
             name: "mwuplink-fixture",
@@ -124,42 +190,6 @@ let package = Package(
             path: "Tests/Fixtures/RecorderFixture",
             swiftSettings: strict
         ),
-        // The daemon's pipeline: boards, GNSS and the session controller under one actor,
-        // as swift-service-lifecycle services.
-        .target(
-            name: "Gateway",
-            dependencies: [
-                "Basics", "Boards", "BlueZ", "GNSS", "MetaWear", "Recording", "Buffer",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-            ],
-            swiftSettings: strict
-        ),
-        // The control API's names, JSON payloads and typed client (light: mwctl links it).
-        .target(name: "ControlAPI", dependencies: ["DBus"], swiftSettings: strict),
-        // The daemon side of the control API: io.mwgate.Gateway1 on the system bus.
-        .target(
-            name: "ControlServer",
-            dependencies: [
-                "ControlAPI", "DBus", "Gateway", "Buffer", "Boards", "BlueZ", "Recording", "GNSS",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
-            swiftSettings: strict
-        ),
-        .executableTarget(
-            name: "mwctl",
-            dependencies: [
-                "GNSS",
-                "ControlAPI",
-                "DBus",
-                // Only for the offline `--state-dir` fallback of history and export.
-                "Buffer",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
-            swiftSettings: strict
-        ),
         .executableTarget(
             name: "mwbench",
             dependencies: [
@@ -171,23 +201,6 @@ let package = Package(
             path: "Benchmarks/mwbench",
             swiftSettings: strict
         ),
-        // Service plumbing with no pipeline knowledge: sd_notify, a journald-native LogHandler,
-        // systemd credentials, signal streams.
-        .target(
-            name: "ServiceSupport",
-            dependencies: [.product(name: "Logging", package: "swift-log")],
-            swiftSettings: strict
-        ),
-        // The daemon's configuration model: a strict TOML reader with line numbers, defaults,
-        // and validation against MetaWear/GNSS's own allowed values (byte sizes and the disk
-        // budget from Basics, so it does not need the buffer).
-        .target(name: "GatewayConfig", dependencies: ["Basics", "GNSS", "MetaWear"], swiftSettings: strict),
-        .testTarget(
-            name: "ServiceSupportTests",
-            dependencies: ["ServiceSupport", "TestSupport", .product(name: "Logging", package: "swift-log")],
-            swiftSettings: strict
-        ),
-        .testTarget(name: "GatewayConfigTests", dependencies: ["GatewayConfig", "GNSS", "MetaWear"], swiftSettings: strict),
         // Test fixtures shared by the test targets: a private dbus-daemon and child processes.
         .target(name: "TestSupport", dependencies: ["DBus"], path: "Tests/TestSupport", exclude: ["Fixtures"], swiftSettings: strict),
         // The in-process gateway start-up (bus, BlueZ simulator, state directory, gateway) shared
@@ -199,6 +212,27 @@ let package = Package(
             path: "Tests/GatewayTestSupport",
             swiftSettings: strict
         ),
+        // Upstream servers for tests (Google's Firestore emulator, a throwaway PostgreSQL),
+        // shared by the sink tests and the whole-daemon tests.
+        .target(
+            name: "UpstreamFixtures",
+            dependencies: [
+                "Uplink",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            ],
+            path: "Tests/UpstreamFixtures",
+            swiftSettings: strict
+        ),
+        // ---- Tests ----
+        .testTarget(name: "BasicsTests", dependencies: ["Basics"], swiftSettings: strict),
+        .testTarget(
+            name: "ServiceSupportTests",
+            dependencies: ["ServiceSupport", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict
+        ),
+        .testTarget(name: "GatewayConfigTests", dependencies: ["GatewayConfig", "GNSS", "MetaWear"], swiftSettings: strict),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "BlueZTests",
@@ -243,23 +277,6 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // The daemon's run logic (configuration -> settings, logging, sd_notify, watchdog,
-        // reload, shutdown), kept out of the executable so it is testable.
-        .target(
-            name: "Daemon",
-            dependencies: [
-                "Basics", "Gateway", "GatewayConfig", "ServiceSupport", "ControlServer", "ControlAPI", "Uplink", "Buffer",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-            ],
-            swiftSettings: strict
-        ),
-        .executableTarget(
-            name: "mwgated",
-            dependencies: ["Daemon", .product(name: "ArgumentParser", package: "swift-argument-parser")],
-            swiftSettings: strict
-        ),
         // The built mwgated as a subprocess on a private bus with mwsim as another.
         .testTarget(
             name: "DaemonTests",
@@ -276,19 +293,6 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
-            swiftSettings: strict
-        ),
-        // Upstream servers for tests (Google's Firestore emulator, a throwaway PostgreSQL),
-        // shared by the sink tests and the whole-daemon tests.
-        .target(
-            name: "UpstreamFixtures",
-            dependencies: [
-                "Uplink",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOFoundationCompat", package: "swift-nio"),
-            ],
-            path: "Tests/UpstreamFixtures",
             swiftSettings: strict
         ),
         .testTarget(
