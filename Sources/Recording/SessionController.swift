@@ -57,49 +57,6 @@ public final class SessionController {
         }
     }
 
-    private struct GyroItem {
-        var sample: MotionSample
-        var missedBefore: Int
-        var source: TimeSource
-    }
-
-    private struct BoardStream {
-        var gyroRate: Double
-        var accelerometerRate: Double?
-        var gyro: SampleTimestamper<MotionSamples>
-        var accelerometer: SampleTimestamper<MotionSamples>?
-        var merger: LocationMerger<GyroItem>
-        var recentAccelerometer: [AccelerometerReading] = []
-        /// Time of the newest stamped accelerometer sample, epoch ms.
-        var accelerometerStampedUntil = -Double.infinity
-        /// Gyro points waiting until the accelerometer stream is stamped past them.
-        var waitingForAccelerometer: [LocationMerger<GyroItem>.Located] = []
-        var committed: [UInt8] = []
-        /// CRC-32 of `committed`, extended as points are appended.
-        var committedChecksum: UInt32 = 0
-        var committedCount = 0
-        var firstTimestamp = 0.0
-        var lastTimestamp = 0.0
-        var worstSource = TimeSource.systemClockSynchronised
-        var missedInChunk = 0
-        /// Time of the board's previous point in this session (epoch ms), kept across a
-        /// re-attach so the gap of a reconnect is measured; nil before its first point.
-        var previousPointTime: Double?
-        /// Set on re-attach: the first point of the new stream counts the samples the link
-        /// drop cost from the time since `previousPointTime`.
-        var resumedStream = false
-        var seq = 0
-        /// This board's points in the session so far (sealed, failed and open chunks): the
-        /// index the next committed point gets.
-        var pointsCommitted = 0
-        /// Points in this session's segments (or chunks) so far: the next segment's first index.
-        var pointsWritten = 0
-        /// Committed points at or past `pointsWritten`: the start of the next segment.
-        var unwritten: [UInt8] = []
-        var unwrittenCount = 0
-        var unwrittenSource = TimeSource.systemClockSynchronised
-    }
-
     /// Where a board that detached during the session resumes (a reconnect continues its
     /// chunk numbering and point indices instead of colliding with what it sealed).
     private struct ResumePoint {
@@ -170,19 +127,20 @@ public final class SessionController {
         let accel = accelerometerRateHertz.map {
             SampleTimestamper<MotionSamples>(configuration: .init(rateHertz: $0, lookahead: configuration.lookahead))
         }
-        boards[board] = BoardStream(
+        var stream = BoardStream(
             gyroRate: gyroRateHertz, accelerometerRate: accelerometerRateHertz,
             gyro: SampleTimestamper(configuration: gyro), accelerometer: accel,
             merger: LocationMerger(maxWait: configuration.fixWait, freshness: configuration.fixFreshness))
         if session != nil, let resume = resumeAt.removeValue(forKey: board) {
-            boards[board]!.seq = resume.seq
-            boards[board]!.pointsCommitted = resume.points
-            boards[board]!.pointsWritten = resume.points
+            stream.seq = resume.seq
+            stream.pointsCommitted = resume.points
+            stream.pointsWritten = resume.points
             if let time = resume.time {
-                boards[board]!.previousPointTime = time
-                boards[board]!.resumedStream = true
+                stream.previousPointTime = time
+                stream.resumedStream = true
             }
         }
+        boards[board] = stream
     }
 
     /// Removes a board (disconnect): its held samples are committed and its chunk sealed.
@@ -263,11 +221,10 @@ public final class SessionController {
         guard session != nil else { return }
         switch event {
         case let .gyro(samples):
-            let stamped = boards[board]!.gyro.add(samples, count: samples.count, receivedAt: receivedAt)
+            guard let stamped = boards[board]?.gyro.add(samples, count: samples.count, receivedAt: receivedAt) else { return }
             acceptGyro(board: board, stamped, now: receivedAt)
         case let .accelerometer(samples):
-            guard boards[board]!.accelerometer != nil else { return }
-            let stamped = boards[board]!.accelerometer!.add(samples, count: samples.count, receivedAt: receivedAt)
+            guard let stamped = boards[board]?.accelerometer?.add(samples, count: samples.count, receivedAt: receivedAt) else { return }
             acceptAccelerometer(board: board, stamped)
         default:
             return
@@ -282,8 +239,7 @@ public final class SessionController {
         if session != nil { session!.distance.add(latitude: located.latitude, longitude: located.longitude, accuracy: located.accuracy) }
         let nowMs = timeBase.epochMilliseconds(monotonic: now)
         for key in boards.keys {
-            let released = boards[key]!.merger.add(fix: located, now: nowMs)
-            commit(board: key, released)
+            commit(board: key, boards[key]?.merger.add(fix: located, now: nowMs) ?? [])
         }
     }
 
@@ -295,7 +251,7 @@ public final class SessionController {
         guard session != nil else { return }
         let nowMs = timeBase.epochMilliseconds(monotonic: now)
         for key in boards.keys {
-            commit(board: key, boards[key]!.merger.release(now: nowMs))
+            commit(board: key, boards[key]?.merger.release(now: nowMs) ?? [])
         }
         writeSegmentsIfDue(now: now)
     }
@@ -321,7 +277,7 @@ public final class SessionController {
         for s in stamped {
             for (k, t) in s.times.enumerated() {
                 let item = GyroItem(sample: s.payload[k], missedBefore: k == 0 ? s.missedBefore : 0, source: source)
-                released += boards[board]!.merger.add(item, time: timeBase.epochMilliseconds(monotonic: t), now: nowMs)
+                released += boards[board]?.merger.add(item, time: timeBase.epochMilliseconds(monotonic: t), now: nowMs) ?? []
             }
         }
         commit(board: board, released)
@@ -332,8 +288,8 @@ public final class SessionController {
             for (k, t) in s.times.enumerated() {
                 let v = s.payload[k]
                 let time = timeBase.epochMilliseconds(monotonic: t)
-                boards[board]!.recentAccelerometer.append(AccelerometerReading(v, timestamp: time))
-                boards[board]!.accelerometerStampedUntil = time
+                boards[board]?.recentAccelerometer.append(AccelerometerReading(v, timestamp: time))
+                boards[board]?.accelerometerStampedUntil = time
             }
         }
         releaseWaitingForAccelerometer(board: board, force: false)
@@ -343,9 +299,9 @@ public final class SessionController {
     private func nearestAccelerometer(board: String, time: Double) -> AccelerometerReading? {
         guard let rate = boards[board]?.accelerometerRate else { return nil }
         // Samples older than a second before this gyro sample can never match again.
-        let stale = boards[board]!.recentAccelerometer.prefix(while: { $0.timestamp < time - 1000 }).count
-        if stale > 256 { boards[board]!.recentAccelerometer.removeFirst(stale) }
-        let recent = boards[board]!.recentAccelerometer
+        let stale = boards[board]?.recentAccelerometer.prefix(while: { $0.timestamp < time - 1000 }).count ?? 0
+        if stale > 256 { boards[board]?.recentAccelerometer.removeFirst(stale) }
+        let recent = boards[board]?.recentAccelerometer ?? []
         var lo = 0, hi = recent.count
         while lo < hi {
             let mid = (lo + hi) / 2
@@ -368,10 +324,10 @@ public final class SessionController {
 
     private func commit(board: String, _ released: [LocationMerger<GyroItem>.Located]) {
         guard session != nil, boards[board] != nil else { return }
-        if boards[board]!.accelerometerRate == nil {
+        if boards[board]?.accelerometerRate == nil {
             appendAll(board: board, released[...])
         } else {
-            boards[board]!.waitingForAccelerometer += released
+            boards[board]?.waitingForAccelerometer += released
             releaseWaitingForAccelerometer(board: board, force: false)
         }
     }
@@ -389,7 +345,7 @@ public final class SessionController {
             released += 1
         }
         guard released > 0 else { return }
-        boards[board]!.waitingForAccelerometer.removeFirst(released)
+        boards[board]?.waitingForAccelerometer.removeFirst(released)
         appendAll(board: board, waiting.prefix(released))
     }
 
@@ -403,32 +359,12 @@ public final class SessionController {
         guard session != nil, boards[board] != nil else { return false }
         var p = point(board: board, l)
         markGap(&p, board: board)
-        // Mutated in place (inout through the dictionary's modify accessor): copying the
-        // stream would copy the chunk's bytes for every point.
-        func add(_ b: inout BoardStream) -> Bool {
-            if b.committedCount == 0 { b.firstTimestamp = p.gyroscope.timestamp; b.worstSource = l.payload.source }
-            let start = b.committed.count
-            PointCodec.append(p, to: &b.committed)
-            b.committedChecksum = CRC32.checksum(b.committed, continuing: b.committedChecksum, from: start)
-            b.committedCount += 1
-            b.lastTimestamp = p.gyroscope.timestamp
-            b.worstSource = max(b.worstSource, l.payload.source)
-            b.missedInChunk += p.missedBefore
-            // Not yet in a segment (arrived and committed since the last write): the next
-            // segment starts with it.
-            if b.pointsCommitted >= b.pointsWritten {
-                if b.unwrittenCount == 0 { b.unwrittenSource = l.payload.source }
-                b.unwritten.append(contentsOf: b.committed[start...])
-                b.unwrittenCount += 1
-                b.unwrittenSource = max(b.unwrittenSource, l.payload.source)
-            }
-            b.pointsCommitted += 1
-            return b.committedCount >= configuration.chunkSize
-        }
-        let full = add(&boards[board]!)
-        session!.boards.insert(board)
-        session!.pointCount += 1
-        session!.worstSource = max(session!.worstSource, l.payload.source)
+        // Mutated in place (through the dictionary's modify accessor): copying the stream
+        // would copy the chunk's bytes for every point.
+        guard let full = boards[board]?.commit(p, source: l.payload.source, chunkSize: configuration.chunkSize) else { return false }
+        session?.boards.insert(board)
+        session?.pointCount += 1
+        if let worst = session?.worstSource { session?.worstSource = max(worst, l.payload.source) }
         return full
     }
 
@@ -436,15 +372,16 @@ public final class SessionController {
     /// timestamper starts from nothing, so the first point after a re-attach is compared with
     /// the board's last point before it at the configured rate.
     private func markGap(_ p: inout RecordedPoint, board: String) {
+        guard let stream = boards[board] else { return }
         let time = p.gyroscope.timestamp
         defer {
-            boards[board]!.previousPointTime = time
-            boards[board]!.resumedStream = false
+            boards[board]?.previousPointTime = time
+            boards[board]?.resumedStream = false
         }
-        guard let previous = boards[board]!.previousPointTime else { return }
+        guard let previous = stream.previousPointTime else { return }
         let step = time - previous
-        if boards[board]!.resumedStream, p.missedBefore == 0 {
-            let period = 1000 / boards[board]!.gyroRate
+        if stream.resumedStream, p.missedBefore == 0 {
+            let period = 1000 / stream.gyroRate
             p.missedBefore = max(0, Int((step / period).rounded()) - 1)
         }
         if p.missedBefore > 0 { p.gapMilliseconds = max(1, Int(step.rounded())) }
@@ -453,12 +390,10 @@ public final class SessionController {
     private func drainAll(board: String, now: Int64) {
         guard session != nil, boards[board] != nil else { return }
         let nowMs = timeBase.epochMilliseconds(monotonic: now)
-        if boards[board]!.accelerometer != nil {
-            acceptAccelerometer(board: board, boards[board]!.accelerometer!.flush())
-        }
-        acceptGyro(board: board, boards[board]!.gyro.flush(), now: now)
-        commit(board: board, boards[board]!.merger.release(now: nowMs))
-        commit(board: board, boards[board]!.merger.flush())
+        if let stamped = boards[board]?.accelerometer?.flush() { acceptAccelerometer(board: board, stamped) }
+        acceptGyro(board: board, boards[board]?.gyro.flush() ?? [], now: now)
+        commit(board: board, boards[board]?.merger.release(now: nowMs) ?? [])
+        commit(board: board, boards[board]?.merger.flush() ?? [])
         releaseWaitingForAccelerometer(board: board, force: true)
     }
 
@@ -530,7 +465,7 @@ public final class SessionController {
         var segments: [OpenSegment] = []
         var writtenThrough: [String: Int] = [:]
         for key in boards.keys.sorted() {
-            let b = boards[key]!
+            guard let b = boards[key] else { continue }
             // Held samples have the indices after the committed points; those below
             // `pointsWritten` are in an earlier segment.
             let provisional = provisionalPoints(board: key)
@@ -549,9 +484,9 @@ public final class SessionController {
         do {
             if !segments.isEmpty { try store.append(segments) }
             for (key, through) in writtenThrough {
-                boards[key]!.pointsWritten = through
-                boards[key]!.unwritten.removeAll(keepingCapacity: true)
-                boards[key]!.unwrittenCount = 0
+                boards[key]?.pointsWritten = through
+                boards[key]?.unwritten.removeAll(keepingCapacity: true)
+                boards[key]?.unwrittenCount = 0
             }
         } catch {
             lastStoreError = "segment write failed: \(error)"
