@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOPosix
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,6 +11,10 @@ import Glibc
 /// A file appears complete or not at all: it is written to a temporary file in the same
 /// directory, fsynced, renamed over the final name, and the directory is fsynced. A document
 /// whose file exists is already stored (its name is its identity), so a replay is a no-op.
+///
+/// The writes and fsyncs run on NIO's blocking-I/O thread pool, not on Swift's cooperative
+/// pool: on a 2-core board that pool has two threads, and an fsync that waits for the SD
+/// card would stall every task of the daemon (board streams, D-Bus, the control API) with it.
 public struct DirectorySink: Sink {
     public var name: String { "directory" }
     /// The root directory.
@@ -40,11 +45,24 @@ public struct DirectorySink: Sink {
     public func path(of document: SinkDocument) -> String { "\(root)/\(document.collection)/\(document.name).json" }
 
     public func write(_ documents: [SinkDocument]) async throws(SinkError) {
-        for doc in documents {
-            guard Self.isSafeFileName(doc.name) else { throw .permanent(reason: "document name \"\(doc.name)\" is not a safe file name") }
-            let final = path(of: doc)
-            if FileManager.default.fileExists(atPath: final) { continue }
-            try Self.writeAtomically(doc.jsonBytes, to: final, directory: "\(root)/\(doc.collection)")
+        try await Self.onBlockingThread { [self] () throws(SinkError) in
+            for doc in documents {
+                guard Self.isSafeFileName(doc.name) else { throw .permanent(reason: "document name \"\(doc.name)\" is not a safe file name") }
+                let final = path(of: doc)
+                if FileManager.default.fileExists(atPath: final) { continue }
+                try Self.writeAtomically(doc.jsonBytes, to: final, directory: "\(root)/\(doc.collection)")
+            }
+        }
+    }
+
+    /// Runs `body` on NIO's blocking-I/O pool and waits without holding a cooperative thread.
+    static func onBlockingThread(_ body: @escaping @Sendable () throws(SinkError) -> Void) async throws(SinkError) {
+        do {
+            try await NIOThreadPool.singleton.runIfActive { try body() }
+        } catch let error as SinkError {
+            throw error
+        } catch {
+            throw .transient(reason: "the blocking I/O thread pool is not running: \(error)", retryAfter: nil)
         }
     }
 
