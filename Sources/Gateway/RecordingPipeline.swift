@@ -67,8 +67,7 @@ public actor RecordingPipeline {
     private var lastBacklogRead: Int64 = .min
     private var lastReportedStoreError: String?
     private var isShutDown = false
-    private var subscribers: [UInt64: AsyncStream<GatewayStatus>.Continuation] = [:]
-    private var nextSubscriber: UInt64 = 0
+    private let statusReaders = StatusBroadcast()
     private var lastTickAt: ContinuousClock.Instant?
 
     /// A pipeline writing into `store`. `timeline` maps event instants to the Recording clock.
@@ -368,15 +367,7 @@ public actor RecordingPipeline {
     /// Snapshots on every change, starting with the current one. Only the newest undelivered
     /// snapshot is kept for a slow reader.
     public func statusUpdates() -> AsyncStream<GatewayStatus> {
-        let (stream, continuation) = AsyncStream.makeStream(of: GatewayStatus.self, bufferingPolicy: .bufferingNewest(1))
-        let id = nextSubscriber
-        nextSubscriber += 1
-        subscribers[id] = continuation
-        continuation.yield(snapshot())
-        continuation.onTermination = { [weak self] _ in
-            Task { await self?.unsubscribe(id) }
-        }
-        return stream
+        statusReaders.subscribe(current: snapshot())
     }
 
     // MARK: Health and reload
@@ -445,8 +436,7 @@ public actor RecordingPipeline {
         isShutDown = true
         reportStoreErrorIfNew()
         publish()
-        for continuation in subscribers.values { continuation.finish() }
-        subscribers.removeAll()
+        statusReaders.finishAll()
         sensorDemandContinuation.finish()
         workContinuation.finish()
     }
@@ -569,14 +559,9 @@ public actor RecordingPipeline {
         report(area: "buffer", error)
     }
 
-    private func unsubscribe(_ id: UInt64) {
-        subscribers[id] = nil
-    }
-
     private func publish() {
-        guard !subscribers.isEmpty else { return }
-        let status = snapshot()
-        for continuation in subscribers.values { continuation.yield(status) }
+        guard !statusReaders.isEmpty else { return }
+        statusReaders.publish(snapshot())
     }
 
     private func snapshot() -> GatewayStatus {
