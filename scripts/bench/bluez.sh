@@ -36,7 +36,7 @@ for line in open(sys.argv[1]):
         print(m["value"])' "$metrics" "$1" | tail -1; }
 verdict() { grep -F "$1" "$results.log" | grep -oE '^  (PASS|FAIL)' | tr -d ' ' | tail -1; }
 goal() { case $(verdict "$1") in PASS) echo met ;; FAIL) echo "NOT met" ;; *) echo "not measured" ;; esac; }
-detail() { grep -F "$1" "$results.log" | sed -E 's/^  (PASS|FAIL) [^:]*: //' | tail -1; }
+detail() { grep -F "$1" "$results.log" | sed -E 's/^  (PASS|FAIL) bench: [^:]*: //' | tail -1; }
 drops=${LINK_DROPS:-20}
 {
     echo "### Real BlueZ in a VM: mwgated beside bleak, link drops"

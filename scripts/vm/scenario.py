@@ -282,8 +282,13 @@ def device_connected(address):
 
 
 def notify_state(address):
-    """(Notifying, NotifyAcquired) of the MetaWear notify characteristic of the gateway's device."""
-    objects = bluez_objects()
+    """(Notifying, NotifyAcquired) of the MetaWear notify characteristic of the gateway's device
+    (None when bluetoothd does not answer)."""
+    try:
+        objects = bluez_objects()
+    except dbus.DBusException as error:
+        log(f"GetManagedObjects: {error}")
+        return None
     for path, interfaces in objects.items():
         chrc = interfaces.get("org.bluez.GattCharacteristic1")
         if not chrc or str(chrc["UUID"]) != METAWEAR_NOTIFY or not str(path).startswith("/org/bluez/hci0/"):
@@ -448,10 +453,8 @@ def two_boards_streaming(checks):
     checks.record("notification path: AcquireNotify where bluetoothd offers it",
                   paths[1] is not None and paths[1][1] is True and bool(ready[1]),
                   f"board 1 (Notifying, NotifyAcquired) = {paths[1]}, streaming: {bool(ready[1])}")
-    # The other client leaves before the recording: while two clients hold StartNotify
-    # sessions, bluetoothd 5.66 emitted each notification's PropertiesChanged twice and every
-    # sample of board 0 was in the documents twice (497 of 497, docs/bluez-vm.md). mwgated
-    # stays on StartNotify with its own session.
+    # The other client leaves before the recording (a gateway normally has its boards to
+    # itself); mwgated stays on StartNotify with its own session.
     observer.terminate()
     observer.wait()
     status = gateway.status() or {"boards": []}
@@ -478,7 +481,8 @@ def group_session(checks):
     boards, gateway, (first, second), started = two_boards_streaming(checks)
     t0 = time.time()
     cpu0, samples0, vm0 = process_cpu(gateway.proc.pid), total_samples(gateway), vm_cpu_times()
-    time.sleep(seconds)
+    count_value_signals(checks, min(10.0, seconds))
+    time.sleep(max(0.0, seconds - 10))
     cpu1, samples1, vm1 = process_cpu(gateway.proc.pid), total_samples(gateway), vm_cpu_times()
     busy = vm_busy_percent(vm0, vm1)
     checks.metric("VM CPUs busy during the two-board session, %", busy)
@@ -502,6 +506,30 @@ def group_session(checks):
                       f"{started.stderr.strip()} stop: {stopped.returncode} {stopped.stderr.strip()}")
     gateway.stop()
     boards.stop()
+
+
+def count_value_signals(checks, seconds):
+    """What the StartNotify path gets: bluetoothd's PropertiesChanged signals carrying a
+    characteristic Value on the gateway's adapter, per characteristic, over `seconds` (dbus-
+    monitor as root), beside the notifications the boards sent meanwhile (their logs)."""
+    path = os.path.join(RESULTS, "dbus-monitor.log")
+    monitor = subprocess.Popen(["dbus-monitor", "--system",
+                                "type='signal',sender='org.bluez',interface='org.freedesktop.DBus.Properties',"
+                                "member='PropertiesChanged',path_namespace='/org/bluez/hci0'"],
+                               stdout=open(path, "w"), stderr=subprocess.STDOUT)
+    time.sleep(seconds)
+    monitor.terminate()
+    monitor.wait()
+    counts = {}
+    current = None
+    with open(path) as f:
+        for line in f:
+            if line.startswith("signal "):
+                current = line.split("path=")[1].split(";")[0] if "path=" in line else None
+            elif '"Value"' in line and current:
+                counts[current] = counts.get(current, 0) + 1
+    for characteristic, count in sorted(counts.items()):
+        checks.metric(f"Value PropertiesChanged per second, {characteristic}", round(count / seconds, 1))
 
 
 def vm_cpu_times():
@@ -781,6 +809,8 @@ def group_bench(checks):
                   count > 0 and not duplicates and not reordered and not mismatched,
                   f"{count} samples, {duplicates} duplicated, {reordered} out of order, {mismatched} differ")
     gateway.stop()
+    time.sleep(1)
+    bluetoothd_survived(checks, "mwgated's stop", ("hci0", "hci1"))
 
     for path in ("acquire", "start"):
         probe = subprocess.run(["python3", "/scenario/bleak_probe.py", address, str(seconds), path],
