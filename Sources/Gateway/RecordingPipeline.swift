@@ -63,8 +63,8 @@ public actor RecordingPipeline {
     private var problems: [GatewayProblem] = []
     private var backlog: BacklogStats?
     private var systemClockSynchronised: Bool
-    private var lastClockCheck: Int64 = .min
-    private var lastBacklogRead: Int64 = .min
+    private var clockCheck = ThrottledCheck()
+    private var backlogRead = ThrottledCheck()
     private var lastReportedStoreError: String?
     private var isShutDown = false
     private let statusReaders = StatusBroadcast()
@@ -249,8 +249,7 @@ public actor RecordingPipeline {
     }
 
     private func checkClock(now: Int64) {
-        guard lastClockCheck == .min || now - lastClockCheck >= nanoseconds(settings.clockCheckInterval) else { return }
-        lastClockCheck = now
+        guard clockCheck.isDue(now: now, interval: nanoseconds(settings.clockCheckInterval)) else { return }
         let synchronised = clockProbe.isSynchronised()
         if synchronised != systemClockSynchronised {
             systemClockSynchronised = synchronised
@@ -261,8 +260,7 @@ public actor RecordingPipeline {
     }
 
     private func readBacklog(now: Int64) {
-        guard lastBacklogRead == .min || now - lastBacklogRead >= 2_000_000_000 else { return }
-        lastBacklogRead = now
+        guard backlogRead.isDue(now: now, interval: 2_000_000_000) else { return }
         do {
             let fresh = try store.backlogStats()
             if fresh != backlog {
@@ -326,7 +324,7 @@ public actor RecordingPipeline {
                 throw CommandError("session \(target) is not awaiting a survey")
             }
             logger.info("survey submitted for session \(target): \(record.name)")
-            lastBacklogRead = .min
+            backlogRead.expire()
             wakeTicks()
             publish()
             return record
@@ -477,7 +475,7 @@ public actor RecordingPipeline {
     /// wait for upload.
     private func sessionDidStop() {
         updateSensorDemand()
-        lastBacklogRead = .min
+        backlogRead.expire()
         readBacklog(now: timeline.now)
         wakeTicks()
         publish()
