@@ -95,6 +95,7 @@ enum BoardsBenchmark {
         if let coalescing = settings.coalescing { options.notificationCoalescing = coalescing }
         if let coalescing = settings.signalCoalescing { options.signalReadCoalescing = coalescing }
         let client = try await BlueZClient.open(busAddress: settings.bus, discoveryUUIDs: [MetaWearGATT.service])
+        let following = Task { await client.run() }
         let address: BluetoothAddress
         if let board = settings.board {
             address = board
@@ -137,6 +138,7 @@ enum BoardsBenchmark {
         await running.value
         await consumer.value
         await client.close()
+        await following.value
 
         let samples = end.samples.samples - start.samples.samples
         let notifications = end.samples.notifications - start.samples.notifications

@@ -84,6 +84,7 @@ enum ReconnectBenchmark {
         var fromResolved: [Double] = []
         var fromConnected: [Double] = []
         try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
             group.addTask { await session.run() }
             group.addTask {
                 for await event in session.events {
@@ -112,9 +113,9 @@ enum ReconnectBenchmark {
                 }
             }
             await session.stop()
+            await client.close()
             group.cancelAll()
         }
-        await client.close()
         print("reconnect_drops=\(fromResolved.count)")
         print("reconnect_resolved_to_sample_ms_median=\(format(median(fromResolved)))")
         print("reconnect_resolved_to_sample_ms_max=\(format(fromResolved.max() ?? 0))")

@@ -14,6 +14,9 @@ public enum BlueZChange: Hashable, Sendable {
 ///
 /// GATT I/O (writes, notifications) runs on a ``GattLink``, which opens a fresh D-Bus
 /// connection per BLE session as the reference advises (§1.6.1).
+///
+/// Changes flow while ``run()`` runs: following bluetoothd and the mirror, and every follow-up
+/// call, are child tasks of it, ended by ``close()``.
 public actor BlueZClient {
     /// The connection used for observation and device calls.
     public nonisolated let connection: DBusConnection
@@ -28,7 +31,9 @@ public actor BlueZClient {
     private var serviceAvailable = false
     private var subscribers: [Int: AsyncStream<BlueZChange>.Continuation] = [:]
     private var nextSubscriber = 0
-    private var tasks: [Task<Void, Never>] = []
+    private let work = ChildTaskQueue()
+    /// `org.bluez`'s owner changes, subscribed before the mirror's snapshot; read by ``run()``.
+    private var owners: AsyncThrowingStream<DBusNameOwnerChanged, any Error>?
     /// Who currently wants discovery (board sessions, auto-discovery).
     private var scanRequesters: Set<String> = []
     /// The adapter on which this connection's discovery session runs, if any.
@@ -36,7 +41,8 @@ public actor BlueZClient {
     private var started = false
 
     /// Opens a connection to `busAddress` (nil: the system bus, honouring
-    /// `DBUS_SYSTEM_BUS_ADDRESS`) and starts mirroring BlueZ. BlueZ need not be running yet.
+    /// `DBUS_SYSTEM_BUS_ADDRESS`) and takes the mirror's snapshot; ``run()`` follows BlueZ from
+    /// then on. BlueZ need not be running yet.
     public static func open(busAddress: String? = nil, callTimeout: Duration = .seconds(25),
                             discoveryUUIDs: [String]) async throws -> BlueZClient {
         let connection = try await openConnection(busAddress)
@@ -67,16 +73,7 @@ public actor BlueZClient {
         guard !started else { return }
         started = true
         // Owner changes first, then the mirror (which itself subscribes before its snapshot).
-        let owners = try await connection.nameOwnerChanged(name: BlueZNames.service)
-        tasks.append(Task { [weak self] in
-            do {
-                for try await change in owners { await self?.ownerChanged(!change.newOwner.isEmpty) }
-            } catch {}
-        })
-        let events = mirror.events
-        tasks.append(Task { [weak self] in
-            for await event in events { await self?.forward(.object(event)) }
-        })
+        owners = try await connection.nameOwnerChanged(name: BlueZNames.service)
         do {
             try await mirror.start()
         } catch let error as DBusError where BlueZErrorClass(error) == .noReply {
@@ -85,15 +82,32 @@ public actor BlueZClient {
         serviceAvailable = try await connection.nameOwner(BlueZNames.service) != nil
     }
 
-    /// Stops mirroring, stops discovery and closes the connection.
+    /// Follows BlueZ (owner changes, the mirror's changes, discovery restarts) until
+    /// ``close()`` or cancellation. Call once, beside whatever uses the client.
+    public func run() async {
+        if let owners {
+            self.owners = nil
+            work.spawn { [weak self] in
+                do {
+                    for try await change in owners { await self?.ownerChanged(!change.newOwner.isEmpty) }
+                } catch {}
+            }
+        }
+        let events = mirror.events
+        work.spawn { [weak self] in
+            for await event in events { await self?.forward(.object(event)) }
+        }
+        await work.run()
+    }
+
+    /// Stops mirroring, stops discovery, ends ``run()`` and closes the connection.
     public func close() async {
         if let adapter = scanningAdapter {
             _ = try? await connection.call(destination: BlueZNames.service, path: adapter, interface: BlueZNames.adapter,
                                            member: "StopDiscovery", timeout: .seconds(2))
         }
         scanningAdapter = nil
-        tasks.forEach { $0.cancel() }
-        tasks.removeAll()
+        work.finish()
         await mirror.stop()
         for continuation in subscribers.values { continuation.finish() }
         subscribers.removeAll()
@@ -108,26 +122,27 @@ public actor BlueZClient {
         let id = nextSubscriber
         nextSubscriber += 1
         subscribers[id] = continuation
+        let work = work
         continuation.onTermination = { [weak self] _ in
-            Task { await self?.unsubscribe(id) }
+            work.spawn { [weak self] in await self?.unsubscribe(id) }
         }
         return stream
     }
 
-    private func unsubscribe(_ id: Int) { subscribers[id] = nil }
+    private func unsubscribe(_ id: Int) { subscribers.removeValue(forKey: id)?.finish() }
 
     private func forward(_ change: BlueZChange) {
         for continuation in subscribers.values { continuation.yield(change) }
         if case .object(.propertiesChanged(_, BlueZNames.adapter, let changed, _)) = change,
            changed["Powered"] != nil
         {
-            Task { await self.resumeDiscoveryIfNeeded() }
+            work.spawn { [self] in await resumeDiscoveryIfNeeded() }
         }
         if case .object(.interfacesRemoved(let path, let interfaces)) = change, interfaces.contains(BlueZNames.adapter),
            path == scanningAdapter
         {
             scanningAdapter = nil
-            Task { await self.resumeDiscoveryIfNeeded() }
+            work.spawn { [self] in await resumeDiscoveryIfNeeded() }
         }
     }
 
@@ -251,19 +266,21 @@ public actor BlueZClient {
     /// stream is iterated.
     public func advertisements(namePrefix: String? = nil, addresses: Set<BluetoothAddress> = []) async -> AsyncStream<Advertisement> {
         let requester = "advertisements-\(nextSubscriber)"
+        let subscription = nextSubscriber
         let changes = changes()
         let known = await devices()
         let wanted = Set(discoveryUUIDs)
         let (stream, continuation) = AsyncStream.makeStream(of: Advertisement.self, bufferingPolicy: .bufferingNewest(1024))
-        func matches(_ device: DeviceInfo) -> Bool {
+        @Sendable func matches(_ device: DeviceInfo) -> Bool {
             !wanted.isDisjoint(with: device.uuids) || addresses.contains(device.address)
                 || (namePrefix.map { device.name?.hasPrefix($0) ?? false } ?? false)
         }
-        func advertisement(_ device: DeviceInfo) -> Advertisement {
+        @Sendable func advertisement(_ device: DeviceInfo) -> Advertisement {
             Advertisement(address: device.address, name: device.name, rssi: device.rssi, devicePath: device.path, uuids: device.uuids)
         }
         for device in known where matches(device) { continuation.yield(advertisement(device)) }
-        let task = Task { [weak self] in
+        // A child of run(); it ends when the consumer goes (its subscription is finished then).
+        work.spawn { [weak self] in
             for await change in changes {
                 guard let self else { break }
                 switch change {
@@ -278,9 +295,12 @@ public actor BlueZClient {
             }
             continuation.finish()
         }
+        let work = work
         continuation.onTermination = { [weak self] _ in
-            task.cancel()
-            Task { await self?.setScanning(false, requester: requester) }
+            work.spawn { [weak self] in
+                await self?.unsubscribe(subscription)
+                await self?.setScanning(false, requester: requester)
+            }
         }
         await setScanning(true, requester: requester)
         return stream

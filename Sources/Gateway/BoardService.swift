@@ -25,6 +25,16 @@ public struct BoardService: Service, CustomStringConvertible {
     public var description: String { "BoardService" }
 
     public func run() async throws {
+        let client = manager.client
+        await withTaskGroup(of: Void.self) { group in
+            // BlueZ's changes flow while the boards run; the manager's shutdown closes the
+            // client, which ends this.
+            group.addTask { await client.run() }
+            await runBoards()
+        }
+    }
+
+    private func runBoards() async {
         let manager = manager
         let pipeline = pipeline
         let logger = logger

@@ -16,13 +16,16 @@ struct BlueZClientTests {
         let mock = try await MockBlueZ()
         defer { mock.stop() }
         let client = try await BlueZClient.open(busAddress: mock.bus.address, discoveryUUIDs: [metaWearService])
+        let following = Task { await client.run() }
         do {
             try await body(mock, client)
         } catch {
             await client.close()
+            await following.value
             throw error
         }
         await client.close()
+        await following.value
     }
 
     private func connectedBoard(_ mock: MockBlueZ, _ client: BlueZClient, acquirable: Bool = false)

@@ -45,9 +45,11 @@ final class EndToEndRig: @unchecked Sendable {
             throw error
         }
         let rig = EndToEndRig(bus: bus, simulator: simulator, client: client, simulatorLog: lines)
+        let following = Task { await client.run() }
         var failure: (any Error)?
         do { try await body(rig) } catch { failure = error }
         await client.close()
+        await following.value
         await simulator.stop()
         bus.stop()
         if let failure { throw failure }

@@ -41,6 +41,7 @@ struct BoardSessionTests {
         let mock = try await MockBlueZ()
         defer { mock.stop() }
         let client = try await BlueZClient.open(busAddress: mock.bus.address, discoveryUUIDs: [MetaWearGATT.service])
+        let following = Task { await client.run() }
         let address = try #require(BluetoothAddress(boardAddress))
         let session = BoardSession(address: address, client: client, options: try options())
         let log = EventLog()
@@ -51,11 +52,13 @@ struct BoardSessionTests {
         } catch {
             await session.stop()
             await client.close()
+            await following.value
             throw error
         }
         await session.stop()
         await collector.value
         await client.close()
+        await following.value
     }
 
     /// Waits until the mock has seen `count` module-info requests for module 0x01.
@@ -120,6 +123,7 @@ struct BoardSessionTests {
         let mock = try await MockBlueZ()
         defer { mock.stop() }
         let client = try await BlueZClient.open(busAddress: mock.bus.address, discoveryUUIDs: [MetaWearGATT.service])
+        let following = Task { await client.run() }
         let address = try #require(BluetoothAddress(boardAddress))
         let session = BoardSession(address: address, client: client, options: try options())
         let log = EventLog()
@@ -137,5 +141,6 @@ struct BoardSessionTests {
         #expect(try await mock.state(boardAddress)["Notifying"] == .boolean(false))
         try await waitUntil("the client to see the board disconnected") { await client.device(address)?.connected == false }
         await client.close()
+        await following.value
     }
 }
