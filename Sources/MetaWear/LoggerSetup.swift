@@ -1,0 +1,113 @@
+/// Sets up the flash loggers of a session's sensors: reuses those the board already has
+/// (``LoggerDiscovery``), allocates the missing ones one trigger write at a time, matching
+/// the board's `0B 02 <id>` replies by order (metawear-logging.md §4.1), and, when a reply
+/// never comes, removes what it did allocate instead of leaving it on the board as the SDK
+/// does (P3). Pure: the caller writes, waits (about a second per reply) and reports a timeout.
+public struct LoggerSetup: Sendable {
+    /// How the setup ended.
+    public enum Outcome: Hashable, Sendable {
+        /// Every sensor has its two loggers.
+        case ready([MotionSensor: LoggerIDs])
+        /// A trigger got no reply (or an impossible one): `cleanup` removes the ids allocated by
+        /// this setup; `reason` names the problem.
+        case failed(reason: String, cleanup: [Packet])
+    }
+
+    private let chip: IMUChip
+    private var found: [MotionSensor: LoggerIDs]
+    /// Trigger writes still to send, with the sensor each belongs to.
+    private var queue: [(sensor: MotionSensor, packet: Packet)] = []
+    private var awaiting: MotionSensor?
+    private var allocated: [MotionSensor: [UInt8]] = [:]
+
+    /// A setup for `sensors` on `chip`, given the loggers the board already has.
+    public init(sensors: [MotionSensor], chip: IMUChip, existing: [MotionSensor: LoggerIDs] = [:]) {
+        self.chip = chip
+        found = existing.filter { sensors.contains($0.key) }
+        for sensor in sensors where found[sensor] == nil {
+            queue += LoggingCommands.triggers(sensor, chip: chip).map { (sensor, $0) }
+        }
+    }
+
+    /// The first trigger write, or the outcome at once when every logger already exists.
+    public mutating func start() -> (writes: [Packet], outcome: Outcome?) {
+        next()
+    }
+
+    /// A notification: `0B 02 <id>` answers the pending trigger; anything else is ignored.
+    public mutating func receive(_ bytes: [UInt8]) -> (writes: [Packet], outcome: Outcome?) {
+        guard let sensor = awaiting, case .success(.triggerAllocated(let id))? = LogNotificationDecoder.decode(bytes) else {
+            return ([], nil)
+        }
+        awaiting = nil
+        allocated[sensor, default: []].append(id)
+        if allocated[sensor]?.count == 2, let ids = allocated[sensor] {
+            guard ids[0] != ids[1] else {
+                return ([], fail("the board gave \(sensor)'s x/y and z loggers the same id \(ids[0])"))
+            }
+            found[sensor] = LoggerIDs(xy: ids[0], z: ids[1])
+        }
+        return next()
+    }
+
+    /// The caller's wait for the pending reply ran out.
+    public mutating func timedOut() -> Outcome {
+        let sensor = awaiting.map { "\($0)" } ?? "a"
+        return fail("the board did not answer the \(sensor) logger trigger (0B 02): its trigger slots may be full")
+    }
+
+    private mutating func next() -> (writes: [Packet], outcome: Outcome?) {
+        guard !queue.isEmpty else { return ([], .ready(found)) }
+        let (sensor, packet) = queue.removeFirst()
+        awaiting = sensor
+        return ([packet], nil)
+    }
+
+    private mutating func fail(_ reason: String) -> Outcome {
+        queue = []
+        awaiting = nil
+        let ids = allocated.values.flatMap { $0 }
+        allocated = [:]
+        return .failed(reason: reason, cleanup: LoggingCommands.remove(loggerIDs: Array(Set(ids))))
+    }
+}
+
+/// Whether the flash holds a session: entries per second of the logged sensors against the
+/// capacity (two entries per x/y/z sample, §4.2; metawear-logging.md §9).
+public struct LogBudget: Hashable, Sendable {
+    /// Entries the flash holds, nil when unknown.
+    public var capacityEntries: Int?
+    /// Sample rates of the logged sensors, hertz.
+    public var rates: [MotionSensor: Double]
+
+    /// A budget for sensors logged at `rates` on a flash of `capacityEntries`.
+    public init(capacityEntries: Int?, rates: [MotionSensor: Double]) {
+        self.capacityEntries = capacityEntries
+        self.rates = rates
+    }
+
+    /// Entries written per second.
+    public var entriesPerSecond: Double { rates.values.reduce(0) { $0 + 2 * $1 } }
+
+    /// Seconds until the flash is full, nil when the capacity is unknown or nothing is logged.
+    public var secondsToFull: Double? {
+        guard let capacityEntries, entriesPerSecond > 0 else { return nil }
+        return Double(capacityEntries) / entriesPerSecond
+    }
+
+    /// nil when a session of `seconds` fits (or the capacity is unknown); otherwise why not,
+    /// naming the rates, the capacity and how long it lasts.
+    public func refusal(sessionSeconds seconds: Double) -> String? {
+        guard let capacityEntries, let full = secondsToFull, seconds > full else { return nil }
+        let what = rates.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key) \(Int($0.value)) Hz" }.joined(separator: " and ")
+        return "the board's flash holds \(capacityEntries) log entries; \(what) write \(Int(entriesPerSecond)) entries/s "
+            + "and fill it in \(Self.duration(full)), shorter than the \(Self.duration(seconds)) asked for"
+    }
+
+    static func duration(_ seconds: Double) -> String {
+        let total = Int(seconds.rounded(.down))
+        let (h, m, s) = (total / 3600, total / 60 % 60, total % 60)
+        if h > 0 { return "\(h) h \(m) min" }
+        return m > 0 ? "\(m) min \(s) s" : "\(s) s"
+    }
+}
