@@ -59,7 +59,6 @@ public actor RecordingPipeline {
     private var gnss: GNSSStatus
     private var sessionStartedAt: Date?
     private var sessionTrigger: String?
-    private var awaitingFromStore: [String] = []
     private var problems: [GatewayProblem] = []
     private var backlog: BacklogStats?
     private var systemClockSynchronised: Bool
@@ -91,7 +90,7 @@ public actor RecordingPipeline {
         controller = SessionController(store: store, timeBase: timeBase, configuration: configuration)
         gnss = GNSSStatus(source: settings.gnss?.description, mode: nil, hasPosition: false, latitude: nil, longitude: nil,
                           satellitesUsed: nil, lastFixAt: nil, fixesReceived: 0, isRunning: false)
-        awaitingFromStore = (try? store.sessionsAwaitingSurvey()) ?? []
+        controller.adoptAwaitingSurvey((try? store.sessionsAwaitingSurvey()) ?? [])
         backlog = try? store.backlogStats()
         (sensorDemand, sensorDemandContinuation) = AsyncStream.makeStream(of: Bool.self, bufferingPolicy: .bufferingNewest(1))
         sensorsWanted = Self.sensorsWanted(settings, recording: false)
@@ -312,17 +311,8 @@ public actor RecordingPipeline {
         let target = sessionID ?? awaitingSurvey.first
         guard let target else { throw CommandError("no session is awaiting a survey") }
         do {
-            let record: RecordsDocument
-            if controller.awaitingSurvey.contains(target) {
-                record = try controller.submitSurvey(survey, sessionID: target, submittedAt: Date())
-            } else if awaitingFromStore.contains(target) {
-                // Stopped before this start (recovered after a crash, or ended at shutdown).
-                do { _ = try survey.validated() } catch { throw CommandError("invalid survey: \(error.description)") }
-                record = try store.submitSurvey(sessionID: target, survey: survey, submittedAt: Date())
-                awaitingFromStore.removeAll { $0 == target }
-            } else {
-                throw CommandError("session \(target) is not awaiting a survey")
-            }
+            guard controller.awaitingSurvey.contains(target) else { throw CommandError("session \(target) is not awaiting a survey") }
+            let record = try controller.submitSurvey(survey, sessionID: target, submittedAt: Date())
             logger.info("survey submitted for session \(target): \(record.name)")
             backlogRead.expire()
             wakeTicks()
@@ -350,7 +340,7 @@ public actor RecordingPipeline {
     }
 
     /// Sessions waiting for their survey, oldest first.
-    public var awaitingSurvey: [String] { awaitingFromStore + controller.awaitingSurvey }
+    public var awaitingSurvey: [String] { controller.awaitingSurvey }
 
     /// The current snapshot. While idle nothing ticks, so the backlog (the sync service may
     /// have sent documents) and the clock are re-read here when stale.

@@ -197,6 +197,13 @@ public final class SessionController {
 
     /// Submits the hazard survey of a stopped session (the oldest awaiting one when nil).
     @discardableResult
+    /// Queues, ahead of this controller's own, the sessions stopped before it started that
+    /// still wait for their survey (recovered after a crash, or ended at shutdown), so every
+    /// survey goes through ``submitSurvey(_:sessionID:submittedAt:)``.
+    public func adoptAwaitingSurvey(_ sessionIDs: [String]) {
+        awaitingSurvey.insert(contentsOf: sessionIDs.filter { !awaitingSurvey.contains($0) }, at: 0)
+    }
+
     public func submitSurvey(_ survey: HazardSurvey, sessionID: String? = nil, submittedAt: Date) throws -> RecordsDocument {
         guard let id = sessionID ?? awaitingSurvey.first, let index = awaitingSurvey.firstIndex(of: id) else {
             throw CommandError.unknownSession(sessionID ?? "(none)")
