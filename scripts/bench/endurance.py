@@ -19,6 +19,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 
 mwgated, mwctl, work, bus_address = sys.argv[1:5]
@@ -213,14 +214,23 @@ try:
     print("board_states=" + ",".join(b.get("state", "?").split(" ")[0] for b in board_rows()))
     time.sleep(5)  # handshake stragglers, first battery reads
 
-    # 1. Idle.
-    watchdog_pings = 0
-    sock.settimeout(0)
-    try:
+    # The notify socket is read for the rest of the run, as systemd reads it: a full socket
+    # would block the daemon's sd_notify sends (and with them a thread of its pool).
+    pings = []
+    sock.settimeout(None)
+
+    def read_notifications():
         while True:
-            sock.recv(4096)
-    except (BlockingIOError, socket.timeout):
-        pass
+            try:
+                message = sock.recv(4096).decode(errors="replace")
+            except OSError:
+                return
+            if "WATCHDOG=1" in message.split("\n"):
+                pings.append(time.monotonic())
+
+    threading.Thread(target=read_notifications, daemon=True).start()
+
+    # 1. Idle.
     n0 = notifications_delivered()
     threads0 = by_thread(pid)
     st0 = stat_cpu_seconds(pid)
@@ -228,13 +238,9 @@ try:
     rss = []
     while time.monotonic() - t0 < idle_seconds:
         rss.append(rss_kib(pid))
-        sock.settimeout(1.0)
-        try:
-            if "WATCHDOG=1" in sock.recv(4096).decode(errors="replace").split("\n"):
-                watchdog_pings += 1
-        except socket.timeout:
-            pass
+        time.sleep(1.0)
     elapsed = time.monotonic() - t0
+    watchdog_pings = sum(1 for t in pings if t0 <= t <= t0 + elapsed)
     threads1 = by_thread(pid)
     # Threads that ended in the window took their counts with them: count the threads alive
     # at the end, from their start values (0 for threads born in the window).
@@ -276,9 +282,16 @@ try:
     print(f"all_boards_first_sample_ms={all_boards * 1000:.0f}" if all_boards is not None else "all_boards_first_sample_ms=nan")
 
     # 3. Recording.
-    time.sleep(max(0, session_seconds - (time.monotonic() - t_start)))
+    # Every 10 s the boards' samples so far: a stall shows here, not only in the totals.
+    progress = []
+    while time.monotonic() - t_start < session_seconds:
+        time.sleep(min(10, max(0, session_seconds - (time.monotonic() - t_start))))
+        progress.append(sum(b.get("gyroSamplesInSession", 0) for b in board_rows()))
+    print("session_progress=" + ",".join(str(n) for n in progress))
     rss_session = rss_kib(pid)
-    subprocess.run([mwctl, "session", "stop"], capture_output=True, text=True, timeout=180)
+    stopped = subprocess.run([mwctl, "session", "stop"], capture_output=True, text=True, timeout=180)
+    if stopped.returncode != 0:
+        print("session_stop_error=" + " ".join(stopped.stderr.split())[:300])
     # The sink drains what the seals queued (the stop seals the last chunks).
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
