@@ -143,12 +143,12 @@ extension BufferStore: RecordingStore {
         // session, summary or day page. A seal into any other session updates them here.
         if !found.live {
             try db.execute(sql: """
-                UPDATE sessions SET point_count = point_count + ?1,
+                UPDATE sessions SET point_count = point_count + ?1, missed = missed + ?4,
                     boards = CASE WHEN EXISTS (SELECT 1 FROM json_each(boards) WHERE value = ?2) THEN boards
                              ELSE (SELECT json_group_array(value) FROM
                                    (SELECT value FROM json_each(boards) UNION SELECT ?2 ORDER BY 1)) END
                 WHERE id = ?3
-                """, arguments: [chunk.pointCount, chunk.board, chunk.sessionID])
+                """, arguments: [chunk.pointCount, chunk.board, chunk.sessionID, chunk.missedSamples])
             try refreshSummary(db, sessionID: chunk.sessionID)
         }
         return name
@@ -173,11 +173,13 @@ extension BufferStore: RecordingStore {
             """, arguments: [name, sessionID, bytes, now])
     }
 
-    /// Stores a session's point count and boards from its chunks (while it records they are
-    /// read live, so seals need not write the session row). Call when it stops recording.
+    /// Stores a session's point count, missed samples and boards from its chunks (while it
+    /// records they are read live, so seals need not write the session row). Call when it
+    /// stops recording.
     func storeSessionTotals(_ db: Database, sessionID: String) throws {
         try db.execute(sql: """
             UPDATE sessions SET point_count = (SELECT coalesce(sum(point_count), 0) FROM chunks WHERE session_id = ?1),
+                missed = (SELECT coalesce(sum(missed), 0) FROM chunks WHERE session_id = ?1),
                 boards = (SELECT coalesce(json_group_array(board), '[]')
                           FROM (SELECT DISTINCT board FROM chunks WHERE session_id = ?1 ORDER BY board))
             WHERE id = ?1

@@ -271,6 +271,7 @@ public final class BufferStore: Sendable {
         m.registerMigration("v2-upload-state-in-chunks") { db in try migrateToUploadStateInChunks(db) }
         m.registerMigration("v3-open-segments") { db in try createOpenSegments(db) }
         m.registerMigration("v4-chunk-points") { db in try createChunkPoints(db) }
+        m.registerMigration("v5-missed-samples") { db in try addMissedSamples(db) }
         return m
     }
 
@@ -391,6 +392,25 @@ public final class BufferStore: Sendable {
                 BEGIN DELETE FROM chunk_points WHERE chunk_id = OLD.id; END;
             CREATE TRIGGER chunk_points_follow_eviction AFTER UPDATE OF points ON chunks WHEN NEW.points IS NULL
                 BEGIN DELETE FROM chunk_points WHERE chunk_id = OLD.id; END;
+            """)
+    }
+
+    /// v5: history counts the samples missing in a session's gaps (the sum of its points'
+    /// `missed_before`, which each chunk already stores as `missed` when it is sealed). A stopped
+    /// session stores its total like `point_count`; summaries and days carry it beside `lost`
+    /// (sessions evicted), which keeps its meaning. Existing sessions are counted from their
+    /// chunk rows, which stay (points NULL) when evicted.
+    static func addMissedSamples(_ db: Database) throws {
+        try db.execute(sql: """
+            ALTER TABLE sessions ADD COLUMN missed INTEGER NOT NULL DEFAULT 0;
+            UPDATE sessions SET missed = (SELECT coalesce(sum(c.missed), 0) FROM chunks c WHERE c.session_id = sessions.id)
+                WHERE state != 'recording';
+            ALTER TABLE session_summaries ADD COLUMN missed INTEGER NOT NULL DEFAULT 0;
+            UPDATE session_summaries SET missed = coalesce((SELECT s.missed FROM sessions s
+                                                            WHERE s.id = session_summaries.session_id), 0);
+            ALTER TABLE history_days ADD COLUMN missed INTEGER NOT NULL DEFAULT 0;
+            UPDATE history_days SET missed = (SELECT coalesce(sum(missed), 0) FROM session_summaries
+                                              WHERE session_summaries.day = history_days.day);
             """)
     }
 

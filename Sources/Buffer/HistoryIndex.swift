@@ -21,9 +21,12 @@ public struct HistoryDay: Hashable, Sendable, Codable {
     public var unsynced: Int
     /// Sessions whose unsent data the disk budget evicted.
     public var lost: Int
+    /// Samples missing in the sessions' gaps (the sum of their points' `missed_before`).
+    public var missedSamples: Int
 
     enum CodingKeys: String, CodingKey {
         case day, sessions, samples, hazards, synced, unsynced, lost
+        case missedSamples = "missed_samples"
         case walkingMinutes = "walking_minutes"
         case distanceMetres = "distance_m"
     }
@@ -40,6 +43,14 @@ extension BufferStore {
         CASE WHEN s.state = 'recording'
              THEN (SELECT coalesce(sum(c.point_count), 0) FROM chunks c WHERE c.session_id = s.id)
              ELSE s.point_count END
+        """
+
+    /// A session's missed samples, SQL over `sessions s`, live like `livePointCount` (each
+    /// chunk counted them when it was sealed).
+    static let liveMissed = """
+        CASE WHEN s.state = 'recording'
+             THEN (SELECT coalesce(sum(c.missed), 0) FROM chunks c WHERE c.session_id = s.id)
+             ELSE s.missed END
         """
 
     /// A session's boards (JSON array, sorted), SQL over `sessions s`, live like `livePointCount`.
@@ -60,6 +71,8 @@ extension BufferStore {
                    CASE WHEN s.ended_at IS NULL THEN 0 ELSE s.ended_at - s.started_at END AS walking_ms,
                    s.distance_m AS distance_m, \(Self.livePointCount) AS all_samples,
                    CASE WHEN s.state = 'recording' THEN 0 ELSE s.point_count END AS samples,
+                   \(Self.liveMissed) AS all_missed,
+                   CASE WHEN s.state = 'recording' THEN 0 ELSE s.missed END AS missed,
                    coalesce(s.hazards, '{}') AS hazards,
                    CASE WHEN s.data_state = 'evicted' THEN 'lost'
                         WHEN s.state = 'submitted'
@@ -88,15 +101,15 @@ extension BufferStore {
         let day: String = row["day"]
         if let old, try applySummaryDelta(db, old: old, new: row) { return }
         try db.execute(sql: """
-            INSERT OR REPLACE INTO session_summaries (session_id, day, walking_ms, distance_m, samples, hazards, sync)
-            VALUES (?, ?, ?, ?, ?, ?, ?)
+            INSERT OR REPLACE INTO session_summaries (session_id, day, walking_ms, distance_m, samples, hazards, sync, missed)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             """, arguments: [row["session_id"], day, row["walking_ms"], row["distance_m"], row["samples"],
-                             row["hazards"], row["sync"]])
+                             row["hazards"], row["sync"], row["missed"]])
         try recomputeDay(db, day: day)
         if let oldDay = old?["day"] as String?, oldDay != day { try recomputeDay(db, day: oldDay) }
     }
 
-    /// Applies a samples/sync-only change of a session's summary to it and its day in place;
+    /// Applies a samples/missed/sync-only change of a session's summary to it and its day in place;
     /// false (nothing written) when another field changed, so the caller recomputes.
     private func applySummaryDelta(_ db: Database, old: Row, new: Row) throws -> Bool {
         let day: String = new["day"]
@@ -104,17 +117,20 @@ extension BufferStore {
               old["distance_m"] as Double == new["distance_m"] as Double,
               old["hazards"] as String == new["hazards"] as String else { return false }
         let oldSamples: Int = old["samples"], newSamples: Int = new["samples"]
+        let oldMissed: Int = old["missed"], newMissed: Int = new["missed"]
         let oldSync: String = old["sync"], newSync: String = new["sync"]
-        if oldSamples == newSamples && oldSync == newSync { return true }
+        if oldSamples == newSamples && oldMissed == newMissed && oldSync == newSync { return true }
         func count(_ state: String) -> Int { (newSync == state ? 1 : 0) - (oldSync == state ? 1 : 0) }
         try db.cachedStatement(sql: """
-            UPDATE history_days SET samples = samples + ?, synced = synced + ?, unsynced = unsynced + ?, lost = lost + ?
+            UPDATE history_days SET samples = samples + ?, synced = synced + ?, unsynced = unsynced + ?, lost = lost + ?,
+                missed = missed + ?
             WHERE day = ?
-            """).execute(arguments: [newSamples - oldSamples, count("synced"), count("unsynced"), count("lost"), day])
+            """).execute(arguments: [newSamples - oldSamples, count("synced"), count("unsynced"), count("lost"),
+                                     newMissed - oldMissed, day])
         // A missing day row means the index was damaged; the caller rebuilds it.
         guard db.changesCount == 1 else { return false }
-        try db.cachedStatement(sql: "UPDATE session_summaries SET samples = ?, sync = ? WHERE session_id = ?")
-            .execute(arguments: [newSamples, newSync, new["session_id"]])
+        try db.cachedStatement(sql: "UPDATE session_summaries SET samples = ?, sync = ?, missed = ? WHERE session_id = ?")
+            .execute(arguments: [newSamples, newSync, newMissed, new["session_id"]])
         return true
     }
 
@@ -125,12 +141,13 @@ extension BufferStore {
             try db.execute(sql: "DELETE FROM history_days WHERE day = ?", arguments: [day])
             return
         }
-        var walking = 0.0, distance = 0.0, samples = 0, synced = 0, unsynced = 0, lost = 0
+        var walking = 0.0, distance = 0.0, samples = 0, synced = 0, unsynced = 0, lost = 0, missed = 0
         var hazards: [String: Int] = [:]
         for r in rows {
             walking += r["walking_ms"]
             distance += r["distance_m"]
             samples += r["samples"] as Int
+            missed += r["missed"] as Int
             switch r["sync"] as String {
             case "synced": synced += 1
             case "lost": lost += 1
@@ -143,9 +160,10 @@ extension BufferStore {
         }
         let hazardsJSON = CompactJSON.encode(hazards)
         try db.execute(sql: """
-            INSERT OR REPLACE INTO history_days (day, sessions, walking_ms, distance_m, samples, hazards, synced, unsynced, lost)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, arguments: [day, rows.count, walking, distance, samples, hazardsJSON, synced, unsynced, lost])
+            INSERT OR REPLACE INTO history_days (day, sessions, walking_ms, distance_m, samples, hazards, synced, unsynced, lost,
+                                                 missed)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, arguments: [day, rows.count, walking, distance, samples, hazardsJSON, synced, unsynced, lost, missed])
     }
 
     /// The last `days` days of history (newest first), read from the index only. `days` nil
@@ -161,13 +179,17 @@ extension BufferStore {
             }
             sql += " ORDER BY day DESC"
             var days = try Row.fetchAll(db, sql: sql, arguments: arguments).map(Self.historyDay)
-            // Samples of sessions still recording are in their chunks until they stop.
+            // Samples (and missed ones) of sessions still recording are in their chunks until they stop.
             for r in try Row.fetchAll(db, sql: """
-                SELECT s.day AS day, sum(\(Self.livePointCount)) AS samples FROM sessions s INDEXED BY sessions_recording
+                SELECT s.day AS day, sum(\(Self.livePointCount)) AS samples, sum(\(Self.liveMissed)) AS missed
+                FROM sessions s INDEXED BY sessions_recording
                 WHERE s.state = 'recording' GROUP BY s.day
                 """) {
                 let day: String = r["day"]
-                if let i = days.firstIndex(where: { $0.day == day }) { days[i].samples += r["samples"] as Int }
+                if let i = days.firstIndex(where: { $0.day == day }) {
+                    days[i].samples += r["samples"] as Int
+                    days[i].missedSamples += r["missed"] as Int
+                }
             }
             return days
         }
@@ -178,7 +200,7 @@ extension BufferStore {
         let hazards = CompactJSON.decodeCounts(text) ?? [:]
         return HistoryDay(day: r["day"], sessions: r["sessions"], walkingMinutes: (r["walking_ms"] as Double) / 60_000,
                           distanceMetres: r["distance_m"], samples: r["samples"], hazards: hazards,
-                          synced: r["synced"], unsynced: r["unsynced"], lost: r["lost"])
+                          synced: r["synced"], unsynced: r["unsynced"], lost: r["lost"], missedSamples: r["missed"])
     }
 
     /// The history recomputed from the base tables alone (what the index must equal).
@@ -189,11 +211,13 @@ extension BufferStore {
                 guard let r = try computeSummary(db, sessionID: id) else { continue }
                 let day: String = r["day"]
                 var d = byDay[day] ?? HistoryDay(day: day, sessions: 0, walkingMinutes: 0, distanceMetres: 0, samples: 0,
-                                                  hazards: [:], synced: 0, unsynced: 0, lost: 0)
+                                                  hazards: [:], synced: 0, unsynced: 0, lost: 0,
+                                                  missedSamples: 0)
                 d.sessions += 1
                 d.walkingMinutes += (r["walking_ms"] as Double) / 60_000
                 d.distanceMetres += r["distance_m"]
                 d.samples += r["all_samples"] as Int
+                d.missedSamples += r["all_missed"] as Int
                 switch r["sync"] as String {
                 case "synced": d.synced += 1
                 case "lost": d.lost += 1

@@ -267,6 +267,11 @@ public struct SurveyResultPayload: Codable, Sendable, Equatable {
 }
 
 /// One day of `History`.
+///
+/// `lost` counts sessions whose unsent data the disk budget evicted (its meaning since the
+/// first version, kept for scripts); `evictedSessions` says the same under a clear name, and
+/// `missedSamples` counts the samples missing in the day's gaps (what `mwctl history` shows as
+/// LOST).
 public struct HistoryDayPayload: Codable, Sendable, Equatable {
     public var day: String
     public var sessions: Int
@@ -276,10 +281,15 @@ public struct HistoryDayPayload: Codable, Sendable, Equatable {
     public var hazards: [String: Int]
     public var synced: Int
     public var unsynced: Int
+    /// Sessions evicted by the disk budget (same as `evictedSessions`).
     public var lost: Int
+    /// Sessions evicted by the disk budget.
+    public var evictedSessions: Int
+    /// Samples missing in the sessions' gaps (sum of their points' `missed_before`).
+    public var missedSamples: Int
 
     public init(day: String, sessions: Int, walkingMinutes: Double, distanceMetres: Double, samples: Int,
-                hazards: [String: Int], synced: Int, unsynced: Int, lost: Int) {
+                hazards: [String: Int], synced: Int, unsynced: Int, lost: Int, missedSamples: Int) {
         self.day = day
         self.sessions = sessions
         self.walkingMinutes = walkingMinutes
@@ -289,6 +299,25 @@ public struct HistoryDayPayload: Codable, Sendable, Equatable {
         self.synced = synced
         self.unsynced = unsynced
         self.lost = lost
+        evictedSessions = lost
+        self.missedSamples = missedSamples
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case day, sessions, walkingMinutes, distanceMetres, samples, hazards, synced, unsynced, lost, evictedSessions,
+             missedSamples
+    }
+
+    /// Decodes a day; a daemon older than `missedSamples` sends neither new key (0 missed).
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(day: try c.decode(String.self, forKey: .day), sessions: try c.decode(Int.self, forKey: .sessions),
+                  walkingMinutes: try c.decode(Double.self, forKey: .walkingMinutes),
+                  distanceMetres: try c.decode(Double.self, forKey: .distanceMetres),
+                  samples: try c.decode(Int.self, forKey: .samples), hazards: try c.decode([String: Int].self, forKey: .hazards),
+                  synced: try c.decode(Int.self, forKey: .synced), unsynced: try c.decode(Int.self, forKey: .unsynced),
+                  lost: try c.decode(Int.self, forKey: .lost),
+                  missedSamples: try c.decodeIfPresent(Int.self, forKey: .missedSamples) ?? 0)
     }
 }
 

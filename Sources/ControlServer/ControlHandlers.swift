@@ -215,7 +215,8 @@ final class ControlHandlers: Sendable {
         do { history = try store.history(days: Int(days)) } catch { throw Self.error(E.failed, "cannot read the history: \(error)") }
         return try ControlJSON.encode(history.map {
             HistoryDayPayload(day: $0.day, sessions: $0.sessions, walkingMinutes: $0.walkingMinutes, distanceMetres: $0.distanceMetres,
-                              samples: $0.samples, hazards: $0.hazards, synced: $0.synced, unsynced: $0.unsynced, lost: $0.lost)
+                              samples: $0.samples, hazards: $0.hazards, synced: $0.synced, unsynced: $0.unsynced, lost: $0.lost,
+                              missedSamples: $0.missedSamples)
         })
     }
 

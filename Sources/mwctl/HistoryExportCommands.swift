@@ -32,11 +32,13 @@ struct HistoryCommand: AsyncParsableCommand {
         if output.json {
             try emitJSON(history)
         } else {
-            emitLine("DAY         SESSIONS  WALK(min)  DIST(km)  SAMPLES   SYNCED  UNSYNCED  LOST  HAZARDS")
+            // LOST: samples missing in gaps; EVICTED: sessions whose unsent data the disk budget dropped.
+            emitLine("DAY         SESSIONS  WALK(min)  DIST(km)  SAMPLES   SYNCED  UNSYNCED     LOST  EVICTED  HAZARDS")
             for d in history {
                 let hazards = d.hazards.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: ",")
-                emitLine(d.day + String(format: "  %8d  %9.1f  %8.2f  %7d  %7d  %8d  %4d  ", d.sessions, d.walkingMinutes,
-                                        d.distanceMetres / 1000, d.samples, d.synced, d.unsynced, d.lost) + (hazards.isEmpty ? "-" : hazards))
+                emitLine(d.day + String(format: "  %8d  %9.1f  %8.2f  %7d  %7d  %8d  %7d  %7d  ", d.sessions, d.walkingMinutes,
+                                        d.distanceMetres / 1000, d.samples, d.synced, d.unsynced, d.missedSamples,
+                                        d.evictedSessions) + (hazards.isEmpty ? "-" : hazards))
             }
             if history.isEmpty { emitLine("(no sessions in the last \(days) day(s))") }
         }
@@ -47,7 +49,7 @@ struct HistoryCommand: AsyncParsableCommand {
     static func totals(_ d: HistoryDayPayload) -> String {
         let hazards = d.hazards.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
         return "\(d.sessions) session(s), " + String(format: "%.1f min walked, %.2f km, ", d.walkingMinutes, d.distanceMetres / 1000)
-            + "\(d.samples) samples; \(d.synced) synced, \(d.unsynced) not yet, \(d.lost) lost; hazards: " + (hazards.isEmpty ? "none" : hazards)
+            + "\(d.samples) samples; \(d.synced) synced, \(d.unsynced) not yet, \(d.evictedSessions) evicted; \(d.missedSamples) samples lost in gaps; hazards: " + (hazards.isEmpty ? "none" : hazards)
     }
 }
 

@@ -27,7 +27,8 @@ struct OfflineOption: ParsableArguments {
         do {
             return try store.history(days: Int(days)).map {
                 HistoryDayPayload(day: $0.day, sessions: $0.sessions, walkingMinutes: $0.walkingMinutes, distanceMetres: $0.distanceMetres,
-                                  samples: $0.samples, hazards: $0.hazards, synced: $0.synced, unsynced: $0.unsynced, lost: $0.lost)
+                                  samples: $0.samples, hazards: $0.hazards, synced: $0.synced, unsynced: $0.unsynced, lost: $0.lost,
+                              missedSamples: $0.missedSamples)
             }
         } catch {
             throw MWCtlExit.fail("cannot read history: \(error)", MWCtlExit.failed)

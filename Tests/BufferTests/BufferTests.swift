@@ -106,7 +106,7 @@ struct BufferStoreTests {
         let logged = LockedLines()
         let store = try openStore(dir, budget: DiskBudget(maxBytes: chunkBytes * 5, minFreeBytes: 0), log: { logged.add($0) })
         let s1 = try recordSession(store, id: "S1", start: 1_000, chunks: 2, size: 500, submit: .noHazard)
-        let s2 = try recordSession(store, id: "S2", start: 2_000, chunks: 2, size: 500)
+        let s2 = try recordSession(store, id: "S2", start: 2_000, chunks: 2, size: 500, missedPerChunk: 7)
         try store.markSent(try store.nextBatch().filter { $0.sessionID == s1 }.map(\.id))
         // Fifth and sixth chunk: over budget, so S1's synced chunks are dropped first.
         let s3 = try recordSession(store, id: "S3", start: 3_000, chunks: 2, size: 500)
@@ -133,6 +133,8 @@ struct BufferStoreTests {
         #expect(try store.integrityCheck() == "ok")
         #expect(logged.lines.contains { $0.contains("evicted unsent session S2") })
         #expect(try store.history().first?.lost == 1)
+        // Evicting S2's data keeps the count of samples its gaps missed (2 chunks x 7).
+        #expect(try store.history().first?.missedSamples == 14)
         #expect(try rounded(store.history()) == rounded(store.historyFromScratch()))
     }
 
@@ -206,7 +208,8 @@ struct BufferStoreTests {
                 let day = Double(Int.random(in: 0..<5, using: &rng)) * 86_400_000
                 let survey: HazardSurvey? = [nil, .noHazard, .hazards(["pothole": 1]), .hazards(["ice": 2, "pothole": 3])].randomElement(using: &rng)!
                 ids.append(try recordSession(store, start: 1_800_000_000_000 + day + Double(step) * 1000,
-                                             chunks: Int.random(in: 1...3, using: &rng), size: 200, submit: survey))
+                                             chunks: Int.random(in: 1...3, using: &rng), size: 200, submit: survey,
+                                             missedPerChunk: Int.random(in: 0...3, using: &rng)))
             case 4...5:
                 try store.markSent(try store.nextBatch(limit: Int.random(in: 1...5, using: &rng)).map(\.id))
             case 6:

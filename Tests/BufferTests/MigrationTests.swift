@@ -31,8 +31,9 @@ struct MigrationTests {
                 try db.execute(sql: """
                     INSERT INTO chunks (id, name, session_id, board, seq, point_count, first_ts, last_ts, time_source,
                                         missed, crc32, sealed_at, size, points)
-                    VALUES (?, ?, ?, 'B1', ?, 10, 0, 90, 'system_clock_synchronised', 0, ?, ?, ?, ?)
-                    """, arguments: [id, "CHUNK-\(id)", session, seq, crc, 1000 + Double(id), blob.count, Data(blob)])
+                    VALUES (?, ?, ?, 'B1', ?, 10, 0, 90, 'system_clock_synchronised', ?, ?, ?, ?, ?)
+                    """, arguments: [id, "CHUNK-\(id)", session, seq, id == 2 ? 3 : (id == 5 ? 2 : 0), crc,
+                                     1000 + Double(id), blob.count, Data(blob)])
             }
             try db.execute(sql: "UPDATE sqlite_sequence SET seq = 9 WHERE name = 'chunks'")
             for (id, name, session, seq, state, kind) in [
@@ -79,18 +80,22 @@ struct MigrationTests {
         #expect(try store.realtimeDocument(name: "CHUNK-4")?.points.count == 10)
         #expect(try rounded(store.history()) == rounded(store.historyFromScratch()))
         #expect(try store.history().map(\.samples).sorted() == [10, 40])
+        // Samples missed in gaps counted from the chunks: A's stored total, B's live.
+        #expect(try store.history().map(\.missedSamples) == [2, 3])
+        #expect(try store.history().map(\.lost) == [0, 0])
         // The next seal of B continues B's upload order and never reuses a deleted id (9).
         try store.markSent(batch.map(\.id))
         let p = points(10, t0: 90_000_000)
         let name = try store.seal(ChunkToSeal(sessionID: "B", board: "B1", seq: 1, bytes: PointCodec.encode(p), pointCount: 10,
                                               firstTimestamp: p[0].gyroscope.timestamp, lastTimestamp: p[9].gyroscope.timestamp,
-                                              timeSource: .systemClockSynchronised, missedSamples: 0))
+                                              timeSource: .systemClockSynchronised, missedSamples: 4))
         let next = try store.nextBatch()
         #expect(next.map(\.documentName) == [name])
         #expect(next.first?.seq == 1)
         #expect((next.first?.id ?? 0) > 9)
         #expect(try store.requeueDead(sessionID: "A") == 1)
         #expect(try store.history().first { $0.day == "1970-01-02" }?.samples == 20)
+        #expect(try store.history().first { $0.day == "1970-01-02" }?.missedSamples == 6)
         #expect(try rounded(store.history()) == rounded(store.historyFromScratch()))
     }
 

@@ -39,14 +39,14 @@ func points(_ n: Int, t0: Double, startIndex: Int = 0) -> [RecordedPoint] {
 /// Records a whole session straight into the store: `chunks` chunks of `size` points.
 @discardableResult
 func recordSession(_ store: BufferStore, id: String = UUID().uuidString, start: Double, chunks: Int, size: Int = 2000,
-                   board: String = "B1", submit: HazardSurvey? = nil) throws -> String {
+                   board: String = "B1", submit: HazardSurvey? = nil, missedPerChunk: Int = 0) throws -> String {
     try store.beginSession(SessionStart(sessionID: id, startedAt: start, trigger: .controlAPI))
     var t = start
     for seq in 0..<chunks {
         let p = points(size, t0: t, startIndex: seq * size)
         try store.seal(ChunkToSeal(sessionID: id, board: board, seq: seq, bytes: PointCodec.encode(p), pointCount: size,
                                    firstTimestamp: p.first!.gyroscope.timestamp, lastTimestamp: p.last!.gyroscope.timestamp,
-                                   timeSource: .systemClockSynchronised, missedSamples: 0))
+                                   timeSource: .systemClockSynchronised, missedSamples: missedPerChunk))
         t += Double(size) * 10
     }
     try store.endSession(SessionEnd(sessionID: id, endedAt: t, trigger: .controlAPI, boards: [board], pointCount: chunks * size,
