@@ -41,7 +41,10 @@ public actor GattLink {
     /// How notifications are actually delivered (after ``notifications(from:delivery:)``).
     public private(set) var activeDelivery: String?
 
-    private var tail: Task<Void, any Error>?
+    /// Whether a write holds the link's single write slot.
+    private var writing = false
+    /// Writes waiting for the slot, in call order.
+    private var waitingWrites: [CheckedContinuation<Void, Never>] = []
     private var lastWrite: ContinuousClock.Instant?
     private var readers: [DatagramReader] = []
     private var notifyPaths: [DBusObjectPath] = []
@@ -66,13 +69,24 @@ public actor GattLink {
     /// Writes `bytes` to `characteristic`: `type=command` (write without response) unless
     /// `withResponse`. Returns once BlueZ accepted the write; writes leave in call order.
     public func write(_ bytes: [UInt8], to characteristic: DBusObjectPath, withResponse: Bool = false) async throws {
-        let previous = tail
-        let task = Task {
-            _ = await previous?.result
-            try await self.performWrite(bytes, to: characteristic, withResponse: withResponse)
+        // The actor is reentrant: while one write awaits BlueZ, later calls queue here and
+        // are handed the slot one at a time, oldest first.
+        if writing {
+            await withCheckedContinuation { waitingWrites.append($0) }
+        } else {
+            writing = true
         }
-        tail = task
-        try await task.value
+        defer { passWriteSlot() }
+        try await performWrite(bytes, to: characteristic, withResponse: withResponse)
+    }
+
+    /// Hands the write slot to the oldest waiting write, or frees it.
+    private func passWriteSlot() {
+        if waitingWrites.isEmpty {
+            writing = false
+        } else {
+            waitingWrites.removeFirst().resume()
+        }
     }
 
     private func performWrite(_ bytes: [UInt8], to characteristic: DBusObjectPath, withResponse: Bool) async throws {

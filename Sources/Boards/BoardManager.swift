@@ -4,6 +4,10 @@ import MetaWear
 /// The fleet of boards: configured addresses and, optionally, boards found by discovery
 /// (filtered by an allow list). Runs one ``BoardSession`` per board and merges their events
 /// into one stream. Boards can be added and removed while running (the control API does).
+///
+/// Everything runs inside ``run()``: each board's session with the forwarding of its events,
+/// and discovery, are child tasks of it, so nothing outlives the manager. Whoever owns the
+/// manager runs it beside its users; ``shutdown()`` stops the boards and ends it.
 public actor BoardManager {
     /// How boards are found besides the configured addresses.
     public struct Discovery: Sendable {
@@ -29,9 +33,13 @@ public actor BoardManager {
 
     private let continuation: AsyncStream<[BoardEvent]>.Continuation
     private var sessions: [BluetoothAddress: BoardSession] = [:]
-    private var forwarders: [BluetoothAddress: Task<Void, Never>] = [:]
+    /// Per board: finishes when its session has ended and its last events were forwarded.
+    private var forwardings: [BluetoothAddress: Forwarding] = [:]
     private var discovery: Discovery?
-    private var discoveryTask: Task<Void, Never>?
+    /// Finishing it ends the running discovery's child task.
+    private var discoveryEnd: AsyncStream<Never>.Continuation?
+    private let work = ChildTaskQueue()
+    private var hasEnded = false
     private var isShutDown = false
     /// Set by ``setSensors(_:)``; nil: as the options say.
     private var sensorsOn: Bool?
@@ -50,6 +58,16 @@ public actor BoardManager {
         return BoardManager(client: client, defaultOptions: defaultOptions)
     }
 
+    /// Runs the boards' sessions and discovery as child tasks until ``shutdown()`` (which
+    /// stops every board cleanly first) or cancellation (which ends the sessions without their
+    /// stop commands). Call once, beside whatever adds boards or reads ``events``.
+    public func run() async {
+        await work.run()
+        hasEnded = true
+        // Sessions queued but never started (run() cancelled first) have nothing to wait for.
+        for forwarding in forwardings.values { forwarding.markEnded.finish() }
+    }
+
     /// Addresses of the boards being run.
     public var boards: [BluetoothAddress] { sessions.keys.sorted() }
 
@@ -58,19 +76,23 @@ public actor BoardManager {
 
     /// Adds a board and starts its session (no-op if already present).
     public func add(_ address: BluetoothAddress, options: BoardSessionOptions? = nil) async {
-        guard !isShutDown, sessions[address] == nil else { return }
+        guard !isShutDown, !hasEnded, sessions[address] == nil else { return }
         var options = options ?? defaultOptions
         if let sensorsOn { options.sensorsOnConnect = sensorsOn }
         let session = BoardSession(address: address, client: client, options: options)
-        sessions[address] = session
+        let forwarding = Forwarding()
         let continuation = continuation
         // The session runs beside its forwarder; its events finish when it has stopped.
-        forwarders[address] = Task {
+        let queued = work.spawn {
+            defer { forwarding.markEnded.finish() }
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await session.run() }
                 for await batch in session.events.batches { continuation.yield(batch) }
             }
         }
+        guard queued else { return }
+        sessions[address] = session
+        forwardings[address] = forwarding
     }
 
     /// Stops a board cleanly and forgets it. Discovery will not re-adopt it unless it is
@@ -79,7 +101,7 @@ public actor BoardManager {
         guard let session = sessions.removeValue(forKey: address) else { return }
         removed.insert(address)
         await session.stop()
-        await forwarders.removeValue(forKey: address)?.value
+        await forwardings.removeValue(forKey: address)?.waitUntilEnded()
     }
 
     private var removed: Set<BluetoothAddress> = []
@@ -96,22 +118,33 @@ public actor BoardManager {
 
     /// Starts adopting boards found by discovery (replacing any earlier discovery settings).
     public func startDiscovery(_ settings: Discovery) async {
-        discoveryTask?.cancel()
+        stopDiscovery()
+        guard !isShutDown, !hasEnded else { return }
         discovery = settings
         removed.removeAll()
         let advertisements = await client.advertisements(namePrefix: settings.namePrefix, addresses: settings.allowList ?? [])
-        discoveryTask = Task { [weak self] in
-            for await advertisement in advertisements {
-                guard let self else { return }
-                await self.consider(advertisement)
+        let (end, endContinuation) = AsyncStream.makeStream(of: Never.self)
+        discoveryEnd = endContinuation
+        work.spawn { [weak self] in
+            // Until stopDiscovery() finishes `end`, or the client's advertisements end.
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for await advertisement in advertisements {
+                        guard let self else { return }
+                        await self.consider(advertisement)
+                    }
+                }
+                group.addTask { for await _ in end {} }
+                await group.next()
+                group.cancelAll()
             }
         }
     }
 
     /// Stops adopting new boards (running sessions continue).
     public func stopDiscovery() {
-        discoveryTask?.cancel()
-        discoveryTask = nil
+        discoveryEnd?.finish()
+        discoveryEnd = nil
         discovery = nil
     }
 
@@ -132,9 +165,23 @@ public actor BoardManager {
         await withTaskGroup(of: Void.self) { group in
             for session in all.values { group.addTask { await session.stop() } }
         }
-        for task in forwarders.values { await task.value }
-        forwarders.removeAll()
+        let forwarded = forwardings.values
+        forwardings.removeAll()
+        for forwarding in forwarded { await forwarding.waitUntilEnded() }
         await client.close()
         continuation.finish()
+        work.finish()
+    }
+}
+
+/// The end of one board's session and event forwarding, awaited by whoever removes it.
+private struct Forwarding: Sendable {
+    let ended: AsyncStream<Never>
+    let markEnded: AsyncStream<Never>.Continuation
+
+    init() { (ended, markEnded) = AsyncStream.makeStream(of: Never.self) }
+
+    func waitUntilEnded() async {
+        for await _ in ended {}
     }
 }

@@ -5,8 +5,9 @@ import ServiceLifecycle
 
 /// The boards' lifetime as a service: adds the configured boards (or starts discovery),
 /// feeds their events to the pipeline, starts and stops their sensors as the pipeline asks
-/// (``RecordingPipeline/sensorDemand``), and on graceful shutdown or cancellation stops every
-/// board cleanly (sensors off, notifications off, disconnected) before returning.
+/// (``RecordingPipeline/sensorDemand``), and on graceful shutdown (SIGTERM) stops every board
+/// cleanly (sensors off, notifications off, disconnected) before returning. Cancellation (the
+/// service group's shutdown limit passed) ends the sessions at once, without stop commands.
 public struct BoardService: Service, CustomStringConvertible {
     /// The fleet.
     public let manager: BoardManager
@@ -25,11 +26,13 @@ public struct BoardService: Service, CustomStringConvertible {
     public var description: String { "BoardService" }
 
     public func run() async throws {
+        let manager = manager
         let client = manager.client
         await withTaskGroup(of: Void.self) { group in
-            // BlueZ's changes flow while the boards run; the manager's shutdown closes the
-            // client, which ends this.
+            // BlueZ's changes flow and the sessions run while the boards are fed to the
+            // pipeline; the manager's shutdown ends the manager and closes the client.
             group.addTask { await client.run() }
+            group.addTask { await manager.run() }
             await runBoards()
         }
     }

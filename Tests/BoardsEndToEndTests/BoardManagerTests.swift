@@ -17,6 +17,7 @@ struct BoardManagerEndToEndTests {
         try await EndToEndRig.with(boards: 3) { rig in
             let addresses = [try await rig.address(0), try await rig.address(1), try await rig.address(2)]
             let manager = BoardManager(client: rig.client, defaultOptions: try testOptions())
+            async let managerRun: Void = manager.run()
             let recorder = EventRecorder()
             let forwarder = recordEvents(manager.events, into: recorder)
             await manager.startDiscovery(.init(allowList: [addresses[0], addresses[2]]))
@@ -40,6 +41,7 @@ struct BoardManagerEndToEndTests {
             #expect(try await rig.simulator.stats(0).connections == 1, "the removed board was not re-adopted")
 
             await manager.shutdown()
+            await managerRun
             await forwarder.value
             for i in 0..<3 {
                 #expect(try await rig.sensorsIdle(i), "board \(i) sensors off after shutdown")

@@ -22,11 +22,11 @@ struct BoardSessionLogicTests {
         let session = BoardSession(address: address, options: try options(), transport: transport)
         let recorder = EventRecorder()
         let forwarder = recordEvents(session.events, into: recorder)
-        let running = await session.start()
+        async let running: Void = session.run()
         var failure: (any Error)?
         do { try await body(session, recorder) } catch { failure = error }
         await session.stop()
-        await running.value
+        await running
         await forwarder.value
         if let failure { throw failure }
     }
@@ -118,12 +118,12 @@ struct BoardSessionLogicTests {
         let session = BoardSession(address: address, options: try options(), transport: transport)
         let recorder = EventRecorder()
         let forwarder = recordEvents(session.events, into: recorder)
-        let running = await session.start()
+        async let running: Void = session.run()
         try await waitUntil("streaming") { recorder.isStreaming(address) }
         let link = try await link(transport, 0)
         let sent = link.stream(milliseconds: 500)
         await session.stop()
-        await running.value
+        await running
         await forwarder.value
         #expect(recorder.samples(address).count == sent.count, "samples delivered before the stop were lost")
         #expect(recorder.states(address).last == .stopped)

@@ -37,7 +37,7 @@ private func withBoard(model: SimulatorConfiguration.Model = .metamotionR,
         let session = BoardSession(address: address, client: rig.client, options: try options ?? testOptions())
         let recorder = EventRecorder()
         let forwarder = recordEvents(session.events, into: recorder)
-        await session.start()
+        async let _ = session.run()
         let board = SingleBoard(rig: rig, session: session, address: address, recorder: recorder)
         var failure: (any Error)?
         do { try await body(board) } catch { failure = error }
@@ -162,7 +162,7 @@ struct FaultRecoveryTests {
             let session = BoardSession(address: address, client: rig.client, options: try testOptions())
             let recorder = EventRecorder()
             let forwarder = recordEvents(session.events, into: recorder)
-            await session.start()
+            async let _ = session.run()
             try await waitUntil("streaming") { recorder.samples(address).count >= 20 }
             await session.stop()
             await forwarder.value

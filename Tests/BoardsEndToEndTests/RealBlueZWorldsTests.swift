@@ -20,6 +20,7 @@ struct RealBlueZWorldsTests {
             if hidden { $0.deviceInformationHidden = [0, 1] }
         }) { rig in
             let manager = BoardManager(client: rig.client, defaultOptions: try testOptions(pauseAfterConnectionParameters: 0))
+            async let managerRun: Void = manager.run()
             let recorder = EventRecorder()
             let forwarder = recordEvents(manager.events, into: recorder)
             let boards = [try await rig.address(0), try await rig.address(1)]
@@ -28,6 +29,7 @@ struct RealBlueZWorldsTests {
             let r = try #require(await manager.session(for: boards[0])?.boardDescription)
             let s = try #require(await manager.session(for: boards[1])?.boardDescription)
             await manager.shutdown()
+            await managerRun
             await forwarder.value
 
             #expect(s.model == .metaMotionS, "\(s)")
@@ -62,6 +64,7 @@ struct RealBlueZWorldsTests {
     func boardAdvertisedWithoutServiceUUIDIsFound(byDiscovery: Bool) async throws {
         try await EndToEndRig.with(boards: 1, configure: { $0.advertisedWithoutServiceUUID = [0] }) { rig in
             let manager = BoardManager(client: rig.client, defaultOptions: try testOptions(pauseAfterConnectionParameters: 0))
+            async let managerRun: Void = manager.run()
             let recorder = EventRecorder()
             let forwarder = recordEvents(manager.events, into: recorder)
             let board = try await rig.address(0)
@@ -74,6 +77,7 @@ struct RealBlueZWorldsTests {
                 recorder.isStreaming(board) && !recorder.samples(board).isEmpty
             }
             await manager.shutdown()
+            await managerRun
             await forwarder.value
         }
     }
@@ -93,7 +97,7 @@ struct BoundedStopTests {
             let session = BoardSession(address: address, client: rig.client, options: try testOptions())
             let recorder = EventRecorder()
             let forwarder = recordEvents(session.events, into: recorder)
-            await session.start()
+            async let _ = session.run()
             switch moment {
             case .connecting:
                 try await waitUntil("connecting") { recorder.states(address).contains(.connecting) }
@@ -139,7 +143,7 @@ struct ReconnectWithoutProbingTests {
             let session = BoardSession(address: address, client: rig.client, options: try testOptions(pauseAfterConnectionParameters: 0))
             let recorder = EventRecorder()
             let forwarder = recordEvents(session.events, into: recorder)
-            await session.start()
+            async let _ = session.run()
             try await waitUntil("streaming") { recorder.samples(address).count >= 20 }
             let probesFirst = try await rig.simulator.commandLog(0).filter { $0.count == 2 && $0[1] == 0x80 }.count
             let logBefore = try await rig.simulator.commandLog(0).count
@@ -172,7 +176,7 @@ struct DrainBeforeCloseTests {
                                        options: try testOptions(delivery: delivery, pauseAfterConnectionParameters: 0))
             let recorder = EventRecorder()
             let forwarder = recordEvents(session.events, into: recorder)
-            await session.start()
+            async let _ = session.run()
             // Long enough for the 250 ms grouping (and read coalescing) to be on.
             try await waitUntil("streaming") { recorder.samples(address).count >= 400 }
             try await rig.simulator.dropLink(0)

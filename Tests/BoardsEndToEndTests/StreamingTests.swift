@@ -20,6 +20,7 @@ struct StreamingTests {
     func twoChipsStreamEverySampleExactlyOnce() async throws {
         try await EndToEndRig.with(boards: 2, model: .mixed) { rig in
             let manager = BoardManager(client: rig.client, defaultOptions: try testOptions())
+            async let managerRun: Void = manager.run()
             let recorder = EventRecorder()
             let forwarder = recordEvents(manager.events, into: recorder)
             let boards = [try await rig.address(0), try await rig.address(1)]
@@ -51,6 +52,7 @@ struct StreamingTests {
                 }
             }
             await manager.shutdown()
+            await managerRun
             await forwarder.value
 
             for i in 0..<2 {

@@ -46,7 +46,7 @@ struct BoardSessionTests {
         let session = BoardSession(address: address, client: client, options: try options())
         let log = EventLog()
         let collector = Task { for await event in session.events { await log.append(event) } }
-        await session.start()
+        async let _ = session.run()
         do {
             try await body(mock, session, log)
         } catch {
@@ -128,7 +128,7 @@ struct BoardSessionTests {
         let session = BoardSession(address: address, client: client, options: try options())
         let log = EventLog()
         let collector = Task { for await event in session.events { await log.append(event) } }
-        await session.start()
+        async let _ = session.run()
         try await mock.addBoard(boardAddress)
         try await waitForHandshakeWrites(mock, count: 1)
         await session.stop()
