@@ -99,7 +99,7 @@ public actor SyncService {
                 do { try await waitForWork() } catch { break }
             }
         }
-        await settleMarks()
+        settleMarks()
         logger.info("sync stopped", metadata: ["sent": "\(current.sent)"])
     }
 
@@ -127,16 +127,16 @@ public actor SyncService {
         do {
             while try await step() {}
         } catch {
-            await settleMarks()
+            settleMarks()
             throw error
         }
-        await settleMarks()
+        settleMarks()
         return current.sent - before
     }
 
     /// One round: wait out a backoff, take work, send it. False when there was nothing to do.
     private func step() async throws -> Bool {
-        if retryAt != nil { await settleMarks() }
+        if retryAt != nil { settleMarks() }
         if let retryAt {
             current.activity = .backingOff
             current.nextAttemptIn = max(0, retryAt - clock.now())
@@ -164,7 +164,7 @@ public actor SyncService {
         let taken = Set(items.map(\.id))
         prefetchedDocuments = prefetchedDocuments.filter { taken.contains($0.key) }
         guard !items.isEmpty else {
-            await settleMarks()
+            settleMarks()
             if !probing {
                 current.activity = .idle
                 current.nextAttemptIn = nil
@@ -189,6 +189,10 @@ public actor SyncService {
         for g in groups {
             plans.append((g, limiter.reserve(bytes: g.reduce(0) { $0 + $1.bytes }, now: clock.now())))
         }
+        // The previous round's marks are written while this round's commit is in flight, by
+        // a child of this round: cancelling the service cannot leave one behind.
+        let marks = takeBookedMarks()
+        async let marked: Void = Self.writeMarks(marks, store: store, logger: logger)
         let outcomes: [Outcome]
         if plans.count == 1 {
             // One session (the usual backlog): sent from here, without a child task whose
@@ -204,9 +208,8 @@ public actor SyncService {
                 return results.sorted { $0.0 < $1.0 }.map(\.1)
             }
         }
-        // The previous round's mark has had this whole round to land; this round's starts
-        // now and overlaps the next round's commit.
-        await settleMarks()
+        await marked
+        marksWritten(marks)
         var cancelled = false
         var clean = true
         var confirmed: [OutboxItem] = []
@@ -220,7 +223,7 @@ public actor SyncService {
                 if failure != nil || sent != toMark.count { clean = false }
             }
         }
-        startMarking(confirmed)
+        bookMarks(confirmed)
         if clean, !cancelled, confirmed.count == takenCount, clock.now() - lastBacklogRefresh < Self.backlogRefreshInterval {
             // Every document taken was stored: the backlog shrank by exactly these (its full
             // query, between two commits, waits for the next refresh).
@@ -242,39 +245,48 @@ public actor SyncService {
         case cancelled
     }
 
-    /// Documents the upstream confirmed whose `sent` mark is being written by `marking`.
+    /// Documents the upstream confirmed whose `sent` mark is not written yet. They are left
+    /// out of the outbox reads until it is, so none is sent twice.
     private var confirmedUnmarked: Set<Int64> = []
-    private var marking: Task<Void, Never>?
+    /// The part of `confirmedUnmarked` no round has started to mark yet, in confirmation order.
+    private var marksToWrite: [Int64] = []
 
-    /// Writes the `sent` marks of `items` in the background, after any mark still being
-    /// written (in order, one at a time). If the process dies before the mark lands, the
-    /// documents go again after restart, and their fixed names make that harmless.
-    private func startMarking(_ items: [OutboxItem]) {
-        guard !items.isEmpty else { return }
+    /// Books the `sent` marks of `items`: the next round writes them beside its commit
+    /// (in `step`), or `settleMarks` before the service goes idle, backs off or ends.
+    /// If the process dies before a mark lands, the documents go again after restart, and
+    /// their fixed names make that harmless.
+    private func bookMarks(_ items: [OutboxItem]) {
         confirmedUnmarked.formUnion(items.map(\.id))
-        let store = store
-        let logger = logger
-        let ids = items.map(\.id)
-        let previous = marking
-        marking = Task.detached {
-            await previous?.value
-            do { try store.markSent(ids) } catch {
-                // The documents are stored upstream; they go again after restart, harmlessly.
-                logger.error("cannot mark documents sent: \(error)")
-            }
+        marksToWrite += items.map(\.id)
+    }
+
+    /// Hands the booked marks to a round, which writes them while its commit is in flight.
+    private func takeBookedMarks() -> [Int64] {
+        defer { marksToWrite = [] }
+        return marksToWrite
+    }
+
+    /// Records that a round's marks are written (or failed: logged, harmless).
+    private func marksWritten(_ ids: [Int64]) {
+        confirmedUnmarked.subtract(ids)
+    }
+
+    /// Writes `sent` marks; a failure is logged (the documents are stored upstream: they go
+    /// again after restart, harmlessly).
+    private nonisolated static func writeMarks(_ ids: [Int64], store: BufferStore, logger: Logger) {
+        guard !ids.isEmpty else { return }
+        do { try store.markSent(ids) } catch {
+            logger.error("cannot mark documents sent: \(error)")
         }
     }
 
-    /// Waits until every `sent` mark started so far is written. (`mwctl sync now` may run a
-    /// drain beside `run`, so another round can start a mark while this one waits.)
-    private func settleMarks() async {
-        while let task = marking {
-            await task.value
-            if marking == task {
-                marking = nil
-                confirmedUnmarked = []
-            }
-        }
+    /// Writes every booked mark now. A round of a drain running beside `run` (`mwctl sync
+    /// now`) may still be writing marks it took; their documents stay out of the outbox reads
+    /// until it has.
+    private func settleMarks() {
+        let ids = takeBookedMarks()
+        Self.writeMarks(ids, store: store, logger: logger)
+        marksWritten(ids)
     }
 
     /// Sends one session's documents in order; marks each result in the store.
@@ -402,10 +414,7 @@ public actor SyncService {
     struct LoadError: Error, CustomStringConvertible { var description: String }
 
     private func markSent(_ items: [OutboxItem]) {
-        do { try store.markSent(items.map(\.id)) } catch {
-            // The documents are stored upstream; they go again after restart, harmlessly.
-            logger.error("cannot mark documents sent: \(error)")
-        }
+        Self.writeMarks(items.map(\.id), store: store, logger: logger)
     }
 
     private func deadLetter(_ item: OutboxItem, reason: String) {
