@@ -142,23 +142,36 @@ public struct SampleTimestamper<Payload> {
         Double(p.receivedAt) - (a + period * Double(p.lastIndex))
     }
 
-    /// A loss shows as every notification from the oldest held one onward sitting at least
-    /// a period above the envelope.
+    /// A loss shows as a lasting step: every notification received within the lookahead after
+    /// the oldest held one sits at least a period above the envelope, and those in its second
+    /// half (after any catch-up burst) still sit whole periods above it; that settled height is
+    /// the number missing. A late connection event and the burst after it come back down to
+    /// the envelope, and the last batch before a hole has no later data in the window, so
+    /// neither is a loss. The loss goes before the oldest held notification only if each one
+    /// in the window can move up by that many periods without being stamped after it was
+    /// received; otherwise the oldest is merely late and the loss comes later.
     private mutating func detectGap() {
         guard let a = intercept, historyStart < history.count else { return }
-        // Without enough later notifications a delayed one looks like a loss (stream end).
-        guard pending[pending.count - 1].receivedAt - pending[pendingStart].receivedAt >= configuration.lookahead / 2 else { return }
-        var minimum = Double.infinity
-        for i in pendingStart..<pending.count { minimum = min(minimum, residual(pending[i], a)) }
+        let oldest = pending[pendingStart]
+        let horizon = oldest.receivedAt + configuration.lookahead
+        let settledFrom = oldest.receivedAt + configuration.lookahead / 2
+        var minimum = Double.infinity, settled = Double.infinity
+        var i = pendingStart
+        while i < pending.count, pending[i].receivedAt <= horizon {
+            let r = residual(pending[i], a)
+            minimum = min(minimum, r)
+            if pending[i].receivedAt >= settledFrom { settled = min(settled, r) }
+            i += 1
+        }
+        // Without later data (stream end, or the batch before a hole) there is no evidence.
+        guard settled.isFinite else { return }
         let threshold = max(0.6 * period, configuration.minimumGap)
-        guard minimum >= threshold else { return }
-        let missed = Int64((minimum / period).rounded())
+        guard minimum >= threshold, settled >= threshold else { return }
+        let missed = Int64((settled / period).rounded())
         guard missed > 0 else { return }
-        // The oldest held notification may itself be merely late (BLE batching) with the
-        // loss after it: moving it by `missed` periods would put it before its own sample
-        // time, which cannot happen, so then the loss is not before it.
-        let tolerance = min(max(0.05 * period, 300_000), 1_000_000)
-        guard residual(pending[pendingStart], a) - Double(missed) * period >= -tolerance else { return }
+        // Jitter of the envelope, plus the rate estimate's error (≤ 200 ppm) over a long hole.
+        let tolerance = min(max(0.05 * period, 300_000), 1_000_000) + 2e-4 * Double(missed) * period
+        guard minimum - Double(missed) * period >= -tolerance else { return }
         for i in pendingStart..<pending.count { pending[i].firstIndex += missed }
         nextIndex += missed
         missedSamples += missed
