@@ -51,4 +51,30 @@ struct BoardManagerEndToEndTests {
             }
         }
     }
+    /// Cancelling run() ends every board's session and run() returns (no board outlives its
+    /// manager); a board is not added once run() has ended (nothing would run it), and
+    /// remove() and shutdown() afterwards still return.
+    @Test(.timeLimit(.minutes(2)))
+    func cancellingRunEndsEveryBoard() async throws {
+        try await EndToEndRig.with(boards: 1) { rig in
+            let address = try await rig.address(0)
+            let manager = BoardManager(client: rig.client, defaultOptions: try testOptions())
+            let recorder = EventRecorder()
+            let forwarder = recordEvents(manager.events, into: recorder)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await manager.run() }
+                await manager.add(address)
+                try await waitUntil("the board streaming") { recorder.samples(address).count >= 20 }
+                group.cancelAll()
+                try await group.waitForAll()
+            }
+            let session = try #require(await manager.session(for: address))
+            #expect(await session.currentState == .stopped, "the session ended with the manager's run()")
+            await manager.remove(address)
+            await manager.add(address)
+            #expect(await manager.boards.isEmpty, "no board is added once run() has ended")
+            await manager.shutdown()
+            await forwarder.value
+        }
+    }
 }
