@@ -16,10 +16,11 @@ bounded='BoundedStopTests'
 # The Firestore fault test hung twice of five runs beside the other server suites (its sync
 # service went quiet after a dropped answer and never ended on cancel), never alone (10 of 10
 # alone at load 8-12). It hung again in an UplinkTests|DaemonTests pass after the uploader's
-# marks stopped using a detached Task: 14 documents pending, and three other tests (soak, JWT
-# with openssl, PostgreSQL records) stuck with it while no thread was busy or blocked (gdb: only
-# idle NIO loops and pool threads): a stall of the whole test process, not of the uploader
-# alone. Open defect; until it is found the suite runs alone.
+# marks stopped using a detached Task: quiet from a lost answer on, 14 documents pending; the
+# other suites went on for 2+ min (PostgreSQL's records test restarted its server), then it,
+# the soak and JWT/openssl tests were stuck too, with no thread busy or blocked (gdb: only idle
+# NIO loops, NIO's pool and dispatch's manager; no Swift worker thread). Every task waits on a
+# resume that never comes. Open defect; until it is found the suite runs alone.
 alone='FirestoreEmulatorTests'
 total=0 failed=0 skipped=0 status=0
 run_pass() {
