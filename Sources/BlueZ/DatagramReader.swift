@@ -80,6 +80,21 @@ final class DatagramReader: @unchecked Sendable {
 
     private let stopLock = NSLock()
     private var stopRequested = false
+    /// Set once the descriptor is closed; with whoever waits for that.
+    private let closedState = Mutex<(closed: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    /// Returns once the reader has closed its descriptor (after ``stop()``, or when the
+    /// socket ended). BlueZ frees an acquired notification when it sees that hang-up.
+    func closed() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let alreadyClosed = closedState.withLock { state -> Bool in
+                if state.closed { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if alreadyClosed { continuation.resume() }
+        }
+    }
 
     /// Asks the thread to stop; it closes the descriptor and finishes. Returns at once.
     func stop() {
@@ -104,6 +119,12 @@ final class DatagramReader: @unchecked Sendable {
             // by the board before the link went and is handed on, not dropped.
             if shouldStop { _ = drain() }
             close(fd)
+            let waiters = closedState.withLock { state in
+                state.closed = true
+                defer { state.waiters = [] }
+                return state.waiters
+            }
+            waiters.forEach { $0.resume() }
             finish()
         }
         let idleTimeout: Int32 = wakeRead >= 0 ? -1 : 100

@@ -48,6 +48,8 @@ public actor GattLink {
     private var lastWrite: ContinuousClock.Instant?
     private var readers: [DatagramReader] = []
     private var notifyPaths: [DBusObjectPath] = []
+    /// Characteristics whose notifications this link acquired (AcquireNotify).
+    private var acquiredPaths: [DBusObjectPath] = []
     private var groupers: [NotificationGrouper] = []
     private var closed = false
 
@@ -161,6 +163,7 @@ public actor GattLink {
                     let fd = descriptor.duplicate()
                     if fd >= 0 {
                         readers.append(DatagramReader(owning: fd, coalescing: coalescing, deliver: onBatch, finish: onEnd))
+                        acquiredPaths.append(characteristic.path)
                         activeDelivery = "AcquireNotify"
                         return
                     }
@@ -243,6 +246,12 @@ public actor GattLink {
 
     /// Turns notifications off (StopNotify / closing the fd) and closes the connection.
     /// Best effort with a short timeout: the link may already be gone.
+    ///
+    /// An acquired notification is released first and the connection closed only once
+    /// bluetoothd has seen the descriptor hang up (`NotifyAcquired` false): bluetoothd 5.66
+    /// frees the notify client when its owner leaves the bus and then, handling the hang-up,
+    /// uses it again and crashes (fixed upstream after 5.66; real-bluez-vm.md, docs/bluez-vm.md),
+    /// taking every board's link down with it.
     public func close() async {
         guard !closed else { return }
         closed = true
@@ -252,6 +261,30 @@ public actor GattLink {
                                            timeout: .seconds(2))
         }
         readers.forEach { $0.stop() }
+        for reader in readers { await reader.closed() }
+        await awaitNotifyReleased(deadline: .now + Self.releaseWait)
         connection.close()
+    }
+
+    /// The longest a close waits for bluetoothd to release an acquired notification; past it
+    /// the connection is closed anyway (a link that is already gone answers nothing).
+    static let releaseWait: Duration = .milliseconds(400)
+
+    /// Waits until bluetoothd reports every acquired notification of this link released, or
+    /// `deadline`. Polled: bluetoothd sends no signal we could wait on without a match rule
+    /// installed before the hang-up, and it usually answers `false` at the first read.
+    private func awaitNotifyReleased(deadline: ContinuousClock.Instant) async {
+        for path in acquiredPaths {
+            while ContinuousClock.now < deadline {
+                let remaining = deadline - .now
+                guard let reply = try? await connection.call(
+                    destination: BlueZNames.service, path: path, interface: DBusStandardInterface.properties,
+                    member: "Get", arguments: [.string(BlueZNames.gattCharacteristic), .string("NotifyAcquired")],
+                    timeout: min(remaining, .milliseconds(200))),
+                      let value = try? reply.decode(DBusValue.self), value.unwrappingVariants == .boolean(true)
+                else { break }
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+        }
     }
 }

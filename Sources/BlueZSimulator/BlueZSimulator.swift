@@ -234,12 +234,27 @@ public actor BlueZSimulator {
         for device in devices where device.notifySessions.remove(name) != nil {
             refreshNotifying(device)
         }
+        for device in devices where device.notifyPipe != nil && device.notifyPipeOwner == name {
+            // bluetoothd 5.66 frees the acquired notification's client here and uses it again
+            // when it then handles the descriptor's hang-up: a use-after-free that kills
+            // bluetoothd (fixed upstream after 5.66). Debian 12's bluetoothd crashes; we count.
+            notifyTeardownRaces += 1
+            log("mwsim: board \(device.index) client \(name) left the bus while its AcquireNotify channel was still held (bluetoothd 5.66 would crash here)")
+            releaseNotifyPipe(device)
+        }
     }
+
+    /// Clients that left the bus while bluetoothd still held their acquired notification:
+    /// each one crashes Debian 12's bluetoothd 5.66 (see ``clientLeft(_:)``). A gateway must
+    /// close the descriptor and wait for `NotifyAcquired` to turn false before it leaves.
+    public private(set) var notifyTeardownRaces = 0
 
     /// Periodic work: temporary-device expiry and AcquireNotify peers that closed their fd.
     func housekeeping() async {
         while !Task.isCancelled && !stopped {
-            try? await Task.sleep(for: min(.milliseconds(250), configuration.temporaryTimeout / 4))
+            // Held notify channels are watched closely: bluetoothd sees a hang-up at once.
+            let watchingPipes = devices.contains { $0.notifyPipe != nil }
+            try? await Task.sleep(for: min(watchingPipes ? .milliseconds(20) : .milliseconds(250), configuration.temporaryTimeout / 4))
             let now = clock.now
             for device in devices {
                 if let pipe = device.notifyPipe, pipe.peerClosed { releaseNotifyPipe(device) }

@@ -56,8 +56,8 @@ extension BlueZSimulator {
                             try await simulator.stopNotify(index, role, sender: call.sender); return []
                         },
                         method("AcquireNotify", in: [.dictionary(key: .string, value: .variant)], out: [.unixFD, .uint16],
-                               inNames: ["options"], outNames: ["fd", "mtu"]) { simulator, _ in
-                            let fd = try await simulator.acquireNotify(index, role)
+                               inNames: ["options"], outNames: ["fd", "mtu"]) { simulator, call in
+                            let fd = try await simulator.acquireNotify(index, role, sender: call.sender)
                             return [.unixFD(fd), .uint16(Self.mtu)]
                         },
                     ]
@@ -176,7 +176,7 @@ extension BlueZSimulator {
         refreshNotifying(device)
     }
 
-    func acquireNotify(_ index: Int, _ role: GATTLayout.Role) throws -> DBusFileDescriptor {
+    func acquireNotify(_ index: Int, _ role: GATTLayout.Role, sender: String) throws -> DBusFileDescriptor {
         let device = try device(index)
         guard role == .notify else { throw BlueZError.notSupported() }
         guard device.connected else { throw BlueZError.notConnected() }
@@ -190,7 +190,8 @@ extension BlueZSimulator {
         }
         let pipe = try NotifyPipe()
         device.notifyPipe = pipe
-        log("mwsim: board \(index) AcquireNotify")
+        device.notifyPipeOwner = sender
+        log("mwsim: board \(index) AcquireNotify by \(sender)")
         update(device.notifyCharacteristicPath, Self.characteristicInterface, ["NotifyAcquired": .boolean(true), "Notifying": .boolean(true)])
         return try pipe.takeClientEnd()
     }
@@ -214,6 +215,7 @@ extension BlueZSimulator {
     func releaseNotifyPipe(_ device: SimulatedDevice, announce: Bool = true) {
         device.notifyPipe?.close()
         device.notifyPipe = nil
+        device.notifyPipeOwner = nil
         guard announce else { return }
         update(device.notifyCharacteristicPath, Self.characteristicInterface, ["NotifyAcquired": .boolean(false)])
         refreshNotifying(device)

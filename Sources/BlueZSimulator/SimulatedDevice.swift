@@ -32,6 +32,8 @@ final class SimulatedDevice {
     var notifySessions: Set<String> = []
     /// AcquireNotify channel.
     var notifyPipe: NotifyPipe?
+    /// The bus name that acquired ``notifyPipe``.
+    var notifyPipeOwner: String?
     /// Bumped on every link change so stale link tasks stop.
     var linkGeneration = 0
     var linkTask: Task<Void, Never>?

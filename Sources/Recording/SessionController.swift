@@ -195,8 +195,6 @@ public final class SessionController {
         if session == nil { try start(trigger: .button(board: board), now: now) } else { try stop(trigger: .button(board: board), now: now) }
     }
 
-    /// Submits the hazard survey of a stopped session (the oldest awaiting one when nil).
-    @discardableResult
     /// Queues, ahead of this controller's own, the sessions stopped before it started that
     /// still wait for their survey (recovered after a crash, or ended at shutdown), so every
     /// survey goes through ``submitSurvey(_:sessionID:submittedAt:)``.
@@ -204,6 +202,8 @@ public final class SessionController {
         awaitingSurvey.insert(contentsOf: sessionIDs.filter { !awaitingSurvey.contains($0) }, at: 0)
     }
 
+    /// Submits the hazard survey of a stopped session (the oldest awaiting one when nil).
+    @discardableResult
     public func submitSurvey(_ survey: HazardSurvey, sessionID: String? = nil, submittedAt: Date) throws -> RecordsDocument {
         guard let id = sessionID ?? awaitingSurvey.first, let index = awaitingSurvey.firstIndex(of: id) else {
             throw CommandError.unknownSession(sessionID ?? "(none)")

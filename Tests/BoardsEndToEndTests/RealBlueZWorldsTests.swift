@@ -192,3 +192,32 @@ struct DrainBeforeCloseTests {
         }
     }
 }
+
+/// Debian 12's bluetoothd 5.66 crashes (use-after-free, fixed upstream later) when a client
+/// leaves the bus while bluetoothd still holds that client's acquired notification: every
+/// board's link goes down with it. Seen in the real-BlueZ VM at each link teardown of
+/// mwgated's. The simulator counts those moments; a link must release the notification and
+/// wait for bluetoothd to see it before its connection goes.
+@Suite(.serialized)
+struct NotifyTeardownTests {
+    @Test(.timeLimit(.minutes(2)))
+    func stoppingASessionReleasesTheAcquiredNotificationBeforeLeavingTheBus() async throws {
+        try await EndToEndRig.with(boards: 1) { rig in
+            let address = try await rig.address(0)
+            for round in 1...3 {
+                let session = BoardSession(address: address, client: rig.client,
+                                           options: try testOptions(delivery: .automatic, pauseAfterConnectionParameters: 0))
+                let recorder = EventRecorder()
+                let forwarder = recordEvents(session.events, into: recorder)
+                async let _ = session.run()
+                try await waitUntil("streaming (round \(round))") { recorder.samples(address).count >= 50 }
+                await session.stop()
+                await forwarder.value
+                // The bus reports the link's connection gone to bluetoothd a moment later.
+                try await Task.sleep(for: .milliseconds(300))
+                let races = await rig.simulator.notifyTeardownRaces
+                #expect(races == 0, "round \(round): \(races) link(s) left the bus while bluetoothd held their AcquireNotify channel (bluetoothd 5.66 would have crashed)")
+            }
+        }
+    }
+}
