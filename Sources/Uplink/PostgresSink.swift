@@ -1,6 +1,7 @@
 import Basics
 import Foundation
 import Logging
+import NIOCore
 import NIOSSL
 import PostgresNIO
 import Recording
@@ -29,20 +30,32 @@ public struct PostgresSinkConfiguration: Sendable {
     public var password: String?
     public var database: String
     public var tls: TLSMode
+    /// Deadline, seconds, for opening a connection (TCP, TLS, startup and login). A server
+    /// that accepts and then says nothing fails the attempt after this long.
+    public var connectTimeout: Double
+    /// Deadline, seconds, for each statement's answer. A statement past it is a transient
+    /// failure that closes the connection (the next attempt reconnects), so a server that
+    /// died without closing its sockets is noticed and retried with backoff.
+    public var requestTimeout: Double
 
     /// A configuration; see the properties.
-    public init(endpoint: Endpoint, username: String, password: String? = nil, database: String, tls: TLSMode = .prefer) {
+    public init(endpoint: Endpoint, username: String, password: String? = nil, database: String, tls: TLSMode = .prefer,
+                connectTimeout: Double = 15, requestTimeout: Double = 60) {
         self.endpoint = endpoint
         self.username = username
         self.password = password
         self.database = database
         self.tls = tls
+        self.connectTimeout = connectTimeout
+        self.requestTimeout = requestTimeout
     }
 }
 
 /// Writes documents into the `records` and `realtime_data` tables (created by migration),
 /// one transaction per batch, `INSERT … ON CONFLICT (name) DO NOTHING` so a replay is a
-/// no-op. One connection, opened on first use and reopened after a failure.
+/// no-op. One connection, opened on first use and reopened after a failure. Every call to
+/// the server has a deadline, and cancelling the caller closes the connection, so a write
+/// never waits for a dead server for longer than the configured timeouts.
 public actor PostgresSink: Sink {
     public nonisolated var name: String { "postgresql" }
     public let configuration: PostgresSinkConfiguration
@@ -99,13 +112,13 @@ public actor PostgresSink: Sink {
         guard !documents.isEmpty else { return }
         let conn = try await connected()
         do {
-            try await conn.query("BEGIN", logger: logger)
+            try await execute("BEGIN", on: conn)
             for doc in documents { try await insert(doc, on: conn) }
-            try await conn.query("COMMIT", logger: logger)
+            try await execute("COMMIT", on: conn)
         } catch {
             let classified = Self.classify(error, documents: documents)
             if case .permanent = classified {
-                _ = try? await conn.query("ROLLBACK", logger: logger)
+                try? await execute("ROLLBACK", on: conn)
             } else {
                 // The connection's state is unknown (a COMMIT may or may not have landed);
                 // the replay will be a no-op either way.
@@ -139,6 +152,30 @@ public actor PostgresSink: Sink {
         connection = nil
     }
 
+    /// Starts closing the socket, from a deadline or a cancellation handler, which cannot
+    /// wait: closing fails the statement in flight at once. Whoever then gives the
+    /// connection up awaits `close()`, which completes locally (it never waits for the server).
+    private static func interrupt(_ conn: PostgresConnection) {
+        let _: EventLoopFuture<Void> = conn.close()
+    }
+
+    /// Runs one statement within ``PostgresSinkConfiguration/requestTimeout``; past it, or
+    /// when the caller is cancelled, the connection is closed, which ends the statement
+    /// (PostgresNIO's `query` does not react to cancellation itself).
+    private func execute(_ query: PostgresQuery, on conn: PostgresConnection) async throws {
+        _ = try await rows(query, on: conn) { _ in () }
+    }
+
+    /// ``execute(_:on:)`` for a statement whose rows are read, with `decode` reading them.
+    private func rows<T: Sendable>(_ query: PostgresQuery, on conn: PostgresConnection,
+                                   _ decode: @escaping @Sendable (PostgresRowSequence) async throws -> T) async throws -> T {
+        let logger = logger
+        return try await withDeadline(.milliseconds(Int64(configuration.requestTimeout * 1000)), operation: "PostgreSQL statement",
+                                      interrupt: { Self.interrupt(conn) }) {
+            try await decode(try await conn.query(query, logger: logger))
+        }
+    }
+
     /// Connections opened so far (tests check reconnection).
     public var connectionsOpened: Int { connectionCount }
 
@@ -146,24 +183,24 @@ public actor PostgresSink: Sink {
         switch doc {
         case let .realtimeData(d):
             let data = String(decoding: prepared.take(d.name) ?? Self.pointsJSONWriter(d), as: UTF8.self)
-            try await conn.query("""
+            try await execute("""
                 INSERT INTO realtime_data (name, session_id, board, seq, schema_version, point_count, data)
                 VALUES (\(d.name), \(d.sessionID), \(d.board), \(d.seq), \(Int(RealtimeDataDocument.schemaVersion)),
                         \(d.points.count), \(data)::jsonb)
                 ON CONFLICT (name) DO NOTHING
-                """, logger: logger)
+                """, on: conn)
         case let .records(r):
             let hazards = FirestoreValue.map(r.survey.hazards.sorted { $0.key < $1.key }.map { ($0.key, .integer(Int64($0.value))) }).jsonText
             let gscope = FirestoreValue.array(r.gscopeData.map { .string($0) }).jsonText
             let boards = FirestoreValue.array(r.boards.map { .string($0) }).jsonText
-            try await conn.query("""
+            try await execute("""
                 INSERT INTO records (name, user_id, "timestamp", hazards, gscope_data, no_hazard, schema_version, session_id,
                                      boards, "start", "end", point_count, time_source)
                 VALUES (\(r.name), \(r.userID), \(r.timestamp), \(hazards)::jsonb, \(gscope)::jsonb, \(r.survey == .noHazard),
                         \(Int(RealtimeDataDocument.schemaVersion)), \(r.sessionID), \(boards)::jsonb, \(r.start), \(r.end),
                         \(r.pointCount), \(r.timeSource.rawValue))
                 ON CONFLICT (name) DO NOTHING
-                """, logger: logger)
+                """, on: conn)
         }
     }
 
@@ -172,7 +209,16 @@ public actor PostgresSink: Sink {
         connection = nil
         let conn: PostgresConnection
         do {
-            conn = try await PostgresConnection.connect(configuration: try pgConfiguration(), id: connectionCount, logger: logger)
+            var settings = try pgConfiguration()
+            let limit = Duration.milliseconds(Int64(configuration.connectTimeout * 1000))
+            // PostgresNIO's own limit (TCP connect to login) stays as a backstop; ours fires
+            // first and gives the clear error.
+            settings.options.connectTimeout = .milliseconds(Int64(configuration.connectTimeout * 2000))
+            let (id, logger) = (connectionCount, logger)
+            // Cancelling PostgresNIO's connect closes its socket, in every phase up to login.
+            conn = try await withDeadline(limit, operation: "PostgreSQL connect and login", interrupt: {}) { [settings] in
+                try await PostgresConnection.connect(configuration: settings, id: id, logger: logger)
+            }
         } catch {
             throw .transient(reason: "cannot connect to PostgreSQL: \(Self.describe(error))", retryAfter: nil)
         }
@@ -205,21 +251,22 @@ public actor PostgresSink: Sink {
     }
 
     private func migrate(_ conn: PostgresConnection) async throws {
-        try await conn.query("""
+        try await execute("""
             CREATE TABLE IF NOT EXISTS mwgate_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())
-            """, logger: logger)
-        var applied = Set<Int>()
-        for try await version in try await conn.query("SELECT version FROM mwgate_migrations", logger: logger).decode(Int.self) {
-            applied.insert(version)
+            """, on: conn)
+        let applied = try await rows("SELECT version FROM mwgate_migrations", on: conn) { rows in
+            var versions = Set<Int>()
+            for try await version in rows.decode(Int.self) { versions.insert(version) }
+            return versions
         }
         for (version, statements) in Self.migrations where !applied.contains(version) {
-            try await conn.query("BEGIN", logger: logger)
+            try await execute("BEGIN", on: conn)
             do {
-                for statement in statements { try await conn.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
-                try await conn.query("INSERT INTO mwgate_migrations (version) VALUES (\(version)) ON CONFLICT DO NOTHING", logger: logger)
-                try await conn.query("COMMIT", logger: logger)
+                for statement in statements { try await execute(PostgresQuery(unsafeSQL: statement), on: conn) }
+                try await execute("INSERT INTO mwgate_migrations (version) VALUES (\(version)) ON CONFLICT DO NOTHING", on: conn)
+                try await execute("COMMIT", on: conn)
             } catch {
-                _ = try? await conn.query("ROLLBACK", logger: logger)
+                try? await execute("ROLLBACK", on: conn)
                 throw error
             }
             logger.notice("PostgreSQL migration applied", metadata: ["version": "\(version)"])

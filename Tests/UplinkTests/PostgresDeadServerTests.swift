@@ -1,0 +1,149 @@
+import Foundation
+import Synchronization
+import NIOCore
+import NIOPosix
+import Testing
+import UpstreamFixtures
+@testable import Buffer
+@testable import Uplink
+
+/// A PostgreSQL server that stops answering, as one does when its host hangs or a network
+/// drops packets without resetting connections: the uploader must notice within its
+/// deadlines and stop at once when cancelled.
+@Suite("PostgreSQL: a server that goes silent", .timeLimit(.minutes(2)))
+struct PostgresDeadServerTests {
+    @Test("a server that accepts and never answers the login: the write fails as transient within connectTimeout")
+    func silentLogin() async throws {
+        let server = try await SilentPostgresServer(answersLogin: false)
+        defer { server.stop() }
+        let sink = PostgresSink(configuration: server.configuration(connectTimeout: 1, requestTimeout: 1))
+        let error = await #expect(throws: SinkError.self) { try await sink.prepare() }
+        guard case let .transient(reason, _)? = error else { Issue.record("not transient: \(String(describing: error))"); return }
+        #expect(reason == "cannot connect to PostgreSQL: PostgreSQL connect and login got no answer within 1 s", "\(reason)")
+        #expect(server.connections >= 1)
+    }
+
+    @Test("a server that logs in and then never answers a statement: each attempt fails within requestTimeout and reconnects")
+    func silentAfterLogin() async throws {
+        let server = try await SilentPostgresServer(answersLogin: true)
+        defer { server.stop() }
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = try storeWithOneSession(dir)
+        let sink = PostgresSink(configuration: server.configuration(connectTimeout: 1, requestTimeout: 1))
+        let service = SyncService(store: store, sink: sink,
+                                  configuration: SyncConfiguration(backoff: Backoff(base: 0.05, cap: 0.2), idlePollInterval: 0.2))
+        #expect(try await cancel(service, once: { await service.status.retries >= 2 }))
+        let status = await service.status
+        #expect(status.lastError?.contains("PostgreSQL statement got no answer within 1 s") == true, "\(status.summary)")
+        #expect(status.sent == 0 && status.activity == .stopped, "\(status.summary)")
+        // Every timed-out attempt gave its connection up; the next one logged in afresh.
+        #expect(await sink.connectionsOpened >= 2 && server.connections >= 2)
+        #expect(try store.backlogStats().count == 3)
+    }
+
+    @Test("cancelled while a statement waits for a silent server: run returns at once, nothing is marked sent")
+    func cancelWhileWaiting() async throws {
+        let server = try await SilentPostgresServer(answersLogin: true)
+        defer { server.stop() }
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = try storeWithOneSession(dir)
+        // Deadlines far beyond the test's time limit: only cancellation can end the wait.
+        let sink = PostgresSink(configuration: server.configuration(connectTimeout: 600, requestTimeout: 600))
+        let service = SyncService(store: store, sink: sink, configuration: SyncConfiguration(idlePollInterval: 0.2))
+        #expect(try await cancel(service, once: { server.statementsReceived }))
+        let status = await service.status
+        #expect(status.activity == .stopped && status.sent == 0, "\(status.summary)")
+        let stats = try store.backlogStats()
+        #expect(stats.count == 3 && stats.inFlight == 0, "\(stats)")
+    }
+}
+
+/// A buffer holding one session of two chunks and its records document: 3 documents.
+private func storeWithOneSession(_ dir: String) throws -> BufferStore {
+    let store = try openStore(dir)
+    try fillStore(store, sessions: 1, chunks: 2, size: 10)
+    return store
+}
+
+/// Runs `service` until `condition` holds (false if it never does within 60 s), then
+/// cancels it and waits for `run()` to return.
+private func cancel(_ service: SyncService, once condition: () async -> Bool) async throws -> Bool {
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask { try await service.run() }
+        let held = await eventually(timeout: 60, condition)
+        group.cancelAll()
+        try await group.waitForAll()
+        return held
+    }
+}
+
+/// A loopback TCP server speaking just enough of the PostgreSQL protocol: it optionally
+/// answers the startup message with a successful login (trust authentication), then reads
+/// everything and never answers again.
+final class SilentPostgresServer: Sendable {
+    let port: Int
+    private let channel: any Channel
+    private let seen = SilentServerLog()
+
+    init(answersLogin: Bool) async throws {
+        let seen = seen
+        let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                seen.state.withLock { $0.connections += 1 }
+                return channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(SilentHandler(answersLogin: answersLogin, seen: seen))
+                }
+            }
+        channel = try await bootstrap.bind(host: "127.0.0.1", port: 0).get()
+        port = channel.localAddress?.port ?? 0
+    }
+
+    /// Connections accepted so far.
+    var connections: Int { seen.state.withLock { $0.connections } }
+    /// True once a client sent anything after logging in.
+    var statementsReceived: Bool { seen.state.withLock { $0.statements } }
+
+    func configuration(connectTimeout: Double, requestTimeout: Double) -> PostgresSinkConfiguration {
+        PostgresSinkConfiguration(endpoint: .tcp(host: "127.0.0.1", port: port), username: "postgres", database: "postgres",
+                                  tls: .disable, connectTimeout: connectTimeout, requestTimeout: requestTimeout)
+    }
+
+    func stop() { channel.close(promise: nil) }
+}
+
+/// What the silent server has seen, shared by its connections.
+final class SilentServerLog: Sendable {
+    let state = Mutex((connections: 0, statements: false))
+}
+
+/// One connection of the silent server (used on its event loop only).
+private final class SilentHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+    private let answersLogin: Bool
+    private let seen: SilentServerLog
+    private var loggedIn = false
+
+    init(answersLogin: Bool, seen: SilentServerLog) {
+        self.answersLogin = answersLogin
+        self.seen = seen
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard answersLogin else { return }
+        if loggedIn {
+            seen.state.withLock { $0.statements = true }
+            return
+        }
+        loggedIn = true
+        // AuthenticationOk, BackendKeyData, ReadyForQuery (idle).
+        var reply = context.channel.allocator.buffer(capacity: 32)
+        reply.writeInteger(UInt8(ascii: "R")); reply.writeInteger(Int32(8)); reply.writeInteger(Int32(0))
+        reply.writeInteger(UInt8(ascii: "K")); reply.writeInteger(Int32(12)); reply.writeInteger(Int32(4242)); reply.writeInteger(Int32(1))
+        reply.writeInteger(UInt8(ascii: "Z")); reply.writeInteger(Int32(5)); reply.writeInteger(UInt8(ascii: "I"))
+        context.writeAndFlush(wrapOutboundOut(reply), promise: nil)
+    }
+}
