@@ -149,6 +149,10 @@ public final class PostgresServer: Sendable {
         try start()
     }
 
+    /// Closes every descriptor above standard error, then runs `argv[1:]` in its place.
+    static let closeInheritedAndExec =
+        "import os, sys; os.closerange(3, os.sysconf('SC_OPEN_MAX')); os.execv(sys.argv[1], sys.argv[1:])"
+
     /// Starts the postmaster as our own child. Not through pg_ctl: Foundation's Process
     /// notices a child's exit through a descriptor the daemon would inherit, so waiting for
     /// `pg_ctl start` never returns.
@@ -156,8 +160,14 @@ public final class PostgresServer: Sendable {
         let p = Process()
         let postgres = ["\(Self.bin)/postgres", "-D", "\(dir)/data", "-c", "listen_addresses=127.0.0.1", "-p", "\(port)",
                         "-k", dir, "-c", "fsync=off"]
-        p.executableURL = URL(fileURLWithPath: asUser.first ?? postgres[0])
-        p.arguments = Array(asUser.dropFirst()) + (asUser.isEmpty ? Array(postgres.dropFirst()) : postgres)
+        // Started through a launcher that closes every inherited descriptor: Foundation
+        // watches each child it starts through a socket, and a postmaster started while
+        // another test starts a process inherits that socket and holds it for its whole
+        // life, so that other process's exit is never noticed and its test hangs (seen:
+        // a whole pass idle for 8 minutes, the postmaster holding a test's socket).
+        let command = asUser + postgres
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        p.arguments = ["-c", Self.closeInheritedAndExec] + command
         _ = FileManager.default.createFile(atPath: "\(dir)/log", contents: nil)
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: "\(dir)/log"))
         try log.seekToEnd()
