@@ -69,6 +69,9 @@ let package = Package(
         // the I/O edge that keeps MetaWear pure.
         .target(name: "Boards", dependencies: ["BlueZ", "MetaWear"], swiftSettings: strict),
         .target(name: "GNSS", dependencies: ["Basics"], swiftSettings: strict),
+        // The one status model (`GatewayStatus`): filled by the gateway where the data is,
+        // encoded as is by the control API and decoded by mwctl. Plain values, no dependencies.
+        .target(name: "StatusModel", swiftSettings: strict),
         // Time base, gyro+GNSS merge, sessions and the upstream document model. Pure: values
         // in, values out, clocks injected.
         .target(name: "Recording", dependencies: ["Basics", "MetaWear", "GNSS"], swiftSettings: strict),
@@ -104,7 +107,7 @@ let package = Package(
         .target(
             name: "Gateway",
             dependencies: [
-                "Basics", "Boards", "BlueZ", "GNSS", "MetaWear", "Recording", "Buffer",
+                "Basics", "Boards", "BlueZ", "GNSS", "MetaWear", "Recording", "Buffer", "StatusModel",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -123,12 +126,12 @@ let package = Package(
             swiftSettings: strict
         ),
         // The control API's names, JSON payloads and typed client (light: mwctl links it).
-        .target(name: "ControlAPI", dependencies: ["DBus"], swiftSettings: strict),
+        .target(name: "ControlAPI", dependencies: ["DBus", "StatusModel"], swiftSettings: strict),
         // The daemon side of the control API: io.mwgate.Gateway1 on the system bus.
         .target(
             name: "ControlServer",
             dependencies: [
-                "ControlAPI", "DBus", "Gateway", "Buffer", "Boards", "BlueZ", "Recording", "GNSS",
+                "ControlAPI", "DBus", "Gateway", "Buffer", "Boards", "BlueZ", "Recording", "GNSS", "StatusModel",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -139,7 +142,7 @@ let package = Package(
         .target(
             name: "Daemon",
             dependencies: [
-                "Basics", "Gateway", "GatewayConfig", "ServiceSupport", "ControlServer", "ControlAPI", "Uplink", "Buffer",
+                "Basics", "Gateway", "GatewayConfig", "ServiceSupport", "ControlServer", "ControlAPI", "Uplink", "Buffer", "StatusModel",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -156,6 +159,7 @@ let package = Package(
             dependencies: [
                 "GNSS",
                 "ControlAPI",
+                "StatusModel",
                 "DBus",
                 // Only for the offline `--state-dir` fallback of history and export.
                 "Buffer",
@@ -194,7 +198,7 @@ let package = Package(
             name: "mwbench",
             dependencies: [
                 "Basics", "DBus", "GNSS", "MetaWear", "MetaWearBoardModel", "Recording", "Buffer",
-                "ControlAPI", "ControlServer", "Gateway", "BlueZ", "Boards", "BlueZSimulator", "Uplink",
+                "ControlAPI", "ControlServer", "Gateway", "BlueZ", "Boards", "BlueZSimulator", "Uplink", "StatusModel",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -207,7 +211,7 @@ let package = Package(
         // by the gateway, control API and fuzz tests; separate so light test targets stay light.
         .target(
             name: "GatewayTestSupport",
-            dependencies: ["Gateway", "BlueZ", "BlueZSimulator", "GNSS", "MetaWear", "TestSupport",
+            dependencies: ["Gateway", "BlueZ", "BlueZSimulator", "GNSS", "MetaWear", "StatusModel", "TestSupport",
                            .product(name: "Logging", package: "swift-log")],
             path: "Tests/GatewayTestSupport",
             swiftSettings: strict
@@ -270,7 +274,7 @@ let package = Package(
         .testTarget(
             name: "GatewayTests",
             dependencies: [
-                "Gateway", "Boards", "BlueZ", "GNSS", "MetaWear", "Recording", "Buffer",
+                "Gateway", "Boards", "BlueZ", "GNSS", "MetaWear", "Recording", "Buffer", "StatusModel",
                 "BlueZSimulator", "MetaWearBoardModel", "TestSupport", "GatewayTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -281,14 +285,14 @@ let package = Package(
         .testTarget(
             name: "DaemonTests",
             dependencies: [
-                "Daemon", "Gateway", "GatewayConfig", "Buffer", "ServiceSupport", "TestSupport", "UpstreamFixtures", "mwgated", "mwsim", "mwctl",
+                "Daemon", "Gateway", "GatewayConfig", "Buffer", "ServiceSupport", "StatusModel", "TestSupport", "UpstreamFixtures", "mwgated", "mwsim", "mwctl",
             ],
             swiftSettings: strict
         ),
         .testTarget(
             name: "ControlAPITests",
             dependencies: [
-                "ControlAPI", "ControlServer", "DBus", "Gateway", "BlueZ", "Buffer", "MetaWear", "Recording",
+                "ControlAPI", "ControlServer", "DBus", "Gateway", "BlueZ", "Buffer", "MetaWear", "Recording", "StatusModel",
                 "BlueZSimulator", "MetaWearBoardModel", "mwctl", "TestSupport", "GatewayTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -315,7 +319,7 @@ let package = Package(
             name: "FuzzTests",
             dependencies: [
                 "Basics", "GNSS", "MetaWear", "MetaWearBoardModel", "GatewayConfig", "Recording", "Buffer", "BlueZ", "DBus",
-                "ControlAPI", "ControlServer", "Gateway", "TestSupport", "GatewayTestSupport",
+                "ControlAPI", "ControlServer", "Gateway", "StatusModel", "TestSupport", "GatewayTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

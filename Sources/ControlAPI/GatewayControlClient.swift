@@ -1,4 +1,5 @@
 import DBus
+import StatusModel
 
 /// A typed proxy for `io.mwgate.Gateway1`, used by `mwctl` and tests.
 ///
@@ -29,8 +30,8 @@ public struct GatewayControlClient: Sendable {
     // MARK: Status
 
     /// The whole gateway.
-    public func status() async throws -> StatusPayload {
-        try await json(StatusPayload.self, "GetStatus")
+    public func status() async throws -> GatewayStatus {
+        try await json(GatewayStatus.self, "GetStatus")
     }
 
     /// The raw JSON of `GetStatus` (for `--json` output without a decode/encode round trip).
@@ -41,7 +42,7 @@ public struct GatewayControlClient: Sendable {
     // MARK: Boards
 
     /// The boards the gateway runs.
-    public func boards() async throws -> [BoardPayload] { try await json([BoardPayload].self, "ListBoards") }
+    public func boards() async throws -> [BoardStatus] { try await json([BoardStatus].self, "ListBoards") }
 
     /// Boards advertising during `seconds`.
     public func scan(seconds: UInt32) async throws -> [ScanResultPayload] {
@@ -117,7 +118,7 @@ public struct GatewayControlClient: Sendable {
     // MARK: Sync
 
     /// The upstream sync's state.
-    public func syncStatus() async throws -> SyncStatusPayload { try await json(SyncStatusPayload.self, "SyncStatus") }
+    public func syncStatus() async throws -> UpstreamSyncStatus { try await json(UpstreamSyncStatus.self, "SyncStatus") }
 
     /// Runs one sync pass now and reports it.
     public func syncNow() async throws -> SyncRunPayload {

@@ -9,6 +9,7 @@ import Glibc
 #endif
 import Gateway
 import Recording
+import StatusModel
 
 /// The method implementations of `io.mwgate.Gateway1`: validate, call the gateway, map its
 /// refusals to the API's error names.
@@ -45,20 +46,21 @@ final class ControlHandlers: Sendable {
     func statusJSON() async throws -> String {
         var status = await pipeline.status
         // The pipeline re-reads the backlog on its clock; a command answers with the buffer's now.
-        if let fresh = try? store.backlogStats() { status.backlog = fresh }
+        if let fresh = try? store.backlogStats() { status.backlog = BacklogStatus(fresh) }
         status.boards = await runningBoards(status.boards)
-        let syncStatus = await sync?.syncStatus() ?? .notConfigured
-        return try ControlJSON.encode(StatusMapping.payload(status, sync: syncStatus, storage: storage()))
+        status.sync = await sync?.syncStatus() ?? .notConfigured
+        status.storage = storage()
+        return try ControlJSON.encode(status)
     }
 
-    func storage() -> StoragePayload {
+    func storage() -> StorageStatus {
         var stats = statvfs()
         let free: Int64? = statvfs(stateDirectory, &stats) == 0 ? Int64(stats.f_bavail) * Int64(stats.f_frsize) : nil
         let database = BufferStore.path(inStateDirectory: stateDirectory)
         let sizes = [database, database + "-wal"].compactMap {
             (try? FileManager.default.attributesOfItem(atPath: $0))?[.size] as? NSNumber
         }
-        return StoragePayload(stateDirectory: stateDirectory, freeBytes: free,
+        return StorageStatus(stateDirectory: stateDirectory, freeBytes: free,
                               bufferBytes: sizes.isEmpty ? nil : sizes.reduce(0) { $0 + $1.int64Value },
                               budgetMaxBytes: budget.maxBytes, budgetMinFreeBytes: budget.minFreeBytes)
     }
@@ -66,7 +68,7 @@ final class ControlHandlers: Sendable {
     // MARK: Boards
 
     func boardsJSON() async throws -> String {
-        try ControlJSON.encode(await runningBoards(await pipeline.status.boards).map(StatusMapping.board))
+        try ControlJSON.encode(await runningBoards(await pipeline.status.boards))
     }
 
     /// The pipeline remembers every board it saw; the API shows those the manager runs.

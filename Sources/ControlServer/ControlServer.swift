@@ -4,6 +4,7 @@ import Foundation
 import Gateway
 import Logging
 import ServiceLifecycle
+import StatusModel
 
 /// The gateway's control API on the system bus: owns `io.mwgate.Gateway1`, exports the
 /// object at `/io/mwgate/Gateway1`, and turns the pipeline's status updates into

@@ -1,50 +1,10 @@
 import ControlAPI
 import DBus
-import Foundation
-import Gateway
-import GNSS
+import StatusModel
 
-/// Converts the pipeline's snapshot to the API's payloads and property values.
+/// Maps the status model to the D-Bus properties of `io.mwgate.Gateway1`: the one place the
+/// status meets D-Bus (the JSON answers are the model encoded as is).
 enum StatusMapping {
-    static func payload(_ s: GatewayStatus, sync: SyncStatusPayload, storage: StoragePayload) -> StatusPayload {
-        let now = s.generatedAt
-        return StatusPayload(
-            generatedAt: now.timeIntervalSince1970,
-            boards: s.boards.map(board),
-            gnss: GNSSPayload(source: s.gnss.source, running: s.gnss.isRunning, mode: s.gnss.mode.map(modeName),
-                              hasPosition: s.gnss.hasPosition, latitude: s.gnss.latitude, longitude: s.gnss.longitude,
-                              satellitesUsed: s.gnss.satellitesUsed, lastFixAt: s.gnss.lastFixAt?.timeIntervalSince1970,
-                              fixAgeSeconds: s.gnss.age(at: now), fixesReceived: s.gnss.fixesReceived),
-            session: SessionPayload(state: s.session.isRecording ? "recording" : "idle", sessionID: s.session.sessionID,
-                                    trigger: s.session.trigger, startedAt: s.session.startedAt?.timeIntervalSince1970,
-                                    awaitingSurvey: s.session.awaitingSurvey, chunksSealed: s.session.chunksSealed,
-                                    mode: s.session.mode.rawValue),
-            clock: ClockPayload(systemClockSynchronised: s.clock.systemClockSynchronised, timeSource: s.clock.timeSource.rawValue),
-            backlog: s.backlog.map {
-                BacklogPayload(documents: $0.count, bytes: $0.bytes, oldestUnsentAgeSeconds: $0.oldestUnsentAge,
-                               dead: $0.dead, inFlight: $0.inFlight)
-            },
-            sync: sync,
-            storage: storage,
-            problems: s.lastErrors.map { ProblemPayload(at: $0.at.timeIntervalSince1970, area: $0.area, message: $0.message) })
-    }
-
-    static func board(_ b: BoardStatus) -> BoardPayload {
-        BoardPayload(address: b.address, state: b.state, streaming: b.isStreaming, model: b.model,
-                     batteryPercent: b.battery.map { Int($0.percent) }, batteryMillivolts: b.battery.map { Int($0.millivolts) },
-                     gyroRateHz: b.gyroRateHertz, accelerometerRateHz: b.accelerometerRateHertz,
-                     gyroSamplesReceived: b.gyroSamplesReceived, gyroSamplesInSession: b.gyroSamplesInSession,
-                     lastSampleAt: b.lastSampleAt?.timeIntervalSince1970, missingIdentity: b.missingIdentity)
-    }
-
-    static func modeName(_ mode: GNSSFix.Mode) -> String {
-        switch mode {
-        case .noFix: "no_fix"
-        case .twoD: "2d"
-        case .threeD: "3d"
-        }
-    }
-
     /// Signature of the `Boards` property: address, state, streaming, battery percent (-1 unknown).
     static let boardsType = DBusType.array(.structure([.string, .string, .boolean, .int32]))
     /// Signature of `Fix`: mode (`none` before the first fix), has position, latitude,
@@ -59,19 +19,19 @@ enum StatusMapping {
         typealias P = GatewayControl.Property
         let boards = s.boards.map { b in
             DBusValue.structure([.string(b.address), .string(b.state), .boolean(b.isStreaming),
-                                 .int32(b.battery.map { Int32($0.percent) } ?? -1)])
+                                 .int32(b.batteryPercent.map { Int32(clamping: $0) } ?? -1)])
         }
         let fix = DBusValue.structure([
-            .string(s.gnss.mode.map(modeName) ?? "none"), .boolean(s.gnss.hasPosition),
+            .string(s.gnss.mode ?? "none"), .boolean(s.gnss.hasPosition),
             .double(s.gnss.latitude ?? .nan), .double(s.gnss.longitude ?? .nan),
             .int32(s.gnss.satellitesUsed.map { Int32(clamping: $0) } ?? -1),
         ])
         let backlog = DBusValue.structure([
-            .uint32(UInt32(clamping: s.backlog?.count ?? 0)), .int64(s.backlog?.bytes ?? 0),
+            .uint32(UInt32(clamping: s.backlog?.documents ?? 0)), .int64(s.backlog?.bytes ?? 0),
             .uint32(UInt32(clamping: s.backlog?.dead ?? 0)),
         ])
         return [
-            P.state: .string(s.session.isRecording ? "recording" : "idle"),
+            P.state: .string(s.session.state),
             P.sessionID: .string(s.session.sessionID ?? ""),
             P.awaitingSurvey: .array(element: .string, s.session.awaitingSurvey.map { .string($0) }),
             P.boards: .array(element: boardsType.arrayElement, boards),

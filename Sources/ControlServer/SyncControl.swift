@@ -1,10 +1,11 @@
 import ControlAPI
+import StatusModel
 
 /// What the control API needs from the upstream sync service. Uplink's `SyncService`
 /// conforms through a small adapter in the daemon, so this module does not depend on Uplink.
 public protocol SyncControl: Sendable {
     /// The sync's current state.
-    func syncStatus() async -> SyncStatusPayload
+    func syncStatus() async -> UpstreamSyncStatus
     /// Runs one upload pass now (waiting for it) and reports what it did. Throws with a
     /// message naming the problem when the pass cannot run.
     func syncNow() async throws -> SyncRunPayload

@@ -4,6 +4,7 @@ import GNSS
 import Gateway
 import Logging
 import ServiceSupport
+import StatusModel
 
 /// Turns the pipeline's status snapshots into what an operator sees: catalogued journal
 /// events (session started/ended, board connected/lost, fix gained/lost, sync failing/
@@ -106,7 +107,7 @@ public actor StatusReporter {
                 logger.event(.boardLost, "board \(board.address) lost (\(board.state))", metadata: ["board": "\(board.address)"])
             }
         }
-        let fresh = new.gnss.age(at: now).map { $0 <= Self.fixTimeout } ?? false
+        let fresh = new.gnss.age(at: now.timeIntervalSince1970).map { $0 <= Self.fixTimeout } ?? false
         let hasFix = new.gnss.hasPosition && fresh && new.gnss.isRunning
         if hasFix, !hadFix {
             let position = new.gnss.latitude.flatMap { lat in new.gnss.longitude.map { FixedDecimal.string(lat, places: 5) + ", " + FixedDecimal.string($0, places: 5) } } ?? "?"
@@ -130,8 +131,8 @@ public actor StatusReporter {
         if idle > 0 { parts[0] += " (\(idle) idle, sensors off)" }
         if status.gnss.source == nil {
             parts.append("no GNSS receiver")
-        } else if status.gnss.hasPosition, let age = status.gnss.age(at: now), age <= fixTimeout {
-            let mode = status.gnss.mode.map { $0 == .threeD ? "3D" : $0 == .twoD ? "2D" : "none" } ?? "?"
+        } else if status.gnss.hasPosition, let age = status.gnss.age(at: now.timeIntervalSince1970), age <= fixTimeout {
+            let mode = status.gnss.mode.map { $0 == GNSSStatus.Mode.threeD ? "3D" : $0 == GNSSStatus.Mode.twoD ? "2D" : "none" } ?? "?"
             parts.append("fix \(mode)" + (status.gnss.satellitesUsed.map { " (\($0) sats)" } ?? ""))
         } else {
             parts.append(status.gnss.isRunning ? "waiting for GNSS fix" : "GNSS receiver not running")
@@ -142,7 +143,7 @@ public actor StatusReporter {
             parts.append("idle")
         }
         if !status.session.awaitingSurvey.isEmpty { parts.append("\(status.session.awaitingSurvey.count) awaiting survey") }
-        if let backlog = status.backlog { parts.append("backlog \(backlog.count) docs") }
+        if let backlog = status.backlog { parts.append("backlog \(backlog.documents) docs") }
         return parts.joined(separator: "; ")
     }
 }

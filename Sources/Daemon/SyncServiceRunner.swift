@@ -7,6 +7,7 @@ import GatewayConfig
 import Logging
 import ServiceLifecycle
 import ServiceSupport
+import StatusModel
 import Uplink
 
 /// Uplink's `SyncService` as a service of the gateway's group and as the control API's
@@ -60,10 +61,10 @@ public struct SyncServiceRunner: Service, SyncControl, CustomStringConvertible {
     }
 
     /// The sync's state for `mwctl sync` (times in seconds since the epoch).
-    public func syncStatus() async -> SyncStatusPayload {
+    public func syncStatus() async -> UpstreamSyncStatus {
         let status = await sync.status
         let now = Date().timeIntervalSince1970
-        return SyncStatusPayload(
+        return UpstreamSyncStatus(
             configured: true, endpoint: endpoint, state: status.activity.rawValue, credentialsPresent: true,
             lastSuccessAt: status.lastSuccess.map { $0.timeIntervalSince1970 },
             lastAttemptAt: nil, lastError: status.lastError,

@@ -6,6 +6,7 @@ import GNSS
 import Logging
 import MetaWear
 import Recording
+import StatusModel
 
 /// The one place where board events and GNSS fixes meet: owns the ``SessionController``
 /// (which is not thread-safe) and serialises everything that touches it: samples, fixes,
@@ -88,8 +89,7 @@ public actor RecordingPipeline {
         configuration.alwaysMode = settings.sessionMode == .always
         configuration.acceptsDeadReckoning = settings.acceptDeadReckoning
         controller = SessionController(store: store, timeBase: timeBase, configuration: configuration)
-        gnss = GNSSStatus(source: settings.gnss?.description, mode: nil, hasPosition: false, latitude: nil, longitude: nil,
-                          satellitesUsed: nil, lastFixAt: nil, fixesReceived: 0, isRunning: false)
+        gnss = GNSSStatus(source: settings.gnss?.description)
         controller.adoptAwaitingSurvey((try? store.sessionsAwaitingSurvey()) ?? [])
         backlog = try? store.backlogStats()
         (sensorDemand, sensorDemandContinuation) = AsyncStream.makeStream(of: Bool.self, bufferingPolicy: .bufferingNewest(1))
@@ -122,7 +122,7 @@ public actor RecordingPipeline {
             let wasIdle = controller.state == .idle
             controller.ingest(board: key, event: sample, receivedAt: timeline.nanoseconds(event.receivedAt))
             if wasIdle, case .recording(let id) = controller.state { sessionDidStart(id, trigger: .always) }
-            boards[key]?.lastSampleAt = event.wallClock
+            boards[key]?.lastSampleAt = event.wallClock.timeIntervalSince1970
             if case .gyro(let samples) = sample {
                 boards[key]?.gyroSamplesReceived += samples.count
                 // Streaming is reported once samples really arrive (a restarted or reconnected
@@ -137,7 +137,7 @@ public actor RecordingPipeline {
             boardStateChanged(key, state, at: event.receivedAt)
         case .battery(let battery):
             ensureBoard(key)
-            boards[key]?.battery = battery
+            boards[key]?.setBattery(battery)
             publish()
         case .button(_, let togglesSession):
             guard togglesSession, settings.buttonTogglesSession else { return }
@@ -162,14 +162,14 @@ public actor RecordingPipeline {
     public func ingest(_ fix: GNSSFix) {
         guard !isShutDown else { return }
         controller.ingest(fix: fix, now: timeline.now)
-        gnss.mode = fix.mode
+        gnss.mode = fix.mode.statusName
         gnss.hasPosition = fix.hasPosition
         if fix.hasPosition {
             gnss.latitude = fix.latitude
             gnss.longitude = fix.longitude
         }
         gnss.satellitesUsed = fix.satellitesUsed
-        gnss.lastFixAt = fix.arrival
+        gnss.lastFixAt = fix.arrival.timeIntervalSince1970
         gnss.fixesReceived += 1
         publish()
     }
@@ -184,8 +184,8 @@ public actor RecordingPipeline {
     /// Records a problem for the status (and logs it).
     public func report(area: String, _ message: String) {
         logger.warning("\(area): \(message)")
-        problems.append(GatewayProblem(at: Date(), area: area, message: message))
-        if problems.count > GatewayStatus.maximumErrors { problems.removeFirst(problems.count - GatewayStatus.maximumErrors) }
+        problems.append(GatewayProblem(at: Date().timeIntervalSince1970, area: area, message: message))
+        if problems.count > GatewayStatus.maximumProblems { problems.removeFirst(problems.count - GatewayStatus.maximumProblems) }
         publish()
     }
 
@@ -493,10 +493,8 @@ public actor RecordingPipeline {
 
     private func ensureBoard(_ key: String) {
         guard boards[key] == nil else { return }
-        boards[key] = BoardStatus(address: key, state: "connecting", isStreaming: false, model: nil, battery: nil,
-                                  gyroRateHertz: settings.gyroRateHertz,
-                                  accelerometerRateHertz: settings.accelerometerRateHertz,
-                                  gyroSamplesReceived: 0, gyroSamplesInSession: 0, lastSampleAt: nil)
+        boards[key] = BoardStatus(address: key, state: "connecting", gyroRateHz: settings.gyroRateHertz,
+                                  accelerometerRateHz: settings.accelerometerRateHertz)
     }
 
     private func boardStateChanged(_ key: String, _ state: BoardState, at instant: ContinuousClock.Instant) {
@@ -511,16 +509,14 @@ public actor RecordingPipeline {
                               accelerometerRateHertz: settings.accelerometerRateHertz)
             attached.insert(key)
             boards[key]?.isStreaming = false
-            boards[key]?.isIdle = false
             boards[key]?.model = description.description
             boards[key]?.missingIdentity = description.missingIdentity
-            if let battery = description.battery { boards[key]?.battery = battery }
+            if let battery = description.battery { boards[key]?.setBattery(battery) }
             logger.info("board \(key) streaming: \(description)")
         case .idle(let description):
             detach(key, now: now)
-            boards[key]?.isIdle = true
             boards[key]?.model = description.description
-            if let battery = description.battery { boards[key]?.battery = battery }
+            if let battery = description.battery { boards[key]?.setBattery(battery) }
             logger.info("board \(key) connected, sensors off until a session starts: \(description)")
         case .lost(let reason):
             detach(key, now: now)
@@ -535,7 +531,6 @@ public actor RecordingPipeline {
 
     private func detach(_ key: String, now: Int64) {
         boards[key]?.isStreaming = false
-        boards[key]?.isIdle = false
         guard attached.remove(key) != nil else { return }
         controller.detach(board: key, now: now)
         if attached.isEmpty { lastBoardDetachedAt = now }
@@ -555,16 +550,20 @@ public actor RecordingPipeline {
     private func snapshot() -> GatewayStatus {
         var sessionID: String?
         if case .recording(let id) = controller.state { sessionID = id }
+        let now = Date().timeIntervalSince1970
+        var gnss = gnss
+        gnss.fixAgeSeconds = gnss.age(at: now)
         return GatewayStatus(
-            generatedAt: Date(),
+            generatedAt: now,
             boards: boards.values.sorted { $0.address < $1.address },
             gnss: gnss,
-            session: SessionStatus(isRecording: sessionID != nil, sessionID: sessionID, trigger: sessionTrigger,
-                                   startedAt: sessionStartedAt, awaitingSurvey: awaitingSurvey,
-                                   chunksSealed: controller.sealedCount, mode: settings.sessionMode),
-            clock: ClockStatus(systemClockSynchronised: systemClockSynchronised, timeSource: controller.timeBase.source),
-            backlog: backlog,
-            lastErrors: problems)
+            session: SessionStatus(state: sessionID != nil ? SessionStatus.recording : SessionStatus.idle, sessionID: sessionID,
+                                   trigger: sessionTrigger, startedAt: sessionStartedAt?.timeIntervalSince1970,
+                                   awaitingSurvey: awaitingSurvey, chunksSealed: controller.sealedCount,
+                                   mode: settings.sessionMode.rawValue),
+            clock: ClockStatus(systemClockSynchronised: systemClockSynchronised, timeSource: controller.timeBase.source.rawValue),
+            backlog: backlog.map(BacklogStatus.init),
+            problems: problems)
     }
 
     private func nanoseconds(_ duration: Duration) -> Int64 {

@@ -1,3 +1,4 @@
+import StatusModel
 import Synchronization
 
 /// The readers of the gateway's status (the control API's property signals, the daemon's

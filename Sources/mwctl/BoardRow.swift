@@ -1,12 +1,13 @@
 import ControlAPI
 import Foundation
+import StatusModel
 
 /// `mwctl status`'s line for one board: address, model, state, rates, battery, samples and the
 /// age of the last sample, in columns aligned across the boards. The model is named once: the
 /// daemon's state of a streaming board carries the full board description, shown here in the
 /// model column only.
 enum BoardRow {
-    static func table(_ boards: [BoardPayload], at now: Double) -> [String] {
+    static func table(_ boards: [BoardStatus], at now: Double) -> [String] {
         let rows = boards.map { columns($0, at: now) }
         let widths = (0..<(rows.first?.count ?? 0)).map { column in rows.map { $0[column].count }.max() ?? 0 }
         return rows.map { row in
@@ -16,7 +17,7 @@ enum BoardRow {
         }
     }
 
-    static func columns(_ b: BoardPayload, at now: Double) -> [String] {
+    static func columns(_ b: BoardStatus, at now: Double) -> [String] {
         let accel = b.accelerometerRateHz.map { String(format: ", accel %.0f Hz", $0) } ?? ""
         let battery = b.batteryPercent.map { "battery \($0)%" } ?? "battery ?"
         let age = b.lastSampleAt.map { "last sample " + sampleAge(max(0, now - $0)) + " ago" } ?? "no sample yet"

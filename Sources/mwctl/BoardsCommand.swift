@@ -1,6 +1,7 @@
 import ArgumentParser
 import ControlAPI
 import Foundation
+import StatusModel
 
 /// `mwctl boards list|scan|add|remove`.
 struct BoardsCommand: AsyncParsableCommand {
@@ -19,7 +20,7 @@ struct BoardsCommand: AsyncParsableCommand {
             emitLine("ADDRESS            STATE        STREAMING  MODEL                      BATTERY  GYRO(Hz)  SAMPLES")
             for b in boards {
                 let battery = b.batteryPercent.map { "\($0)%" } ?? "?"
-                emitLine([b.address.padded(17), b.state.padded(11), (b.streaming ? "yes" : "no").padded(9), (b.model ?? "-").padded(25),
+                emitLine([b.address.padded(17), b.state.padded(11), (b.isStreaming ? "yes" : "no").padded(9), (b.model ?? "-").padded(25),
                           battery.padded(7, left: true), String(format: "%8.0f  %7d", b.gyroRateHz, b.gyroSamplesReceived)]
                     .joined(separator: "  "))
             }

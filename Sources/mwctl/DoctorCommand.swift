@@ -2,6 +2,7 @@ import ArgumentParser
 import ControlAPI
 import DBus
 import Foundation
+import StatusModel
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -25,7 +26,7 @@ struct DoctorCommand: AsyncParsableCommand {
 
     func run() async throws {
         var checks: [Check] = []
-        var status: StatusPayload?
+        var status: GatewayStatus?
         var connection: DBusConnection?
         do { connection = try await DBusConnection.system() } catch {
             checks.append(Check(name: "system bus", level: .fail, detail: "cannot connect: \(DaemonAccess.describe(error))",
@@ -100,7 +101,7 @@ struct DoctorCommand: AsyncParsableCommand {
         }
     }
 
-    private func daemon(_ connection: DBusConnection) async -> (Check, StatusPayload?) {
+    private func daemon(_ connection: DBusConnection) async -> (Check, GatewayStatus?) {
         let client = GatewayControlClient(connection: connection, timeout: .seconds(10))
         do {
             let status = try await client.status()
@@ -124,7 +125,7 @@ struct DoctorCommand: AsyncParsableCommand {
 
     /// Boards whose model or firmware could not be read: BlueZ hides GATT services its
     /// plugins claim, so Device Information may be missing (reference bluez-dbus.md).
-    private func boardIdentity(_ status: StatusPayload?) -> [Check] {
+    private func boardIdentity(_ status: GatewayStatus?) -> [Check] {
         (status?.boards ?? []).compactMap { board in
             board.missingIdentity.map {
                 Check(name: "board \(board.address) identity", level: .warn, detail: "\(board.model ?? "model unknown"): \($0)",
@@ -134,7 +135,7 @@ struct DoctorCommand: AsyncParsableCommand {
         }
     }
 
-    private func gnss(_ status: StatusPayload?) -> [Check] {
+    private func gnss(_ status: GatewayStatus?) -> [Check] {
         guard let g = status?.gnss else {
             return [Check(name: "GPS", level: .warn, detail: "unknown (the daemon's status is not available)", fix: nil)]
         }
@@ -152,7 +153,7 @@ struct DoctorCommand: AsyncParsableCommand {
                 checks.append(Check(name: "GPS device", level: .ok, detail: path))
             }
         }
-        if !g.running {
+        if !g.isRunning {
             checks.append(Check(name: "GPS fix", level: .fail, detail: "the source \(source) stopped",
                                 fix: "journalctl -u mwgated -g gnss for the reason; check the device and its permissions (dialout group)"))
         } else if g.hasPosition, let age = g.fixAgeSeconds, age < 10 {
@@ -165,7 +166,7 @@ struct DoctorCommand: AsyncParsableCommand {
         return checks
     }
 
-    private func clock(_ status: StatusPayload?) -> Check {
+    private func clock(_ status: GatewayStatus?) -> Check {
         guard let synced = status?.clock.systemClockSynchronised else {
             return Check(name: "clock", level: .warn, detail: "unknown (the daemon's status is not available)",
                          fix: "timedatectl shows whether NTP synchronised the clock")
@@ -176,7 +177,7 @@ struct DoctorCommand: AsyncParsableCommand {
                      fix: "enable NTP (timedatectl set-ntp true) or chrony with the GNSS receiver as a source")
     }
 
-    private func disk(_ status: StatusPayload?) -> Check {
+    private func disk(_ status: GatewayStatus?) -> Check {
         guard let s = status?.storage else {
             return Check(name: "disk", level: .warn, detail: "unknown (the daemon's status is not available)", fix: nil)
         }
@@ -196,7 +197,7 @@ struct DoctorCommand: AsyncParsableCommand {
         return Check(name: "disk", level: .ok, detail: detail)
     }
 
-    private func upstream(_ status: StatusPayload?) -> Check {
+    private func upstream(_ status: GatewayStatus?) -> Check {
         guard let s = status?.sync else {
             return Check(name: "upstream", level: .warn, detail: "unknown (the daemon's status is not available)", fix: nil)
         }

@@ -4,6 +4,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import StatusModel
 
 /// `mwctl status`: boards, fix, session, clock, backlog, sync, problems.
 struct StatusCommand: AsyncParsableCommand {
@@ -72,10 +73,10 @@ struct StatusCommand: AsyncParsableCommand {
 
 /// The human-readable status.
 enum StatusView {
-    static func text(_ s: StatusPayload) -> String {
+    static func text(_ s: GatewayStatus) -> String {
         var lines: [String] = []
         let session: String
-        if s.session.state == "recording", let id = s.session.sessionID {
+        if s.session.isRecording, let id = s.session.sessionID {
             let since = s.session.startedAt.map { " for " + Format.duration(s.generatedAt - $0) } ?? ""
             session = "recording \(id) (\(s.session.trigger ?? "?"))\(since)"
         } else {
@@ -100,7 +101,7 @@ enum StatusView {
         } else {
             fix += g.fixesReceived == 0 ? "no fix yet" : "no position (\(g.mode ?? "no_fix"))"
         }
-        if let source = g.source { fix += " [\(source)\(g.running ? "" : ", stopped")]" }
+        if let source = g.source { fix += " [\(source)\(g.isRunning ? "" : ", stopped")]" }
         lines.append(fix)
         lines.append("Clock:    \(s.clock.systemClockSynchronised ? "synchronised" : "NOT synchronised"); point times: \(s.clock.timeSource)")
         if let b = s.backlog {
@@ -111,16 +112,24 @@ enum StatusView {
         } else {
             lines.append("Backlog:  unknown (the buffer could not be read)")
         }
-        let free = s.storage.freeBytes.map { Format.bytes($0) + " free" } ?? "free space unknown"
-        lines.append("Storage:  \(s.storage.bufferBytes.map(Format.bytes) ?? "?") of \(Format.bytes(s.storage.budgetMaxBytes)) budget, \(free)")
-        var sync = "Sync:     "
-        if !s.sync.configured {
-            sync += "no upstream configured"
+        if let storage = s.storage {
+            let free = storage.freeBytes.map { Format.bytes($0) + " free" } ?? "free space unknown"
+            lines.append("Storage:  \(storage.bufferBytes.map(Format.bytes) ?? "?") of \(Format.bytes(storage.budgetMaxBytes)) budget, \(free)")
         } else {
-            sync += s.sync.state
-            if let endpoint = s.sync.endpoint { sync += " to \(endpoint)" }
-            if let last = s.sync.lastSuccessAt { sync += ", last success " + Format.time(last) }
-            if let error = s.sync.lastError { sync += ", last error: \(error)" }
+            lines.append("Storage:  unknown")
+        }
+        var sync = "Sync:     "
+        if let upstream = s.sync {
+            if !upstream.configured {
+                sync += "no upstream configured"
+            } else {
+                sync += upstream.state
+                if let endpoint = upstream.endpoint { sync += " to \(endpoint)" }
+                if let last = upstream.lastSuccessAt { sync += ", last success " + Format.time(last) }
+                if let error = upstream.lastError { sync += ", last error: \(error)" }
+            }
+        } else {
+            sync += "unknown"
         }
         lines.append(sync)
         for (index, p) in s.problems.suffix(5).enumerated() {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import ControlAPI
 import Foundation
+import StatusModel
 
 /// `mwctl sync status|now|retry-dead`.
 struct SyncCommand: AsyncParsableCommand {
@@ -15,7 +16,17 @@ struct SyncCommand: AsyncParsableCommand {
         func run() async throws {
             let status = try await DaemonAccess.run { try await $0.status() }
             if output.json { return try emitJSON(SyncReport(sync: status.sync, backlog: status.backlog)) }
-            let s = status.sync
+            if let s = status.sync {
+                Self.show(s)
+            } else {
+                emitLine("sync: unknown (the daemon did not report it)")
+            }
+            if let b = status.backlog {
+                emitLine("backlog: \(b.documents) document(s), \(Format.bytes(b.bytes)), \(b.inFlight) in flight, \(b.dead) dead")
+            }
+        }
+
+        static func show(_ s: UpstreamSyncStatus) {
             if !s.configured {
                 emitLine("sync: no upstream configured (documents stay in the buffer)")
             } else {
@@ -27,14 +38,11 @@ struct SyncCommand: AsyncParsableCommand {
                 if let t = s.nextAttemptAt { emitLine("next attempt: \(Format.time(t))") }
                 emitLine("documents sent: \(s.documentsSent)")
             }
-            if let b = status.backlog {
-                emitLine("backlog: \(b.documents) document(s), \(Format.bytes(b.bytes)), \(b.inFlight) in flight, \(b.dead) dead")
-            }
         }
 
         struct SyncReport: Encodable {
-            var sync: SyncStatusPayload
-            var backlog: BacklogPayload?
+            var sync: UpstreamSyncStatus?
+            var backlog: BacklogStatus?
         }
     }
 

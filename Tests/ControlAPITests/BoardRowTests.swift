@@ -1,4 +1,5 @@
 import ControlAPI
+import StatusModel
 import Testing
 @testable import mwctl
 
@@ -6,8 +7,8 @@ import Testing
 struct BoardRowTests {
     static let description = "MetaMotion S (BMI270), firmware 1.7.3, gyro rev 0, accelerometer rev 1"
 
-    static func board(_ address: String, state: String, model: String?, battery: Int?, lastSampleAt: Double?) -> BoardPayload {
-        BoardPayload(address: address, state: state, streaming: state.hasPrefix("streaming"), model: model, batteryPercent: battery,
+    static func board(_ address: String, state: String, model: String?, battery: Int?, lastSampleAt: Double?) -> BoardStatus {
+        BoardStatus(address: address, state: state, isStreaming: state.hasPrefix("streaming"), model: model, batteryPercent: battery,
                      batteryMillivolts: nil, gyroRateHz: 100, accelerometerRateHz: 50, gyroSamplesReceived: 12_345,
                      gyroSamplesInSession: 0, lastSampleAt: lastSampleAt)
     }

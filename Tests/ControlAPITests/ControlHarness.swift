@@ -1,6 +1,7 @@
 import BlueZ
 @testable import BlueZSimulator
 import ControlAPI
+import StatusModel
 import ControlServer
 import DBus
 import Foundation
@@ -87,11 +88,11 @@ final class ControlHarness: @unchecked Sendable {
 
     /// Polls `mwctl status --json` until `condition` holds (generous for a loaded machine).
     @discardableResult
-    func eventually(_ what: String, timeout: Duration = .seconds(60), _ condition: (StatusPayload) -> Bool) async throws -> StatusPayload {
+    func eventually(_ what: String, timeout: Duration = .seconds(60), _ condition: (GatewayStatus) -> Bool) async throws -> GatewayStatus {
         let deadline = ContinuousClock.now + timeout
         while true {
             let result = try await mwctl(["status", "--json"])
-            if result.status == 0, let status = try? ControlJSON.decode(StatusPayload.self, from: result.stdout), condition(status) {
+            if result.status == 0, let status = try? ControlJSON.decode(GatewayStatus.self, from: result.stdout), condition(status) {
                 return status
             }
             guard ContinuousClock.now < deadline else {
@@ -109,8 +110,8 @@ final class FakeSync: SyncControl, @unchecked Sendable {
 
     var syncRuns: Int { lock.withLock { runs } }
 
-    func syncStatus() async -> SyncStatusPayload {
-        SyncStatusPayload(configured: true, endpoint: "https://upstream.example", state: "idle", credentialsPresent: true,
+    func syncStatus() async -> UpstreamSyncStatus {
+        UpstreamSyncStatus(configured: true, endpoint: "https://upstream.example", state: "idle", credentialsPresent: true,
                           lastSuccessAt: 1_790_000_000, documentsSent: 7)
     }
 

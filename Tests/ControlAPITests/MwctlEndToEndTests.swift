@@ -1,4 +1,5 @@
 import ControlAPI
+import StatusModel
 import DBus
 import Foundation
 import TestSupport
@@ -25,13 +26,13 @@ struct MwctlEndToEndTests {
     @Test func walkingSessionThroughMwctl() async throws {
         try await ControlHarness.with { h in
             let ready = try await h.eventually("two boards streaming and a position") { s in
-                s.boards.count == 2 && s.boards.allSatisfy(\.streaming) && s.gnss.hasPosition
+                s.boards.count == 2 && s.boards.allSatisfy(\.isStreaming) && s.gnss.hasPosition
             }
             #expect(ready.session.state == "idle")
             #expect(ready.boards.allSatisfy { $0.gyroRateHz == 50 })
-            #expect(ready.sync.configured && ready.sync.endpoint == "https://upstream.example")
+            #expect(ready.sync?.configured == true && ready.sync?.endpoint == "https://upstream.example")
 
-            let boards = try Self.json([BoardPayload].self, try await h.mwctl(["boards", "list", "--json"]), "boards list")
+            let boards = try Self.json([BoardStatus].self, try await h.mwctl(["boards", "list", "--json"]), "boards list")
             #expect(Set(boards.map(\.address)) == Set(h.addresses.map(\.rawValue)))
 
             Self.expectFailure(try await h.mwctl(["session", "stop", "--json"]), 6, "no session is recording", "stop while idle")
@@ -116,8 +117,8 @@ struct MwctlEndToEndTests {
                                "no-such-session", "offline export unknown")
 
             struct SyncReport: Decodable {
-                var sync: SyncStatusPayload
-                var backlog: BacklogPayload?
+                var sync: UpstreamSyncStatus
+                var backlog: BacklogStatus?
             }
             let sync = try Self.json(SyncReport.self, try await h.mwctl(["sync", "status", "--json"]), "sync status")
             #expect(sync.sync.documentsSent == 7 && sync.sync.state == "idle")
@@ -135,7 +136,7 @@ struct MwctlEndToEndTests {
             #expect(watched.status == 0)
             let lines = watched.stdout.split(separator: "\n")
             #expect(lines.count == 2)
-            #expect(lines.allSatisfy { (try? ControlJSON.decode(StatusPayload.self, from: String($0))) != nil })
+            #expect(lines.allSatisfy { (try? ControlJSON.decode(GatewayStatus.self, from: String($0))) != nil })
             let text = try await h.mwctl(["status"])
             #expect(text.status == 0 && text.stdout.contains("Boards:") && text.stdout.contains("battery"))
 
@@ -151,10 +152,10 @@ struct MwctlEndToEndTests {
             #expect(Set(scanned.map(\.address)) == Set(h.addresses.map(\.rawValue)) && scanned.allSatisfy(\.added))
             let second = h.addresses[1].rawValue
             #expect(try await h.mwctl(["boards", "remove", second]).status == 0)
-            let remaining = try Self.json([BoardPayload].self, try await h.mwctl(["boards", "list", "--json"]), "list after remove")
+            let remaining = try Self.json([BoardStatus].self, try await h.mwctl(["boards", "list", "--json"]), "list after remove")
             #expect(!remaining.contains { $0.address == second })
             #expect(try await h.mwctl(["boards", "add", second]).status == 0)
-            try await h.eventually("the board back and streaming") { s in s.boards.contains { $0.address == second && $0.streaming } }
+            try await h.eventually("the board back and streaming") { s in s.boards.contains { $0.address == second && $0.isStreaming } }
 
             // Introspectable for scripts.
             let introspection = try await h.bus.run("/usr/bin/busctl", ["--address=\(h.bus.address)", "introspect",
@@ -183,7 +184,7 @@ struct MwctlEndToEndTests {
 
     @Test func withoutAnUpstreamSyncIsReportedAndRefused() async throws {
         try await ControlHarness.with(withUpstream: false) { h in
-            struct SyncReport: Decodable { var sync: SyncStatusPayload }
+            struct SyncReport: Decodable { var sync: UpstreamSyncStatus }
             let report = try Self.json(SyncReport.self, try await h.mwctl(["sync", "status", "--json"]), "sync status")
             #expect(!report.sync.configured && report.sync.state == "disabled")
             Self.expectFailure(try await h.mwctl(["sync", "now"]), 7, "no upstream is configured", "sync now")
@@ -196,7 +197,7 @@ struct MwctlEndToEndTests {
 
             // The interactive survey on a terminal (script(1) gives it a pty): Tab completes
             // a unique prefix, lists an ambiguous one.
-            _ = try await h.eventually("a board streaming") { s in s.boards.contains(where: \.streaming) }
+            _ = try await h.eventually("a board streaming") { s in s.boards.contains(where: \.isStreaming) }
             let started = try Self.json([String: String].self, try await h.mwctl(["session", "start", "--json"]), "start")
             // A session that recorded nothing takes no survey (no records document), so let a
             // sample in before stopping.

@@ -1,4 +1,5 @@
 import ControlAPI
+import StatusModel
 import Foundation
 import TestSupport
 import Testing
@@ -9,7 +10,7 @@ import Testing
 struct SurveyTerminalTests {
     /// Records a short session and stops it; its ID, now awaiting a survey.
     static func sessionAwaitingSurvey(_ h: ControlHarness) async throws -> String {
-        _ = try await h.eventually("a board streaming") { s in s.boards.contains(where: \.streaming) }
+        _ = try await h.eventually("a board streaming") { s in s.boards.contains(where: \.isStreaming) }
         let started = try MwctlEndToEndTests.json([String: String].self, try await h.mwctl(["session", "start", "--json"]), "start")
         try await h.eventually("samples in the session") { s in s.boards.contains { $0.gyroSamplesInSession > 0 } }
         _ = try MwctlEndToEndTests.json(SessionEndPayload.self, try await h.mwctl(["session", "stop", "--json"]), "stop")
@@ -45,7 +46,7 @@ struct SurveyTerminalTests {
     }
 
     static func awaiting(_ h: ControlHarness) async throws -> [String] {
-        try MwctlEndToEndTests.json(StatusPayload.self, try await h.mwctl(["status", "--json"]), "status").session.awaitingSurvey
+        try MwctlEndToEndTests.json(GatewayStatus.self, try await h.mwctl(["status", "--json"]), "status").session.awaitingSurvey
     }
 
     @Test func theSurveyPromptEditsLikeAShell() async throws {

@@ -4,6 +4,7 @@ import Buffer
 import Foundation
 import GNSS
 import Gateway
+import StatusModel
 import Logging
 import MetaWear
 import MetaWearBoardModel

@@ -159,7 +159,7 @@ struct GatewayPipelineTests {
             }
             try await pipeline.stopSession()
             let status = await pipeline.status
-            #expect(status.lastErrors.filter { $0.area == "buffer" }.isEmpty, "\(status.lastErrors)")
+            #expect(status.problems.filter { $0.area == "buffer" }.isEmpty, "\(status.problems)")
             let dataset = try h.gateway.store.dataset(sessionID: sessionID)
             for address in h.addresses {
                 let accepted = try #require(status.boards.first { $0.address == address.rawValue }).gyroSamplesInSession

@@ -1,0 +1,61 @@
+/// One board as the gateway sees it.
+public struct BoardStatus: Codable, Sendable, Equatable {
+    /// `AA:BB:CC:DD:EE:FF`.
+    public var address: String
+    /// Connection/stream state in the board session's words (`connecting`, `streaming (…)`,
+    /// `idle (sensors off; …)`, `lost: …`, `reconnecting (…)`…).
+    public var state: String
+    /// True while samples flow (set once samples really arrive, not when the stream is asked for).
+    public var isStreaming: Bool
+    /// Model and chip after the handshake (e.g. `MetaMotion S (BMI270), firmware 1.7.3, …`).
+    public var model: String?
+    /// What of the board's identity is not known and why (e.g. Device Information not
+    /// exported by BlueZ), nil when fully known.
+    public var missingIdentity: String?
+    /// Last battery reading.
+    public var batteryPercent: Int?
+    public var batteryMillivolts: Int?
+    /// Configured gyro and accelerometer rates, hertz.
+    public var gyroRateHz: Double
+    public var accelerometerRateHz: Double?
+    /// Gyro samples received since the gateway started.
+    public var gyroSamplesReceived: Int
+    /// Gyro samples handed to the current (or last) session.
+    public var gyroSamplesInSession: Int
+    /// Wall-clock time of the last notification.
+    public var lastSampleAt: Double?
+
+    enum CodingKeys: String, CodingKey {
+        case address, state, model, missingIdentity, batteryPercent, batteryMillivolts, gyroRateHz, accelerometerRateHz
+        case gyroSamplesReceived, gyroSamplesInSession, lastSampleAt
+        case isStreaming = "streaming"
+    }
+
+    /// A board in `state`; everything learnt later starts unknown or zero.
+    public init(address: String, state: String, isStreaming: Bool = false, model: String? = nil, missingIdentity: String? = nil,
+                batteryPercent: Int? = nil, batteryMillivolts: Int? = nil, gyroRateHz: Double, accelerometerRateHz: Double? = nil,
+                gyroSamplesReceived: Int = 0, gyroSamplesInSession: Int = 0, lastSampleAt: Double? = nil) {
+        self.address = address
+        self.state = state
+        self.isStreaming = isStreaming
+        self.model = model
+        self.missingIdentity = missingIdentity
+        self.batteryPercent = batteryPercent
+        self.batteryMillivolts = batteryMillivolts
+        self.gyroRateHz = gyroRateHz
+        self.accelerometerRateHz = accelerometerRateHz
+        self.gyroSamplesReceived = gyroSamplesReceived
+        self.gyroSamplesInSession = gyroSamplesInSession
+        self.lastSampleAt = lastSampleAt
+    }
+
+    /// True while connected with the sensors off (no session records): the session's `idle`
+    /// state, read from ``state`` so it survives the JSON round trip.
+    public var isIdle: Bool { state.hasPrefix(Self.idleStatePrefix) }
+
+    /// Connected and past the handshake, streaming or idle.
+    public var isConnected: Bool { isStreaming || isIdle }
+
+    /// How the board session words its idle state (`idle (sensors off; …)`).
+    public static let idleStatePrefix = "idle ("
+}
