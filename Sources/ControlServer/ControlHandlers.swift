@@ -146,11 +146,18 @@ final class ControlHandlers: Sendable {
         guard (1...10_000).contains(limit) else {
             throw Self.error(E.invalidArgument, "limit must be 1 to 10000, got \(limit)")
         }
-        let listing: [RecordingPipeline.SessionListing]
-        do { listing = try await pipeline.sessions(limit: Int(limit)) } catch { throw Self.error(E.failed, "\(error)") }
-        return try ControlJSON.encode(listing.map {
-            SessionListingPayload(sessionID: $0.sessionID, startedAt: $0.startedAt / 1000, state: $0.state, points: $0.pointCount)
-        })
+        return try ControlJSON.encode(try sessions(limit: Int(limit)))
+    }
+
+    /// Sessions in the buffer, newest first.
+    func sessions(limit: Int) throws -> [SessionListingPayload] {
+        do {
+            return try store.sessions(limit: limit).map {
+                SessionListingPayload(sessionID: $0.id, startedAt: $0.startedAt / 1000, state: $0.state, points: $0.points)
+            }
+        } catch {
+            throw Self.error(E.failed, "cannot read the sessions: \(error)")
+        }
     }
 
     func submitSurvey(sessionID: String, hazards: [String: Int32]?) async throws -> String {
@@ -184,7 +191,7 @@ final class ControlHandlers: Sendable {
         } else {
             target = sessionID
             if !awaiting.contains(sessionID) {
-                let known = (try? await pipeline.sessions(limit: 100_000))?.first { $0.sessionID == sessionID }
+                let known = (try? sessions(limit: 100_000))?.first { $0.sessionID == sessionID }
                 guard let known else { throw Self.error(E.unknownSession, "no session \(sessionID) in the buffer") }
                 throw Self.error(E.notAwaitingSurvey, "session \(sessionID) is not awaiting a survey (it is \(known.state))")
             }
@@ -259,7 +266,7 @@ final class ControlHandlers: Sendable {
 
     func retryDead(sessionID: String) async throws -> UInt32 {
         let session = sessionID.isEmpty ? nil : sessionID
-        if let session, (try? await pipeline.sessions(limit: 100_000))?.contains(where: { $0.sessionID == session }) != true {
+        if let session, (try? sessions(limit: 100_000))?.contains(where: { $0.sessionID == session }) != true {
             throw Self.error(E.unknownSession, "no session \(session) in the buffer")
         }
         do {

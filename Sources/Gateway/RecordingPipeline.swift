@@ -14,25 +14,11 @@ import StatusModel
 /// control-API commands.
 ///
 /// Recording never waits on the network: the pipeline only calls the local buffer
-/// (synchronous SQLite) and never awaits anything upstream.
+/// (synchronous SQLite, through the ``SessionController``) and never awaits anything upstream.
+/// Its other jobs are small values it holds: the status (``StatusBook``, published through
+/// ``StatusBroadcast``), the clock's synchronisation (``ClockWatch``) and the upload backlog
+/// (``BacklogWatch``).
 public actor RecordingPipeline {
-    /// Why a control-API command was refused; the message is meant for the user.
-    public struct CommandError: Error, Equatable, CustomStringConvertible {
-        public let message: String
-        public init(_ message: String) { self.message = message }
-        public var description: String { message }
-    }
-
-    /// One session as listed by the control API.
-    public struct SessionListing: Sendable, Equatable {
-        public var sessionID: String
-        /// Epoch milliseconds.
-        public var startedAt: Double
-        /// `recording`, `awaiting_survey`, `submitted`.
-        public var state: String
-        public var pointCount: Int
-    }
-
     /// How often ``tick()`` runs in ``runTicks()`` while a session records.
     public static let tickInterval: Duration = .milliseconds(250)
     /// How often it runs while only documents wait for upload (the backlog shown in status).
@@ -47,26 +33,18 @@ public actor RecordingPipeline {
     private let work: AsyncStream<Void>
     private let workContinuation: AsyncStream<Void>.Continuation
 
-    private var settings: GatewaySettings
-    private let store: BufferStore
-    private let controller: SessionController
-    private let timeline: MonotonicTimeline
-    private let clockProbe: any ClockSynchronisationProbe
-    private let logger: Logger
+    var settings: GatewaySettings
+    let controller: SessionController
+    let timeline: MonotonicTimeline
+    let logger: Logger
 
-    private var boards: [String: BoardStatus] = [:]
     private var attached: Set<String> = []
     private var lastBoardDetachedAt: Int64?
-    private var gnss: GNSSStatus
-    private var sessionStartedAt: Date?
-    private var sessionTrigger: String?
-    private var problems: [GatewayProblem] = []
-    private var backlog: BacklogStats?
-    private var systemClockSynchronised: Bool
-    private var clockCheck = ThrottledCheck()
-    private var backlogRead = ThrottledCheck()
+    var book: StatusBook
+    private var clock: ClockWatch
+    var backlog: BacklogWatch
     private var lastReportedStoreError: String?
-    private var isShutDown = false
+    var isShutDown = false
     private let statusReaders = StatusBroadcast()
     private var lastTickAt: ContinuousClock.Instant?
 
@@ -75,23 +53,21 @@ public actor RecordingPipeline {
                 clockProbe: any ClockSynchronisationProbe = KernelClockSynchronisation(),
                 timeline: MonotonicTimeline = MonotonicTimeline()) {
         self.settings = settings
-        self.store = store
         self.logger = logger
-        self.clockProbe = clockProbe
         self.timeline = timeline
-        let synchronised = clockProbe.isSynchronised()
-        systemClockSynchronised = synchronised
+        clock = ClockWatch(probe: clockProbe)
         let nowNs = timeline.now
         let wall = Date().timeIntervalSince1970
         let timeBase = TimeBase(wallNanoseconds: Int64(wall * 1e9), monotonicNanoseconds: nowNs,
-                                systemClockSynchronised: synchronised)
+                                systemClockSynchronised: clock.isSynchronised)
         var configuration = SessionController.Configuration()
         configuration.alwaysMode = settings.sessionMode == .always
         configuration.acceptsDeadReckoning = settings.acceptDeadReckoning
         controller = SessionController(store: store, timeBase: timeBase, configuration: configuration)
-        gnss = GNSSStatus(source: settings.gnss?.description)
-        controller.adoptAwaitingSurvey((try? store.sessionsAwaitingSurvey()) ?? [])
-        backlog = try? store.backlogStats()
+        book = StatusBook(gnssSource: settings.gnss?.description, gyroRateHz: settings.gyroRateHertz,
+                          accelerometerRateHz: settings.accelerometerRateHertz)
+        try? controller.adoptAwaitingSurveyFromStore()
+        backlog = BacklogWatch(read: { try store.backlogStats() })
         (sensorDemand, sensorDemandContinuation) = AsyncStream.makeStream(of: Bool.self, bufferingPolicy: .bufferingNewest(1))
         sensorsWanted = Self.sensorsWanted(settings, recording: false)
         (work, workContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
@@ -122,22 +98,16 @@ public actor RecordingPipeline {
             let wasIdle = controller.state == .idle
             controller.ingest(board: key, event: sample, receivedAt: timeline.nanoseconds(event.receivedAt))
             if wasIdle, case .recording(let id) = controller.state { sessionDidStart(id, trigger: .always) }
-            boards[key]?.lastSampleAt = event.wallClock.timeIntervalSince1970
-            if case .gyro(let samples) = sample {
-                boards[key]?.gyroSamplesReceived += samples.count
-                // Streaming is reported once samples really arrive (a restarted or reconnected
-                // stream that stays silent is not streaming).
-                if attached.contains(key), boards[key]?.isStreaming == false {
-                    boards[key]?.isStreaming = true
-                    publish()
-                }
-                if attached.contains(key), controller.state != .idle { boards[key]?.gyroSamplesInSession += samples.count }
+            var gyroSamples: Int?
+            if case .gyro(let samples) = sample { gyroSamples = samples.count }
+            if book.samplesArrived(board: key, at: event.wallClock, gyroSamples: gyroSamples, attached: attached.contains(key),
+                                   recording: controller.state != .idle) {
+                publish()
             }
         case .state(let state):
             boardStateChanged(key, state, at: event.receivedAt)
         case .battery(let battery):
-            ensureBoard(key)
-            boards[key]?.setBattery(battery)
+            book.batteryRead(key, battery)
             publish()
         case .button(_, let togglesSession):
             guard togglesSession, settings.buttonTogglesSession else { return }
@@ -162,30 +132,19 @@ public actor RecordingPipeline {
     public func ingest(_ fix: GNSSFix) {
         guard !isShutDown else { return }
         controller.ingest(fix: fix, now: timeline.now)
-        gnss.mode = fix.mode.statusName
-        gnss.hasPosition = fix.hasPosition
-        if fix.hasPosition {
-            gnss.latitude = fix.latitude
-            gnss.longitude = fix.longitude
-        }
-        gnss.satellitesUsed = fix.satellitesUsed
-        gnss.lastFixAt = fix.arrival.timeIntervalSince1970
-        gnss.fixesReceived += 1
+        book.fixArrived(fix)
         publish()
     }
 
     /// Marks the GNSS source as running or not (the GNSS service reports its lifetime).
     public func setGNSSRunning(_ running: Bool) {
-        guard gnss.isRunning != running else { return }
-        gnss.isRunning = running
-        publish()
+        if book.setGNSSRunning(running) { publish() }
     }
 
     /// Records a problem for the status (and logs it).
     public func report(area: String, _ message: String) {
         logger.warning("\(area): \(message)")
-        problems.append(GatewayProblem(at: Date().timeIntervalSince1970, area: area, message: message))
-        if problems.count > GatewayStatus.maximumProblems { problems.removeFirst(problems.count - GatewayStatus.maximumProblems) }
+        book.problem(area: area, message)
         publish()
     }
 
@@ -232,11 +191,11 @@ public actor RecordingPipeline {
     private var tickPeriod: Duration? {
         if isShutDown { return nil }
         if controller.state != .idle || controller.hasFailedSeals { return Self.tickInterval }
-        if (backlog?.count ?? 0) > 0 { return Self.backlogTickInterval }
+        if backlog.hasDocuments { return Self.backlogTickInterval }
         return nil
     }
 
-    private func wakeTicks() {
+    func wakeTicks() {
         workContinuation.yield()
     }
 
@@ -247,95 +206,20 @@ public actor RecordingPipeline {
         sensorDemandContinuation.yield(wanted)
     }
 
-    private func checkClock(now: Int64) {
-        guard clockCheck.isDue(now: now, interval: nanoseconds(settings.clockCheckInterval)) else { return }
-        let synchronised = clockProbe.isSynchronised()
-        if synchronised != systemClockSynchronised {
-            systemClockSynchronised = synchronised
-            logger.info("system clock is \(synchronised ? "now" : "no longer") synchronised")
+    func checkClock(now: Int64) {
+        guard let reading = clock.reading(now: now, interval: nanoseconds(settings.clockCheckInterval)) else { return }
+        if reading.changed {
+            logger.info("system clock is \(reading.synchronised ? "now" : "no longer") synchronised")
             publish()
         }
-        controller.setSystemClockSynchronised(synchronised)
+        controller.setSystemClockSynchronised(reading.synchronised)
     }
 
-    private func readBacklog(now: Int64) {
-        guard backlogRead.isDue(now: now, interval: 2_000_000_000) else { return }
+    func readBacklog(now: Int64) {
         do {
-            let fresh = try store.backlogStats()
-            if fresh != backlog {
-                backlog = fresh
-                publish()
-            }
+            if try backlog.refresh(now: now) { publish() }
         } catch {
             report(area: "buffer", "cannot read the upload backlog: \(error)")
-        }
-    }
-
-    // MARK: Commands (control API)
-
-    /// Starts a session now; returns its ID.
-    @discardableResult
-    public func startSession() throws(CommandError) -> String {
-        try refuseIfShutDown()
-        checkClock(now: timeline.now)
-        do {
-            let id = try controller.start(trigger: .controlAPI, now: timeline.now)
-            sessionDidStart(id, trigger: .controlAPI)
-            return id
-        } catch let error as SessionController.CommandError {
-            throw CommandError(error.description)
-        } catch {
-            report(area: "buffer", "cannot start a session: \(error)")
-            throw CommandError("cannot start a session: \(error)")
-        }
-    }
-
-    /// Stops the recording session: everything accepted is sealed and the session awaits its survey.
-    @discardableResult
-    public func stopSession() throws(CommandError) -> SessionEnd {
-        try refuseIfShutDown()
-        return try stop(trigger: .controlAPI, now: timeline.now)
-    }
-
-    /// Submits the hazard survey of a stopped session (the oldest awaiting one when
-    /// `sessionID` is nil). Hazards must come from the configured catalogue.
-    @discardableResult
-    public func submitSurvey(_ survey: HazardSurvey, sessionID: String? = nil) throws(CommandError) -> RecordsDocument {
-        try refuseIfShutDown()
-        if case .hazards(let map) = survey, !settings.hazardCatalogue.isEmpty {
-            let unknown = map.keys.filter { !settings.hazardCatalogue.contains($0) }.sorted()
-            guard unknown.isEmpty else {
-                throw CommandError("unknown hazard\(unknown.count > 1 ? "s" : "") \(unknown.joined(separator: ", ")) (known: \(settings.hazardCatalogue.joined(separator: ", ")))")
-            }
-        }
-        let target = sessionID ?? awaitingSurvey.first
-        guard let target else { throw CommandError("no session is awaiting a survey") }
-        do {
-            guard controller.awaitingSurvey.contains(target) else { throw CommandError("session \(target) is not awaiting a survey") }
-            let record = try controller.submitSurvey(survey, sessionID: target, submittedAt: Date())
-            logger.info("survey submitted for session \(target): \(record.name)")
-            backlogRead.expire()
-            wakeTicks()
-            publish()
-            return record
-        } catch let error as CommandError {
-            throw error
-        } catch let error as SessionController.CommandError {
-            throw CommandError(error.description)
-        } catch {
-            report(area: "buffer", "cannot store the survey of \(target): \(error)")
-            throw CommandError("cannot store the survey of \(target): \(error)")
-        }
-    }
-
-    /// Sessions in the buffer, newest first.
-    public func sessions(limit: Int = 100) throws(CommandError) -> [SessionListing] {
-        do {
-            return try store.sessions(limit: limit).map {
-                SessionListing(sessionID: $0.id, startedAt: $0.startedAt, state: $0.state, pointCount: $0.points)
-            }
-        } catch {
-            throw CommandError("cannot read the sessions: \(error)")
         }
     }
 
@@ -359,27 +243,6 @@ public actor RecordingPipeline {
     }
 
     // MARK: Health and reload
-
-    /// What a watchdog needs to know: when the pipeline last ticked and whether the buffer
-    /// refused the last write (nil when it took it).
-    public struct Health: Sendable, Equatable {
-        /// The last ``tick()`` (nil before the first).
-        public var lastTickAt: ContinuousClock.Instant?
-        /// The buffer's last write error while sealed chunks wait for a retry; nil while writes succeed.
-        public var bufferError: String?
-        /// True after ``shutdown()``.
-        public var isShutDown: Bool
-        /// True while nothing periodic is to be done, so the pipeline does not tick (answering
-        /// at all is then its sign of life).
-        public var isIdle: Bool
-
-        public init(lastTickAt: ContinuousClock.Instant?, bufferError: String?, isShutDown: Bool, isIdle: Bool = false) {
-            self.lastTickAt = lastTickAt
-            self.bufferError = bufferError
-            self.isShutDown = isShutDown
-            self.isIdle = isIdle
-        }
-    }
 
     /// The pipeline's health now.
     public var health: Health {
@@ -431,30 +294,8 @@ public actor RecordingPipeline {
 
     // MARK: Internals
 
-    private func refuseIfShutDown() throws(CommandError) {
-        if isShutDown { throw CommandError("the gateway is shutting down") }
-    }
-
-    private func stop(trigger: SessionTrigger, now: Int64) throws(CommandError) -> SessionEnd {
-        do {
-            let end = try controller.stop(trigger: trigger, now: now)
-            logger.info("session \(end.sessionID) stopped (\(trigger)): \(end.pointCount) points from \(end.boards.count) board(s)")
-            sessionStartedAt = nil
-            sessionTrigger = nil
-            sessionDidStop()
-            return end
-        } catch let error as SessionController.CommandError {
-            throw CommandError(error.description)
-        } catch {
-            report(area: "buffer", "cannot stop the session: \(error)")
-            throw CommandError("cannot stop the session: \(error)")
-        }
-    }
-
-    private func sessionDidStart(_ id: String, trigger: SessionTrigger) {
-        sessionStartedAt = Date()
-        sessionTrigger = trigger.description
-        for key in boards.keys { boards[key]?.gyroSamplesInSession = 0 }
+    func sessionDidStart(_ id: String, trigger: SessionTrigger) {
+        book.sessionStarted(trigger: trigger.description)
         logger.info("session \(id) started (\(trigger))")
         updateSensorDemand()
         wakeTicks()
@@ -463,9 +304,10 @@ public actor RecordingPipeline {
 
     /// After a stop: sensors off unless configured otherwise; ticks while the new documents
     /// wait for upload.
-    private func sessionDidStop() {
+    func sessionDidStop() {
+        book.sessionStopped()
         updateSensorDemand()
-        backlogRead.expire()
+        backlog.expire()
         readBacklog(now: timeline.now)
         wakeTicks()
         publish()
@@ -484,23 +326,14 @@ public actor RecordingPipeline {
         case .idle:
             if wasRecording {
                 logger.info("session stopped by the button of \(key)")
-                sessionStartedAt = nil
-                sessionTrigger = nil
                 sessionDidStop()
             }
         }
     }
 
-    private func ensureBoard(_ key: String) {
-        guard boards[key] == nil else { return }
-        boards[key] = BoardStatus(address: key, state: "connecting", gyroRateHz: settings.gyroRateHertz,
-                                  accelerometerRateHz: settings.accelerometerRateHertz)
-    }
-
     private func boardStateChanged(_ key: String, _ state: BoardState, at instant: ContinuousClock.Instant) {
-        ensureBoard(key)
+        book.boardStateChanged(key, state)
         let now = timeline.nanoseconds(instant)
-        boards[key]?.state = state.description
         switch state {
         case .streaming(let description):
             // A restarted stream starts a new sample sequence: seal what the old one gave.
@@ -508,15 +341,9 @@ public actor RecordingPipeline {
             controller.attach(board: key, gyroRateHertz: settings.gyroRateHertz,
                               accelerometerRateHertz: settings.accelerometerRateHertz)
             attached.insert(key)
-            boards[key]?.isStreaming = false
-            boards[key]?.model = description.description
-            boards[key]?.missingIdentity = description.missingIdentity
-            if let battery = description.battery { boards[key]?.setBattery(battery) }
             logger.info("board \(key) streaming: \(description)")
         case .idle(let description):
             detach(key, now: now)
-            boards[key]?.model = description.description
-            if let battery = description.battery { boards[key]?.setBattery(battery) }
             logger.info("board \(key) connected, sensors off until a session starts: \(description)")
         case .lost(let reason):
             detach(key, now: now)
@@ -530,19 +357,18 @@ public actor RecordingPipeline {
     }
 
     private func detach(_ key: String, now: Int64) {
-        boards[key]?.isStreaming = false
         guard attached.remove(key) != nil else { return }
         controller.detach(board: key, now: now)
         if attached.isEmpty { lastBoardDetachedAt = now }
     }
 
-    private func reportStoreErrorIfNew() {
+    func reportStoreErrorIfNew() {
         guard let error = controller.lastStoreError, error != lastReportedStoreError else { return }
         lastReportedStoreError = error
         report(area: "buffer", error)
     }
 
-    private func publish() {
+    func publish() {
         guard !statusReaders.isEmpty else { return }
         statusReaders.publish(snapshot())
     }
@@ -550,20 +376,10 @@ public actor RecordingPipeline {
     private func snapshot() -> GatewayStatus {
         var sessionID: String?
         if case .recording(let id) = controller.state { sessionID = id }
-        let now = Date().timeIntervalSince1970
-        var gnss = gnss
-        gnss.fixAgeSeconds = gnss.age(at: now)
-        return GatewayStatus(
-            generatedAt: now,
-            boards: boards.values.sorted { $0.address < $1.address },
-            gnss: gnss,
-            session: SessionStatus(state: sessionID != nil ? SessionStatus.recording : SessionStatus.idle, sessionID: sessionID,
-                                   trigger: sessionTrigger, startedAt: sessionStartedAt?.timeIntervalSince1970,
-                                   awaitingSurvey: awaitingSurvey, chunksSealed: controller.sealedCount,
-                                   mode: settings.sessionMode.rawValue),
-            clock: ClockStatus(systemClockSynchronised: systemClockSynchronised, timeSource: controller.timeBase.source.rawValue),
-            backlog: backlog.map(BacklogStatus.init),
-            problems: problems)
+        return book.snapshot(
+            sessionID: sessionID, awaitingSurvey: awaitingSurvey, chunksSealed: controller.sealedCount, mode: settings.sessionMode,
+            clock: ClockStatus(systemClockSynchronised: clock.isSynchronised, timeSource: controller.timeBase.source.rawValue),
+            backlog: backlog.current.map(BacklogStatus.init))
     }
 
     private func nanoseconds(_ duration: Duration) -> Int64 {

@@ -150,4 +150,6 @@ public protocol RecordingStore: AnyObject {
     func endSession(_ end: SessionEnd) throws
     /// Writes the session's `records` document and queues it for upload.
     @discardableResult func submitSurvey(sessionID: String, survey: HazardSurvey, submittedAt: Date) throws -> RecordsDocument
+    /// Sessions stopped but without a submitted survey, oldest first (a previous run's too).
+    func sessionsAwaitingSurvey() throws -> [String]
 }

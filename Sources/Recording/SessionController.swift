@@ -202,6 +202,11 @@ public final class SessionController {
         awaitingSurvey.insert(contentsOf: sessionIDs.filter { !awaitingSurvey.contains($0) }, at: 0)
     }
 
+    /// Adopts (``adoptAwaitingSurvey(_:)``) the sessions the store holds awaiting their survey.
+    public func adoptAwaitingSurveyFromStore() throws {
+        adoptAwaitingSurvey(try store.sessionsAwaitingSurvey())
+    }
+
     /// Submits the hazard survey of a stopped session (the oldest awaiting one when nil).
     @discardableResult
     public func submitSurvey(_ survey: HazardSurvey, sessionID: String? = nil, submittedAt: Date) throws -> RecordsDocument {

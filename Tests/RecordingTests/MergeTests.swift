@@ -130,6 +130,9 @@ final class MemoryStore: RecordingStore {
         records.append(r)
         return r
     }
+    func sessionsAwaitingSurvey() throws -> [String] {
+        ended.map(\.sessionID).filter { id in !records.contains { $0.sessionID == id } }
+    }
 }
 
 @Suite("Sessions and documents")

@@ -73,6 +73,7 @@ final class ReportingStore: RecordingStore {
     func submitSurvey(sessionID: String, survey: HazardSurvey, submittedAt: Date) throws -> RecordsDocument {
         try inner.submitSurvey(sessionID: sessionID, survey: survey, submittedAt: submittedAt)
     }
+    func sessionsAwaitingSurvey() throws -> [String] { try inner.sessionsAwaitingSurvey() }
 }
 
 let store: BufferStore

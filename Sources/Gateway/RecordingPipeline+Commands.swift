@@ -1,0 +1,86 @@
+import Foundation
+import Recording
+
+/// The control API's commands: each is serialised with the board events and fixes on the
+/// pipeline, goes to the ``SessionController`` and answers with what it did or why not.
+extension RecordingPipeline {
+    /// Why a control-API command was refused; the message is meant for the user.
+    public struct CommandError: Error, Equatable, CustomStringConvertible {
+        public let message: String
+        public init(_ message: String) { self.message = message }
+        public var description: String { message }
+    }
+
+    /// Starts a session now; returns its ID.
+    @discardableResult
+    public func startSession() throws(CommandError) -> String {
+        try refuseIfShutDown()
+        checkClock(now: timeline.now)
+        do {
+            let id = try controller.start(trigger: .controlAPI, now: timeline.now)
+            sessionDidStart(id, trigger: .controlAPI)
+            return id
+        } catch let error as SessionController.CommandError {
+            throw CommandError(error.description)
+        } catch {
+            report(area: "buffer", "cannot start a session: \(error)")
+            throw CommandError("cannot start a session: \(error)")
+        }
+    }
+
+    /// Stops the recording session: everything accepted is sealed and the session awaits its survey.
+    @discardableResult
+    public func stopSession() throws(CommandError) -> SessionEnd {
+        try refuseIfShutDown()
+        return try stop(trigger: .controlAPI, now: timeline.now)
+    }
+
+    /// Submits the hazard survey of a stopped session (the oldest awaiting one when
+    /// `sessionID` is nil). Hazards must come from the configured catalogue.
+    @discardableResult
+    public func submitSurvey(_ survey: HazardSurvey, sessionID: String? = nil) throws(CommandError) -> RecordsDocument {
+        try refuseIfShutDown()
+        if case .hazards(let map) = survey, !settings.hazardCatalogue.isEmpty {
+            let unknown = map.keys.filter { !settings.hazardCatalogue.contains($0) }.sorted()
+            guard unknown.isEmpty else {
+                throw CommandError("unknown hazard\(unknown.count > 1 ? "s" : "") \(unknown.joined(separator: ", ")) (known: \(settings.hazardCatalogue.joined(separator: ", ")))")
+            }
+        }
+        let target = sessionID ?? awaitingSurvey.first
+        guard let target else { throw CommandError("no session is awaiting a survey") }
+        do {
+            guard controller.awaitingSurvey.contains(target) else { throw CommandError("session \(target) is not awaiting a survey") }
+            let record = try controller.submitSurvey(survey, sessionID: target, submittedAt: Date())
+            logger.info("survey submitted for session \(target): \(record.name)")
+            backlog.expire()
+            wakeTicks()
+            publish()
+            return record
+        } catch let error as CommandError {
+            throw error
+        } catch let error as SessionController.CommandError {
+            throw CommandError(error.description)
+        } catch {
+            report(area: "buffer", "cannot store the survey of \(target): \(error)")
+            throw CommandError("cannot store the survey of \(target): \(error)")
+        }
+    }
+
+    func refuseIfShutDown() throws(CommandError) {
+        if isShutDown { throw CommandError("the gateway is shutting down") }
+    }
+
+    func stop(trigger: SessionTrigger, now: Int64) throws(CommandError) -> SessionEnd {
+        do {
+            let end = try controller.stop(trigger: trigger, now: now)
+            logger.info("session \(end.sessionID) stopped (\(trigger)): \(end.pointCount) points from \(end.boards.count) board(s)")
+            sessionDidStop()
+            return end
+        } catch let error as SessionController.CommandError {
+            throw CommandError(error.description)
+        } catch {
+            report(area: "buffer", "cannot stop the session: \(error)")
+            throw CommandError("cannot stop the session: \(error)")
+        }
+    }
+}
