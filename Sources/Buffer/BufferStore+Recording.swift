@@ -14,25 +14,12 @@ extension BufferStore: RecordingStore {
         }
     }
 
-    /// Appends every board's segment of the last second in one FULL-synchronous transaction:
-    /// a row per board holding only that second's points, so a second costs the bytes of that
-    /// second (plus a few B-tree pages), not a rewrite of the open chunks.
+    /// Appends every board's segment of the last second to the segment journal in one write
+    /// and one `fdatasync`: only that second's points, outside the database (see
+    /// `SegmentJournal`), so a second costs about its own bytes.
     public func append(_ segments: [OpenSegment]) throws {
-        guard !segments.isEmpty else { return }
-        try writer.writeWithoutTransaction { db in
-            try Self.immediateTransaction(db) {
-                let insert = try db.cachedStatement(sql: """
-                    INSERT INTO open_segments (session_id, board, first_index, point_count, time_source, size, points)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
-                    """)
-                for segment in segments {
-                    try Self.withBlob(segment.bytes) { points in
-                        try insert.execute(arguments: [segment.sessionID, segment.board, segment.firstIndex, segment.pointCount,
-                                                       segment.timeSource.rawValue, segment.bytes.count, points])
-                    }
-                }
-            }
-        }
+        guard !segments.isEmpty, let journal else { return }
+        try journal.append(segments)
         freeSpace.stored(segments.reduce(0) { $0 + $1.bytes.count })
     }
 
@@ -53,6 +40,9 @@ extension BufferStore: RecordingStore {
             }
         }
         freeSpace.stored(chunk.bytes.count)
+        if let through = chunk.segmentsThrough {
+            journal?.sealed(sessionID: chunk.sessionID, board: chunk.board, through: through)
+        }
         outboxDoorbell.ring()
         if over { try enforceBudget() }
         return name
@@ -202,6 +192,7 @@ extension BufferStore: RecordingStore {
             try storeSessionTotals(db, sessionID: end.sessionID)
             try refreshSummary(db, sessionID: end.sessionID)
         }
+        journal?.ended(sessionID: end.sessionID)
     }
 
     /// Writes the `records` document of a stopped session and queues it for upload.
@@ -267,7 +258,8 @@ extension BufferStore: RecordingStore {
     }
 
     /// Closes sessions a crash or power loss left `recording`: each board's unsealed points
-    /// (its segments past its sealed chunks, or an open chunk of the format before segments)
+    /// (its segments past its sealed chunks, in the journal or, from earlier versions, in
+    /// `open_segments`, or an open chunk of the format before segments)
     /// are sealed in chunks of at most 2,000 points, and
     /// the session then awaits its survey with stop trigger `recovered`. Returns the
     /// recovered session IDs. Call at startup before recording.
@@ -319,6 +311,8 @@ extension BufferStore: RecordingStore {
             }
             return ids
         }
+        // Every session that was recording is sealed now: no segment is needed any more.
+        journal?.dropAll()
         if !ids.isEmpty {
             outboxDoorbell.ring()
             try enforceBudget()

@@ -4,8 +4,8 @@ import GRDB
 import Recording
 
 /// The gateway's durable buffer: one SQLite database (WAL, `synchronous=FULL`) holding
-/// sessions, sealed chunks, the open chunks' segments, the upload outbox, sync state and the
-/// daily history index. Local data is the source of truth; the Uplink drains the outbox.
+/// sessions, sealed chunks, the upload outbox, sync state and the daily history index, and
+/// beside it the open chunks' segments (`SegmentJournal`). Local data is the source of truth; the Uplink drains the outbox.
 ///
 /// Thread-safe: GRDB's pool serialises writes and runs reads concurrently.
 public final class BufferStore: Sendable {
@@ -78,6 +78,8 @@ public final class BufferStore: Sendable {
     let chunkNames = ChunkNameGenerator()
     /// Rung after every commit that queues a document for upload (the Uplink waits for it).
     public let outboxDoorbell = OutboxDoorbell()
+    /// The open chunks' segments (nil for a read-only store, which reads the files directly).
+    let journal: SegmentJournal?
 
     /// Opens (creating and migrating) the database for recording, sets `synchronous=FULL`
     /// on the writer and checks it stuck, and returns in-flight outbox items to pending.
@@ -85,6 +87,7 @@ public final class BufferStore: Sendable {
         self.path = path
         self.configuration = configuration
         freeSpace = FreeSpaceProbe(databasePath: path)
+        journal = SegmentJournal(databasePath: path)
         var config = GRDB.Configuration()
         config.busyMode = .timeout(10)
         // Every connection's page cache is capped at 512 KiB (SQLite's default is 2 MiB each,
@@ -145,6 +148,7 @@ public final class BufferStore: Sendable {
         self.path = path
         self.configuration = configuration
         freeSpace = FreeSpaceProbe(databasePath: path)
+        journal = nil
         var config = GRDB.Configuration()
         config.readonly = true
         config.busyMode = .timeout(5)
@@ -156,6 +160,13 @@ public final class BufferStore: Sendable {
     /// The database path inside a state directory.
     public static func path(inStateDirectory dir: String) -> String {
         URL(fileURLWithPath: dir).appendingPathComponent(fileName).path
+    }
+
+    /// The buffer's files in a state directory: the database, its WAL and the segment
+    /// journal's files (what the buffer occupies on disk).
+    public static func files(inStateDirectory dir: String) -> [String] {
+        let database = path(inStateDirectory: dir)
+        return [database, database + "-wal"] + SegmentJournal.files(databasePath: database).map(\.path)
     }
 
     /// `PRAGMA synchronous` of the writer connection (2 = FULL).

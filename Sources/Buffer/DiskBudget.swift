@@ -71,11 +71,11 @@ final class FreeSpaceProbe: @unchecked Sendable {
 }
 
 extension BufferStore {
-    /// Stored point bytes (sealed and open chunks): the writer's running total, or a sum
-    /// over the tables for a read-only store.
+    /// Stored point bytes (sealed and open chunks, the segment journal's points): the writer's
+    /// running total, or a sum over the tables and files for a read-only store.
     public func storedBytes() throws -> Int64 {
         if reader is DatabaseQueue { return try storedBytesFromScratch() }
-        return try writer.writeWithoutTransaction { try Self.storedBytes($0) }
+        return try writer.writeWithoutTransaction { try Self.storedBytes($0) } + (journal?.storedBytes ?? 0)
     }
 
     /// The writer connection's running total (see `installStoredBytesTotal`).
@@ -83,14 +83,15 @@ extension BufferStore {
         try Int64.fetchOne(db.cachedStatement(sql: "SELECT bytes FROM temp.stored_bytes_total WHERE id = 0")) ?? 0
     }
 
-    /// Stored point bytes summed over the tables (what the running total must equal).
+    /// Stored point bytes summed over the tables and the journal's files (what the running
+    /// total must equal).
     public func storedBytesFromScratch() throws -> Int64 {
         try reader.read { db in
             try Int64.fetchOne(db, sql: """
                 SELECT (SELECT coalesce(sum(size), 0) FROM chunks) + (SELECT coalesce(sum(size), 0) FROM open_chunks)
                     + (SELECT coalesce(sum(size), 0) FROM open_segments)
                 """) ?? 0
-        }
+        } + SegmentJournal.storedBytes(databasePath: path)
     }
 
     /// Free bytes on the database's file system (statvfs), nil if it cannot be read.
@@ -101,7 +102,7 @@ extension BufferStore {
     /// Over the byte cap or under the free-space floor. `freshFreeSpace` forces a statvfs
     /// reading (eviction just freed pages); otherwise a recent one may be used.
     func overBudget(_ db: Database, freshFreeSpace: Bool) throws -> Bool {
-        if try Self.storedBytes(db) > configuration.budget.maxBytes { return true }
+        if try Self.storedBytes(db) + (journal?.storedBytes ?? 0) > configuration.budget.maxBytes { return true }
         return freeSpace.isBelow(configuration.budget.minFreeBytes, fresh: freshFreeSpace)
     }
 

@@ -246,5 +246,6 @@ extension BufferStore {
             try db.execute(sql: "DELETE FROM sessions WHERE id = ?", arguments: [sessionID])
             try refreshSummary(db, sessionID: sessionID)
         }
+        journal?.ended(sessionID: sessionID)
     }
 }

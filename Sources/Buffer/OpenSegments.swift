@@ -14,7 +14,8 @@ struct OpenPoints {
 }
 
 extension BufferStore {
-    /// Every board's unsealed points of `sessionID`, by board: its segments from the index its
+    /// Every board's unsealed points of `sessionID`, by board: its segments (the journal's, or
+    /// rows of `open_segments` from earlier versions) from the index its
     /// sealed chunks reach (a segment written before the seal that covers part of it is cut
     /// there), or an open chunk of the format before segments (databases written by earlier
     /// versions). A damaged segment keeps its valid prefix, and the points after it are kept
@@ -30,14 +31,19 @@ extension BufferStore {
                                   points: Self.decodeSalvaging([UInt8]((row["points"] as Data?) ?? Data())),
                                   timeSource: TimeSource(rawValue: row["time_source"]) ?? .unsynchronisedSystemClock))
         }
-        let rows = try Row.fetchAll(db, sql: """
-            SELECT board, first_index, time_source, points FROM open_segments WHERE session_id = ?
-            ORDER BY board, first_index, id
-            """, arguments: [sessionID])
-        var byBoard: [(board: String, rows: [Row])] = []
-        for row in rows {
-            let board: String = row["board"]
-            if byBoard.last?.board == board { byBoard[byBoard.count - 1].rows.append(row) } else { byBoard.append((board, [row])) }
+        // Rows of `open_segments` (databases written before the journal) first, then the
+        // journal's records in the order written; by board, then index.
+        var stored = try Row.fetchAll(db, sql: """
+            SELECT board, first_index, point_count, time_source, points FROM open_segments WHERE session_id = ? ORDER BY id
+            """, arguments: [sessionID]).map {
+            StoredSegment(sessionID: sessionID, board: $0["board"], firstIndex: $0["first_index"], pointCount: $0["point_count"],
+                          timeSource: $0["time_source"], points: [UInt8](($0["points"] as Data?) ?? Data()))
+        }
+        stored += journal?.segments(sessionID: sessionID) ?? SegmentJournal.segments(databasePath: path, sessionID: sessionID)
+        var byBoard: [(board: String, segments: [StoredSegment])] = []
+        for (board, group) in Dictionary(grouping: stored.enumerated(), by: { $0.element.board }).sorted(by: { $0.key < $1.key }) {
+            // Stable: equal first indices keep the order they were written in.
+            byBoard.append((board, group.sorted { ($0.element.firstIndex, $0.offset) < ($1.element.firstIndex, $1.offset) }.map(\.element)))
         }
         for (board, segments) in byBoard {
             let sealed = try Row.fetchOne(db, sql: """
@@ -50,9 +56,9 @@ extension BufferStore {
             var worst = TimeSource.systemClockSynchronised
             var previous: Double? = sealed?["last"]
             for segment in segments {
-                let first: Int = segment["first_index"]
+                let first = segment.firstIndex
                 guard first <= next else { break }  // a hole: what follows cannot be placed
-                let decoded = Self.decodeSalvaging([UInt8]((segment["points"] as Data?) ?? Data()))
+                let decoded = Self.decodeSalvaging(segment.points)
                 let fresh = decoded.dropFirst(next - first)
                 guard !fresh.isEmpty else { continue }
                 for var point in fresh {
@@ -61,7 +67,7 @@ extension BufferStore {
                     points.append(point)
                 }
                 next += fresh.count
-                worst = max(worst, TimeSource(rawValue: segment["time_source"]) ?? .unsynchronisedSystemClock)
+                worst = max(worst, TimeSource(rawValue: segment.timeSource) ?? .unsynchronisedSystemClock)
             }
             guard !points.isEmpty else { continue }
             out.append(OpenPoints(board: board, seq: sealed?["next"] ?? 0, points: points, timeSource: worst))

@@ -56,8 +56,7 @@ final class ControlHandlers: Sendable {
     func storage() -> StorageStatus {
         var stats = statvfs()
         let free: Int64? = statvfs(stateDirectory, &stats) == 0 ? Int64(stats.f_bavail) * Int64(stats.f_frsize) : nil
-        let database = BufferStore.path(inStateDirectory: stateDirectory)
-        let sizes = [database, database + "-wal"].compactMap {
+        let sizes = BufferStore.files(inStateDirectory: stateDirectory).compactMap {
             (try? FileManager.default.attributesOfItem(atPath: $0))?[.size] as? NSNumber
         }
         return StorageStatus(stateDirectory: stateDirectory, freeBytes: free,

@@ -28,7 +28,12 @@ struct SegmentTests {
         try store.dataset(sessionID: session).points.filter { $0.board == board }.map { Int($0.point.gyroscope.x) }
     }
 
-    @Test("a seal drops only the segments it covers; recovery seals the rest from where the chunks end, each point once")
+    /// The journal files beside the store's database.
+    static func journalFiles(_ dir: String) -> [String] {
+        SegmentJournal.files(databasePath: BufferStore.path(inStateDirectory: dir)).map(\.path)
+    }
+
+    @Test("a seal keeps the segments it does not cover; recovery seals the rest from where the chunks end, each point once")
     func recoveryFromSegments() throws {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -37,9 +42,11 @@ struct SegmentTests {
             try store.beginSession(SessionStart(sessionID: "S", startedAt: 1_800_000_000_000, trigger: .controlAPI))
             try store.append([Self.segment("S", first: 0, count: 150)])
             try store.append([Self.segment("S", first: 150, count: 150)])
-            // The chunk ends inside the second segment: the first goes, the second stays.
+            // The chunk ends inside the second segment, which is still needed: the file stays.
             try store.seal(Self.chunk("S", seq: 0, first: 0, count: 200, through: 200))
-            #expect(try store.reader.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM open_segments") } == 1)
+            #expect(Self.journalFiles(dir).count == 1)
+            // The segments are in the journal, not in the database.
+            #expect(try store.reader.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM open_segments") } == 0)
             try store.append([Self.segment("S", first: 300, count: 50)])
             // A live export shows sealed and open points once each.
             #expect(try Self.xs(store, "S") == Array(0..<350))
@@ -53,8 +60,125 @@ struct SegmentTests {
             try Row.fetchAll($0, sql: "SELECT seq, point_count FROM chunks WHERE session_id = 'S' ORDER BY seq").map { [$0[0] as Int, $0[1] as Int] }
         }
         #expect(chunks == [[0, 200], [1, 150]])
-        #expect(try store.reader.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM open_segments") } == 0)
+        #expect(Self.journalFiles(dir).isEmpty)
         #expect(try store.integrityCheck() == "ok")
+    }
+
+    @Test("a seal that covers every segment, and the session's end, delete the journal's files")
+    func coveredFilesGo() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = try openStore(dir)
+        try store.beginSession(SessionStart(sessionID: "S", startedAt: 1_800_000_000_000, trigger: .controlAPI))
+        try store.append([Self.segment("S", first: 0, count: 100)])
+        try store.append([Self.segment("S", first: 100, count: 100)])
+        #expect(Self.journalFiles(dir).count == 1)
+        try store.seal(Self.chunk("S", seq: 0, first: 0, count: 200, through: 200))
+        #expect(Self.journalFiles(dir).isEmpty)
+        try store.append([Self.segment("S", first: 200, count: 50)])
+        #expect(Self.journalFiles(dir).count == 1)
+        #expect(try store.storedBytes() == store.storedBytesFromScratch())
+        try store.seal(Self.chunk("S", seq: 1, first: 200, count: 50, through: 250))
+        try store.append([Self.segment("S", first: 250, count: 10)])
+        try store.endSession(SessionEnd(sessionID: "S", endedAt: 1_800_000_010_000, trigger: .controlAPI, boards: ["B1"], pointCount: 260, distance: 0,
+                                        timeSource: .systemClockSynchronised))
+        #expect(Self.journalFiles(dir).isEmpty)
+        #expect(try store.storedBytes() == store.storedBytesFromScratch())
+    }
+
+    @Test("a record torn by the crash ends its file: the whole records before it are recovered")
+    func tornRecord() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        do {
+            let store = try openStore(dir)
+            try store.beginSession(SessionStart(sessionID: "S", startedAt: 1_800_000_000_000, trigger: .controlAPI))
+            try store.append([Self.segment("S", first: 0, count: 100)])
+            try store.append([Self.segment("S", first: 100, count: 100)])
+        }
+        // The second record loses its last bytes (power cut mid-write), and one byte of the
+        // first is flipped in a second copy of the file: the CRC refuses it.
+        let file = try #require(Self.journalFiles(dir).first)
+        let bytes = try #require(FileManager.default.contents(atPath: file))
+        try bytes.dropLast(30).write(to: URL(fileURLWithPath: file))
+        let store = try openStore(dir)
+        #expect(try store.recoverInterruptedSessions() == ["S"])
+        #expect(try Self.xs(store, "S") == Array(0..<100))
+        var damaged = [UInt8](bytes)
+        damaged[40] ^= 0xFF
+        #expect(SegmentJournal.decode(damaged).isEmpty)
+        #expect(SegmentJournal.decode([UInt8](bytes)).map(\.pointCount) == [100, 100])
+    }
+
+    @Test("past the rotation size a new file carries the segments still needed; the old one goes")
+    func rotation() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        do {
+            let store = try openStore(dir)
+            try store.beginSession(SessionStart(sessionID: "S", startedAt: 1_800_000_000_000, trigger: .controlAPI))
+            // B2 streams slowly and never fills a chunk; B1 seals every 400 points.
+            var slow = Self.segment("S", first: 0, count: 5)
+            slow.board = "B2"
+            try store.append([slow])
+            var first = 0
+            var seq = 0
+            while first < 40_000 {
+                try store.append([Self.segment("S", first: first, count: 200)])
+                first += 200
+                if first % 400 == 0 {
+                    try store.seal(Self.chunk("S", seq: seq, first: first - 400, count: 400, through: first))
+                    seq += 1
+                }
+                #expect(Self.journalFiles(dir).count <= 1)
+            }
+            try store.append([Self.segment("S", first: first, count: 200)])
+            // 40,000 points of 53 bytes went through; the file holds about one rotation's worth.
+            let size = try #require(Self.journalFiles(dir).first.flatMap { try FileManager.default.attributesOfItem(atPath: $0)[.size] as? Int })
+            #expect(size <= SegmentJournal.rotationBytes + 30_000)
+            #expect(try store.storedBytes() == store.storedBytesFromScratch())
+        }
+        let store = try openStore(dir)
+        #expect(try store.recoverInterruptedSessions() == ["S"])
+        #expect(try Self.xs(store, "S") == Array(0..<40_200))
+        let slowPoints = try store.dataset(sessionID: "S").points.filter { $0.board == "B2" }.count
+        #expect(slowPoints == 5)
+    }
+
+    @Test("a database of the version before the journal opens, and the segments it holds are recovered")
+    func openSegmentsOfVersion5() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = BufferStore.path(inStateDirectory: dir)
+        do {
+            let queue = try DatabaseQueue(path: path)
+            try queue.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
+                try db.execute(sql: "VACUUM")
+            }
+            try BufferStore.migrator.migrate(queue)
+            try queue.write { db in
+                try db.execute(sql: """
+                    INSERT INTO sessions (id, started_at, start_trigger, state, day)
+                    VALUES ('S', 1800000000000, 'control_api', 'recording', '2027-01-15');
+                    """)
+                for first in [0, 100] {
+                    let blob = PointCodec.encode(points(100, t0: 1_800_000_000_000 + Double(first) * 10, startIndex: first))
+                    try db.execute(sql: """
+                        INSERT INTO open_segments (session_id, board, first_index, point_count, time_source, size, points)
+                        VALUES ('S', 'B1', ?, 100, 'system_clock_synchronised', ?, ?)
+                        """, arguments: [first, blob.count, Data(blob)])
+                }
+            }
+        }
+        let store = try openStore(dir)
+        #expect(try store.integrityCheck() == "ok")
+        #expect(try store.storedBytes() == store.storedBytesFromScratch())
+        // A live export still shows them, and recovery seals them.
+        #expect(try Self.xs(store, "S") == Array(0..<200))
+        #expect(try store.recoverInterruptedSessions() == ["S"])
+        #expect(try Self.xs(store, "S") == Array(0..<200))
+        #expect(try store.reader.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM open_segments") } == 0)
     }
 
     @Test("a damaged segment keeps its valid prefix and nothing after the hole it leaves")

@@ -24,6 +24,15 @@ struct DaemonProcessTests {
         return path
     }
 
+    /// Bytes in the buffer's segment journal files (`buffer.sqlite-segments-N`).
+    static func segmentJournalBytes(_ stateDirectory: String) -> Int {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: stateDirectory)) ?? []
+        return names.filter { $0.hasPrefix("buffer.sqlite-segments-") }.reduce(0) { total, name in
+            let size = (try? FileManager.default.attributesOfItem(atPath: stateDirectory + "/" + name))?[.size] as? NSNumber
+            return total + (size?.intValue ?? 0)
+        }
+    }
+
     /// `TimeoutStopSec=` of the shipped unit (systemd/mwgated.service): how long systemd waits
     /// after SIGTERM before it kills the daemon.
     static func unitStopTimeout() throws -> Duration {
@@ -98,10 +107,9 @@ struct DaemonProcessTests {
         let connected = fixture.entries(withMessageID: MessageID.boardConnected.rawValue)
         #expect(connected.allSatisfy { ($0["BOARD"] ?? "").count == 17 })
 
-        // Let points accumulate, with an open (unsealed) chunk, then stop the daemon.
-        try await waitUntil("an open chunk with points") {
-            (Int((try? fixture.query("SELECT COALESCE(SUM(point_count),0) FROM open_segments")) ?? "0") ?? 0) > 100
-        }
+        // Let points accumulate, with an open (unsealed) chunk in the segment journal (over
+        // 100 points of 21+ bytes), then stop the daemon.
+        try await waitUntil("an open chunk with points") { Self.segmentJournalBytes(fixture.stateDirectory) > 2_100 }
         // The promise is systemd's: after TimeoutStopSec it sends SIGKILL, and so does the test,
         // so a shutdown that hangs fails here (exit status 137) instead of hanging the suite.
         // How fast a stop is normally belongs to `make bench`, not here.
@@ -129,6 +137,7 @@ struct DaemonProcessTests {
         }.first)
         #expect(accepted > 100)
         #expect(try fixture.query("SELECT COUNT(*) FROM open_segments") == "0")
+        #expect(Self.segmentJournalBytes(fixture.stateDirectory) == 0, "segment journal files left after the session ended")
         #expect(try fixture.query("SELECT SUM(point_count) FROM chunks WHERE session_id = '\(session)'") == "\(accepted)")
         #expect(try fixture.query("SELECT state, point_count FROM sessions WHERE id = '\(session)'") == "awaiting_survey|\(accepted)")
     }
