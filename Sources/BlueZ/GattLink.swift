@@ -1,5 +1,6 @@
 import DBus
 import Foundation
+import Synchronization
 
 /// One notification as received, with the host's receive times.
 public struct GattNotification: Hashable, Sendable {
@@ -189,6 +190,9 @@ public actor GattLink {
                                  arguments: [0: BlueZNames.gattCharacteristic])
         let grouper = NotificationGrouper(connection: connection, deliver: onBatch)
         groupers.append(grouper)
+        // bluetoothd signals each notification once per notify client on the characteristic:
+        // only the first of each notification's copies is one (NotificationCopies).
+        let copies = Mutex(NotificationCopies())
         // On the connection's I/O thread, as each signal is read: the receive time is taken
         // there, with no task or thread between the read and the stamp.
         // It lives as long as the connection, which ``close()`` closes: that ends it (onEnd).
@@ -197,6 +201,8 @@ public actor GattLink {
             onEnd()
         }) { signal in
             guard let bytes = signal.changedBytes("Value") else { return }
+            let serial = signal.serial
+            guard copies.withLock({ $0.isNotification(serial: serial, bytes: bytes) }) else { return }
             grouper.receive(GattNotification(bytes: bytes, receivedAt: .now, wallClock: Date()))
         }
         _ = try await connection.call(destination: BlueZNames.service, path: characteristic.path,

@@ -73,6 +73,10 @@ public struct ReconnectionMachine: Sendable {
         case gattChecked(complete: Bool)
         /// The board protocol on a ready link failed (handshake, stream watchdog).
         case sessionFailed(String)
+        /// bluetoothd closed the ready link's notification channel (the AcquireNotify socket)
+        /// without being asked: it does so when the link drops (src/gatt-client.c,
+        /// `btd_gatt_client_disconnected`), whatever it signals about `Connected`.
+        case notificationsClosed
         /// The time requested with ``Action/wakeUp(at:)`` has come.
         case wakeUp
     }
@@ -195,10 +199,7 @@ public struct ReconnectionMachine: Sendable {
                 isServicesResolved = false
                 switch phase {
                 case .ready:
-                    actions += loseLink(.linkDropped)
-                    // A clean remote disconnect is retried at once (§2.3 step 13).
-                    actions += backOff(for: nil, delay: .zero, at: now)
-                    return actions
+                    return linkWentDown(at: now)
                 case .resolvingServices:
                     actions += fail("link lost during service discovery", hard: false, at: now)
                     return actions
@@ -221,7 +222,14 @@ public struct ReconnectionMachine: Sendable {
                 checkingGATT = true
                 return [.checkGATT]
             }
+            // bluetoothd 5.66 clears ServicesResolved only when the link goes down. After its
+            // connect race (Connect returned, Connected=true never signalled) the Connected=false
+            // that follows is no change to us, and this is the only sign of the drop.
+            if !resolved, phase == .ready { return linkWentDown(at: now) }
             return []
+        case .notificationsClosed:
+            guard phase == .ready else { return [] }
+            return linkWentDown(at: now)
         case .connectFinished(let errorClass):
             guard phase == .connecting else { return [] }
             return connectFinished(errorClass, at: now)
@@ -446,6 +454,14 @@ public struct ReconnectionMachine: Sendable {
         let floor = policy.baseBackoff.nanoseconds / 10
         let pick = Int64(UInt64.random(in: 0...UInt64(windowNanos), using: &random))
         return .nanoseconds(max(pick, floor))
+    }
+
+    /// The ready link is down (Connected, ServicesResolved or the notification channel said
+    /// so, whichever came first): a clean remote disconnect is retried at once (§2.3 step 13).
+    private mutating func linkWentDown(at now: Duration) -> [Action] {
+        isConnected = false
+        isServicesResolved = false
+        return loseLink(.linkDropped) + backOff(for: nil, delay: .zero, at: now)
     }
 
     private mutating func loseLink(_ reason: LinkLossReason) -> [Action] {

@@ -156,10 +156,14 @@ public actor BlueZSimulator {
     }
 
     /// Stores new values and announces them with PropertiesChanged.
-    func update(_ path: DBusObjectPath, _ interface: String, _ changes: [String: DBusValue], invalidated: [String] = []) {
+    /// `copies` > 1 announces the change that many times back to back (see ``LinkScheduler``'s
+    /// notifications: one signal per StartNotify client).
+    func update(_ path: DBusObjectPath, _ interface: String, _ changes: [String: DBusValue], invalidated: [String] = [],
+                copies: Int = 1) {
         for (name, value) in changes { properties[path, default: [:]][interface, default: [:]][name] = value }
         guard properties[path]?[interface] != nil else { return }
-        try? bluez?.emitPropertiesChanged(path: path, interface: interface, changed: changes, invalidated: invalidated)
+        try? bluez?.emitPropertiesChanged(path: path, interface: interface, changed: changes, invalidated: invalidated,
+                                          copies: copies)
     }
 
     /// Builds an interface whose properties read from the store; `writable` names get a

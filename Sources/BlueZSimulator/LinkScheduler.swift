@@ -65,7 +65,11 @@ extension BlueZSimulator {
         device.stats.connections += 1
         // Samples made while the link was down never left the board.
         _ = device.model.advance(to: nanosecondsSinceStart(clock.now))
-        update(device.path, Self.deviceInterface, ["Connected": .boolean(true)])
+        if configuration.connectedSignalMissed.contains(device.index) {
+            properties[device.path, default: [:]][Self.deviceInterface, default: [:]]["Connected"] = .boolean(true)
+        } else {
+            update(device.path, Self.deviceInterface, ["Connected": .boolean(true)])
+        }
         log("mwsim: board \(device.index) \(device.address) connected")
         let generation = device.linkGeneration
         let index = device.index
@@ -218,8 +222,12 @@ extension BlueZSimulator {
         var reached = false
         if !device.notifySessions.isEmpty {
             let path = device.notifyCharacteristicPath
-            // Every notification is signalled, even with repeated bytes (bluez-dbus.md §1.6 item 2).
-            update(path, Self.characteristicInterface, ["Value": .array(element: .byte, bytes.map { .byte($0) })])
+            // Every notification is signalled, even with repeated bytes (bluez-dbus.md §1.6 item 2),
+            // and once per StartNotify client, back to back: bluetoothd 5.66 registers each
+            // client's session with its GATT client separately and each one's callback emits
+            // the value (src/gatt-client.c notify_cb), so every subscriber receives N copies.
+            update(path, Self.characteristicInterface, ["Value": .array(element: .byte, bytes.map { .byte($0) })],
+                   copies: device.notifySessions.count)
             reached = true
         }
         if let pipe = device.notifyPipe {

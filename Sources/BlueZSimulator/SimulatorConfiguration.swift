@@ -32,6 +32,11 @@ public struct SimulatorConfiguration: Sendable {
     public var rateCap: Int?
     /// Notifications a board can hold while the link is slower than the sensor.
     public var linkQueueLimit = 256
+    /// Boards (by index) whose connections bluetoothd 5.66 never announces: `Connect` returns
+    /// and the link works, but `Connected=true` is not signalled (its connect race,
+    /// real-bluez-vm.md §1); the property reads true and `Connected=false` is signalled when
+    /// the link drops, as in 5.66.
+    public var connectedSignalMissed: Set<Int> = []
     /// BlueZ's TemporaryTimeout: an unconnected device not seen for this long is removed.
     public var temporaryTimeout: Duration = .seconds(30)
     /// Time from StartDiscovery until the first advertisement is seen.

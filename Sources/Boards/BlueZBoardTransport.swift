@@ -228,9 +228,12 @@ public actor BlueZBoardTransport: BoardTransport {
         guard let device = facts?.device else { return feedLater(.sessionFailed("device vanished before the link opened")) }
         let client = client
         let options = options
+        let work = work
         work.spawn { [self] in
             do {
-                let opened = try await GattBoardLink.open(device: device, client: client, options: options)
+                let opened = try await GattBoardLink.open(device: device, client: client, options: options, onEnd: {
+                    work.spawn { [self] in await notificationsEnded(attempt: attempt) }
+                })
                 await linkOpened(opened, attempt: attempt)
             } catch {
                 await linkOpeningFailed("\(error)", attempt: attempt)
@@ -245,6 +248,16 @@ public actor BlueZBoardTransport: BoardTransport {
         }
         link = opened
         continuation.yield(.linkReady(opened))
+    }
+
+    /// A link's notifications ended. Ours to close are superseded (``linkAttempt`` moved on)
+    /// before they are closed; the current link's ending means bluetoothd shut the channel,
+    /// which it does when the link drops, even when it never signals `Connected` (5.66's
+    /// connect race): without this the session waited for the device object to be removed
+    /// (31 s in the real-BlueZ VM).
+    private func notificationsEnded(attempt: Int) {
+        guard attempt == linkAttempt, link != nil, !stopped else { return }
+        feed(.notificationsClosed)
     }
 
     private func linkOpeningFailed(_ reason: String, attempt: Int) {

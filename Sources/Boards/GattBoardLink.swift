@@ -26,8 +26,10 @@ final class GattBoardLink: BoardLink {
     }
 
     /// Opens a link to `device` with notifications on (read at once until
-    /// ``groupNotifications(_:readCoalescing:)``).
-    static func open(device: DBusObjectPath, client: BlueZClient, options: BoardSessionOptions) async throws -> GattBoardLink {
+    /// ``groupNotifications(_:readCoalescing:)``). `onEnd` is called once when its
+    /// notifications end, closed by us or by bluetoothd (the link dropped).
+    static func open(device: DBusObjectPath, client: BlueZClient, options: BoardSessionOptions,
+                     onEnd: @escaping @Sendable () -> Void) async throws -> GattBoardLink {
         guard let command = await client.characteristic(MetaWearGATT.command, under: device),
               let notify = await client.characteristic(MetaWearGATT.notify, under: device)
         else { throw LinkOpeningError("MetaWear characteristics missing") }
@@ -36,7 +38,10 @@ final class GattBoardLink: BoardLink {
                                                             bufferingPolicy: .bufferingOldest(bufferedBatches))
         do {
             try await link.subscribe(to: notify, delivery: options.notificationDelivery, coalescing: .zero,
-                                     onBatch: { continuation.yield($0) }, onEnd: { continuation.finish() })
+                                     onBatch: { continuation.yield($0) }, onEnd: {
+                continuation.finish()
+                onEnd()
+            })
         } catch {
             await link.close()
             throw LinkOpeningError("cannot enable notifications: \(error)")

@@ -144,11 +144,14 @@ public final class DBusConnection: Sendable {
     }
 
     /// Emits `org.freedesktop.DBus.Properties.PropertiesChanged` for `path`.
+    /// With `copies` > 1 the same signal goes out that many times back to back (consecutive
+    /// serials, nothing else of this connection in between), as bluetoothd 5.66 announces one
+    /// notification once per notify client.
     public func emitPropertiesChanged(path: DBusObjectPath, interface: String, changed: [String: DBusValue],
-                                      invalidated: [String] = []) throws {
+                                      invalidated: [String] = [], copies: Int = 1) throws {
         try core.registry.announcePropertyChange {
             try core.send(ObjectRegistry.propertiesChanged(path: path, interface: interface, changed: changed,
-                                                           invalidated: invalidated))
+                                                           invalidated: invalidated), copies: copies)
         }
     }
 

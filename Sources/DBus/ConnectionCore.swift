@@ -160,9 +160,15 @@ final class ConnectionCore: @unchecked Sendable {
 
     /// Sends a message that expects no reply.
     func send(_ message: DBusMessage) throws {
-        let raw = try MessageWriter.make(message)
-        defer { dbus_message_unref(raw) }
-        guard withConnection({ dbus_connection_send($0, raw, nil) }) != nil else {
+        try send(message, copies: 1)
+    }
+
+    /// Sends `copies` separate copies of `message` under one hold of the connection, so they
+    /// get consecutive serials with no other message of this connection between them.
+    func send(_ message: DBusMessage, copies: Int) throws {
+        let raws = try (0..<max(copies, 1)).map { _ in try MessageWriter.make(message) }
+        defer { raws.forEach { dbus_message_unref($0) } }
+        guard withConnection({ connection in raws.forEach { dbus_connection_send(connection, $0, nil) } }) != nil else {
             throw DBusError.disconnected()
         }
     }

@@ -15,6 +15,9 @@ public struct DBusSignalView: ~Copyable {
 
     /// The sender's unique name.
     public var sender: String { Self.string(dbus_message_get_sender(raw)) }
+    /// The sender's serial number of this message (consecutive for the messages one
+    /// connection sends, in the order it sent them).
+    public var serial: UInt32 { dbus_message_get_serial(raw) }
     /// The emitting object's path.
     public var path: DBusObjectPath {
         // libdbus validated the path when it read the message.

@@ -16,6 +16,9 @@ struct ReconnectionHarness {
         case hang
         /// Connects but ServicesResolved never comes.
         case noServices
+        /// bluetoothd 5.66's connect race: Connect returns and services resolve, but
+        /// `Connected=true` is never signalled.
+        case connectedNotSignalled
     }
 
     var machine: ReconnectionMachine
@@ -106,6 +109,9 @@ struct ReconnectionHarness {
             case .noServices:
                 connected = true
                 queue += [.connected(true), .connectFinished(nil)]
+            case .connectedNotSignalled:
+                connected = true
+                queue += [.connectFinished(nil), .servicesResolved(true)]
             case .fail(let errorClass):
                 if errorClass == .deviceGone { devicePresent = false }
                 queue.append(.connectFinished(errorClass))

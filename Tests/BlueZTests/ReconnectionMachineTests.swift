@@ -177,6 +177,33 @@ struct ReconnectionMachineTests {
         #expect(h.readyCount == 2)
     }
 
+    /// After 5.66's connect race the machine never saw Connected=true, so the drop's
+    /// Connected=false is no change: ServicesResolved going false is the sign.
+    @Test func dropAfterAnUnsignalledConnectIsSeenFromServicesResolved() {
+        var h = ReconnectionHarness()
+        h.connectScripts = [.connectedNotSignalled]
+        h.boot()
+        #expect(h.readyCount == 1)
+        h.schedule(.servicesResolved(false), after: .seconds(10))
+        h.schedule(.connected(false), after: .seconds(10))
+        h.advance(by: .seconds(10))
+        #expect(h.losses == [.linkDropped])
+        #expect(h.connects == [.zero, .seconds(10)])
+        #expect(h.readyCount == 2)
+    }
+
+    /// bluetoothd shuts the AcquireNotify socket when the link drops: that alone is a drop.
+    @Test func notificationChannelClosedByBlueZWhileReadyReconnects() {
+        var h = ReconnectionHarness()
+        h.connectScripts = [.connectedNotSignalled]
+        h.boot()
+        h.schedule(.notificationsClosed, after: .seconds(5))
+        h.advance(by: .seconds(5))
+        #expect(h.losses == [.linkDropped])
+        #expect(h.connects == [.zero, .seconds(5)])
+        #expect(h.readyCount == 2)
+    }
+
     @Test func deviceRemovalWhileReadyRescans() {
         var h = ReconnectionHarness()
         h.boot()

@@ -61,6 +61,30 @@ final class EndToEndRig: @unchecked Sendable {
         return try #require(BluetoothAddress(text))
     }
 
+    /// Finds board `index`, connects it with `connect` (the rig's client unless another
+    /// client should own the connection) and waits until its services are resolved: the
+    /// device's path and its MetaWear notify characteristic.
+    func connectedNotifyCharacteristic(_ index: Int, connect: ((DBusObjectPath) async throws -> Void)? = nil)
+        async throws -> (device: DBusObjectPath, notify: GattCharacteristicInfo) {
+        let address = try await address(index)
+        await client.setScanning(true, requester: "test")
+        var device: DBusObjectPath?
+        try await waitUntil("the board is seen") {
+            device = await client.facts(for: address).device
+            return device != nil
+        }
+        let path = try #require(device)
+        if let connect { try await connect(path) } else { try await client.connect(path, timeout: .seconds(20)) }
+        await client.setScanning(false, requester: "test")
+        var notify: GattCharacteristicInfo?
+        try await waitUntil("services resolved") {
+            guard await client.facts(for: address).servicesResolved else { return false }
+            notify = await client.characteristic(MetaWearGATT.notify, under: path)
+            return notify != nil
+        }
+        return (path, try #require(notify))
+    }
+
     /// Whether the simulated board's sensors and button notifications are all off (what a
     /// clean stop must leave, because a real board keeps sampling after the link is gone).
     func sensorsIdle(_ index: Int) async throws -> Bool {

@@ -29,9 +29,10 @@ private struct SingleBoard {
 
 private func withBoard(model: SimulatorConfiguration.Model = .metamotionR,
                        options: BoardSessionOptions? = nil,
+                       configure: (inout SimulatorConfiguration) -> Void = { _ in },
                        beforeStart: (EndToEndRig) async throws -> Void = { _ in },
                        _ body: (SingleBoard) async throws -> Void) async throws {
-    try await EndToEndRig.with(boards: 1, model: model) { rig in
+    try await EndToEndRig.with(boards: 1, model: model, configure: configure) { rig in
         try await beforeStart(rig)
         let address = try await rig.address(0)
         let session = BoardSession(address: address, client: rig.client, options: try options ?? testOptions())
@@ -81,6 +82,27 @@ struct FaultRecoveryTests {
             #expect(median < .seconds(2), "median recovery \(median) (all: \(recoveries))")
             #expect(sorted.last! < .seconds(15), "every drop recovered in reasonable time: \(recoveries)")
             #expect(try await board.rig.simulator.stats(0).connections == 6)
+        }
+    }
+
+    /// bluetoothd 5.66's connect race: the link is up but `Connected=true` was never signalled,
+    /// so the `Connected=false` of a later drop changes nothing we know. The drop must still be
+    /// noticed at once (the notification channel closes, `ServicesResolved` goes false), not
+    /// when bluetoothd removes the device object (31 s in the real-BlueZ VM; 60 s here), on
+    /// both notification paths.
+    @Test(.timeLimit(.minutes(2)), arguments: [NotificationDelivery.automatic, .propertiesChanged])
+    func aDropAfterAnUnannouncedConnectIsNoticed(delivery: NotificationDelivery) async throws {
+        try await withBoard(options: try testOptions(delivery: delivery),
+                            configure: { $0.connectedSignalMissed = [0]; $0.temporaryTimeout = .seconds(60) }) { board in
+            try await board.waitForSamples()
+            board.recorder.mark(board.address, "drop")
+            try await board.rig.simulator.dropLink(0)
+            try await waitUntil("the drop is reported", within: .seconds(20)) {
+                board.recorder.entries(board.address).drop { if case .marker("drop") = $0 { false } else { true } }
+                    .contains { if case .state(.lost) = $0 { true } else { false } }
+            }
+            try await board.waitForSamples(after: "drop", count: 30, within: .seconds(20))
+            #expect(try await board.rig.simulator.stats(0).connections == 2)
         }
     }
 

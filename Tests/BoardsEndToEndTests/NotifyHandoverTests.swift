@@ -14,23 +14,7 @@ import Testing
 struct NotifyHandoverTests {
     @Test func aNewLinkWaitsForTheClosedLinksNotifyInsteadOfFallingBack() async throws {
         try await EndToEndRig.with { rig in
-            let address = try await rig.address(0)
-            await rig.client.setScanning(true, requester: "test")
-            var device: DBusObjectPath?
-            try await waitUntil("the board is seen") {
-                device = await rig.client.facts(for: address).device
-                return device != nil
-            }
-            let path = try #require(device)
-            try await rig.client.connect(path, timeout: .seconds(20))
-            await rig.client.setScanning(false, requester: "test")
-            var notify: GattCharacteristicInfo?
-            try await waitUntil("services resolved") {
-                guard await rig.client.facts(for: address).servicesResolved else { return false }
-                notify = await rig.client.characteristic(MetaWearGATT.notify, under: path)
-                return notify != nil
-            }
-            let characteristic = try #require(notify)
+            let (_, characteristic) = try await rig.connectedNotifyCharacteristic(0)
 
             let old = try await GattLink.open(busAddress: rig.bus.address)
             try await old.subscribe(to: characteristic, onBatch: { _ in }, onEnd: {})

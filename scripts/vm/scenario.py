@@ -845,8 +845,170 @@ def group_bench(checks):
     boards.stop()
 
 
+def monitor_bluez(path):
+    """dbus-monitor as root (a bus monitor sees every message): GATT characteristic method
+    calls (who called StartNotify/AcquireNotify/StopNotify), bluetoothd's PropertiesChanged on
+    the gateway's adapter, and NameOwnerChanged (clients leaving)."""
+    return subprocess.Popen(["dbus-monitor", "--system",
+                             "type='method_call',interface='org.bluez.GattCharacteristic1'",
+                             "type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',arg0='org.bluez.GattCharacteristic1',"
+                             "path_namespace='/org/bluez/hci0'",
+                             "type='signal',member='NameOwnerChanged'"],
+                            stdout=open(path, "w"), stderr=subprocess.STDOUT)
+
+
+def parse_monitor(path):
+    """The messages of a dbus-monitor log: dicts with kind, time, sender, serial, path, member
+    and, for a characteristic Value change, its bytes (hex tokens)."""
+    messages = []
+    current = None
+    in_value = False
+    with open(path, errors="replace") as f:
+        for line in f:
+            if line.startswith(("signal ", "method call ", "method return ", "error ")):
+                fields = dict(part.split("=", 1) for part in line.replace(";", " ").split() if "=" in part)
+                current = {"kind": line.split(" time=")[0], "time": float(fields.get("time", 0)),
+                           "sender": fields.get("sender"), "serial": int(fields.get("serial", 0) or 0),
+                           "path": fields.get("path"), "member": fields.get("member"), "bytes": None, "strings": []}
+                messages.append(current)
+                in_value = False
+            elif current is not None:
+                if line.strip().startswith('string "'):
+                    current["strings"].append(line.strip()[8:-1])
+                if '"Value"' in line:
+                    in_value = True
+                    current["bytes"] = []
+                elif in_value:
+                    tokens = line.split()
+                    if tokens and all(len(t) == 2 and all(c in "0123456789abcdef" for c in t) for t in tokens):
+                        current["bytes"] += tokens
+                    elif "]" in line and current["bytes"]:
+                        in_value = False
+    return messages
+
+
+def value_runs(messages, path, since, until):
+    """Lengths of the runs of Value signals on `path` among `messages[since:until]` (indices,
+    in the order the monitor got them): signals that follow each other with consecutive
+    serials and the same bytes form one run."""
+    runs = []
+    last = None
+    for m in messages[since:until]:
+        if m["kind"] != "signal" or m["member"] != "PropertiesChanged" or m["path"] != path or m["bytes"] is None:
+            continue
+        if last and m["serial"] == last["serial"] + 1 and m["bytes"] == last["bytes"] and m["sender"] == last["sender"]:
+            runs[-1] += 1
+        else:
+            runs.append(1)
+        last = m
+    return runs
+
+
+def describe_runs(runs):
+    histogram = {}
+    for length in runs:
+        histogram[length] = histogram.get(length, 0) + 1
+    if not runs:
+        return "none seen by the monitor"
+    return f"{sum(runs)} Value signals in {len(runs)} runs, run lengths {dict(sorted(histogram.items()))}"
+
+
+def bus_names():
+    bus = dbus.SystemBus()
+    return [str(n) for n in bus.call_blocking("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                              "ListNames", "", [])]
+
+
+def bus_owner_of_pid(pid):
+    """The unique bus name of the connection process `pid` holds (None if none)."""
+    bus = dbus.SystemBus()
+    for name in bus_names():
+        if not name.startswith(":"):
+            continue
+        try:
+            if int(bus.call_blocking("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                     "GetConnectionUnixProcessID", "s", [name])) == pid:
+                return name
+        except dbus.DBusException:
+            pass
+    return None
+
+
+def notify_path(address):
+    for path, interfaces in bluez_objects().items():
+        chrc = interfaces.get("org.bluez.GattCharacteristic1")
+        if chrc and str(chrc["UUID"]) == METAWEAR_NOTIFY and str(path).startswith("/org/bluez/hci0/") \
+                and address.upper().replace(":", "_") in str(path):
+            return str(path)
+    return None
+
+
+def group_startnotify(checks):
+    """(3) the StartNotify path beside another notify client, one board: what bluetoothd 5.66
+    sends per notification (dbus-monitor), who holds notify sessions, and that mwgated records
+    every sample once, while the other client holds its session and after it left."""
+    seconds = float(os.environ.get("STARTNOTIFY_SECONDS", "12"))
+    for name in ("hci0", "hci1"):
+        power(name)
+    boards = Boards(["hci1"], model="metamotion-r")
+    address = boards.addresses[0]
+    monitor_log = os.path.join(RESULTS, "dbus-monitor.log")
+    monitor = monitor_bluez(monitor_log)
+    observer = subprocess.Popen(["python3", "/scenario/notify_observer.py", address],
+                                stdout=open(os.path.join(RESULTS, "observer.log"), "a"), stderr=subprocess.STDOUT)
+    observed = wait_for("observer subscribed", lambda: os.path.exists("/tmp/observer-ready"), 120)
+    gateway = Gateway("startnotify", f'addresses = ["{address}"]')
+    if not gateway.wait_connected(address, 120):
+        checks.record("startnotify: board connected", False, f"{gateway.board(address)}")
+        return
+    gateway.ctl("session", "start")
+    streaming = gateway.wait_streaming(address, 30)
+    state = notify_state(address)
+    checks.record("StartNotify beside another client's notify session",
+                  bool(observed) and bool(streaming) and state is not None and state[1] is False,
+                  f"(Notifying, NotifyAcquired) = {state}, other client subscribed: {bool(observed)}, "
+                  f"streaming: {bool(streaming)}")
+    time.sleep(seconds)
+    owner = bus_owner_of_pid(observer.pid)
+    observer.terminate()
+    observer.wait()
+    time.sleep(1)
+    log(f"other client (pid {observer.pid}, bus name {owner}) ended with status {observer.returncode}; "
+        f"its bus name still on the bus: {owner in bus_names() if owner else 'unknown'}")
+    time.sleep(seconds)
+    gateway.ctl("session", "stop")
+    monitor.terminate()
+    monitor.wait()
+    messages = parse_monitor(monitor_log)
+    path = notify_path(address)
+    callers = [(m["member"], m["sender"]) for m in messages
+               if m["kind"] == "method call" and m["member"] in ("StartNotify", "AcquireNotify", "StopNotify")
+               and m["path"] == path]
+    # In the monitor's order (it may lag, and drops messages when it cannot keep up): from the
+    # gateway's StartNotify to the other client's departure, and after it.
+    start = next((i for i, m in enumerate(messages) if m["member"] == "StartNotify" and m["path"] == path
+                  and m["sender"] != (owner or "")), 0)
+    gone = next((i for i, m in enumerate(messages) if m["member"] == "NameOwnerChanged" and owner
+                 and m["strings"] == [owner, owner, ""]), None)
+    shared = value_runs(messages, path, start, gone if gone is not None else len(messages))
+    alone = value_runs(messages, path, gone, len(messages)) if gone is not None else []
+    log(f"notify calls on {path}: {callers}")
+    log(f"while another client held a session: {describe_runs(shared)}")
+    log(f"after it left: {describe_runs(alone)}")
+    wait_for("documents", lambda: documents(), 30)
+    time.sleep(3)
+    count, duplicates, reordered, mismatched, gaps = check_samples(documents(), address, BOARD_SEEDS[0])
+    checks.record("StartNotify: every sample recorded once (another client's session, then alone)",
+                  count > 0 and not duplicates and not reordered and not mismatched,
+                  f"{count} samples, {duplicates} duplicated, {reordered} out of order, {mismatched} differ; "
+                  f"bluetoothd sent, with the other client: {describe_runs(shared)}; alone: {describe_runs(alone)}; "
+                  f"notify calls {callers}")
+    gateway.stop()
+    boards.stop()
+
+
 GROUPS = {"discovery": group_discovery, "boards": group_boards, "session": group_session, "faults": group_faults,
-          "stop": group_stop, "bench": group_bench}
+          "stop": group_stop, "bench": group_bench, "startnotify": group_startnotify}
 
 
 def main():
