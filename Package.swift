@@ -221,7 +221,7 @@ let package = Package(
         .target(
             name: "UpstreamFixtures",
             dependencies: [
-                "Uplink",
+                "Uplink", "TestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
@@ -302,7 +302,7 @@ let package = Package(
         .testTarget(
             name: "UplinkTests",
             dependencies: [
-                "Basics", "Uplink", "Buffer", "Recording", "MetaWear", "GNSS", "mwuplink-fixture", "UpstreamFixtures",
+                "Basics", "Uplink", "Buffer", "Recording", "MetaWear", "GNSS", "mwuplink-fixture", "UpstreamFixtures", "TestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -116,7 +116,7 @@ struct CrashTests {
         p.executableURL = fixture
         p.arguments = arguments
         p.standardOutput = handle
-        try p.run()
+        try Spawning.run(p)
         waitForLine(startingWith: anchor, in: output, while: p)
         Thread.sleep(forTimeInterval: delay)
         kill(p.processIdentifier, SIGKILL)

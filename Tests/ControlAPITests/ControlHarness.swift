@@ -172,7 +172,7 @@ enum CLI {
                 continuation.finish()
             }
         }
-        try process.run()
+        try Spawning.run(process)
         if let stdin {
             input.fileHandleForWriting.write(Data(stdin.utf8))
             try input.fileHandleForWriting.close()

@@ -74,6 +74,9 @@ final class TmuxTerminal: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // The tmux server the first client forks lives as long as the test: it must hold no
+        // other child's descriptor (see Spawning).
+        Spawning.addCloseFromThree(&actions)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -88,7 +91,7 @@ final class TmuxTerminal: @unchecked Sendable {
             envp.forEach { free($0) }
         }
         var child: pid_t = 0
-        let spawned = posix_spawn(&child, "/usr/bin/tmux", &actions, &attributes, argv, envp)
+        let spawned = Spawning.exclusively { posix_spawn(&child, "/usr/bin/tmux", &actions, &attributes, argv, envp) }
         guard spawned == 0 else { throw TestBusError(message: "cannot start tmux: error \(spawned)") }
         var status: Int32 = 0
         while waitpid(child, &status, WNOHANG) == 0 {

@@ -185,17 +185,17 @@ struct UpstreamSyncTests {
 
     @Test(.enabled(if: PostgresServer.missing == nil, "\(PostgresServer.missing ?? "")"))
     func postgresSinkLogsInWithTheCredentialAndLosesNothingWhenTheServerGoesAwayMidSession() async throws {
-        let server = try PostgresServer()
+        let server = try await PostgresServer.launch()
         defer { server.destroy() }
         // A role of its own that must log in with its password: the fixture trusts every
         // other login, but the first matching pg_hba line wins.
         let password = "correct horse \(UUID().uuidString.prefix(8))"
-        try server.psql("CREATE ROLE gateway LOGIN PASSWORD '\(password)'")
-        try server.psql("CREATE DATABASE mwgate OWNER gateway")
+        try await server.query("CREATE ROLE gateway LOGIN PASSWORD '\(password)'")
+        try await server.query("CREATE DATABASE mwgate OWNER gateway")
         let hba = "\(server.dir)/data/pg_hba.conf"
         let rules = try String(contentsOfFile: hba, encoding: .utf8)
         try ("host all gateway 127.0.0.1/32 scram-sha-256\n" + rules).write(toFile: hba, atomically: false, encoding: .utf8)
-        #expect(try server.psql("SELECT pg_reload_conf()") == "t")
+        #expect(try await server.query("SELECT pg_reload_conf()") == "t")
 
         let fixture = try DaemonFixture(sessionMode: "manual", extraConfiguration: """
             [sink]
@@ -216,31 +216,31 @@ struct UpstreamSyncTests {
         // Upstream up: the session arrives.
         let first = try await recordSession(fixture)
         try await waitUntil("the first session's records row", within: .seconds(90)) {
-            (try? server.psql("SELECT COUNT(*) FROM records WHERE session_id = '\(first.id)'", database: "mwgate")) == "1"
+            (try? await server.query("SELECT COUNT(*) FROM records WHERE session_id = '\(first.id)'", database: "mwgate")) == "1"
         }
-        try expectSessionInPostgres(first, server: server, user: try deviceID(fixture), expectLocations: true)
+        try await expectSessionInPostgres(first, server: server, user: try deviceID(fixture), expectLocations: true)
         // The test's own psql sessions (as the superuser) may still be ending: only the others count.
-        #expect(try server.psql("SELECT DISTINCT usename FROM pg_stat_activity WHERE datname = 'mwgate' AND usename <> current_user")
+        #expect(try await server.query("SELECT DISTINCT usename FROM pg_stat_activity WHERE datname = 'mwgate' AND usename <> current_user")
             == "gateway")
 
         // The server goes away while the next session records, and stays away past the stop
         // and the survey: uploads fail, everything waits in the backlog.
-        let second = try await recordSession(fixture) { server.stop(mode: "immediate") }
+        let second = try await recordSession(fixture) { await server.halt(mode: "immediate") }
         try await expectFailingSync(fixture, holding: second)
-        try server.start()
+        try await server.restart()
         try await waitUntil("the second session's records row", within: .seconds(120)) {
-            (try? server.psql("SELECT COUNT(*) FROM records WHERE session_id = '\(second.id)'", database: "mwgate")) == "1"
+            (try? await server.query("SELECT COUNT(*) FROM records WHERE session_id = '\(second.id)'", database: "mwgate")) == "1"
         }
         try await expectRecoveredSync(fixture)
-        try expectSessionInPostgres(second, server: server, user: try deviceID(fixture), expectLocations: false)
-        try expectSessionInPostgres(first, server: server, user: try deviceID(fixture), expectLocations: true)
-        #expect(try server.psql("SELECT COUNT(*) FROM realtime_data", database: "mwgate") == "\(first.chunks.count + second.chunks.count)")
-        #expect(try server.psql("SELECT COUNT(*) FROM records", database: "mwgate") == "2")
+        try await expectSessionInPostgres(second, server: server, user: try deviceID(fixture), expectLocations: false)
+        try await expectSessionInPostgres(first, server: server, user: try deviceID(fixture), expectLocations: true)
+        #expect(try await server.query("SELECT COUNT(*) FROM realtime_data", database: "mwgate") == "\(first.chunks.count + second.chunks.count)")
+        #expect(try await server.query("SELECT COUNT(*) FROM records", database: "mwgate") == "2")
     }
 
     /// The session's rows: one realtime_data row per chunk with its points, one records row.
-    func expectSessionInPostgres(_ session: RecordedSession, server: PostgresServer, user: String, expectLocations: Bool) throws {
-        let rows = try server.psql("""
+    func expectSessionInPostgres(_ session: RecordedSession, server: PostgresServer, user: String, expectLocations: Bool) async throws {
+        let rows = try await server.query("""
             SELECT name, board, seq, schema_version, point_count, jsonb_array_length(data),
                    (SELECT COUNT(*) FROM jsonb_array_elements(data) p WHERE jsonb_typeof(p->'gyroscope') = 'object'),
                    (SELECT COUNT(*) FROM jsonb_array_elements(data) p WHERE jsonb_typeof(p->'location') = 'object'),
@@ -266,7 +266,7 @@ struct UpstreamSyncTests {
         // sure to record inside them, the second (after an outage of unknown length) is not.
         if expectLocations { #expect(located > 0) }
 
-        let text = try server.psql("""
+        let text = try await server.query("""
             SELECT json_build_object('name', name, 'user_id', user_id, 'timestamp', "timestamp", 'hazards', hazards,
                                      'gscope_data', gscope_data, 'no_hazard', no_hazard, 'schema_version', schema_version,
                                      'boards', boards, 'start', "start", 'end', "end", 'point_count', point_count,

@@ -154,7 +154,7 @@ import TestSupport
         mock.environment = ["DBUS_SYSTEM_BUS_ADDRESS": bus.address, "PATH": "/usr/bin:/bin"]
         mock.standardOutput = FileHandle.nullDevice
         mock.standardError = FileHandle.nullDevice
-        try mock.run()
+        try Spawning.run(mock)
         defer {
             kill(mock.processIdentifier, SIGKILL)
             mock.waitUntilExit()

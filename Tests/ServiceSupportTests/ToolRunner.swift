@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// Runs real system tools for the packaging tests.
 enum Tool {
@@ -54,7 +55,7 @@ enum Tool {
         process.standardOutput = out
         process.standardError = err
         process.standardInput = input
-        try process.run()
+        try Spawning.run(process)
         if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
         try? input.fileHandleForWriting.close()
         let deadline = Date().addingTimeInterval(timeout)

@@ -14,12 +14,23 @@ public final class ChildProcess: @unchecked Sendable {
     private var exitStatus: Int32?
 
     public init(_ executable: String, _ arguments: [String], environment: [String: String]) throws {
+        let (child, outRead, errRead) = try Spawning.exclusively {
+            try Self.spawn(executable, arguments, environment: environment)
+        }
+        pid = child
+        output = FileHandle(fileDescriptor: outRead, closeOnDealloc: true)
+        errors = FileHandle(fileDescriptor: errRead, closeOnDealloc: true)
+    }
+
+    /// Starts the child with its standard output and error on new pipes and nothing else open
+    /// but them; the read ends of the pipes.
+    private static func spawn(_ executable: String, _ arguments: [String],
+                              environment: [String: String]) throws -> (pid_t, Int32, Int32) {
         var outPipe: [Int32] = [0, 0]
         var errPipe: [Int32] = [0, 0]
-        // Close-on-exec: tests spawn children concurrently, and a child that inherited another
-        // child's pipe would hold its output open (a reader waiting for EOF would hang).
-        // dup2 onto 1 and 2 in the spawned child clears the flag where it is wanted.
-        // (Glibc's Swift module does not import pipe2.)
+        // Close-on-exec as well, for children Foundation starts: dup2 onto 1 and 2 in the
+        // spawned child clears the flag where it is wanted. (Glibc's Swift module does not
+        // import pipe2; the spawn lock covers the moment between pipe and fcntl.)
         guard pipe(&outPipe) == 0, pipe(&errPipe) == 0 else { throw TestBusError(message: "pipe failed") }
         for fd in outPipe + errPipe { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         var actions = posix_spawn_file_actions_t()
@@ -27,8 +38,7 @@ public final class ChildProcess: @unchecked Sendable {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
         posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
-        posix_spawn_file_actions_addclose(&actions, outPipe[0])
-        posix_spawn_file_actions_addclose(&actions, errPipe[0])
+        Spawning.addCloseFromThree(&actions)
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
@@ -57,9 +67,7 @@ public final class ChildProcess: @unchecked Sendable {
             close(errPipe[0])
             throw TestBusError(message: "cannot start \(executable): error \(status)")
         }
-        pid = child
-        output = FileHandle(fileDescriptor: outPipe[0], closeOnDealloc: true)
-        errors = FileHandle(fileDescriptor: errPipe[0], closeOnDealloc: true)
+        return (child, outPipe[0], errPipe[0])
     }
 
     /// Reads standard output up to the first newline (or end of file).

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Recording
 import Testing
 import UpstreamFixtures
@@ -80,7 +81,7 @@ struct DirectorySinkTests {
             p.arguments = [dir]
             let out = Pipe()
             p.standardOutput = out
-            try p.run()
+            try Spawning.run(p)
             try await Task.sleep(for: .milliseconds(Int.random(in: 150...700, using: &rng)))
             kill(p.processIdentifier, SIGKILL)
             p.waitUntilExit()

@@ -58,6 +58,20 @@ struct PostgresDeadServerTests {
         let stats = try store.backlogStats()
         #expect(stats.count == 3 && stats.inFlight == 0, "\(stats)")
     }
+
+    @Test("a server that answers a statement and then closes the connection: the next statement fails at once, it does not wait forever")
+    func closedBetweenStatements() async throws {
+        let server = try await SilentPostgresServer(answersLogin: true, closesAfterFirstStatement: true)
+        defer { server.stop() }
+        // Deadlines far beyond the test's time limit: only the driver noticing the closed
+        // connection can end the attempt (checked while hunting the restart-mid-drain hang of
+        // PostgresTests: PostgresNIO 1.33 fails such a statement at once, so that hang is not here).
+        let sink = PostgresSink(configuration: server.configuration(connectTimeout: 600, requestTimeout: 600))
+        let error = await #expect(throws: SinkError.self) { try await sink.prepare() }
+        guard case let .transient(reason, _)? = error else { Issue.record("not transient: \(String(describing: error))"); return }
+        #expect(reason.hasPrefix("PostgreSQL migration failed: "), "\(reason)")
+        #expect(server.connections == 1)
+    }
 }
 
 /// A buffer holding one session of two chunks and its records document: 3 documents.
@@ -81,20 +95,22 @@ private func cancel(_ service: SyncService, once condition: () async -> Bool) as
 
 /// A loopback TCP server speaking just enough of the PostgreSQL protocol: it optionally
 /// answers the startup message with a successful login (trust authentication), then reads
-/// everything and never answers again.
+/// everything and never answers again; or answers the first statement (as one that returns
+/// no rows) and closes the connection, as a server that restarts between two statements.
 final class SilentPostgresServer: Sendable {
     let port: Int
     private let channel: any Channel
     private let seen = SilentServerLog()
 
-    init(answersLogin: Bool) async throws {
+    init(answersLogin: Bool, closesAfterFirstStatement: Bool = false) async throws {
         let seen = seen
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 seen.state.withLock { $0.connections += 1 }
                 return channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(SilentHandler(answersLogin: answersLogin, seen: seen))
+                    try channel.pipeline.syncOperations.addHandler(SilentHandler(answersLogin: answersLogin, closesAfterFirstStatement: closesAfterFirstStatement,
+                                                                                    seen: seen))
                 }
             }
         channel = try await bootstrap.bind(host: "127.0.0.1", port: 0).get()
@@ -124,11 +140,13 @@ private final class SilentHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
     private let answersLogin: Bool
+    private let closesAfterFirstStatement: Bool
     private let seen: SilentServerLog
     private var loggedIn = false
 
-    init(answersLogin: Bool, seen: SilentServerLog) {
+    init(answersLogin: Bool, closesAfterFirstStatement: Bool, seen: SilentServerLog) {
         self.answersLogin = answersLogin
+        self.closesAfterFirstStatement = closesAfterFirstStatement
         self.seen = seen
     }
 
@@ -136,6 +154,7 @@ private final class SilentHandler: ChannelInboundHandler {
         guard answersLogin else { return }
         if loggedIn {
             seen.state.withLock { $0.statements = true }
+            if closesAfterFirstStatement { answerWithoutRowsAndClose(context: context) }
             return
         }
         loggedIn = true
@@ -145,5 +164,22 @@ private final class SilentHandler: ChannelInboundHandler {
         reply.writeInteger(UInt8(ascii: "K")); reply.writeInteger(Int32(12)); reply.writeInteger(Int32(4242)); reply.writeInteger(Int32(1))
         reply.writeInteger(UInt8(ascii: "Z")); reply.writeInteger(Int32(5)); reply.writeInteger(UInt8(ascii: "I"))
         context.writeAndFlush(wrapOutboundOut(reply), promise: nil)
+    }
+
+    /// Answers the client's Parse/Describe/Bind/Execute/Sync as a statement that returns no
+    /// rows (ParseComplete, ParameterDescription of none, NoData, BindComplete,
+    /// CommandComplete, ReadyForQuery), then closes the connection.
+    private func answerWithoutRowsAndClose(context: ChannelHandlerContext) {
+        var reply = context.channel.allocator.buffer(capacity: 64)
+        reply.writeInteger(UInt8(ascii: "1")); reply.writeInteger(Int32(4))
+        reply.writeInteger(UInt8(ascii: "t")); reply.writeInteger(Int32(6)); reply.writeInteger(Int16(0))
+        reply.writeInteger(UInt8(ascii: "n")); reply.writeInteger(Int32(4))
+        reply.writeInteger(UInt8(ascii: "2")); reply.writeInteger(Int32(4))
+        let tag = "CREATE TABLE"
+        reply.writeInteger(UInt8(ascii: "C")); reply.writeInteger(Int32(4 + tag.utf8.count + 1))
+        reply.writeString(tag); reply.writeInteger(UInt8(0))
+        reply.writeInteger(UInt8(ascii: "Z")); reply.writeInteger(Int32(5)); reply.writeInteger(UInt8(ascii: "I"))
+        context.writeAndFlush(wrapOutboundOut(reply), promise: nil)
+        context.close(promise: nil)
     }
 }

@@ -5,18 +5,18 @@ import UpstreamFixtures
 @testable import Buffer
 @testable import Uplink
 
-func checkSessionInPostgres(_ pg: PostgresServer, store: BufferStore, session: RecordedSession) throws {
+func checkSessionInPostgres(_ pg: PostgresServer, store: BufferStore, session: RecordedSession) async throws {
     let realtimeSchema = try loadSchema("realtime_data")
-    let count = try pg.psql("SELECT count(*) FROM realtime_data WHERE session_id = '\(session.sessionID)'")
+    let count = try await pg.query("SELECT count(*) FROM realtime_data WHERE session_id = '\(session.sessionID)'")
     #expect(Int(count) == session.chunkNames.count)
-    let points = try pg.psql("SELECT coalesce(sum(jsonb_array_length(data)), 0) FROM realtime_data WHERE session_id = '\(session.sessionID)'")
+    let points = try await pg.query("SELECT coalesce(sum(jsonb_array_length(data)), 0) FROM realtime_data WHERE session_id = '\(session.sessionID)'")
     #expect(Int(points) == session.record.pointCount)
-    let pointCounts = try pg.psql("SELECT coalesce(sum(point_count), 0) FROM realtime_data WHERE session_id = '\(session.sessionID)'")
+    let pointCounts = try await pg.query("SELECT coalesce(sum(point_count), 0) FROM realtime_data WHERE session_id = '\(session.sessionID)'")
     #expect(Int(pointCounts) == session.record.pointCount)
-    let gscope = try pg.psql("SELECT gscope_data FROM records WHERE name = '\(session.record.name)'")
+    let gscope = try await pg.query("SELECT gscope_data FROM records WHERE name = '\(session.record.name)'")
     let names = try JSONSerialization.jsonObject(with: Data(gscope.utf8)) as? [String]
     #expect(names == session.chunkNames)
-    let record = try pg.psql("""
+    let record = try await pg.query("""
         SELECT json_build_object('user_id', user_id, 'timestamp', "timestamp", 'hazards', hazards, 'gscope_data', gscope_data,
                'no_hazard', no_hazard, 'schema_version', schema_version, 'session_id', session_id, 'boards', boards,
                'start', "start", 'end', "end", 'point_count', point_count, 'time_source', time_source)
@@ -26,7 +26,7 @@ func checkSessionInPostgres(_ pg: PostgresServer, store: BufferStore, session: R
     #expect(jsonEqual(row, try plainJSON(.records(session.record))))
     // One chunk in full: the stored row equals the buffer's document.
     let name = try #require(session.chunkNames.first)
-    let chunk = try pg.psql("""
+    let chunk = try await pg.query("""
         SELECT json_build_object('data', data, 'session_id', session_id, 'board', board, 'seq', seq, 'schema_version', schema_version)
         FROM realtime_data WHERE name = '\(name)'
         """)
@@ -52,7 +52,7 @@ struct PostgresTests {
             print("⚠️  SKIPPED PostgreSQL tests: \(missing)")
             return
         }
-        let pg = try PostgresServer()
+        let pg = try await PostgresServer.launch()
         defer { pg.destroy() }
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -61,13 +61,13 @@ struct PostgresTests {
         let sink = PostgresSink(configuration: pg.configuration)
         let service = SyncService(store: store, sink: sink, configuration: SyncConfiguration(idlePollInterval: 0.2))
         try await runReal(service) { (try? store.backlogStats().count) == 0 }
-        try checkSessionInPostgres(pg, store: store, session: first)
-        #expect(try pg.psql("SELECT max(version) FROM mwgate_migrations") == "1")
+        try await checkSessionInPostgres(pg, store: store, session: first)
+        #expect(try await pg.query("SELECT max(version) FROM mwgate_migrations") == "1")
 
         // A replay after an unknown outcome is a no-op.
         let docs = try first.chunkNames.map { SinkDocument.realtimeData(try #require(try store.realtimeDocument(name: $0))) }
         try await sink.write(docs + [.records(first.record)])
-        #expect(try pg.psql("SELECT count(*) FROM realtime_data") == "\(first.chunkNames.count)")
+        #expect(try await pg.query("SELECT count(*) FROM realtime_data") == "\(first.chunkNames.count)")
 
         // The server goes away in the middle of a drain and comes back: everything arrives once.
         let second = try recordSession(into: store, boards: 4, seconds: 60, startSecond: 1_800_002_000)
@@ -77,17 +77,17 @@ struct PostgresTests {
         let service2 = SyncService(store: store, sink: sink, configuration: slow)
         let task = Task { try await service2.run() }
         #expect(await eventually { (try? store.sentCount()) ?? 0 >= first.chunkNames.count + 3 })
-        pg.stop(mode: "immediate")
+        await pg.halt(mode: "immediate")
         #expect(await eventually { await service2.status.retries >= 2 })
-        try pg.start()
+        try await pg.restart()
         #expect(await eventually(timeout: 120) { (try? store.backlogStats().count) == 0 })
         task.cancel()
         try await task.value
         let total = first.chunkNames.count + second.chunkNames.count + third.chunkNames.count
-        #expect(try pg.psql("SELECT count(*) FROM realtime_data") == "\(total)")
-        #expect(try pg.psql("SELECT count(*) FROM records") == "3")
-        try checkSessionInPostgres(pg, store: store, session: second)
-        try checkSessionInPostgres(pg, store: store, session: third)
+        #expect(try await pg.query("SELECT count(*) FROM realtime_data") == "\(total)")
+        #expect(try await pg.query("SELECT count(*) FROM records") == "3")
+        try await checkSessionInPostgres(pg, store: store, session: second)
+        try await checkSessionInPostgres(pg, store: store, session: third)
         #expect(await sink.connectionsOpened >= 2)
         await sink.close()
     }

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// A fresh directory under the temp dir, named `mwgate-TAG-UUID`.
 public func temporaryDirectory(_ tag: String = "uplink") -> String {
@@ -23,7 +24,7 @@ public func run(_ executable: String, _ arguments: [String], environment: [Strin
     p.standardOutput = out
     p.standardError = out
     p.standardInput = FileHandle.nullDevice
-    try p.run()
+    try Spawning.run(p)
     p.waitUntilExit()
     try? out.close()
     let data = FileManager.default.contents(atPath: path) ?? Data()

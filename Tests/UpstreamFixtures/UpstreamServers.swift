@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import TestSupport
 import NIOCore
 import NIOFoundationCompat
 import Uplink
@@ -39,7 +40,7 @@ public final class FirestoreEmulator: Sendable {
         let log = FileHandle(forWritingAtPath: "/dev/null")
         p.standardOutput = log
         p.standardError = log
-        try p.run()
+        try Spawning.run(p)
         pid = p.processIdentifier
         let url = "http://127.0.0.1:\(port)/"
         let up = await eventually(timeout: 90) {
@@ -149,32 +150,27 @@ public final class PostgresServer: Sendable {
         try start()
     }
 
-    /// Closes every descriptor above standard error, then runs `argv[1:]` in its place.
-    static let closeInheritedAndExec =
-        "import os, sys; os.closerange(3, os.sysconf('SC_OPEN_MAX')); os.execv(sys.argv[1], sys.argv[1:])"
-
     /// Starts the postmaster as our own child. Not through pg_ctl: Foundation's Process
     /// notices a child's exit through a descriptor the daemon would inherit, so waiting for
-    /// `pg_ctl start` never returns.
+    /// `pg_ctl start` never returns. Nor through a launcher that closes inherited descriptors:
+    /// that closes Foundation's own watch socket too, Foundation takes the postmaster for
+    /// exited and blocks its one watcher thread in waitpid for the postmaster's whole life, and
+    /// no other child's exit is noticed after that (a whole pass sat idle, every test waiting
+    /// in waitUntilExit). `Spawning` keeps other children's descriptors out of it instead.
     public func start() throws {
         let p = Process()
         let postgres = ["\(Self.bin)/postgres", "-D", "\(dir)/data", "-c", "listen_addresses=127.0.0.1", "-p", "\(port)",
                         "-k", dir, "-c", "fsync=off"]
-        // Started through a launcher that closes every inherited descriptor: Foundation
-        // watches each child it starts through a socket, and a postmaster started while
-        // another test starts a process inherits that socket and holds it for its whole
-        // life, so that other process's exit is never noticed and its test hangs (seen:
-        // a whole pass idle for 8 minutes, the postmaster holding a test's socket).
         let command = asUser + postgres
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        p.arguments = ["-c", Self.closeInheritedAndExec] + command
+        p.executableURL = URL(fileURLWithPath: command[0])
+        p.arguments = Array(command.dropFirst())
         _ = FileManager.default.createFile(atPath: "\(dir)/log", contents: nil)
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: "\(dir)/log"))
         try log.seekToEnd()
         p.standardOutput = log
         p.standardError = log
         p.standardInput = FileHandle.nullDevice
-        try p.run()
+        try Spawning.run(p)
         let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
             if try run("\(Self.bin)/pg_isready", ["-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres"]).status == 0 { return }
@@ -204,6 +200,32 @@ public final class PostgresServer: Sendable {
     public var configuration: PostgresSinkConfiguration {
         PostgresSinkConfiguration(endpoint: .tcp(host: "127.0.0.1", port: port), username: "postgres", database: "postgres",
                                   tls: .disable)
+    }
+
+    // The async forms below run the blocking work (initdb, waiting for the postmaster, psql)
+    // on a thread of their own: called from a test they would otherwise hold one of the
+    // cooperative pool's threads, of which a 2-core machine has two, for up to a minute, and
+    // every other test of the pass would stall behind them (seen: in-memory tests taking 105 s).
+
+    /// Creates and starts a cluster (`init()`) off the cooperative pool.
+    public static func launch() async throws -> PostgresServer {
+        try await onOwnThread { try PostgresServer() }
+    }
+
+    /// Starts the stopped postmaster again (`start()`) off the cooperative pool.
+    public func restart() async throws {
+        try await onOwnThread { try self.start() }
+    }
+
+    /// Stops the postmaster (`stop(mode:)`) off the cooperative pool.
+    public func halt(mode: String = "fast") async {
+        _ = try? await onOwnThread { self.stop(mode: mode) }
+    }
+
+    /// Runs SQL (`psql(_:database:)`) off the cooperative pool.
+    @discardableResult
+    public func query(_ sql: String, database: String = "postgres") async throws -> String {
+        try await onOwnThread { try self.psql(sql, database: database) }
     }
 
     /// Runs SQL through psql as the superuser and returns the unaligned output.
