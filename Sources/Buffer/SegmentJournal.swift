@@ -29,7 +29,9 @@ struct StoredSegment: Hashable {
 ///
 /// Record: magic `MWSG`, body length (UInt32 LE), CRC-32 of the body, body: version 1,
 /// session ID, board, time source (UInt16 LE length + UTF-8 each), first index (Int64 LE),
-/// point count (UInt32 LE), then the points (PointCodec). A torn or damaged record ends its
+/// point count (UInt32 LE), stride (UInt16 LE) and byte count (UInt32 LE) of the points, then
+/// the points (PointCodec) packed (`SegmentPacking`); or a body of zeros (version 0) that pads
+/// a second's write to the next 4 KiB boundary (`pad`). A torn or damaged record ends its
 /// file: what follows it in that file is not read.
 ///
 /// A file is deleted once every record in it is covered by sealed chunks or belongs to a
@@ -41,6 +43,8 @@ final class SegmentJournal: Sendable {
     static let rotationBytes = 1 << 20
     static let magic: [UInt8] = Array("MWSG".utf8)
     static let headerSize = 12
+    /// The file system block a write is padded to (see `pad`).
+    static let blockSize = 4096
 
     /// A problem writing the journal.
     struct WriteError: Error, CustomStringConvertible {
@@ -120,6 +124,7 @@ final class SegmentJournal: Sendable {
             }
             for segment in stored { Self.encode(segment, to: &bytes) }
             guard let current = state.current else { return }
+            Self.pad(&bytes, startingAt: current.end)
             let path = Self.path(databasePath, generation: current.generation)
             try Self.writeAll(bytes, descriptor: current.descriptor, offset: current.end, path: path)
             state.current?.end += bytes.count
@@ -264,8 +269,8 @@ final class SegmentJournal: Sendable {
             let start = offset + headerSize
             guard length <= bytes.count - start else { break }
             let body = bytes[start..<start + length]
-            guard CRC32.checksum(Array(body)) == uint32(bytes[...], offset + 8), let segment = decodeBody(body) else { break }
-            out.append(segment)
+            guard CRC32.checksum(Array(body)) == uint32(bytes[...], offset + 8), let decoded = decodeBody(body) else { break }
+            if case let .segment(segment) = decoded { out.append(segment) }
             offset = start + length
         }
         return out
@@ -274,22 +279,50 @@ final class SegmentJournal: Sendable {
     static func encode(_ segment: StoredSegment, to bytes: inout [UInt8]) {
         var body: [UInt8] = [1]
         for text in [segment.sessionID, segment.board, segment.timeSource] {
-            let utf8 = Array(text.utf8)
-            body += withUnsafeBytes(of: UInt16(clamping: utf8.count).littleEndian, Array.init)
-            body += utf8.prefix(Int(UInt16.max))
+            let utf8 = Array(text.utf8.prefix(Int(UInt16.max)))
+            body += withUnsafeBytes(of: UInt16(utf8.count).littleEndian, Array.init)
+            body += utf8
         }
+        let stride = SegmentPacking.stride(of: segment.points)
         body += withUnsafeBytes(of: Int64(segment.firstIndex).littleEndian, Array.init)
         body += withUnsafeBytes(of: UInt32(clamping: segment.pointCount).littleEndian, Array.init)
-        body += segment.points
+        body += withUnsafeBytes(of: UInt16(clamping: stride).littleEndian, Array.init)
+        body += withUnsafeBytes(of: UInt32(clamping: segment.points.count).littleEndian, Array.init)
+        body += SegmentPacking.pack(segment.points, stride: stride)
+        appendRecord(body, to: &bytes)
+    }
+
+    /// Fills `bytes` (a write starting at file offset `offset`) up to the next 4 KiB boundary
+    /// with a padding record. An fsynced append rewrites the file system block it starts in;
+    /// ending each second's write on a block boundary means the next second starts a fresh
+    /// block instead of writing the last one again.
+    static func pad(_ bytes: inout [UInt8], startingAt offset: Int) {
+        var room = (blockSize - (offset + bytes.count) % blockSize) % blockSize
+        guard room > 0 else { return }
+        if room < headerSize + 1 { room += blockSize }
+        appendRecord([UInt8](repeating: 0, count: room - headerSize), to: &bytes)
+    }
+
+    private static func appendRecord(_ body: [UInt8], to bytes: inout [UInt8]) {
         bytes += magic
         bytes += withUnsafeBytes(of: UInt32(body.count).littleEndian, Array.init)
         bytes += withUnsafeBytes(of: CRC32.checksum(body).littleEndian, Array.init)
         bytes += body
     }
 
-    private static func decodeBody(_ body: ArraySlice<UInt8>) -> StoredSegment? {
+    /// A record's body: a segment, `.padding`, or nil when it is not a body this version wrote.
+    private enum Body {
+        case segment(StoredSegment)
+        case padding
+    }
+
+    private static func decodeBody(_ body: ArraySlice<UInt8>) -> Body? {
         var offset = body.startIndex
-        guard body.first == 1 else { return nil }
+        switch body.first {
+        case 0: return .padding
+        case 1: break
+        default: return nil
+        }
         offset += 1
         var texts: [String] = []
         for _ in 0..<3 {
@@ -300,13 +333,16 @@ final class SegmentJournal: Sendable {
             texts.append(String(decoding: body[offset..<offset + length], as: UTF8.self))
             offset += length
         }
-        guard offset + 12 <= body.endIndex else { return nil }
+        guard offset + 18 <= body.endIndex else { return nil }
         var first: Int64 = 0
         for k in 0..<8 { first |= Int64(body[offset + k]) << (8 * k) }
         let count = uint32(body, offset + 8)
-        offset += 12
-        return StoredSegment(sessionID: texts[0], board: texts[1], firstIndex: Int(first), pointCount: Int(count),
-                             timeSource: texts[2], points: Array(body[offset...]))
+        let stride = Int(body[offset + 12]) | Int(body[offset + 13]) << 8
+        let size = Int(uint32(body, offset + 14))
+        offset += 18
+        guard let points = SegmentPacking.unpack(body[offset...], stride: stride, count: size) else { return nil }
+        return .segment(StoredSegment(sessionID: texts[0], board: texts[1], firstIndex: Int(first), pointCount: Int(count),
+                                      timeSource: texts[2], points: points))
     }
 
     private static func uint32(_ bytes: ArraySlice<UInt8>, _ offset: Int) -> UInt32 {

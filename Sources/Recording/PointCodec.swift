@@ -75,6 +75,18 @@ public enum PointCodec {
         public var description: String { "point blob: \(reason) at byte \(offset)" }
     }
 
+    /// Bytes of a point record whose flags byte is `flags` (the byte included), nil for flags
+    /// no version wrote.
+    public static func recordSize(flags: UInt8) -> Int? {
+        guard flags & 0x80 == 0, flags & 0x44 != 0x40, flags & 0x21 != 0x21 else { return nil }
+        var size = 21
+        if flags & 1 != 0 { size += 32 }
+        if flags & 2 != 0 { size += 20 }
+        if flags & 4 != 0 { size += 4 }
+        if flags & 0x40 != 0 { size += 4 }
+        return size
+    }
+
     /// Decodes a blob; a truncated or malformed record is an error naming its offset.
     public static func decode(_ bytes: [UInt8]) throws(DecodingError) -> [RecordedPoint] {
         var points: [RecordedPoint] = []
@@ -84,14 +96,10 @@ public enum PointCodec {
             let start = r.offset
             let flags = bytes[r.offset]
             r.offset += 1
-            guard flags & 0x80 == 0, flags & 0x44 != 0x40, flags & 0x21 != 0x21 else {
+            guard let size = recordSize(flags: flags) else {
                 throw DecodingError(offset: start, reason: "unknown flags \(flags)")
             }
-            var need = 20
-            if flags & 1 != 0 { need += 32 }
-            if flags & 2 != 0 { need += 20 }
-            if flags & 4 != 0 { need += 4 }
-            if flags & 0x40 != 0 { need += 4 }
+            let need = size - 1
             guard r.offset + need <= bytes.count else { throw DecodingError(offset: start, reason: "truncated point") }
             let t = r.f64(), x = r.f32(), y = r.f32(), z = r.f32()
             var location: PointLocation?
