@@ -88,8 +88,10 @@ extension BoardSession {
         // practice for a board's first connection; a reconnect must not pay it again
         // (link-drop recovery has a 2 s budget).
         if completedHandshakes > 0 { handshake.pauseAfterConnectionParametersMilliseconds = 0 }
-        // A board known from an earlier handshake is not probed again (module info and DIS).
-        var sequencer = HandshakeSequencer(configuration: options.configuration, options: handshake, known: description)
+        // A board known from an earlier handshake is not probed again (module info and DIS);
+        // one that streams our plan from before the drop keeps streaming (no cleanup).
+        var sequencer = HandshakeSequencer(configuration: options.configuration, options: handshake, known: description,
+                                           resuming: sensorsOn && knownPlan != nil)
         let actions = sequencer.start()
         current?.sequencer = sequencer
         queue(actions)

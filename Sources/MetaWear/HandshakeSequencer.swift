@@ -10,8 +10,9 @@
 /// 4. stop at `.finished(description, plan)` (then write `plan.startCommands`) or `.failed(error)`.
 ///
 /// Sequence: DIS reads one at a time → module-info reads one at a time (21 modules) → board
-/// clock (if logging is present) → battery (settings rev ≥ 3) → stop-everything cleanup →
-/// connection parameters and a pause (if configured and settings rev ≥ 1) → finished.
+/// clock (if logging is present) → battery (settings rev ≥ 3) → stop-everything cleanup (not
+/// when resuming a known board's stream) → connection parameters and a pause (if configured and
+/// settings rev ≥ 1) → finished.
 /// Unrelated notifications (stale streaming data from a previous session) are ignored, and so
 /// are malformed replies (e.g. a truncated module-info reply): the step then times out and is
 /// retried. Optional reads (DIS, board clock, battery, modules not needed by the configuration)
@@ -91,10 +92,20 @@ public struct HandshakeSequencer: Sendable {
     /// reconnect skips those reads (issue 18: re-reading 21 registers cost 1-2 s per reconnect).
     private var known: BoardDescription?
 
+    /// The board streams this configuration from before the link dropped: the handshake leaves
+    /// its sensors running (no stop-everything cleanup), and the start commands written after
+    /// it only make sure they run.
+    private let resuming: Bool
+
     /// A sequencer for one connection; `known` is the board as an earlier handshake described it.
-    public init(configuration: StreamingConfiguration, options: Options = Options(), known: BoardDescription? = nil) {
+    /// With `resuming` (only together with `known`) the board's sensors are left running: a
+    /// reconnect in the middle of a recording does not stop the stream it comes back for
+    /// (on the real stack its gyro stop left the board silent for most of a second per link drop).
+    public init(configuration: StreamingConfiguration, options: Options = Options(), known: BoardDescription? = nil,
+                resuming: Bool = false) {
         self.configuration = configuration
         self.options = options
+        self.resuming = resuming && known != nil
         if let known {
             self.known = known
             modules = known.modules
@@ -246,7 +257,7 @@ public struct HandshakeSequencer: Sendable {
         description.modelCandidates = candidates
         let plan: StreamingPlan
         do { plan = try configuration.plan(for: description) } catch { return fail(.configuration(error)) }
-        var actions = Commands.cleanup(chip: chip, modules: modules).map(Action.write)
+        var actions = resuming ? [] : Commands.cleanup(chip: chip, modules: modules).map(Action.write)
         if let parameters = configuration.connectionParameters, let revision = description.settingsRevision, revision >= 1 {
             actions.append(.write(Commands.connectionParameters(parameters)))
             actions.append(.pause(milliseconds: options.pauseAfterConnectionParametersMilliseconds))

@@ -113,6 +113,40 @@ struct BoardSessionLogicTests {
         }
     }
 
+    /// Found in the real-BlueZ VM bench: every reconnect in the middle of a recording wrote the
+    /// stop-everything cleanup (gyro stop first) before starting the gyro again, so the board
+    /// was silent for most of a second on top of the time the link was down.
+    @Test func aReconnectWhileRecordingLeavesTheGyroRunning() async throws {
+        let transport = InMemoryBoardTransport()
+        try await withSession(transport) { _, recorder in
+            try await waitUntil("streaming") { recorder.isStreaming(address) }
+            let first = try await link(transport, 0)
+            let gyroStop: [UInt8] = [0x13, 0x01, 0x00]
+            #expect(first.writes.contains(gyroStop), "the first handshake stops whatever ran before it")
+            await transport.dropLink()
+            let second = try await link(transport, 1)
+            try await waitUntil("handshake over") { second.groupingInterval != nil }
+            #expect(!second.writes.contains(gyroStop), "the reconnect stopped the gyro: \(second.writes)")
+            #expect(!second.writes.contains([0x13, 0x02, 0x00, 0x01]), "the reconnect disabled the gyro's interrupt")
+            #expect(second.writes.contains([0x13, 0x01, 0x01]), "the start commands make sure it runs")
+            #expect(transport.board.gyroStreaming)
+        }
+    }
+
+    @Test func aReconnectAfterTheRecordingStoppedStillTurnsEverythingOff() async throws {
+        let transport = InMemoryBoardTransport()
+        try await withSession(transport) { session, recorder in
+            try await waitUntil("streaming") { recorder.isStreaming(address) }
+            await session.setSensors(false)
+            try await waitUntil("gyro off") { !transport.board.gyroStreaming }
+            await transport.dropLink()
+            let second = try await link(transport, 1)
+            try await waitUntil("handshake over") { second.groupingInterval != nil }
+            #expect(second.writes.contains([0x13, 0x01, 0x00]), "between recordings a reconnect turns the sensors off")
+            #expect(!transport.board.gyroStreaming)
+        }
+    }
+
     @Test func stopWritesTheStopCommandsAndHandsOnWhatWasDelivered() async throws {
         let transport = InMemoryBoardTransport()
         let session = BoardSession(address: address, options: try options(), transport: transport)

@@ -21,8 +21,10 @@ GROUPS = ["discovery", "boards", "faults"]
 # Checks that fail today on open defects (docs/bluez-vm.md, "Status"): run them by name, or
 # all of them with "all". They join GROUPS once they pass.
 OPEN_GROUPS = ["session", "stop", "startnotify"]
-EXTRA_GROUPS = ["bench"]  # issue 18 part 3: scripts/bench/bluez.sh runs it, make test does not
-SCENARIO_FILES = ["scenario.py", "scenario.sh", "notify_observer.py", "bleak_probe.py"]
+# bench: issue 18 part 3, scripts/bench/bluez.sh runs it, make test does not. session-stack:
+# the session group's two boards without mwgated (does the stack alone carry them?).
+EXTRA_GROUPS = ["bench", "session-stack"]
+SCENARIO_FILES = ["scenario.py", "scenario.sh", "notify_observer.py", "bleak_probe.py", "dbus_boards.py"]
 
 
 def run_group(group, out):
@@ -38,11 +40,16 @@ def run_group(group, out):
         f.write(group)
     with open(os.path.join(scenario, "environment"), "w") as f:
         f.write(f"SESSION_SECONDS={os.environ.get('SESSION_SECONDS', '60')}\n")
-        for name in ("BENCH_SECONDS", "LINK_DROPS"):
+        for name in ("BENCH_SECONDS", "LINK_DROPS", "BENCH_BUS_TRACE", "SESSION_RATE"):
             if name in os.environ:
                 f.write(f"{name}={os.environ[name]}\n")
         # -d: bluetoothd's debug log, to see where it stopped when it crashes.
         f.write(f"BLUETOOTHD_FLAGS='{os.environ.get('MWGATE_VM_BLUETOOTHD_FLAGS', '')}'\n")
+        # 1: the session group logs its processes' CPU share every second (processes.log).
+        if os.environ.get("MWGATE_VM_SAMPLE_PROCESSES", "") not in ("", "0"):
+            f.write("SAMPLE_PROCESSES=1\n")
+        # 1: btmon -w inside the VM, an HCI trace of every controller in results/hci.btsnoop.
+        f.write(f"BTMON='{'1' if os.environ.get('MWGATE_VM_BTMON', '') not in ('', '0') else ''}'\n")
     started = time.time()
     vm = subprocess.run([os.path.join(HERE, "run-vm.sh"), scenario, results])
     took = time.time() - started

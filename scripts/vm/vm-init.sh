@@ -27,6 +27,14 @@ mkdir -p /usr/share/dbus-1/system.d && cp /scenario/io.mwgate.Gateway1.conf /usr
 mkdir -p /run/dbus
 dbus-daemon --system --fork --nopidfile || { echo "vm: dbus-daemon did not start"; echo o >/proc/sysrq-trigger; }
 
+. /scenario/environment   # BLUETOOTHD_FLAGS, BTMON (MWGATE_VM_BLUETOOTHD_FLAGS, MWGATE_VM_BTMON on the host)
+# An HCI trace of every controller (btmon -w: reading it back with 5.66's btmon -r inside the VM
+# can crash, real-bluez-vm.md; read it on a host with btmon -r).
+if [ -n "$BTMON" ]; then
+    btmon -w /results/hci.btsnoop >/dev/null 2>&1 &
+    sleep 0.5
+fi
+
 # hci_vhci creates a controller by itself when its opener sends nothing for 1 s; on a loaded
 # TCG guest that can beat btvirt's own request, which btvirt then reports as "Failed to open
 # Virtual HCI device" and exits. Try again until all controllers are there.
@@ -49,13 +57,19 @@ done
 # reconnect, which no real board would cause.
 sed -i 's/^#Channels = 3$/Channels = 1/' /etc/bluetooth/main.conf
 grep -q '^Channels = 1$' /etc/bluetooth/main.conf || echo "vm: could not turn Enhanced ATT off in main.conf"
-. /scenario/environment   # BLUETOOTHD_FLAGS (MWGATE_VM_BLUETOOTHD_FLAGS on the host, e.g. -d)
-/usr/libexec/bluetooth/bluetoothd -n $BLUETOOTHD_FLAGS >/results/bluetoothd.log 2>&1 &
+# Its log goes to the VM's memory (copied to /results at the end): bluetoothd writes it
+# synchronously from its one event loop, and on the 9p share each line waited on the host;
+# when a central read its notify socket too slowly, bluetoothd logged every notification it
+# could not hand on ("notify_io_cb() sendmsg: Resource temporarily unavailable", 7,551 lines in
+# 90 s) and spent its time waiting on 9p instead of serving the links (docs/bluez-vm.md).
+mkdir -p /run/mwgate-vm
+/usr/libexec/bluetooth/bluetoothd -n $BLUETOOTHD_FLAGS >/run/mwgate-vm/bluetoothd.log 2>&1 &
 echo $! >/run/bluetoothd.pid
 echo "vm: stack up at $(cut -d' ' -f1 /proc/uptime) s ($(ls /sys/class/bluetooth | tr '\n' ' '))"
 
 sh /scenario/scenario.sh
 echo "vm: scenario exit $? at $(cut -d' ' -f1 /proc/uptime) s"
+cp /run/mwgate-vm/bluetoothd.log /results/bluetoothd.log
 sync
 umount /results 2>/dev/null
 echo o >/proc/sysrq-trigger
