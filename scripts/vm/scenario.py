@@ -843,6 +843,70 @@ def process_named(name):
     return None
 
 
+def measure_idle_notifications(checks, gateway, address, seconds):
+    """Issue 19 part 2 in the VM: with no session recording the board keeps its link with its
+    sensors off, so it sends nothing. Counted on the air as the host sees it: btmon, every ATT
+    notification PDU the board's adapter sends for `seconds`, beside the gyro samples mwgated reports received.
+    Goal 0 per minute (button events aside: none is pressed). Then, as a control that the
+    counter sees notifications at all, 5 s of a session (which is stopped again)."""
+    board = gateway.board(address) or {}
+    path = os.path.join(RESULTS, "btmon-idle.log")
+    monitor = subprocess.Popen(["btmon"], stdout=open(path, "w"), stderr=subprocess.STDOUT)
+    time.sleep(1)  # btmon attached
+
+    def notifications():
+        """ATT notification PDUs the board's adapter (hci1) sent: bluetoothd 5.66 sends Handle
+        Multiple Value Notifications (several values each) where the client supports them."""
+        count, sent_by_board = 0, False
+        with open(path, errors="replace") as f:
+            for line in f:
+                if not line.startswith(" "):
+                    sent_by_board = line.startswith("< ACL Data TX") and "[hci1]" in line
+                elif sent_by_board and line.strip().startswith(("ATT: Handle Value Notification",
+                                                                "ATT: Handle Multiple Value Notification")):
+                    count += 1
+        return count
+
+    n0 = samples_received(gateway, address)
+    time.sleep(seconds)
+    n1 = samples_received(gateway, address)
+    idle = notifications()
+    gateway.ctl("session", "start")
+    streaming = gateway.wait_streaming(address, 60) is not None
+    before = notifications()
+    time.sleep(5)
+    control = notifications() - before
+    gateway.ctl("session", "stop")
+    monitor.terminate()
+    monitor.wait()
+    per_minute = round(idle * 60 / seconds, 1)
+    samples = (n1 or 0) - (n0 or 0)
+    checks.metric("ATT notification PDUs per minute while idle (btmon, sent by the board)", per_minute)
+    checks.metric("gyro samples received per minute while idle", round(samples * 60 / seconds, 1))
+    checks.metric("ATT notification PDUs per minute while recording (btmon, control)", round(control * 12, 1))
+    checks.record("bench: no notification while no session records (issue 19)",
+                  streaming and control > 0 and idle == 0 and samples == 0 and board.get("state", "").startswith("idle"),
+                  f"board state {board.get('state')!r}; {idle} ATT notifications in {seconds:.0f} s "
+                  f"({per_minute}/min), {samples} gyro samples received; control: {control} notifications "
+                  f"in 5 s of a session{'' if streaming else ' (the board did not stream)'}")
+
+
+def group_idle(checks):
+    """Only the idle measurement of group_bench (issue 19 part 2), for a quick run."""
+    for name in ("hci0", "hci1"):
+        power(name)
+    boards = Boards(["hci1"], model="metamotion-r")
+    address = boards.addresses[0]
+    gateway = Gateway("idle", f'addresses = ["{address}"]')
+    if gateway.wait_connected(address, 120):
+        time.sleep(5)  # past the handshake and the first battery read
+        measure_idle_notifications(checks, gateway, address, float(os.environ.get("IDLE_SECONDS", "60")))
+    else:
+        checks.record("idle: board connected", False, f"{gateway.board(address)}")
+    gateway.stop()
+    boards.stop()
+
+
 def group_bench(checks):
     """Issue 18 part 3 in the VM (make bench: scripts/bench/bluez.sh; not part of make test).
     One board streaming 100 Hz through bluetoothd: mwgated's CPU per 1,000 samples while
@@ -860,6 +924,8 @@ def group_bench(checks):
     if not gateway.wait_connected(address, 120):
         checks.record("bench: board connected", False, f"{gateway.board(address)}")
         return
+    time.sleep(5)  # past the handshake and the first battery read
+    measure_idle_notifications(checks, gateway, address, float(os.environ.get("IDLE_SECONDS", "60")))
     gateway.ctl("session", "start")
     if not gateway.wait_streaming(address, 60):
         checks.record("bench: board streaming", False, f"{gateway.board(address)}")
@@ -1134,7 +1200,7 @@ def group_startnotify(checks):
 
 GROUPS = {"discovery": group_discovery, "boards": group_boards, "session": group_session, "faults": group_faults,
           "stop": group_stop, "bench": group_bench, "startnotify": group_startnotify,
-          "session-stack": group_session_stack}
+          "session-stack": group_session_stack, "idle": group_idle}
 
 
 def main():

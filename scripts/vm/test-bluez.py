@@ -22,8 +22,9 @@ GROUPS = ["discovery", "boards", "faults"]
 # all of them with "all". They join GROUPS once they pass.
 OPEN_GROUPS = ["session", "stop", "startnotify"]
 # bench: issue 18 part 3, scripts/bench/bluez.sh runs it, make test does not. session-stack:
-# the session group's two boards without mwgated (does the stack alone carry them?).
-EXTRA_GROUPS = ["bench", "session-stack"]
+# the session group's two boards without mwgated (does the stack alone carry them?). idle:
+# bench's first measure alone (issue 19 part 2: no notification while no session records).
+EXTRA_GROUPS = ["bench", "session-stack", "idle"]
 SCENARIO_FILES = ["scenario.py", "scenario.sh", "notify_observer.py", "bleak_probe.py", "dbus_boards.py"]
 
 
@@ -40,7 +41,7 @@ def run_group(group, out):
         f.write(group)
     with open(os.path.join(scenario, "environment"), "w") as f:
         f.write(f"SESSION_SECONDS={os.environ.get('SESSION_SECONDS', '60')}\n")
-        for name in ("BENCH_SECONDS", "LINK_DROPS", "BENCH_BUS_TRACE", "SESSION_RATE"):
+        for name in ("BENCH_SECONDS", "LINK_DROPS", "BENCH_BUS_TRACE", "SESSION_RATE", "IDLE_SECONDS"):
             if name in os.environ:
                 f.write(f"{name}={os.environ[name]}\n")
         # -d: bluetoothd's debug log, to see where it stopped when it crashes.
