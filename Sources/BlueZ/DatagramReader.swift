@@ -78,16 +78,20 @@ final class DatagramReader: @unchecked Sendable {
         coalescing.store(max(0, seconds * 1_000_000_000 + attoseconds / 1_000_000_000), ordering: .relaxed)
     }
 
-    private let stopLock = NSLock()
-    private var stopRequested = false
-    /// Set once the descriptor is closed; with whoever waits for that.
-    private let closedState = Mutex<(closed: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    /// Whether ``stop()`` was asked for, whether the descriptor is closed, and who waits for
+    /// that: one lock for the reader's whole lifecycle.
+    private struct Lifecycle {
+        var stopRequested = false
+        var closed = false
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+    private let lifecycle = Mutex(Lifecycle())
 
     /// Returns once the reader has closed its descriptor (after ``stop()``, or when the
     /// socket ended). BlueZ frees an acquired notification when it sees that hang-up.
     func closed() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let alreadyClosed = closedState.withLock { state -> Bool in
+            let alreadyClosed = lifecycle.withLock { state -> Bool in
                 if state.closed { return true }
                 state.waiters.append(continuation)
                 return false
@@ -98,20 +102,14 @@ final class DatagramReader: @unchecked Sendable {
 
     /// Asks the thread to stop; it closes the descriptor and finishes. Returns at once.
     func stop() {
-        stopLock.lock()
-        stopRequested = true
-        stopLock.unlock()
+        lifecycle.withLock { $0.stopRequested = true }
         if wakeWrite >= 0 {
             var byte: UInt8 = 1
             _ = write(wakeWrite, &byte, 1)
         }
     }
 
-    private var shouldStop: Bool {
-        stopLock.lock()
-        defer { stopLock.unlock() }
-        return stopRequested
-    }
+    private var shouldStop: Bool { lifecycle.withLock { $0.stopRequested } }
 
     private func run() {
         defer {
@@ -119,7 +117,7 @@ final class DatagramReader: @unchecked Sendable {
             // by the board before the link went and is handed on, not dropped.
             if shouldStop { _ = drain() }
             close(fd)
-            let waiters = closedState.withLock { state in
+            let waiters = lifecycle.withLock { state in
                 state.closed = true
                 defer { state.waiters = [] }
                 return state.waiters
