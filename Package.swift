@@ -67,7 +67,7 @@ let package = Package(
         .target(name: "MetaWear", swiftSettings: strict),
         // Board sessions (handshake, streaming, watchdog, reconnection) and the fleet of them;
         // the I/O edge that keeps MetaWear pure.
-        .target(name: "Boards", dependencies: ["BlueZ", "MetaWear"], swiftSettings: strict),
+        .target(name: "Boards", dependencies: ["Basics", "BlueZ", "MetaWear"], swiftSettings: strict),
         .target(name: "GNSS", dependencies: ["Basics"], swiftSettings: strict),
         // The one status model (`GatewayStatus`): filled by the gateway where the data is,
         // encoded as is by the control API and decoded by mwctl. Plain values, no dependencies.
@@ -102,8 +102,8 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // The daemon's pipeline: boards, GNSS and the session controller under one actor,
-        // as swift-service-lifecycle services.
+        // The daemon's pipeline: boards, GNSS and the session controller under one actor on a
+        // thread of its own, as swift-service-lifecycle services.
         .target(
             name: "Gateway",
             dependencies: [
@@ -111,6 +111,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                // The recording pipeline's own thread (RecordingThread), one NIO event loop.
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: strict
         ),

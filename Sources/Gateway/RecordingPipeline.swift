@@ -48,6 +48,10 @@ public actor RecordingPipeline {
     private let statusReaders = StatusBroadcast()
     private var lastTickAt: ContinuousClock.Instant?
 
+    /// The pipeline runs on ``RecordingThread``: its synchronous SQLite commits wait there,
+    /// not on a thread of the shared cooperative pool.
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { RecordingThread.executor.asUnownedSerialExecutor() }
+
     /// A pipeline writing into `store`. `timeline` maps event instants to the Recording clock.
     public init(settings: GatewaySettings, store: BufferStore, logger: Logger,
                 clockProbe: any ClockSynchronisationProbe = KernelClockSynchronisation(),
