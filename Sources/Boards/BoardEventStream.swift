@@ -1,3 +1,5 @@
+import Basics
+
 /// The events of a board session (or of every board of a ``BoardManager``), in order.
 ///
 /// Events travel in batches, one element of ``batches`` per group of notifications the link
@@ -17,11 +19,23 @@ public struct BoardEventStream: AsyncSequence, Sendable {
         self.batches = batches
     }
 
-    /// A stream and the continuation that feeds it (unbounded buffer).
-    public static func makeStream() -> (stream: BoardEventStream, continuation: AsyncStream<[BoardEvent]>.Continuation) {
-        let (batches, continuation) = AsyncStream.makeStream(of: [BoardEvent].self, bufferingPolicy: .unbounded)
+    /// A stream and the continuation that feeds it: bounded at `gauge`'s capacity (the feeder
+    /// records each yield's answer in it), unbounded without one.
+    public static func makeStream(gauge: StreamGauge? = nil)
+        -> (stream: BoardEventStream, continuation: AsyncStream<[BoardEvent]>.Continuation) {
+        let (batches, continuation) = AsyncStream.makeStream(
+            of: [BoardEvent].self, bufferingPolicy: gauge.map { .bufferingOldest($0.capacity) } ?? .unbounded)
         return (BoardEventStream(batches: batches), continuation)
     }
+
+    /// Each board session's events (every session's stream counts here): 4,096 batches, about
+    /// 20 s of a board's notifications handed on one by one.
+    public static let sessionGauge = StreamGauge(name: "board_session_events", capacity: 4096)
+    /// The fleet's merged events, which the recording pipeline reads: 16,384 batches, about
+    /// 20 s of four boards' notifications handed on one by one.
+    public static let fleetGauge = StreamGauge(name: "board_events", capacity: 16384)
+    /// The gauges of the boards' data path, from the links to the fleet's stream.
+    public static var dataPathGauges: [StreamGauge] { [GattBoardLink.notificationGauge, sessionGauge, fleetGauge] }
 
     public func makeAsyncIterator() -> Iterator {
         Iterator(batches: batches.makeAsyncIterator())

@@ -1,3 +1,4 @@
+import Basics
 import BlueZ
 import MetaWear
 
@@ -48,7 +49,7 @@ public actor BoardManager {
     public init(client: BlueZClient, defaultOptions: BoardSessionOptions) {
         self.client = client
         self.defaultOptions = defaultOptions
-        (events, continuation) = BoardEventStream.makeStream()
+        (events, continuation) = BoardEventStream.makeStream(gauge: BoardEventStream.fleetGauge)
     }
 
     /// Opens a BlueZ client on `busAddress` (nil: the system bus, honouring
@@ -87,7 +88,7 @@ public actor BoardManager {
             defer { forwarding.markEnded.finish() }
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await session.run() }
-                for await batch in session.events.batches { continuation.yield(batch) }
+                for await batch in session.events.batches { BoardEventStream.fleetGauge.record(continuation.yield(batch)) }
             }
         }
         guard queued else { return }

@@ -19,7 +19,7 @@ extension BoardSession {
 
     private func publish(_ published: [BoardEvent]) {
         // One stream element per batch: the consumer wakes once for all of it.
-        if !published.isEmpty { eventContinuation.yield(published) }
+        if !published.isEmpty { BoardEventStream.sessionGauge.record(eventContinuation.yield(published)) }
     }
 
     /// Sensors stopped (a board may still stream from before a gateway restart), then the

@@ -1,3 +1,4 @@
+import Basics
 import BlueZ
 import Foundation
 import MetaWear
@@ -54,7 +55,7 @@ public actor BoardSession {
         self.options = options
         self.transport = transport
         sensorsOn = options.sensorsOnConnect
-        (events, eventContinuation) = BoardEventStream.makeStream()
+        (events, eventContinuation) = BoardEventStream.makeStream(gauge: BoardEventStream.sessionGauge)
         tap = StreamingTap(board: address)
     }
 
@@ -160,8 +161,9 @@ public actor BoardSession {
             guard new != state else { return }
             state = new
         }
-        eventContinuation.yield([BoardEvent(board: address, kind: kind, receivedAt: notification?.receivedAt ?? .now,
-                                            wallClock: notification?.wallClock ?? Date())])
+        let event = BoardEvent(board: address, kind: kind, receivedAt: notification?.receivedAt ?? .now,
+                               wallClock: notification?.wallClock ?? Date())
+        BoardEventStream.sessionGauge.record(eventContinuation.yield([event]))
     }
 
     private func finish() {

@@ -1,3 +1,4 @@
+import Basics
 import BlueZ
 import DBus
 import MetaWear
@@ -15,6 +16,8 @@ final class GattBoardLink: BoardLink {
     /// batch of its own (about 15 s at 267 notifications/s), while streaming a batch is a
     /// whole grouping interval.
     static let bufferedBatches = 4096
+    /// The links' notification streams (every link's counts here).
+    static let notificationGauge = StreamGauge(name: "link_notifications", capacity: bufferedBatches)
 
     private init(link: GattLink, command: DBusObjectPath, device: DBusObjectPath, client: BlueZClient,
                  notifications: AsyncStream<[GattNotification]>) {
@@ -38,7 +41,7 @@ final class GattBoardLink: BoardLink {
                                                             bufferingPolicy: .bufferingOldest(bufferedBatches))
         do {
             try await link.subscribe(to: notify, delivery: options.notificationDelivery, coalescing: .zero,
-                                     onBatch: { continuation.yield($0) }, onEnd: {
+                                     onBatch: { notificationGauge.record(continuation.yield($0)) }, onEnd: {
                 continuation.finish()
                 onEnd()
             })

@@ -133,6 +133,7 @@ struct StatusBook {
                                    awaitingSurvey: awaitingSurvey, chunksSealed: chunksSealed, mode: mode.rawValue),
             clock: clock,
             backlog: backlog,
-            problems: problems)
+            problems: problems,
+            streams: StreamStatus.dataPath)
     }
 }

@@ -1,3 +1,5 @@
+import Basics
+import Boards
 import Buffer
 import GNSS
 import MetaWear
@@ -31,4 +33,16 @@ extension BoardStatus {
         batteryPercent = Int(battery.percent)
         batteryMillivolts = Int(battery.millivolts)
     }
+}
+
+extension StreamStatus {
+    /// What `gauge` has seen.
+    init(_ gauge: StreamGauge) {
+        let reading = gauge.reading
+        self.init(name: gauge.name, capacity: gauge.capacity, highWater: reading.highWater, dropped: reading.dropped)
+    }
+
+    /// The data path's bounded streams: the boards' links, sessions and fleet stream (what the
+    /// pipeline reads), and the receiver's fixes.
+    static var dataPath: [StreamStatus] { (BoardEventStream.dataPathGauges + [GNSSFix.streamGauge]).map(StreamStatus.init) }
 }

@@ -28,6 +28,9 @@ public struct GatewayStatus: Codable, Sendable, Equatable {
     public var storage: StorageStatus?
     /// The most recent problems, oldest first (at most ``GatewayStatus/maximumProblems``).
     public var problems: [GatewayProblem]
+    /// The data path's bounded streams, from the boards' links to the pipeline, with their
+    /// high-water marks (nil from daemons before they were reported).
+    public var streams: [StreamStatus]?
 
     /// How many problems the status keeps.
     public static let maximumProblems = 10
@@ -35,7 +38,7 @@ public struct GatewayStatus: Codable, Sendable, Equatable {
     /// A snapshot of all parts.
     public init(generatedAt: Double, boards: [BoardStatus], gnss: GNSSStatus, session: SessionStatus, clock: ClockStatus,
                 backlog: BacklogStatus?, sync: UpstreamSyncStatus? = nil, storage: StorageStatus? = nil,
-                problems: [GatewayProblem]) {
+                problems: [GatewayProblem], streams: [StreamStatus]? = nil) {
         self.generatedAt = generatedAt
         self.boards = boards
         self.gnss = gnss
@@ -45,6 +48,7 @@ public struct GatewayStatus: Codable, Sendable, Equatable {
         self.sync = sync
         self.storage = storage
         self.problems = problems
+        self.streams = streams
     }
 }
 

@@ -132,6 +132,11 @@ enum StatusView {
             sync += "unknown"
         }
         lines.append(sync)
+        // A full stream lost data: worth a line (the high-water marks stay in --json).
+        let full = (s.streams ?? []).filter { $0.dropped > 0 }
+        if !full.isEmpty {
+            lines.append("Streams:  " + full.map { "\($0.name) dropped \($0.dropped) (full at \($0.capacity))" }.joined(separator: ", "))
+        }
         for (index, p) in s.problems.suffix(5).enumerated() {
             lines.append("\(index == 0 ? "Problems:" : "         ") \(Format.time(p.at)) \(p.area): \(p.message)")
         }

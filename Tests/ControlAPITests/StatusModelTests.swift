@@ -48,6 +48,15 @@ struct StatusModelTests {
         #expect(try ControlJSON.encode(Self.full.boards) == #"[{"accelerometerRateHz":50,"address":"AA:BB:CC:DD:EE:01","batteryMillivolts":4012,"batteryPercent":87,"gyroRateHz":100,"gyroSamplesInSession":678,"gyroSamplesReceived":12345,"lastSampleAt":1790000122.875,"model":"MetaMotion S (BMI270), firmware 1.7.3, gyro rev 1","state":"streaming (MetaMotion S (BMI270), firmware 1.7.3, gyro rev 1)","streaming":true},{"address":"AA:BB:CC:DD:EE:02","gyroRateHz":200,"gyroSamplesInSession":0,"gyroSamplesReceived":0,"missingIdentity":"Device Information not exported by BlueZ","state":"reconnecting (attempt 2, last failure: \"timeout\"/x)","streaming":false}]"#)
     }
 
+    @Test func streamsCarryTheirHighWaterMarks() throws {
+        var status = Self.bare
+        status.streams = [StreamStatus(name: "board_events", capacity: 16384, highWater: 12, dropped: 0)]
+        #expect(try ControlJSON.encode(status).contains(#""streams":[{"capacity":16384,"dropped":0,"highWater":12,"name":"board_events"}]"#))
+        #expect(!StatusView.text(status).contains("Streams:"), "nothing dropped: no line")
+        status.streams?.append(StreamStatus(name: "link_notifications", capacity: 4096, highWater: 4096, dropped: 7))
+        #expect(StatusView.text(status).contains("Streams:  link_notifications dropped 7 (full at 4096)"))
+    }
+
     @Test func whatTheDaemonSendsMwctlReadsBack() throws {
         for status in [Self.full, Self.bare] {
             #expect(try ControlJSON.decode(GatewayStatus.self, from: try ControlJSON.encode(status)) == status)

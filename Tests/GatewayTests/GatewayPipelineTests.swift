@@ -35,6 +35,11 @@ struct GatewayPipelineTests {
             let status = await pipeline.status
             #expect(!status.session.isRecording)
             #expect(status.session.awaitingSurvey == [sessionID])
+            // The data path's streams report how full they have been (0 while the reader always
+            // waited for the next element) and that none of them dropped anything.
+            let streams = status.streams ?? []
+            #expect(Set(streams.map(\.name)) == ["link_notifications", "board_session_events", "board_events", "gnss_fixes"])
+            #expect(streams.allSatisfy { $0.dropped == 0 && (0...$0.capacity).contains($0.highWater) }, "\(streams)")
 
             let record = try await pipeline.submitSurvey(.hazards(["pothole": 3, "crack": 1]))
             let dataset = try h.gateway.store.dataset(sessionID: sessionID)

@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -22,12 +23,20 @@ struct OpenedStream {
 
 /// Reads a descriptor on its own thread (blocking reads must not occupy the cooperative
 /// pool), decodes it and yields fixes; reopens it with exponential backoff when it fails.
+extension GNSSFix {
+    /// The serial and gpsd sources' fix streams (every source's counts here): 1,024 fixes,
+    /// minutes at a receiver's 1 to 10 fixes a second.
+    public static let streamGauge = StreamGauge(name: "gnss_fixes", capacity: 1024)
+}
+
 enum ByteStreamPump {
+    static var fixGauge: StreamGauge { GNSSFix.streamGauge }
     static func start(
         name: String, configuration: FixSourceConfiguration,
         open: @escaping @Sendable () throws -> OpenedStream
     ) -> AsyncThrowingStream<GNSSFix, any Error> {
-        let (stream, continuation) = AsyncThrowingStream<GNSSFix, any Error>.makeStream()
+        let (stream, continuation) = AsyncThrowingStream<GNSSFix, any Error>.makeStream(
+            bufferingPolicy: .bufferingOldest(fixGauge.capacity))
         let stop = StopFlag()
         continuation.onTermination = { _ in stop.stop() }
         let thread = Thread {
@@ -83,7 +92,7 @@ enum ByteStreamPump {
         continuation: AsyncThrowingStream<GNSSFix, any Error>.Continuation
     ) -> String {
         var decoder = NMEADecoder(options: configuration.assembler)
-        let emit: (GNSSFix) -> Void = { continuation.yield($0) }
+        let emit: (GNSSFix) -> Void = { fixGauge.record(continuation.yield($0)) }
         if !opened.initialBytes.isEmpty {
             decoder.feed(opened.initialBytes, arrival: Date(), emit: emit)
         }
