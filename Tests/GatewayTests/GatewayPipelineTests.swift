@@ -186,7 +186,12 @@ struct GatewayPipelineTests {
             try await h.waitForButton(1)
             for index in 0..<2 {
                 #expect(try await h.sensorsOff(index))
-                // Relaxed connection parameters (the simulator caps intervals at 30 ms).
+                // Relaxed connection parameters (the simulator caps intervals at 30 ms). The request
+                // is written after the idle state is reported, so it may land a moment later.
+                let deadline = ContinuousClock.now + .seconds(10)
+                while try await h.simulator.stats(index).connectionIntervalMilliseconds != 30, ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(50))
+                }
                 #expect(try await h.simulator.stats(index).connectionIntervalMilliseconds == 30)
             }
             // No notification at all while idle (no button pressed).
