@@ -88,9 +88,17 @@ public actor BlueZBoardTransport: BoardTransport {
         link = nil
         linkAttempt += 1
         let actions = machine.handle(.stop, at: now)
-        await closing?.close()
-        for action in actions where action == .disconnect {
-            if let device = facts?.device { try? await client.disconnect(device, timeout: Self.disconnectLimit) }
+        // The link's close (its notifications drained, an acquired notify released before its
+        // connection leaves the bus: the 5.66 crash) and Disconnect (on the shared connection)
+        // at once: bluetoothd handles a Disconnect while the notify is held as any link drop,
+        // and waiting for one before the other put a SIGTERM's exit past 2 s.
+        let client = client
+        let disconnecting = actions.contains(.disconnect) ? facts?.device : nil
+        await withTaskGroup(of: Void.self) { group in
+            if let closing { group.addTask { await closing.close() } }
+            if let disconnecting {
+                group.addTask { try? await client.disconnect(disconnecting, timeout: Self.disconnectLimit) }
+            }
         }
         await client.setScanning(false, requester: address.rawValue)
         continuation.finish()
@@ -98,9 +106,10 @@ public actor BlueZBoardTransport: BoardTransport {
     }
 
     /// Time allowed for the stop commands, and for bluetoothd's answer to `Disconnect` (the
-    /// board was already asked to end the link itself).
+    /// board was already asked to end the link itself, and bluetoothd carries a `Disconnect`
+    /// out whether or not its caller waits for the answer).
     static let stopCommandsLimit = Duration.milliseconds(700)
-    static let disconnectLimit = Duration.milliseconds(800)
+    static let disconnectLimit = Duration.milliseconds(400)
 
     // MARK: Machine
 

@@ -14,6 +14,7 @@ public struct BoardService: Service, CustomStringConvertible {
     private let pipeline: RecordingPipeline
     private let selection: GatewaySettings.BoardSelection
     private let logger: Logger
+    private let stopping: OnceTask
 
     /// A service running `manager`'s boards into `pipeline`.
     public init(manager: BoardManager, selection: GatewaySettings.BoardSelection, pipeline: RecordingPipeline, logger: Logger) {
@@ -21,6 +22,19 @@ public struct BoardService: Service, CustomStringConvertible {
         self.selection = selection
         self.pipeline = pipeline
         self.logger = logger
+        stopping = OnceTask {
+            logger.info("stopping the boards (sensors off, disconnect)")
+            await manager.shutdown()
+            logger.info("boards stopped")
+        }
+    }
+
+    /// Starts stopping the boards now, ahead of this service's turn in the group's shutdown
+    /// (which comes last): their sensors go off and their links close while the other
+    /// services shut down and recording seals, so a SIGTERM is over within 2 s on a gateway
+    /// (issue 18). What the links still deliver meanwhile reaches the pipeline as before.
+    public func beginStopping() {
+        stopping.begin()
     }
 
     public var description: String { "BoardService" }
@@ -41,11 +55,7 @@ public struct BoardService: Service, CustomStringConvertible {
         let manager = manager
         let pipeline = pipeline
         let logger = logger
-        let stopping = OnceTask {
-            logger.info("stopping the boards (sensors off, disconnect)")
-            await manager.shutdown()
-            logger.info("boards stopped")
-        }
+        let stopping = stopping
         switch selection {
         case .addresses(let addresses):
             for address in addresses { await manager.add(address) }
@@ -71,5 +81,8 @@ public struct BoardService: Service, CustomStringConvertible {
             stopping.begin()
         }
         await stopping.finish()
+        // Stopped early (beginStopping()): the service still ends only at its own turn, since
+        // a service that returns before it is asked to ends the group with an error (exit 1).
+        try? await gracefulShutdown()
     }
 }

@@ -7,8 +7,10 @@ import ServiceLifecycle
 /// accepted sample is sealed and the session awaits its survey at the next start.
 ///
 /// Place it after the board and GNSS services in a `ServiceGroup` (services are shut down
-/// in reverse order) so recording is sealed while boards are still connected and before
-/// they are stopped; services that read the buffer (sync) go after it.
+/// in reverse order) so recording is sealed before the board service ends (the daemon starts
+/// stopping the boards at the signal, ``BoardService/beginStopping()``: what their links
+/// deliver until they close is still recorded); services that read the buffer (sync) go
+/// after it.
 public struct RecordingService: Service, CustomStringConvertible {
     /// The pipeline ticked.
     public let pipeline: RecordingPipeline
