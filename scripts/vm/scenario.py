@@ -500,6 +500,9 @@ def group_session(checks):
     busy = vm_busy_percent(vm0, vm1)
     checks.metric("VM CPUs busy during the two-board session, %", busy)
     stopped = gateway.ctl("session", "stop")
+    # What mwgated received, beside what the documents hold: tells a sample lost on the way in
+    # from one lost between receiving and the documents.
+    received = {a: samples_received(gateway, a) for a in (first, second)}
     if samples1 and samples0 is not None and samples1 > samples0:
         checks.metric("mwgated CPU ms per 1000 samples (recording, 2 boards, StartNotify + AcquireNotify)",
                       round(1000 * (cpu1 - cpu0) / ((samples1 - samples0) / 1000), 2))
@@ -515,7 +518,8 @@ def group_session(checks):
         checks.record(f"session: board {index} documents sample by sample",
                       ok, f"{count} samples for {seconds:.0f} s at {GYRO_RATE} Hz (session {time.time() - t0:.0f} s), "
                       f"{duplicates} duplicated, {reordered} out of order, {mismatched} differ from the model, "
-                      f"gaps {gaps[:5]}{'...' if len(gaps) > 5 else ''}; the VM's CPUs were {busy}% busy; "
+                      f"gaps {gaps[:5]}{'...' if len(gaps) > 5 else ''} ({sum(n for _, n in gaps)} samples); "
+                      f"mwgated received {received[address]} in all; the VM's CPUs were {busy}% busy; "
                       f"session start: {started.returncode} "
                       f"{started.stderr.strip()} stop: {stopped.returncode} {stopped.stderr.strip()}")
     if sampler:
