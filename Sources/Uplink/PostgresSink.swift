@@ -162,7 +162,7 @@ public actor PostgresSink: Sink {
     /// Runs one statement within ``PostgresSinkConfiguration/requestTimeout``; past it, or
     /// when the caller is cancelled, the connection is closed, which ends the statement
     /// (PostgresNIO's `query` does not react to cancellation itself).
-    private func execute(_ query: PostgresQuery, on conn: PostgresConnection) async throws {
+    func execute(_ query: PostgresQuery, on conn: PostgresConnection) async throws {
         _ = try await rows(query, on: conn) { _ in () }
     }
 
@@ -172,8 +172,19 @@ public actor PostgresSink: Sink {
         let logger = logger
         return try await withDeadline(.milliseconds(Int64(configuration.requestTimeout * 1000)), operation: "PostgreSQL statement",
                                       interrupt: { Self.interrupt(conn) }) {
-            try await decode(try await conn.query(query, logger: logger))
+            // On the connection's event loop (see EventLoopExecutor): a connection found open
+            // here is still open when `query` writes the statement, so the statement gets an
+            // answer or fails with the connection.
+            try await withTaskExecutorPreference(EventLoopExecutor(conn.eventLoop)) {
+                guard !conn.isClosed else { throw ConnectionClosed() }
+                return try await decode(try await conn.query(query, logger: logger))
+            }
         }
+    }
+
+    /// A statement found its connection already closed (by the server, between statements).
+    struct ConnectionClosed: Error, CustomStringConvertible {
+        var description: String { "the server closed the connection" }
     }
 
     /// Connections opened so far (tests check reconnection).
@@ -204,7 +215,7 @@ public actor PostgresSink: Sink {
         }
     }
 
-    private func connected() async throws(SinkError) -> PostgresConnection {
+    func connected() async throws(SinkError) -> PostgresConnection {
         if let connection, !connection.isClosed { return connection }
         connection = nil
         let conn: PostgresConnection
