@@ -166,7 +166,8 @@ public final class BufferStore: Sendable {
     /// journal's files (what the buffer occupies on disk).
     public static func files(inStateDirectory dir: String) -> [String] {
         let database = path(inStateDirectory: dir)
-        return [database, database + "-wal"] + SegmentJournal.files(databasePath: database).map(\.path)
+        return [database, database + "-wal", SegmentJournal.sparePath(database)]
+            + SegmentJournal.files(databasePath: database).map(\.path)
     }
 
     /// `PRAGMA synchronous` of the writer connection (2 = FULL).

@@ -27,15 +27,16 @@ struct StoredSegment: Hashable {
 /// 4 KiB page of the last second. The seal still writes the chunk, whole and final, into the
 /// database; a crash leaves what the database has not sealed here, and recovery seals it.
 ///
-/// Record: magic `MWSG`, body length (UInt32 LE), CRC-32 of the body, body: version 1,
-/// session ID, board, time source (UInt16 LE length + UTF-8 each), first index (Int64 LE),
+/// Record: magic `MWSG`, body length (UInt32 LE), CRC-32 of the body, body: version 1, the
+/// file's salt (UInt32 LE, random for each use of a file), session ID, board, time source (UInt16 LE length + UTF-8 each), first index (Int64 LE),
 /// point count (UInt32 LE), stride (UInt16 LE) and byte count (UInt32 LE) of the points, then
-/// the points (PointCodec) packed (`SegmentPacking`); or a body of zeros (version 0) that pads
-/// a second's write to the next 4 KiB boundary (`pad`). A torn or damaged record ends its
-/// file: what follows it in that file is not read.
+/// the points (PointCodec) packed (`SegmentPacking`); or a body of version 0, the salt and
+/// zeros, that pads a second's write to the next 4 KiB boundary (`pad`). A torn or damaged
+/// record, or one with another salt, ends its file: what follows it in that file is not read.
 ///
-/// A file is deleted once every record in it is covered by sealed chunks or belongs to a
-/// session that ended. Past `rotationBytes` the next second starts a new file, carrying over
+/// A file is retired once every record in it is covered by sealed chunks or belongs to a
+/// session that ended: kept as the spare the next new file is written over (so appends stop
+/// growing files, which costs file-system metadata at every `fdatasync`), or deleted. Past `rotationBytes` the next second starts a new file, carrying over
 /// the records still needed (a board whose chunk fills slowly), so the files stay small
 /// whatever the session's length.
 final class SegmentJournal: Sendable {
@@ -73,7 +74,7 @@ final class SegmentJournal: Sendable {
 
     private struct State {
         /// Generation, descriptor and end offset of the file being appended to.
-        var current: (generation: Int, descriptor: Int32, end: Int)?
+        var current: (generation: Int, descriptor: Int32, end: Int, salt: UInt32)?
         var files: [Int: Coverage] = [:]
         /// Per session and board, the point index sealed chunks reach.
         var sealed: [Key: Int] = [:]
@@ -122,9 +123,9 @@ final class SegmentJournal: Sendable {
             if state.current.map({ $0.end >= Self.rotationBytes }) ?? true {
                 try rotate(&state, scratch: &bytes)
             }
-            for segment in stored { Self.encode(segment, to: &bytes) }
             guard let current = state.current else { return }
-            Self.pad(&bytes, startingAt: current.end)
+            for segment in stored { Self.encode(segment, salt: current.salt, to: &bytes) }
+            Self.pad(&bytes, startingAt: current.end, salt: current.salt)
             let path = Self.path(databasePath, generation: current.generation)
             try Self.writeAll(bytes, descriptor: current.descriptor, offset: current.end, path: path)
             state.current?.end += bytes.count
@@ -133,34 +134,48 @@ final class SegmentJournal: Sendable {
     }
 
     /// Starts a new file holding the records of older files still needed (written and synced
-    /// here, with the file's directory entry), then deletes the older files.
+    /// here, with the file's directory entry), then retires the older files. The new file is
+    /// the spare a retired one left when there is one, written over from its start: blocks
+    /// already allocated and written, so a second's `fdatasync` writes its data and no file
+    /// system metadata (a growing file's size and extents cost a journal commit each time).
+    /// Its records carry a new random salt, so the old records after them are not read.
     private func rotate(_ state: inout State, scratch bytes: inout [UInt8]) throws {
         let generation = state.nextGeneration
         let path = Self.path(databasePath, generation: generation)
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        let salt = UInt32.random(in: 1...UInt32.max)
+        let spare = Self.sparePath(databasePath)
+        let recycled = access(spare, F_OK) == 0 && rename(spare, path) == 0
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (recycled ? 0 : O_TRUNC), 0o644)
         guard descriptor >= 0 else { throw WriteError(operation: "create", path: path, code: errno) }
         var carried = Coverage()
         for (old, _) in state.files.sorted(by: { $0.key < $1.key }) {
             for segment in Self.read(path: Self.path(databasePath, generation: old)) where isNeeded(segment, state) {
-                Self.encode(segment, to: &bytes)
+                Self.encode(segment, salt: salt, to: &bytes)
                 carried.add(segment)
             }
         }
         do {
-            try Self.writeAll(bytes, descriptor: descriptor, offset: 0, path: path)
+            try Self.writeAll(bytes, descriptor: descriptor, offset: 0, path: path, cutOnFailure: !recycled)
             try Self.syncDirectory(of: path)
         } catch {
             close(descriptor)
             unlink(path)
             throw error
         }
-        let older = state.files.keys
         if let current = state.current { close(current.descriptor) }
-        for old in older { unlink(Self.path(databasePath, generation: old)) }
+        for old in state.files.keys { retire(generation: old) }
         state.files = [generation: carried]
-        state.current = (generation, descriptor, bytes.count)
+        state.current = (generation, descriptor, bytes.count, salt)
         state.nextGeneration = generation + 1
         bytes.removeAll(keepingCapacity: true)
+    }
+
+    /// A file no longer needed becomes the spare the next new file is written over (when there
+    /// is none yet), otherwise it is deleted.
+    private func retire(generation: Int) {
+        let path = Self.path(databasePath, generation: generation)
+        let spare = Self.sparePath(databasePath)
+        if access(spare, F_OK) == 0 || rename(path, spare) != 0 { unlink(path) }
     }
 
     /// The board's points below `through` are sealed (call after the seal's commit).
@@ -186,7 +201,7 @@ final class SegmentJournal: Sendable {
         state.withLock { state in
             if let current = state.current { close(current.descriptor) }
             state.current = nil
-            for generation in state.files.keys { unlink(Self.path(databasePath, generation: generation)) }
+            for generation in state.files.keys { retire(generation: generation) }
             state.files = [:]
         }
     }
@@ -208,7 +223,7 @@ final class SegmentJournal: Sendable {
                 close(current.descriptor)
                 state.current = nil
             }
-            unlink(Self.path(databasePath, generation: generation))
+            retire(generation: generation)
             state.files[generation] = nil
         }
     }
@@ -255,6 +270,11 @@ final class SegmentJournal: Sendable {
         databasePath + "-segments-\(generation)"
     }
 
+    /// A retired file kept to be written over by the next new one (never read).
+    static func sparePath(_ databasePath: String) -> String {
+        databasePath + "-segments-spare"
+    }
+
     /// Every whole record of a file, up to the first torn or damaged one.
     static func read(path: String) -> [StoredSegment] {
         guard let data = FileManager.default.contents(atPath: path) else { return [] }
@@ -264,20 +284,26 @@ final class SegmentJournal: Sendable {
     static func decode(_ bytes: [UInt8]) -> [StoredSegment] {
         var out: [StoredSegment] = []
         var offset = 0
+        var fileSalt: UInt32?
         while offset + headerSize <= bytes.count, Array(bytes[offset..<offset + 4]) == magic {
             let length = Int(uint32(bytes[...], offset + 4))
             let start = offset + headerSize
             guard length <= bytes.count - start else { break }
             let body = bytes[start..<start + length]
-            guard CRC32.checksum(Array(body)) == uint32(bytes[...], offset + 8), let decoded = decodeBody(body) else { break }
+            guard CRC32.checksum(Array(body)) == uint32(bytes[...], offset + 8), let (salt, decoded) = decodeBody(body),
+                  salt == fileSalt ?? salt else { break }
+            // The first record names the file's salt: a record of an earlier use of the file
+            // (a recycled spare) has another and ends it.
+            fileSalt = salt
             if case let .segment(segment) = decoded { out.append(segment) }
             offset = start + length
         }
         return out
     }
 
-    static func encode(_ segment: StoredSegment, to bytes: inout [UInt8]) {
+    static func encode(_ segment: StoredSegment, salt: UInt32, to bytes: inout [UInt8]) {
         var body: [UInt8] = [1]
+        body += withUnsafeBytes(of: salt.littleEndian, Array.init)
         for text in [segment.sessionID, segment.board, segment.timeSource] {
             let utf8 = Array(text.utf8.prefix(Int(UInt16.max)))
             body += withUnsafeBytes(of: UInt16(utf8.count).littleEndian, Array.init)
@@ -296,11 +322,13 @@ final class SegmentJournal: Sendable {
     /// with a padding record. An fsynced append rewrites the file system block it starts in;
     /// ending each second's write on a block boundary means the next second starts a fresh
     /// block instead of writing the last one again.
-    static func pad(_ bytes: inout [UInt8], startingAt offset: Int) {
+    static func pad(_ bytes: inout [UInt8], startingAt offset: Int, salt: UInt32) {
         var room = (blockSize - (offset + bytes.count) % blockSize) % blockSize
         guard room > 0 else { return }
-        if room < headerSize + 1 { room += blockSize }
-        appendRecord([UInt8](repeating: 0, count: room - headerSize), to: &bytes)
+        if room < headerSize + 5 { room += blockSize }
+        var body = [UInt8](repeating: 0, count: room - headerSize)
+        withUnsafeBytes(of: salt.littleEndian) { body.replaceSubrange(1..<5, with: $0) }
+        appendRecord(body, to: &bytes)
     }
 
     private static func appendRecord(_ body: [UInt8], to bytes: inout [UInt8]) {
@@ -316,14 +344,17 @@ final class SegmentJournal: Sendable {
         case padding
     }
 
-    private static func decodeBody(_ body: ArraySlice<UInt8>) -> Body? {
+    /// A record body's salt and content.
+    private static func decodeBody(_ body: ArraySlice<UInt8>) -> (UInt32, Body)? {
+        guard body.count >= 5 else { return nil }
+        let salt = uint32(body, body.startIndex + 1)
         var offset = body.startIndex
         switch body.first {
-        case 0: return .padding
+        case 0: return (salt, .padding)
         case 1: break
         default: return nil
         }
-        offset += 1
+        offset += 5
         var texts: [String] = []
         for _ in 0..<3 {
             guard offset + 2 <= body.endIndex else { return nil }
@@ -341,8 +372,8 @@ final class SegmentJournal: Sendable {
         let size = Int(uint32(body, offset + 14))
         offset += 18
         guard let points = SegmentPacking.unpack(body[offset...], stride: stride, count: size) else { return nil }
-        return .segment(StoredSegment(sessionID: texts[0], board: texts[1], firstIndex: Int(first), pointCount: Int(count),
-                                      timeSource: texts[2], points: points))
+        return (salt, .segment(StoredSegment(sessionID: texts[0], board: texts[1], firstIndex: Int(first), pointCount: Int(count),
+                                             timeSource: texts[2], points: points)))
     }
 
     private static func uint32(_ bytes: ArraySlice<UInt8>, _ offset: Int) -> UInt32 {
@@ -351,7 +382,7 @@ final class SegmentJournal: Sendable {
 
     /// Writes all of `bytes` at `offset` and syncs the data; on failure cuts the file back to
     /// `offset`.
-    private static func writeAll(_ bytes: [UInt8], descriptor: Int32, offset: Int, path: String) throws {
+    private static func writeAll(_ bytes: [UInt8], descriptor: Int32, offset: Int, path: String, cutOnFailure: Bool = true) throws {
         var written = 0
         let failure: WriteError? = bytes.withUnsafeBytes { raw in
             while written < raw.count {
@@ -365,7 +396,9 @@ final class SegmentJournal: Sendable {
             return fdatasync(descriptor) == 0 ? nil : WriteError(operation: "fdatasync", path: path, code: errno)
         }
         if let failure {
-            _ = ftruncate(descriptor, off_t(offset))
+            // Cut a torn record off, so the next write follows a whole one. (A spare being
+            // written over keeps its size: what lies past the write has another salt.)
+            if cutOnFailure { _ = ftruncate(descriptor, off_t(offset)) }
             throw failure
         }
     }

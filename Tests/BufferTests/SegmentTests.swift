@@ -117,6 +117,36 @@ struct SegmentTests {
         #expect(try Self.xs(store, "S") == Array(0..<100))
     }
 
+    @Test("a retired file is written over by the next session's, without growing it; only the new records are read")
+    func spareIsRecycled() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let spare = SegmentJournal.sparePath(BufferStore.path(inStateDirectory: dir))
+        var spareSize = 0
+        do {
+            let store = try openStore(dir)
+            try store.beginSession(SessionStart(sessionID: "A", startedAt: 1_800_000_000_000, trigger: .controlAPI))
+            for first in stride(from: 0, to: 600, by: 100) { try store.append([Self.segment("A", first: first, count: 100)]) }
+            try store.endSession(SessionEnd(sessionID: "A", endedAt: 1_800_000_010_000, trigger: .controlAPI, boards: [], pointCount: 0,
+                                            distance: 0, timeSource: .systemClockSynchronised))
+            spareSize = Self.fileSize(spare)
+            #expect(spareSize > 8192 && Self.journalFiles(dir).isEmpty)
+            try store.beginSession(SessionStart(sessionID: "B", startedAt: 1_800_000_020_000, trigger: .controlAPI))
+            try store.append([Self.segment("B", first: 0, count: 10)])
+            // The spare became B's file: same size (written over, not truncated), no spare left.
+            #expect(!FileManager.default.fileExists(atPath: spare))
+            #expect(Self.fileSize(try #require(Self.journalFiles(dir).first)) == spareSize)
+            #expect(try store.storedBytes() == store.storedBytesFromScratch())
+        }
+        // Crash: B's 10 points come back, nothing of A's old records behind them (another salt).
+        let file = try #require(Self.journalFiles(dir).first)
+        #expect(SegmentJournal.decode([UInt8](try #require(FileManager.default.contents(atPath: file)))).map(\.sessionID) == ["B"])
+        let store = try openStore(dir)
+        #expect(try store.recoverInterruptedSessions() == ["B"])
+        #expect(try Self.xs(store, "B") == Array(0..<10))
+        #expect(try store.storedBytes() == store.storedBytesFromScratch())
+    }
+
     @Test("each second's write ends on a 4 KiB block, so the next one does not write the last block again")
     func writesEndOnBlocks() throws {
         let dir = temporaryDirectory()

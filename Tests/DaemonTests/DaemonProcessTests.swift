@@ -24,10 +24,12 @@ struct DaemonProcessTests {
         return path
     }
 
-    /// Bytes in the buffer's segment journal files (`buffer.sqlite-segments-N`).
+    /// Bytes in the buffer's segment journal files (`buffer.sqlite-segments-N`; not the spare
+    /// a retired one leaves, which holds nothing to recover).
     static func segmentJournalBytes(_ stateDirectory: String) -> Int {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: stateDirectory)) ?? []
-        return names.filter { $0.hasPrefix("buffer.sqlite-segments-") }.reduce(0) { total, name in
+        return names.filter { $0.hasPrefix("buffer.sqlite-segments-") && Int($0.dropFirst("buffer.sqlite-segments-".count)) != nil }
+            .reduce(0) { total, name in
             let size = (try? FileManager.default.attributesOfItem(atPath: stateDirectory + "/" + name))?[.size] as? NSNumber
             return total + (size?.intValue ?? 0)
         }
