@@ -15,6 +15,10 @@ public struct BoardEvent: Sendable {
         /// The board's button; `togglesSession` is true on the press edge that should start or
         /// stop a recording session.
         case button(ButtonEvent, togglesSession: Bool)
+        /// The board's flash log (the copy of the samples that backfills the link's gaps).
+        case flashLog(FlashLogStatus)
+        /// A download of the flash log finished (``BoardSession/downloadFlashLog()``).
+        case flashLogDownloaded(FlashLogDownload)
     }
 
     /// The board's address.
@@ -64,6 +68,59 @@ public enum BoardState: Hashable, Sendable, CustomStringConvertible {
         case .recoveringStream(let restart): "restarting the stream (restart \(restart))"
         case .stopped: "stopped"
         }
+    }
+}
+
+/// Whether a board keeps its samples in its flash log while it streams.
+public enum FlashLogStatus: Hashable, Sendable, CustomStringConvertible {
+    /// Not logging, and why (the setting, or no logging module).
+    case off(reason: String)
+    /// Finding or allocating the loggers.
+    case starting
+    /// Logging with these loggers; `capacityEntries` is what the flash holds (nil when no
+    /// source states it for the model), `secondsToFull` how long that lasts at the rates.
+    case logging(loggers: [MotionSensor: LoggerIDs], capacityEntries: Int?, secondsToFull: Double?)
+    /// The board refused or did not answer; streaming goes on without the log.
+    case failed(reason: String)
+    /// Downloading while logging and streaming go on: entries left, estimated seconds left.
+    case downloading(entriesLeft: Int, secondsLeft: Double?)
+
+    public var description: String {
+        switch self {
+        case .off(let reason): "off: \(reason)"
+        case .starting: "starting"
+        case .logging(_, let capacity, let seconds):
+            if let capacity, let seconds {
+                "logging (flash \(capacity) entries, full after \(LogBudget.duration(seconds)), then overwrites the oldest)"
+            } else {
+                "logging (flash capacity unknown for this model)"
+            }
+        case .failed(let reason): "failed: \(reason)"
+        case .downloading(let left, let seconds):
+            "logging, downloading: \(left) entries left" + (seconds.map { ", about \(LogBudget.duration($0.rounded(.up)))" } ?? "")
+        }
+    }
+}
+
+/// The gyro samples one download of the flash log delivered, with what places them in time.
+public struct FlashLogDownload: Sendable {
+    /// Logged gyro samples in readout order.
+    public var gyro: [LoggedSample]
+    /// The board clock read at the start of the link, and when its reply was handled: where
+    /// the current boot's tick 0 lies.
+    public var clock: BoardClock?
+    public var clockReadAt: ContinuousClock.Instant?
+    /// Entries the board sent twice (a resent page) and half samples dropped.
+    public var duplicatesDropped: Int
+    public var orphanedEntries: Int
+
+    /// All fields.
+    public init(gyro: [LoggedSample], clock: BoardClock?, clockReadAt: ContinuousClock.Instant?, duplicatesDropped: Int, orphanedEntries: Int) {
+        self.gyro = gyro
+        self.clock = clock
+        self.clockReadAt = clockReadAt
+        self.duplicatesDropped = duplicatesDropped
+        self.orphanedEntries = orphanedEntries
     }
 }
 
@@ -120,6 +177,9 @@ public struct BoardSessionOptions: Sendable {
     public var sensorsOnConnect: Bool
     /// Seed of the reconnection jitter (tests fix it).
     public var seed: UInt64
+    /// Whether the board also logs the streamed sensors to its flash while streaming
+    /// (`[boards] backfill`), so gaps of the link can be filled from it.
+    public var flashLogging: Bool
 
     public init(configuration: StreamingConfiguration, handshake: HandshakeSequencer.Options = .init(),
                 reconnection: ReconnectionPolicy = .init(), preferredAdapter: String? = nil,
@@ -127,7 +187,7 @@ public struct BoardSessionOptions: Sendable {
                 notificationCoalescing: Duration = defaultNotificationCoalescing, signalReadCoalescing: Duration = .zero,
                 watchdogIntervals: Double = 5, watchdogMinimum: Duration = .seconds(1), streamRestartsBeforeReconnect: Int = 1,
                 batteryInterval: Duration? = .seconds(600), watchButton: Bool = true, sensorsOnConnect: Bool = true,
-                seed: UInt64 = UInt64.random(in: 0...UInt64.max)) {
+                seed: UInt64 = UInt64.random(in: 0...UInt64.max), flashLogging: Bool = false) {
         self.configuration = configuration
         self.handshake = handshake
         self.reconnection = reconnection
@@ -143,6 +203,7 @@ public struct BoardSessionOptions: Sendable {
         self.watchButton = watchButton
         self.sensorsOnConnect = sensorsOnConnect
         self.seed = seed
+        self.flashLogging = flashLogging
     }
 
     /// The silence after which the watchdog acts.

@@ -107,6 +107,11 @@ public actor BoardManager {
 
     private var removed: Set<BluetoothAddress> = []
 
+    /// Downloads `address`'s flash log in the background (see ``BoardSession/downloadFlashLog()``).
+    public func downloadFlashLog(_ address: BluetoothAddress) async {
+        await sessions[address]?.downloadFlashLog()
+    }
+
     /// Starts or stops the sensors of every board (see ``BoardSession/setSensors(_:)``), and
     /// of boards added later.
     public func setSensors(_ on: Bool) async {

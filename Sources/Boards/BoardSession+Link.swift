@@ -11,6 +11,15 @@ struct LinkWork {
     /// Wakes the stream watchdog when the sensors start.
     let watch: AsyncStream<Void>.Continuation
     var sequencer: HandshakeSequencer?
+    /// The flash log's start while its replies are awaited.
+    var flashStart: FlashLogStart?
+    /// Whether this link started the flash log (its stop then ends logging).
+    var flashLogging = false
+    /// The flash log's download in progress on this link, with the gyro samples so far.
+    var download: LogDownloader?
+    var downloaded: [LoggedSample] = []
+    /// When the handshake ended (the board clock was read just before).
+    var handshakeEndedAt: ContinuousClock.Instant?
     /// Tells the current reply timer from superseded ones.
     var replyTimer = 0
     /// The session gave up on this link; it is being dropped.
@@ -23,11 +32,18 @@ enum LinkOperation: Sendable {
     case write(Packet)
     /// The handshake's request-and-reply exchange is over: group notifications.
     case groupNotifications
+    /// Hand on every notification at once again (a request-and-reply exchange on a grouped link).
+    case ungroupNotifications
 }
 
-/// A reply timeout for one handshake step.
+/// A reply timeout for one handshake step or the flash log's start.
 struct ReplyTimer: Sendable {
-    var step: HandshakeSequencer.Step
+    enum Wait: Sendable {
+        case handshake(HandshakeSequencer.Step)
+        case flashLog
+    }
+
+    var wait: Wait
     var id: Int
     var deadline: ContinuousClock.Instant
 }
@@ -125,6 +141,8 @@ extension BoardSession {
                 await handshakeEnded(outcome)
             case .groupNotifications:
                 await link.groupNotifications(options.notificationCoalescing, readCoalescing: options.signalReadCoalescing)
+            case .ungroupNotifications:
+                await link.groupNotifications(.zero, readCoalescing: .zero)
             }
             if Task.isCancelled { return }
         }
@@ -132,10 +150,15 @@ extension BoardSession {
 
     private func armReplyTimer(_ step: HandshakeSequencer.Step) {
         guard current?.sequencer != nil else { return }
+        armReplyTimer(.handshake(step))
+    }
+
+    /// Arms the one reply timer for `wait`, superseding any earlier one.
+    func armReplyTimer(_ wait: ReplyTimer.Wait) {
         current?.replyTimer += 1
         guard let id = current?.replyTimer else { return }
         let timeout = Duration.milliseconds(options.handshake.replyTimeoutMilliseconds)
-        current?.replyTimers.yield(ReplyTimer(step: step, id: id, deadline: .now.advanced(by: timeout)))
+        current?.replyTimers.yield(ReplyTimer(wait: wait, id: id, deadline: .now.advanced(by: timeout)))
     }
 
     private func runReplyTimers(_ timers: AsyncStream<ReplyTimer>) async {
@@ -147,8 +170,10 @@ extension BoardSession {
     }
 
     private func replyTimedOut(_ timer: ReplyTimer) {
-        guard timer.id == current?.replyTimer, var sequencer = current?.sequencer else { return }
-        let actions = sequencer.timedOut(timer.step)
+        guard timer.id == current?.replyTimer else { return }
+        guard case .handshake(let step) = timer.wait else { return flashLogTimedOut() }
+        guard var sequencer = current?.sequencer else { return }
+        let actions = sequencer.timedOut(step)
         current?.sequencer = sequencer
         queue(actions)
     }
@@ -180,11 +205,15 @@ extension BoardSession {
         current?.sequencer = nil
         switch outcome {
         case .finished(let description, let plan):
+            current?.handshakeEndedAt = .now
             self.description = description
             self.plan = plan
             knownPlan = plan
             completedHandshakes += 1
-            var commands = sensorsOn ? plan.startCommands : sensorsOffCommands(plan, description)
+            // The flash log starts with the sensors, while replies are not yet grouped (a
+            // grouped reply waits up to the grouping interval: a dozen of them would leave the
+            // first seconds of a session unlogged).
+            var commands = sensorsOn ? startFlashLog(description) + plan.startCommands : sensorsOffCommands(plan, description)
             if options.watchButton, description.modules.has(.switchModule) { commands.append(Commands.subscribeButton) }
             if ledSignal != .off { commands += ledSignal.commands(ledRevision: description.ledRevision ?? 1) }
             if let battery = description.battery { emit(.battery(battery)) }
@@ -192,8 +221,9 @@ extension BoardSession {
             // Streaming from here on: no sample is taken for a handshake reply any more.
             tap.activate()
             write(commands)
-            // After the start commands, so they are not slowed by grouped replies.
-            current?.operations.yield(.groupNotifications)
+            // After the start commands, so they are not slowed by grouped replies; after the
+            // flash log's start when it waits for replies.
+            if current?.flashStart == nil { current?.operations.yield(.groupNotifications) }
             if sensorsOn { current?.watch.yield() }
         case .failed(let error):
             // A board that cannot stream the configuration shows it on its LED.

@@ -12,6 +12,8 @@ extension BoardSession {
         } else if let description {
             commands = Commands.cleanup(chip: description.chip, modules: description.modules)
         }
+        // The board stops writing its flash log; what it holds stays for a later download.
+        if current?.flashLogging == true { commands.append(LoggingCommands.stop) }
         if options.watchButton, description?.modules.has(.switchModule) == true { commands.append(Commands.unsubscribeButton) }
         if ledSignal != .off, description != nil { commands.append(LEDSignal.stopAndClear) }
         commands.append(Commands.disconnect)

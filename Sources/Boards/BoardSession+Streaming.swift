@@ -7,7 +7,16 @@ extension BoardSession {
     /// before a reconnect are kept when its configuration is known.
     func receive(_ batch: [GattNotification]) {
         if let plan {
-            publish(tap.events(from: batch, decoder: plan.decoder))
+            // The flash log's replies are its own, not samples.
+            guard current?.flashStart != nil || current?.download != nil, batch.contains(where: Self.isLogging) else {
+                publish(tap.events(from: batch, decoder: plan.decoder))
+                return
+            }
+            var others: [GattNotification] = []
+            for notification in batch {
+                if Self.isLogging(notification) { flashLogReceived(notification) } else { others.append(notification) }
+            }
+            publish(tap.events(from: others, decoder: plan.decoder))
             return
         }
         var samples: [GattNotification] = []

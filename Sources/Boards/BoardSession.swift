@@ -37,6 +37,12 @@ public actor BoardSession {
     /// The current link's work; nil between links.
     var current: LinkWork?
     var tap: StreamingTap
+    /// The flash loggers found or made on an earlier link (reused without asking again).
+    var flashLoggers: [MotionSensor: LoggerIDs]?
+    /// The flash log's last reported status, and its last `.logging` one (shown again after a
+    /// download).
+    var flashLogStatus: FlashLogStatus?
+    var flashLogLogging: FlashLogStatus?
     var streamRestarts = 0
     private var lifecycle = Lifecycle.new
     private var finishWaiters: [CheckedContinuation<Void, Never>] = []
@@ -123,7 +129,10 @@ public actor BoardSession {
         if on {
             emit(.state(.streaming(description)))
             tap.noteRestart()
-            var commands = plan.startCommands
+            // The flash log's replies are not held by the grouping while it starts.
+            let flashLog = startFlashLog(description)
+            if current?.flashStart != nil { current?.operations.yield(.ungroupNotifications) }
+            var commands = flashLog + plan.startCommands
             if let fast = options.configuration.connectionParameters, (description.settingsRevision ?? 0) >= 1 {
                 commands.append(Commands.connectionParameters(fast))
             }

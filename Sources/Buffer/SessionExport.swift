@@ -142,7 +142,7 @@ public enum SessionExporter {
     static func csv(_ d: SessionDataset) -> String {
         var out = "epoch (ms),time (UTC),elapsed (s),x-axis (deg/s),y-axis (deg/s),z-axis (deg/s),board,"
             + "latitude (deg),longitude (deg),location time (ms),accuracy (m),location age (ms),location missing,"
-            + "accel x (g),accel y (g),accel z (g),missed before,gap (ms),location dead reckoned\n"
+            + "accel x (g),accel y (g),accel z (g),missed before,gap (ms),location dead reckoned,backfilled\n"
         let t0 = d.points.first?.point.gyroscope.timestamp ?? d.startedAt
         for bp in d.points {
             let p = bp.point
@@ -163,6 +163,7 @@ public enum SessionExporter {
             cells.append(String(p.missedBefore))
             cells.append(String(p.gapMilliseconds))
             cells.append(p.location?.deadReckoned == true ? "true" : "")
+            cells.append(p.backfilled ? "true" : "")
             out += cells.joined(separator: ",") + "\n"
         }
         return out
@@ -184,14 +185,14 @@ public enum SessionExporter {
             guard let l = bp.point.location else { continue }
             if let last = out.last, last.lat == l.latitude, last.lon == l.longitude, !gapPending { continue }
             out.append(TrackPoint(lat: l.latitude, lon: l.longitude, time: l.timestamp, afterGap: gapPending && !out.isEmpty,
-                                  deadReckoned: l.deadReckoned))
+                                  deadReckoned: l.deadReckoned, backfilled: bp.point.backfilled))
             gapPending = false
         }
         return out
     }
 
-    /// A FeatureCollection with one LineString per board (coordinates [lon, lat]); `times` and
-    /// `dead_reckoned` run parallel to the coordinates, `gaps` lists when the first sample after
+    /// A FeatureCollection with one LineString per board (coordinates [lon, lat]); `times`,
+    /// `dead_reckoned` and `backfilled` run parallel to the coordinates, `gaps` lists when the first sample after
     /// each gap came (epoch ms), the samples missing and the gap's duration.
     static func geojson(_ d: SessionDataset) -> String {
         var out = JSONWriter(capacity: 1024 + d.points.count * 40)
@@ -209,6 +210,8 @@ public enum SessionExporter {
             list(t, into: &out) { $1.number(Int64($0.time.rounded())) }
             out.raw(#","dead_reckoned":"#)
             list(t, into: &out) { $0.deadReckoned ? $1.raw("true") : $1.raw("false") }
+            out.raw(#","backfilled":"#)
+            list(t, into: &out) { $0.backfilled ? $1.raw("true") : $1.raw("false") }
             out.raw(#","gaps":"#)
             let gaps = d.points.filter { $0.board == board && $0.point.missedBefore > 0 }.map(\.point)
             list(gaps, into: &out) { p, out in
@@ -246,7 +249,7 @@ public enum SessionExporter {
 
     /// GPX 1.1 with one track segment per board and stretch without a gap (a gap in the
     /// samples starts a new segment); a dead-reckoned point has `<type>dead reckoning</type>`
-    /// (GPX's `fix` has no value for it).
+    /// (GPX's `fix` has no value for it), a backfilled one a `<cmt>` saying so.
     static func gpx(_ d: SessionDataset) -> String {
         var out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
             + "<gpx version=\"1.1\" creator=\"mwgate\" xmlns=\"http://www.topografix.com/GPX/1/1\">\n"
@@ -256,6 +259,7 @@ public enum SessionExporter {
             for p in track(d, board: board) {
                 if p.afterGap { out += "</trkseg>\n<trkseg>\n" }
                 out += "<trkpt lat=\"\(decimal(p.lat))\" lon=\"\(decimal(p.lon))\"><time>\(iso(p.time))</time>"
+                    + (p.backfilled ? "<cmt>backfilled from the board's flash log</cmt>" : "")
                     + (p.deadReckoned ? "<type>dead reckoning</type>" : "") + "</trkpt>\n"
             }
             out += "</trkseg>\n"
@@ -274,4 +278,6 @@ struct TrackPoint {
     /// The first position after samples went missing.
     var afterGap: Bool
     var deadReckoned: Bool
+    /// The position's point came from the board's flash log (a filled gap).
+    var backfilled: Bool = false
 }

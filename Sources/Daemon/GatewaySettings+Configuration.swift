@@ -40,6 +40,7 @@ extension GatewaySettings {
         buttonTogglesSession = configuration.session.buttonToggles
         streamBetweenSessions = configuration.session.streamBetweenSessions
         acceptDeadReckoning = configuration.gnss.acceptDeadReckoning
+        backfill = configuration.boards.backfill
         try validate()
     }
 }

@@ -71,6 +71,12 @@ public struct BoardService: Service, CustomStringConvertible {
                     group.addTask {
                         for await on in pipeline.sensorDemand { await manager.setSensors(on) }
                     }
+                    // A board whose points wait for its flash log (a gap): download it.
+                    group.addTask {
+                        for await board in pipeline.backfillDemand {
+                            if let address = BluetoothAddress(board) { await manager.downloadFlashLog(address) }
+                        }
+                    }
                     await pipeline.consume(boardEvents: manager.events)
                     group.cancelAll()
                 }

@@ -75,7 +75,8 @@ public struct Gateway: Sendable {
         }
 
         let options = BoardSessionOptions(configuration: settings.streaming, batteryInterval: settings.batteryInterval,
-                                          sensorsOnConnect: RecordingPipeline.sensorsWanted(settings, recording: false))
+                                          sensorsOnConnect: RecordingPipeline.sensorsWanted(settings, recording: false),
+                                          flashLogging: settings.backfill)
         let manager: BoardManager
         do { manager = try await BoardManager.open(busAddress: settings.busAddress, defaultOptions: options) } catch {
             throw GatewayError("cannot reach BlueZ on \(settings.busAddress ?? "the system bus"): \(error)")

@@ -59,6 +59,9 @@ public struct GatewaySettings: Sendable {
     /// Whether dead-reckoned fixes give points a location (marked `dead_reckoned`); measured
     /// fixes always do, manual input and simulator fixes never.
     public var acceptDeadReckoning: Bool = false
+    /// Whether each board also logs its streamed sensors to its flash while streaming, so
+    /// the gaps of the link can be filled from the board (`[boards] backfill`, default on).
+    public var backfill: Bool = true
 
     /// Settings with defaults for everything but the boards, the stream and the state directory.
     public init(boards: BoardSelection, streaming: StreamingConfiguration, gnss: GNSSSourceSpec? = nil,

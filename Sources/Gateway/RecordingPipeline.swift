@@ -28,6 +28,9 @@ public actor RecordingPipeline {
     /// session, always in `always` mode, or with ``GatewaySettings/streamBetweenSessions``.
     public nonisolated let sensorDemand: AsyncStream<Bool>
     private let sensorDemandContinuation: AsyncStream<Bool>.Continuation
+    /// Boards whose flash log should be downloaded now (their points wait for a backfill).
+    public nonisolated let backfillDemand: AsyncStream<String>
+    private let backfillDemandContinuation: AsyncStream<String>.Continuation
     private var sensorsWanted: Bool
     /// Wakes ``runTicks()`` when periodic work appears (see `tickPeriod`).
     private let work: AsyncStream<Void>
@@ -73,6 +76,7 @@ public actor RecordingPipeline {
         try? controller.adoptAwaitingSurveyFromStore()
         backlog = BacklogWatch(read: { try store.backlogStats() })
         (sensorDemand, sensorDemandContinuation) = AsyncStream.makeStream(of: Bool.self, bufferingPolicy: .bufferingNewest(1))
+        (backfillDemand, backfillDemandContinuation) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(64))
         sensorsWanted = Self.sensorsWanted(settings, recording: false)
         (work, workContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         workContinuation.yield()
@@ -113,6 +117,17 @@ public actor RecordingPipeline {
         case .battery(let battery):
             book.batteryRead(key, battery)
             publish()
+        case .flashLog(let status):
+            book.flashLogChanged(key, status)
+            switch status {
+            case .logging, .downloading: controller.expectBackfill(board: key, true)
+            case .off, .failed: controller.expectBackfill(board: key, false)
+            case .starting: break
+            }
+            if case .failed(let reason) = status { report(area: "board", "\(key) flash log: \(reason)") }
+            publish()
+        case .flashLogDownloaded(let download):
+            backfill(key, download)
         case .button(_, let togglesSession):
             guard togglesSession, settings.buttonTogglesSession else { return }
             buttonPressed(board: key, at: timeline.nanoseconds(event.receivedAt))
@@ -149,6 +164,22 @@ public actor RecordingPipeline {
     public func report(area: String, _ message: String) {
         logger.warning("\(area): \(message)")
         book.problem(area: area, message)
+        publish()
+    }
+
+    /// A board's flash log arrived: the samples the stream missed fill the gap its points
+    /// wait on.
+    private func backfill(_ key: String, _ download: FlashLogDownload) {
+        var origins: [UInt8: Int64] = [:]
+        if let clock = download.clock, let readAt = download.clockReadAt {
+            origins[clock.resetUID & 0x07] = timeline.nanoseconds(readAt) - Int64(BoardTicks.milliseconds(UInt64(clock.tick)) * 1e6)
+        }
+        let outcome = controller.backfill(board: key, logged: download.gyro, bootOrigins: origins)
+        book.backfilled(key, samples: outcome.filled, attached: attached.contains(key), recording: controller.state != .idle)
+        let summary = "\(download.gyro.count) samples downloaded, \(outcome.filled) filled a gap, \(outcome.stillMissing) still missing, "
+            + "\(outcome.alreadyStreamed) streamed, \(outcome.outsideGap) outside the gap, \(outcome.unplaced) unplaced, "
+            + "\(outcome.collisions) at a streamed sample's time, \(download.duplicatesDropped) resent entries dropped"
+        logger.info("board \(key) flash log: \(summary)")
         publish()
     }
 
@@ -293,6 +324,7 @@ public actor RecordingPipeline {
         publish()
         statusReaders.finishAll()
         sensorDemandContinuation.finish()
+        backfillDemandContinuation.finish()
         workContinuation.finish()
     }
 
@@ -367,6 +399,7 @@ public actor RecordingPipeline {
     }
 
     func reportStoreErrorIfNew() {
+        for board in controller.takeBackfillRequests() { backfillDemandContinuation.yield(board) }
         guard let error = controller.lastStoreError, error != lastReportedStoreError else { return }
         lastReportedStoreError = error
         report(area: "buffer", error)

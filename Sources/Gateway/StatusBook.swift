@@ -60,6 +60,20 @@ struct StatusBook {
         }
     }
 
+    /// Takes the flash log's status of `board`.
+    mutating func flashLogChanged(_ board: String, _ status: FlashLogStatus) {
+        ensureBoard(board)
+        boards[board]?.flashLog = status.description
+    }
+
+    /// Counts samples of `board` that its flash log filled in (in the session too while
+    /// `recording` and attached).
+    mutating func backfilled(_ board: String, samples: Int, attached: Bool, recording: Bool) {
+        let before = boards[board]?.gyroSamplesBackfilled ?? 0
+        boards[board]?.gyroSamplesBackfilled = before + samples
+        if attached, recording { boards[board]?.gyroSamplesInSession += samples }
+    }
+
     /// Takes a battery reading of `board`.
     mutating func batteryRead(_ board: String, _ battery: BatteryState) {
         ensureBoard(board)

@@ -115,6 +115,7 @@ public enum ConfigurationLoader {
                 reader.issue("sample_mode", "'\(text)' is not a sample mode; use \"single\" or \"packed\" (3 samples per notification)")
             }
         }
+        if let backfill = reader.boolean("backfill") { boards.backfill = backfill }
         // Only a combination of valid values is worth a link-budget verdict.
         if reader.issues.isEmpty { do {
             _ = try boards.streaming()

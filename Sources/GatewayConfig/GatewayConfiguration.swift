@@ -54,6 +54,10 @@ public struct GatewayConfiguration: Sendable, Equatable {
         public var accelerometer: AccelerometerConfiguration?
         /// Single (one sample per notification, default) or packed (three).
         public var sampleMode = SampleMode.single
+        /// Whether each board also logs the streamed sensors to its flash while streaming,
+        /// so what the link misses can be filled from the board. Default true; off saves the
+        /// board's flash and a little power.
+        public var backfill = true
 
         public init() {}
 

@@ -104,7 +104,8 @@ public struct LogBudget: Hashable, Sendable {
             + "and fill it in \(Self.duration(full)), shorter than the \(Self.duration(seconds)) asked for"
     }
 
-    static func duration(_ seconds: Double) -> String {
+    /// `seconds` as "1 h 23 min", "4 min 5 s" or "7 s".
+    public static func duration(_ seconds: Double) -> String {
         let total = Int(seconds.rounded(.down))
         let (h, m, s) = (total / 3600, total / 60 % 60, total % 60)
         if h > 0 { return "\(h) h \(m) min" }

@@ -38,6 +38,11 @@ struct BoardStream {
     var unwritten: [UInt8] = []
     var unwrittenCount = 0
     var unwrittenSource = TimeSource.systemClockSynchronised
+    /// Whether the board keeps a flash log that can fill its gaps: points after a gap are
+    /// then held until the backfill comes (or the wait ends).
+    var backfillExpected = false
+    /// Points after a gap, waiting for the board's flash log to fill it.
+    var hold: BackfillHold?
 
     /// Adds one point to the open chunk (and to the next segment when it is not written yet);
     /// true when the chunk now holds `chunkSize` points. Called in place through the
@@ -69,4 +74,40 @@ struct GyroItem {
     var sample: MotionSample
     var missedBefore: Int
     var source: TimeSource
+}
+
+/// Points of one board held after a gap until its flash log fills the gap, so the backfilled
+/// samples go into the open chunk in time order, before it is sealed.
+struct BackfillHold {
+    /// How long points are held at most, milliseconds of their time.
+    static let defaultWait = 60_000.0
+
+    /// Time of the board's last committed point before the gap, epoch ms (nil: none).
+    var after: Double?
+    /// The held points in order, with their time source.
+    var points: [(point: RecordedPoint, source: TimeSource)] = []
+
+    /// Time of the first held point, epoch ms.
+    var since: Double { points.first?.point.gyroscope.timestamp ?? 0 }
+}
+
+/// A board's streamed gyro samples of the last two minutes (monotonic nanoseconds and raw
+/// counts), kept across its links: what logged samples are matched against.
+struct StreamedWindow {
+    /// How much of the stream is kept, nanoseconds.
+    static let span: Int64 = 120_000_000_000
+
+    var samples: [BackfillPlanner.StreamedSample] = []
+    /// LSB per °/s of the streamed gyro (the range in force).
+    var gyroScale: Double?
+
+    /// Adds samples in time order, forgetting those older than ``span``.
+    mutating func append(_ sample: BackfillPlanner.StreamedSample) {
+        samples.append(sample)
+        // Trimmed in steps, so the copy is paid once per thousand samples.
+        if samples.count > 1024, let first = samples.first, sample.time - first.time > Self.span + 10_000_000_000 {
+            let keep = samples.firstIndex { sample.time - $0.time <= Self.span } ?? samples.count
+            samples.removeFirst(keep)
+        }
+    }
 }

@@ -71,6 +71,7 @@ public struct RealtimeDataDocument: Hashable, Sendable {
         if p.accelerometer != nil { n += "accelerometer".utf8.count + 1 + reading }
         if p.missedBefore > 0 { n += "missed_before".utf8.count + 1 + 8 }
         if p.gapMilliseconds > 0 { n += "gap_ms".utf8.count + 1 + 8 }
+        if p.backfilled { n += "backfilled".utf8.count + 1 + 1 }
         return n
     }
 
@@ -79,7 +80,8 @@ public struct RealtimeDataDocument: Hashable, Sendable {
 
     /// One point: `{gyroscope:{x,y,z,timestamp}, location:{…}|null}` plus `location_missing`
     /// when null, `location.dead_reckoned: true` when the position was dead-reckoned,
-    /// `accelerometer` when streamed, `missed_before` and `gap_ms` after a gap.
+    /// `accelerometer` when streamed, `missed_before` and `gap_ms` after a gap, `backfilled: true`
+    /// when the sample came from the board's flash log rather than the stream.
     public static func value(_ p: RecordedPoint) -> FirestoreValue {
         var m: [(String, FirestoreValue)] = [
             ("gyroscope", .map([
@@ -108,6 +110,7 @@ public struct RealtimeDataDocument: Hashable, Sendable {
         }
         if p.missedBefore > 0 { m.append(("missed_before", .integer(Int64(p.missedBefore)))) }
         if p.gapMilliseconds > 0 { m.append(("gap_ms", .integer(Int64(p.gapMilliseconds)))) }
+        if p.backfilled { m.append(("backfilled", .bool(true))) }
         return .map(m)
     }
 }

@@ -84,6 +84,7 @@ extension JSONWriter {
             raw(#","gap_ms":"#)
             number(Int64(p.gapMilliseconds))
         }
+        if p.backfilled { raw(#","backfilled":true"#) }
         raw("}")
     }
 

@@ -5,7 +5,7 @@
 ///
 /// | bytes | field |
 /// |---|---|
-/// | 1 | flags: bit0 location, bit1 accelerometer, bit2 missed-before, bit3 accuracy, bits 4–5 missing-location reason (no location) or 1 = dead-reckoned (location), bit6 gap duration |
+/// | 1 | flags: bit0 location, bit1 accelerometer, bit2 missed-before, bit3 accuracy, bits 4–5 missing-location reason (no location) or 1 = dead-reckoned (location), bit6 gap duration, bit7 backfilled |
 /// | 8 | gyro timestamp, epoch ms, Float64 |
 /// | 12 | gyro x, y, z, °/s, Float32 |
 /// | 32 | location (bit0): latitude, longitude, timestamp (Float64 each), accuracy m, age ms (Float32 each) |
@@ -17,7 +17,7 @@
 /// point model holds those fields as `Float`, so what is decoded is what was recorded, bit for
 /// bit. Positions and times stay Float64 (a receiver's `ddmm.mmmmm` needs more than float32's
 /// 7 digits). Bits 4–5 of a point with a location were always 0 before they marked dead
-/// reckoning, so blobs written before read unchanged.
+/// reckoning, and bit 7 before it marked a backfilled point, so blobs written before read unchanged.
 public enum PointCodec {
     /// Largest encoded point, bytes.
     public static let maxPointSize = 1 + 8 + 12 + 32 + 20 + 4 + 4
@@ -32,6 +32,7 @@ public enum PointCodec {
         if p.location == nil, let reason = p.missingLocation { flags |= (reason.rawValue & 3) << 4 }
         if p.location?.deadReckoned == true { flags |= 1 << 4 }
         if p.missedBefore > 0, p.gapMilliseconds > 0 { flags |= 0x40 }
+        if p.backfilled { flags |= 0x80 }
         bytes.append(flags)
         put64(p.gyroscope.timestamp, &bytes)
         put32(p.gyroscope.x, &bytes)
@@ -78,7 +79,7 @@ public enum PointCodec {
     /// Bytes of a point record whose flags byte is `flags` (the byte included), nil for flags
     /// no version wrote.
     public static func recordSize(flags: UInt8) -> Int? {
-        guard flags & 0x80 == 0, flags & 0x44 != 0x40, flags & 0x21 != 0x21 else { return nil }
+        guard flags & 0x44 != 0x40, flags & 0x21 != 0x21 else { return nil }
         var size = 21
         if flags & 1 != 0 { size += 32 }
         if flags & 2 != 0 { size += 20 }
@@ -121,7 +122,7 @@ public enum PointCodec {
             let reason = MissingLocationReason(rawValue: (flags >> 4) & 3)
             points.append(RecordedPoint(gyroscope: GyroReading(x: x, y: y, z: z, timestamp: t), location: location,
                                         missingLocation: reason, accelerometer: accel, missedBefore: missed,
-                                        gapMilliseconds: gap))
+                                        gapMilliseconds: gap, backfilled: flags & 0x80 != 0))
         }
         return points
     }

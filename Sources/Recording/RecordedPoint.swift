@@ -107,11 +107,17 @@ public struct RecordedPoint: Hashable, Sendable {
     /// How long the gap before this point lasted: milliseconds from the previous point of the
     /// same board to this one (`gap_ms`); 0 when `missedBefore` is 0.
     public var gapMilliseconds: Int
+    /// True when the sample was not streamed but downloaded afterwards from the board's flash
+    /// log to fill a gap of the link (`backfilled`; issue 21). Its time is placed on the
+    /// streamed samples' time base.
+    public var backfilled: Bool
 
     /// A point.
     public init(gyroscope: GyroReading, location: PointLocation?, missingLocation: MissingLocationReason? = nil,
-                accelerometer: AccelerometerReading? = nil, missedBefore: Int = 0, gapMilliseconds: Int = 0) {
+                accelerometer: AccelerometerReading? = nil, missedBefore: Int = 0, gapMilliseconds: Int = 0,
+                backfilled: Bool = false) {
         self.gapMilliseconds = missedBefore > 0 ? gapMilliseconds : 0
+        self.backfilled = backfilled
         self.gyroscope = gyroscope
         self.location = location
         self.missingLocation = location == nil ? (missingLocation ?? .noFix) : nil

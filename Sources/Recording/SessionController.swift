@@ -27,6 +27,10 @@ public final class SessionController {
         /// Merge dead-reckoned fixes (marked `dead_reckoned` in documents) besides measured
         /// ones; manual input and simulator fixes are never merged.
         public var acceptsDeadReckoning = false
+        /// How long points after a gap of a board with a flash log wait for its backfill
+        /// (``SessionController/backfill(board:logged:bootOrigins:)``), milliseconds of their
+        /// time; then they are committed with the gap marked.
+        public var backfillWait = BackfillHold.defaultWait
 
         /// Defaults.
         public init() {}
@@ -66,7 +70,7 @@ public final class SessionController {
         var time: Double?
     }
 
-    private struct Session {
+    struct Session {
         var id: String
         var startedAt: Double
         var trigger: SessionTrigger
@@ -80,8 +84,8 @@ public final class SessionController {
     public private(set) var timeBase: TimeBase
     private let store: any RecordingStore
     private let makeID: () -> String
-    private var boards: [String: BoardStream] = [:]
-    private var session: Session?
+    var boards: [String: BoardStream] = [:]
+    var session: Session?
     private var failedSeals: [ChunkToSeal] = []
     private var nextSealRetry: Int64 = .min
     private var sealRetryDelay = SessionController.firstSealRetryDelay
@@ -90,6 +94,12 @@ public final class SessionController {
     private static let maxSealRetryDelay: Int64 = 30_000_000_000
     /// Boards detached during the session.
     private var resumeAt: [String: ResumePoint] = [:]
+    /// Boards whose flash log fills their gaps (see ``expectBackfill(board:_:)``).
+    var backfillBoards: Set<String> = []
+    /// Each board's recent stream, kept across its links (what logged samples are matched with).
+    var streamed: [String: StreamedWindow] = [:]
+    /// Boards whose points started waiting for a backfill since the last ``takeBackfillRequests()``.
+    var backfillRequests: Set<String> = []
     /// Sessions stopped and awaiting their hazard survey, oldest first.
     public private(set) var awaitingSurvey: [String] = []
     /// Stopped sessions that recorded no point (no records document can be written for them).
@@ -131,6 +141,7 @@ public final class SessionController {
             gyroRate: gyroRateHertz, accelerometerRate: accelerometerRateHertz,
             gyro: SampleTimestamper(configuration: gyro), accelerometer: accel,
             merger: LocationMerger(maxWait: configuration.fixWait, freshness: configuration.fixFreshness))
+        stream.backfillExpected = backfillBoards.contains(board)
         if session != nil, let resume = resumeAt.removeValue(forKey: board) {
             stream.seq = resume.seq
             stream.pointsCommitted = resume.points
@@ -147,6 +158,7 @@ public final class SessionController {
     public func detach(board: String, now: Int64) {
         guard boards[board] != nil else { return }
         drainAll(board: board, now: now)
+        releaseHold(board: board, backfilled: [])
         sealOpenChunk(board: board)
         // Everything it committed is now in a chunk (sealed, or waiting for a seal retry).
         if session != nil, let b = boards[board] {
@@ -176,6 +188,7 @@ public final class SessionController {
         guard var s = session else { throw CommandError.notRecording }
         for key in boards.keys.sorted() {
             drainAll(board: key, now: now)
+            releaseHold(board: key, backfilled: [])
             sealOpenChunk(board: key)
         }
         s = session ?? s
@@ -264,6 +277,9 @@ public final class SessionController {
         let nowMs = timeBase.epochMilliseconds(monotonic: now)
         for key in boards.keys {
             commit(board: key, boards[key]?.merger.release(now: nowMs) ?? [])
+            if let hold = boards[key]?.hold, nowMs - hold.since > configuration.backfillWait {
+                releaseHold(board: key, backfilled: [])
+            }
         }
         writeSegmentsIfDue(now: now)
     }
@@ -286,6 +302,7 @@ public final class SessionController {
         let nowMs = timeBase.epochMilliseconds(monotonic: now)
         let source = timeBase.source
         var released: [LocationMerger<GyroItem>.Located] = []
+        rememberStreamed(board: board, stamped)
         for s in stamped {
             for (k, t) in s.times.enumerated() {
                 let item = GyroItem(sample: s.payload[k], missedBefore: k == 0 ? s.missedBefore : 0, source: source)
@@ -327,7 +344,7 @@ public final class SessionController {
         return b
     }
 
-    private func point(board: String, _ l: LocationMerger<GyroItem>.Located) -> RecordedPoint {
+    func point(board: String, _ l: LocationMerger<GyroItem>.Located) -> RecordedPoint {
         let v = l.payload.sample
         return RecordedPoint(gyroscope: GyroReading(v, timestamp: l.time), location: l.location,
                              missingLocation: l.missing, accelerometer: nearestAccelerometer(board: board, time: l.time),
@@ -366,17 +383,33 @@ public final class SessionController {
         for item in items where append(board: board, item) { sealOpenChunk(board: board) }
     }
 
-    /// Adds one point to the open chunk; true when the chunk is now full.
+    /// Adds one point to the open chunk; true when the chunk is now full. After a gap of a
+    /// board with a flash log, the point and those after it are held for the backfill.
     private func append(board: String, _ l: LocationMerger<GyroItem>.Located) -> Bool {
         guard session != nil, boards[board] != nil else { return false }
         var p = point(board: board, l)
+        let previous = boards[board]?.previousPointTime
         markGap(&p, board: board)
+        if boards[board]?.hold != nil {
+            boards[board]?.hold?.points.append((p, l.payload.source))
+            return false
+        }
+        if p.missedBefore > 0, boards[board]?.backfillExpected == true {
+            boards[board]?.hold = BackfillHold(after: previous, points: [(p, l.payload.source)])
+            backfillRequests.insert(board)
+            return false
+        }
+        return commit(board: board, point: p, source: l.payload.source)
+    }
+
+    /// Commits one final point to the board's open chunk; true when the chunk is now full.
+    func commit(board: String, point p: RecordedPoint, source: TimeSource) -> Bool {
         // Mutated in place (through the dictionary's modify accessor): copying the stream
         // would copy the chunk's bytes for every point.
-        guard let full = boards[board]?.commit(p, source: l.payload.source, chunkSize: configuration.chunkSize) else { return false }
+        guard let full = boards[board]?.commit(p, source: source, chunkSize: configuration.chunkSize) else { return false }
         session?.boards.insert(board)
         session?.pointCount += 1
-        if let worst = session?.worstSource { session?.worstSource = max(worst, l.payload.source) }
+        if let worst = session?.worstSource { session?.worstSource = max(worst, source) }
         return full
     }
 
@@ -409,7 +442,7 @@ public final class SessionController {
         releaseWaitingForAccelerometer(board: board, force: true)
     }
 
-    private func sealOpenChunk(board: String) {
+    func sealOpenChunk(board: String) {
         guard let s = session, var b = boards[board], b.committedCount > 0 else { return }
         var chunk = ChunkToSeal(sessionID: s.id, board: board, seq: b.seq, bytes: b.committed, pointCount: b.committedCount,
                                 firstTimestamp: b.firstTimestamp, lastTimestamp: b.lastTimestamp,

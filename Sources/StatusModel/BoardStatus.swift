@@ -24,10 +24,17 @@ public struct BoardStatus: Codable, Sendable, Equatable {
     public var gyroSamplesInSession: Int
     /// Wall-clock time of the last notification.
     public var lastSampleAt: Double?
+    /// The board's flash log (`logging (flash N entries, full after …)`, `logging, downloading:
+    /// N entries left, about …`, `off: …`, `failed: …`); nil before the board said and from
+    /// older daemons.
+    public var flashLog: String?
+    /// Gyro samples downloaded from the flash log that filled gaps of the stream (nil from older
+    /// daemons and before any).
+    public var gyroSamplesBackfilled: Int?
 
     enum CodingKeys: String, CodingKey {
         case address, state, model, missingIdentity, batteryPercent, batteryMillivolts, gyroRateHz, accelerometerRateHz
-        case gyroSamplesReceived, gyroSamplesInSession, lastSampleAt
+        case gyroSamplesReceived, gyroSamplesInSession, lastSampleAt, flashLog, gyroSamplesBackfilled
         case isStreaming = "streaming"
     }
 

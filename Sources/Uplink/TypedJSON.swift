@@ -119,6 +119,7 @@ extension JSONWriter {
             raw(#","gap_ms":"#)
             typedInteger(Int64(p.gapMilliseconds))
         }
+        if p.backfilled { raw(#","backfilled":{"booleanValue":true}"#) }
         raw("}}}")
     }
 

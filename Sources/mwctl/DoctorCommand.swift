@@ -43,6 +43,7 @@ struct DoctorCommand: AsyncParsableCommand {
             checks.append(adapter())
         }
         checks += boardIdentity(status)
+        checks += flashLogs(status)
         checks += gnss(status)
         checks.append(clock(status))
         checks.append(disk(status))
@@ -131,6 +132,18 @@ struct DoctorCommand: AsyncParsableCommand {
                 Check(name: "board \(board.address) identity", level: .warn, detail: "\(board.model ?? "model unknown"): \($0)",
                       fix: "recording is not affected; to see model and firmware, let bluetoothd export Device Information "
                           + "(e.g. start it with --noplugin=deviceinfo) and reconnect the board")
+            }
+        }
+    }
+
+    /// Each board's flash log (what backfills the link's gaps): its capacity, or why it is off.
+    private func flashLogs(_ status: GatewayStatus?) -> [Check] {
+        (status?.boards ?? []).compactMap { board in
+            board.flashLog.map { flash in
+                let failed = flash.hasPrefix("failed")
+                return Check(name: "board \(board.address) flash log", level: failed ? .warn : .ok, detail: flash,
+                             fix: failed ? "streaming is not affected, but link gaps cannot be filled; reconnect the board, "
+                                 + "or reset it if its logger slots are taken by another app" : nil)
             }
         }
     }

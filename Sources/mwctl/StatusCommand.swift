@@ -89,6 +89,7 @@ enum StatusView {
         if s.boards.isEmpty { lines.append("Boards:   none (mwctl boards scan / boards add ADDRESS)") }
         for (index, row) in BoardRow.table(s.boards, at: s.generatedAt).enumerated() {
             lines.append("\(index == 0 ? "Boards:  " : "         ") \(row)")
+            if let flash = s.boards[index].flashLog { lines.append("            flash log: \(flash)") }
         }
         let g = s.gnss
         var fix = "GNSS:     "

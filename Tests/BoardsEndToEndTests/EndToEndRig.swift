@@ -127,6 +127,7 @@ final class EventRecorder: @unchecked Sendable {
         case sample(ReceivedSample)
         case state(BoardState)
         case button(ButtonEvent, togglesSession: Bool)
+        case flashLog(FlashLogStatus)
         case marker(String)
         case other
     }
@@ -147,6 +148,7 @@ final class EventRecorder: @unchecked Sendable {
             return
         case .state(let state): entry = .state(state)
         case .button(let button, let toggles): entry = .button(button, togglesSession: toggles)
+        case .flashLog(let status): entry = .flashLog(status)
         default: entry = .other
         }
         append(entry, for: event.board)
@@ -169,6 +171,10 @@ final class EventRecorder: @unchecked Sendable {
 
     func samples(_ board: BluetoothAddress) -> [ReceivedSample] {
         entries(board).compactMap { if case .sample(let s) = $0 { s } else { nil } }
+    }
+
+    func flashLog(_ board: BluetoothAddress) -> [FlashLogStatus] {
+        entries(board).compactMap { if case .flashLog(let s) = $0 { s } else { nil } }
     }
 
     func states(_ board: BluetoothAddress) -> [BoardState] {

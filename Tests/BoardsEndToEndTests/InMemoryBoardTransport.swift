@@ -111,6 +111,9 @@ final class InMemoryBoard: @unchecked Sendable {
 
     /// Whether the gyro streams.
     var gyroStreaming: Bool { lock.withLock { model.state(.gyro).isStreaming } }
+
+    /// Reads or changes the board model directly (as another app, or to look at its flash).
+    func withModel<T>(_ body: (inout SimulatedBoard) -> T) -> T { lock.withLock { body(&model) } }
 }
 
 /// One link of an ``InMemoryBoardTransport``: writes reach the board model, its replies and

@@ -287,8 +287,8 @@ struct BufferStoreTests {
         let gpx = SessionExporter.render(data, format: .gpx)
         #expect(gpx.components(separatedBy: "<trkpt").count - 1 == 120)
         // The gap in every format: CSV columns, JSON fields, GeoJSON gaps, a new GPX segment.
-        #expect(csv[0].hasSuffix(",missed before,gap (ms),location dead reckoned"))
-        #expect(csv.filter { $0.hasSuffix(",4,50,") }.count == 1 && csv.filter { $0.hasSuffix(",0,0,") }.count == 119)
+        #expect(csv[0].hasSuffix(",missed before,gap (ms),location dead reckoned,backfilled"))
+        #expect(csv.filter { $0.hasSuffix(",4,50,,") }.count == 1 && csv.filter { $0.hasSuffix(",0,0,,") }.count == 119)
         let jsonPoints = json?["points"] as? [[String: Any]] ?? []
         #expect(jsonPoints.filter { $0["missed_before"] as? Int == 4 && $0["gap_ms"] as? Int == 50 }.count == 1)
         let features = geo?["features"] as? [[String: Any]] ?? []

@@ -11,7 +11,7 @@ import Testing
 struct ExportFidelityTests {
     struct GeoJSON: Decodable {
         struct Feature: Decodable {
-            struct Properties: Decodable { var dead_reckoned: [Bool] }
+            struct Properties: Decodable { var dead_reckoned: [Bool]; var backfilled: [Bool] }
             struct Geometry: Decodable { var coordinates: [[Double]] }
             var properties: Properties
             var geometry: Geometry
@@ -31,7 +31,8 @@ struct ExportFidelityTests {
                 gyroscope: GyroReading(MotionSamples(single: raw, scale: 16.4)[0], timestamp: t),
                 location: i % 9 == 0 ? nil : PointLocation(latitude: 0.000_012_345 + Double(i) / 3e5, longitude: -8.123_456_789_012 - Double(i) / 7e5,
                                                             timestamp: t, accuracy: Float(Double(i) * 0.17), age: 3, deadReckoned: i % 5 == 0),
-                accelerometer: AccelerometerReading(MotionSamples(single: raw, scale: 4096)[0], timestamp: t))
+                accelerometer: AccelerometerReading(MotionSamples(single: raw, scale: 4096)[0], timestamp: t),
+                backfilled: (40..<60).contains(i))
         }
         try store.seal(ChunkToSeal(sessionID: id, board: "B1", seq: 0, bytes: PointCodec.encode(points), pointCount: points.count,
                                    firstTimestamp: points[0].gyroscope.timestamp, lastTimestamp: points[199].gyroscope.timestamp,
@@ -47,9 +48,11 @@ struct ExportFidelityTests {
         func column(_ name: String) throws -> Int { try #require(header.firstIndex(of: name), "no column \(name)") }
         let x = try column("x-axis (deg/s)"), ax = try column("accel x (g)"), lat = try column("latitude (deg)")
         let lon = try column("longitude (deg)"), accuracy = try column("accuracy (m)"), dr = try column("location dead reckoned")
+        let backfilled = try column("backfilled")
         #expect(rows.count == points.count + 1)
         for (p, row) in zip(points, rows.dropFirst()) {
             #expect(row.count == header.count)
+            #expect(row[backfilled] == (p.backfilled ? "true" : ""))
             #expect(Float(row[x])?.bitPattern == p.gyroscope.x.bitPattern, "\(row[x])")
             #expect(Float(row[ax])?.bitPattern == p.accelerometer?.x.bitPattern, "\(row[ax])")
             #expect([x, ax, lat, lon, accuracy].allSatisfy { !row[$0].contains("e") }, "no exponent: \(row)")
@@ -76,10 +79,16 @@ struct ExportFidelityTests {
         #expect(coordinates.map { $0[1] } == located.map(\.latitude))
         #expect(coordinates.map { $0[0] } == located.map(\.longitude))
         #expect(flags == located.map(\.deadReckoned))
+        let locatedPoints = points.filter { $0.location != nil }
+        #expect(feature.properties.backfilled == locatedPoints.map(\.backfilled))
+        #expect(feature.properties.backfilled.contains(true))
 
         let gpx = SessionExporter.render(data, format: .gpx)
         let trackpoints = gpx.components(separatedBy: "<trkpt ").dropFirst()
         #expect(trackpoints.count == located.count)
+        for (p, text) in zip(locatedPoints, trackpoints) {
+            #expect(text.contains("<cmt>backfilled from the board's flash log</cmt>") == p.backfilled)
+        }
         for (l, text) in zip(located, trackpoints) {
             let fields = text.split(separator: "\"")
             #expect(Double(String(fields[1]))?.bitPattern == l.latitude.bitPattern, "\(fields[1])")

@@ -142,6 +142,12 @@ let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         #expect(packed.boards.sampleMode == .packed)
     }
 
+    @Test func backfillIsOnUnlessTurnedOff() throws {
+        #expect(try parse("").boards.backfill)
+        #expect(try parse("[boards]\nbackfill = false\n").boards.backfill == false)
+        #expect(issues("[boards]\nbackfill = \"no\"\n") == ["/etc/mwgate/mwgated.toml:2: boards.backfill: expected true or false, got a string"])
+    }
+
     @Test func gnssSources() throws {
         #expect(try parse("[gnss]\nsource = \"gpsd://localhost\"\n").gnss.source == .gpsd(host: "localhost", port: 2947))
         #expect(try parse("[gnss]\nsource = \"none\"\n", gps: true).gnss.source == nil)

@@ -72,6 +72,16 @@ struct GatewayPipelineTests {
             }
             let chunks = try h.gateway.store.sessions().first { $0.id == sessionID }
             #expect(chunks?.state == "submitted")
+            // Backfill is on by default: each board logged its gyro and accelerometer to flash
+            // (two loggers each, two entries per sample) and the status says so.
+            for (index, address) in h.addresses.enumerated() {
+                let flash = try await h.simulator.flashLog(index)
+                #expect(flash.isLogging)
+                #expect(flash.triggers.compactMap { $0 }.count == 4)
+                #expect(flash.storedCount >= 2 * (emittedAfter[index] - emittedBefore[index]))
+                let shown = status.boards.first { $0.address == address.rawValue }?.flashLog
+                #expect(shown?.hasPrefix("logging (flash") == true, "\(String(describing: shown))")
+            }
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import MetaWear
+import Basics
 import Recording
 import Testing
 
@@ -80,5 +81,25 @@ struct ValueFidelityTests {
         point.location?.deadReckoned = false
         #expect(try PointCodec.decode(old) == [point])
         #expect(RealtimeDataDocument.value(point).firestoreSize + 15 == RealtimeDataDocument.value(try PointCodec.decode(bytes)[0]).firestoreSize)
+    }
+
+    @Test func backfilledPointsSaySoInEveryWriterAndOldBlobsReadUnchanged() throws {
+        var point = RecordedPoint(gyroscope: GyroReading(x: 1, y: 2, z: 3, timestamp: 1), location: nil, missedBefore: 0, backfilled: true)
+        let bytes = PointCodec.encode([point])
+        #expect(bytes[0] & 0x80 == 0x80)
+        #expect(try PointCodec.decode(bytes) == [point])
+        #expect(RealtimeDataDocument.value(point).jsonText.hasSuffix(#""location_missing":"no_fix","backfilled":true}"#))
+        var plain = JSONWriter(capacity: 256)
+        plain.plainPoint(point)
+        #expect(plain.text.hasSuffix(#","backfilled":true}"#), "\(plain.text)")
+        // 'backfilled' 11 + bool 1.
+        #expect(RealtimeDataDocument.value(point).firestoreSize == RealtimeDataDocument.value(RecordedPoint(
+            gyroscope: point.gyroscope, location: nil)).firestoreSize + 12)
+        // A record as written before the flag existed: bit 7 clear, a streamed point.
+        var old = bytes
+        old[0] &= ~0x80
+        point.backfilled = false
+        #expect(try PointCodec.decode(old) == [point])
+        #expect(!RealtimeDataDocument.value(point).jsonText.contains("backfilled"))
     }
 }

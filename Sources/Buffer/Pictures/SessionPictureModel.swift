@@ -168,22 +168,29 @@ extension SessionPictureModel {
     }
 
     /// One board's samples and shaded stretches. A point's gap (`missedBefore`, lasting
-    /// `gapMilliseconds`) shades the time from the previous sample to it. (When points carry a
-    /// backfilled flag, its runs become `.backfilled` stretches here and their edges break the line.)
+    /// `gapMilliseconds`) shades the time from the previous sample to it; a run of backfilled
+    /// points shades from its first to its last sample.
     static func trace(board: String, points: [RecordedPoint]) -> BoardTrace {
         var samples: [Sample] = []
         var shaded: [ShadedStretch] = []
+        var backfilledRun: (start: Double, end: Double)?
         samples.reserveCapacity(points.count)
         for point in points {
             let g = point.gyroscope
             let gap = point.missedBefore > 0
+            if let run = backfilledRun, !point.backfilled || gap {
+                shaded.append(ShadedStretch(kind: .backfilled, start: run.start, end: run.end))
+                backfilledRun = nil
+            }
             if gap {
                 // Older points have no gap duration: the previous sample of the board bounds it.
                 let start = point.gapMilliseconds > 0 ? g.timestamp - Double(point.gapMilliseconds) : samples.last?.time ?? g.timestamp
                 shaded.append(ShadedStretch(kind: .gap(missedSamples: point.missedBefore), start: start, end: g.timestamp))
             }
+            if point.backfilled { backfilledRun = (backfilledRun?.start ?? g.timestamp, g.timestamp) }
             samples.append(Sample(time: g.timestamp, x: Double(g.x), y: Double(g.y), z: Double(g.z), breaksLine: gap))
         }
+        if let run = backfilledRun { shaded.append(ShadedStretch(kind: .backfilled, start: run.start, end: run.end)) }
         return BoardTrace(board: board, samples: samples, shaded: shaded)
     }
 

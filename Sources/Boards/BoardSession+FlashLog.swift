@@ -1,0 +1,130 @@
+import BlueZ
+import MetaWear
+
+/// The board's flash log while streaming (issue 21 part 1): the board keeps its own copy of
+/// every gyro (and accelerometer) sample, so what a link drop, a stall or a gateway restart
+/// misses is still on the board.
+extension BoardSession {
+    /// The writes that start the flash log on this link, before the sensors start (empty when
+    /// the option is off or the board has no logging module). On the first link the trigger
+    /// slots are read first and logging starts once the replies are in; the link's
+    /// notifications are grouped only after that.
+    func startFlashLog(_ description: BoardDescription) -> [Packet] {
+        guard let status = flashLogAvailability(description) else {
+            emitFlashLog(.off(reason: options.flashLogging ? "the board has no logging module" : "turned off ([boards] backfill = false)"))
+            return []
+        }
+        guard current?.flashStart == nil, current?.flashLogging == false else { return [] }
+        let sensors = options.configuration.sensors.map(\.0)
+        var start = FlashLogStart(sensors: sensors, chip: description.chip, triggerSlots: status.triggerSlots, known: flashLoggers)
+        let (writes, outcome) = start.start()
+        if let outcome {
+            flashLogEnded(outcome, capabilities: status)
+        } else {
+            current?.flashStart = start
+            emitFlashLog(.starting)
+            armReplyTimer(.flashLog)
+        }
+        return writes
+    }
+
+    /// What the board's logging module offers, nil when the flash log is off or absent.
+    func flashLogAvailability(_ description: BoardDescription) -> LoggingCapabilities? {
+        guard options.flashLogging, let info = description.modules[.logging], info.isPresent else { return nil }
+        return LoggingCapabilities(moduleInfo: info, model: description.model)
+            ?? LoggingCapabilities(revision: info.revision ?? 0, triggerSlots: 8, capacityEntries: nil, pageEntries: nil)
+    }
+
+    /// Whether a notification is the logging module's (module 0x0B) other than the clock.
+    static func isLogging(_ notification: GattNotification) -> Bool {
+        notification.bytes.count >= 2 && notification.bytes[0] == ModuleID.logging.rawValue && notification.bytes[1] != 0x84
+    }
+
+    /// A logging notification while the flash log starts or downloads.
+    func flashLogReceived(_ notification: GattNotification) {
+        if current?.download != nil { return downloadReceived(notification) }
+        let bytes = notification.bytes
+        guard var start = current?.flashStart else { return }
+        let (writes, outcome) = start.receive(bytes)
+        current?.flashStart = start
+        write(writes)
+        if let outcome {
+            current?.replyTimer += 1
+            flashLogEnded(outcome, capabilities: description.flatMap(flashLogAvailability))
+        } else if !writes.isEmpty {
+            armReplyTimer(.flashLog)
+        }
+    }
+
+    /// The board did not answer the flash log's start in time: streaming goes on without it.
+    func flashLogTimedOut() {
+        guard var start = current?.flashStart else { return }
+        let outcome = start.timedOut()
+        flashLogEnded(outcome, capabilities: nil)
+    }
+
+    private func flashLogEnded(_ outcome: FlashLogStart.Outcome, capabilities: LoggingCapabilities?) {
+        if current?.flashStart != nil { current?.operations.yield(.groupNotifications) }
+        current?.flashStart = nil
+        switch outcome {
+        case .logging(let loggers):
+            flashLoggers = loggers
+            current?.flashLogging = true
+            let configuration = options.configuration
+            var rates: [MotionSensor: Double] = [:]
+            if let gyro = configuration.gyro { rates[.gyro] = gyro.rate.hertz }
+            if let accelerometer = configuration.accelerometer { rates[.accelerometer] = accelerometer.rate.hertz }
+            let budget = LogBudget(capacityEntries: capabilities?.capacityEntries, rates: rates)
+            emitFlashLog(.logging(loggers: loggers, capacityEntries: budget.capacityEntries, secondsToFull: budget.secondsToFull))
+        case .failed(let reason, let cleanup):
+            write(cleanup)
+            emitFlashLog(.failed(reason: reason))
+        }
+    }
+
+    private func emitFlashLog(_ status: FlashLogStatus) {
+        guard status != flashLogStatus else { return }
+        if case .logging = status { flashLogLogging = status }
+        flashLogStatus = status
+        emit(.flashLog(status))
+    }
+
+    // MARK: Download
+
+    /// Downloads the flash log in the background while logging and streaming go on, and
+    /// reports the gyro samples it held (``BoardEvent/Kind/flashLogDownloaded(_:)``). Pages
+    /// are confirmed (deleted on the board) as they arrive. Nothing when the flash log is not
+    /// running on the current link or a download already runs; a lost link ends it.
+    public func downloadFlashLog() {
+        guard current?.flashLogging == true, current?.download == nil, let loggers = flashLoggers,
+              let description, let capabilities = flashLogAvailability(description) else { return }
+        var downloader = LogDownloader(revision: capabilities.revision, loggers: loggers)
+        current?.downloaded = []
+        write(downloader.begin())
+        current?.download = downloader
+    }
+
+    private func downloadReceived(_ notification: GattNotification) {
+        guard var downloader = current?.download else { return }
+        let nanoseconds = Int64((notification.receivedAt - Self.epoch) / .nanoseconds(1))
+        let step = downloader.receive(notification.bytes, at: nanoseconds)
+        current?.download = downloader
+        current?.downloaded += step.samples.filter { $0.sensor == .gyro }.map(\.sample)
+        write(step.writes)
+        let progress = downloader.progress
+        if downloader.state == .finished {
+            current?.download = nil
+            let download = FlashLogDownload(gyro: current?.downloaded ?? [], clock: description?.boardClock,
+                                            clockReadAt: current?.handshakeEndedAt, duplicatesDropped: downloader.duplicatesDropped,
+                                            orphanedEntries: downloader.orphanedEntries)
+            current?.downloaded = []
+            emitFlashLog(flashLogLogging ?? .starting)
+            emit(.flashLogDownloaded(download))
+        } else if case .success(.progress)? = LogNotificationDecoder.decode(notification.bytes) {
+            emitFlashLog(.downloading(entriesLeft: Int(progress.left), secondsLeft: progress.secondsLeft))
+        }
+    }
+
+    /// A fixed origin for the downloader's notification times.
+    private static let epoch = ContinuousClock.now
+}

@@ -1,0 +1,143 @@
+import BlueZ
+import Boards
+import MetaWear
+import MetaWearBoardModel
+import Testing
+
+/// The board session keeps the board's flash log running while it streams (issue 21 part 1),
+/// over an in-memory transport with the board model answering.
+@Suite("Board session: flash log while streaming")
+struct FlashLogSessionTests {
+    private let address = BluetoothAddress("D1:5E:AA:0F:0F:02")!
+
+    private func options(flashLogging: Bool) throws -> BoardSessionOptions {
+        var options = try testOptions(pauseAfterConnectionParameters: 0)
+        options.watchdogMinimum = .milliseconds(200)
+        options.flashLogging = flashLogging
+        return options
+    }
+
+    private func withSession(_ transport: InMemoryBoardTransport, flashLogging: Bool = true,
+                             _ body: (BoardSession, EventRecorder) async throws -> Void) async throws {
+        let session = BoardSession(address: address, options: try options(flashLogging: flashLogging), transport: transport)
+        let recorder = EventRecorder()
+        let forwarder = recordEvents(session.events, into: recorder)
+        async let running: Void = session.run()
+        var failure: (any Error)?
+        do { try await body(session, recorder) } catch { failure = error }
+        await session.stop()
+        await running
+        await forwarder.value
+        if let failure { throw failure }
+    }
+
+    private func link(_ transport: InMemoryBoardTransport, _ index: Int) async throws -> InMemoryLink {
+        try await waitUntil("link \(index + 1)") { await transport.links.count > index }
+        return await transport.links[index]
+    }
+
+    /// A logging-module write other than the handshake's module-info and clock reads.
+    private func isFlashLogWrite(_ bytes: [UInt8]) -> Bool {
+        bytes.count >= 2 && bytes[0] == 0x0B && bytes[1] != 0x80 && bytes[1] != 0x84
+    }
+
+    private func isLogging(_ status: FlashLogStatus?) -> Bool {
+        if case .logging = status { true } else { false }
+    }
+
+    @Test func theBoardLogsWhatItStreamsAndAReconnectRestartsLoggingWithoutNewLoggers() async throws {
+        let transport = InMemoryBoardTransport()
+        try await withSession(transport) { _, recorder in
+            try await waitUntil("streaming") { recorder.isStreaming(address) }
+            try await waitUntil("logging") { isLogging(recorder.flashLog(address).last) }
+            let first = try await link(transport, 0)
+            // Every trigger slot read once, then the SDK's gyro triggers on the BMI160's data register
+            // and the start with overwrite (metawear-logging.md §4.3, §4.5, §5.1).
+            let logging = first.writes.filter { isFlashLogWrite($0) }
+            #expect(logging == (0..<8).map { [0x0B, 0x82, UInt8($0)] }
+                    + [[0x0B, 0x02, 0x13, 0x05, 0xFF, 0x60], [0x0B, 0x02, 0x13, 0x05, 0xFF, 0x24], [0x0B, 0x0B, 0x01], [0x0B, 0x01, 0x01]])
+            #expect(recorder.flashLog(address) == [.starting, .logging(loggers: [.gyro: LoggerIDs(xy: 0, z: 1)],
+                                                                       capacityEntries: nil, secondsToFull: nil)])
+            #expect(transport.board.withModel { $0.flashLog.isLogging })
+            let stored = transport.board.withModel { $0.flashLog.storedCount }
+            first.stream(milliseconds: 300)
+            #expect(transport.board.withModel { $0.flashLog.storedCount } == stored + 60, "two entries per gyro sample")
+            #expect(recorder.states(address).allSatisfy { if case .lost = $0 { false } else { true } })
+
+            await transport.dropLink()
+            let second = try await link(transport, 1)
+            try await waitUntil("streaming again") { recorder.states(address).filter { $0 == .handshaking }.count == 2 && recorder.isStreaming(address) }
+            try await waitUntil("logging restarted") { second.writes.contains([0x0B, 0x01, 0x01]) }
+            let again = second.writes.filter { isFlashLogWrite($0) }
+            #expect(again == [[0x0B, 0x0B, 0x01], [0x0B, 0x01, 0x01]], "the loggers are known: no slot reads, no new triggers")
+            #expect(transport.board.withModel { $0.flashLog.triggers.compactMap { $0 }.count } == 2)
+        }
+        let last = try #require(await transport.links.last)
+        #expect(last.writes.contains([0x0B, 0x01, 0x00]), "the stop ends logging")
+    }
+
+    @Test func loggersLeftOnTheBoardByAnEarlierGatewayAreReused() async throws {
+        let transport = InMemoryBoardTransport()
+        // An earlier gateway (killed) allocated an accelerometer logger's x/y, then the gyro's two.
+        _ = transport.board.withModel { board in
+            (LoggingCommands.triggers(.accelerometer, chip: .bmi160).prefix(1) + LoggingCommands.triggers(.gyro, chip: .bmi160))
+                .map { board.write($0.bytes) }
+        }
+        try await withSession(transport) { _, recorder in
+            try await waitUntil("logging") { isLogging(recorder.flashLog(address).last) }
+            #expect(recorder.flashLog(address).last == .logging(loggers: [.gyro: LoggerIDs(xy: 1, z: 2)], capacityEntries: nil, secondsToFull: nil))
+            let first = try await link(transport, 0)
+            #expect(!first.writes.contains { $0.count == 6 && $0[1] == 0x02 }, "no trigger allocated")
+            #expect(transport.board.withModel { $0.flashLog.triggers.compactMap { $0 }.count } == 3)
+        }
+    }
+
+    @Test func aMetaMotionSShowsItsFlashAndHowLongItLasts() async throws {
+        let transport = InMemoryBoardTransport(profile: .metaMotionS)
+        try await withSession(transport) { _, recorder in
+            try await waitUntil("logging") { isLogging(recorder.flashLog(address).last) }
+            let status = try #require(recorder.flashLog(address).last)
+            guard case .logging(let loggers, let capacity, let seconds) = status else { return }
+            #expect(loggers[.gyro] != nil)
+            #expect(capacity == 66_781_184)
+            #expect(seconds == 66_781_184.0 / 200)
+            #expect(status.description == "logging (flash 66781184 entries, full after 92 h 45 min, then overwrites the oldest)")
+            let first = try await link(transport, 0)
+            #expect(first.writes.contains([0x0B, 0x02, 0x13, 0x04, 0xFF, 0x60]), "BMI270 gyro data register 13 04 (P1)")
+        }
+    }
+
+    @Test func turnedOffTheFlashIsLeftAlone() async throws {
+        let transport = InMemoryBoardTransport()
+        try await withSession(transport, flashLogging: false) { _, recorder in
+            try await waitUntil("streaming") { recorder.isStreaming(address) }
+            let first = try await link(transport, 0)
+            first.stream(milliseconds: 100)
+            #expect(first.writes.filter { isFlashLogWrite($0) }.isEmpty)
+            #expect(recorder.flashLog(address) == [.off(reason: "turned off ([boards] backfill = false)")])
+            #expect(transport.board.withModel { $0.flashLog.storedCount } == 0)
+        }
+    }
+
+    @Test func aBoardThatNeverAnswersTheTriggerStreamsWithoutTheLog() async throws {
+        let transport = InMemoryBoardTransport()
+        transport.board.withModel { $0.faults.unansweredTriggers = 1 }
+        try await withSession(transport) { _, recorder in
+            try await waitUntil("streaming") { recorder.isStreaming(address) }
+            let first = try await link(transport, 0)
+            // The board streams on (the watchdog would otherwise restart the link) while the
+            // start waits a second for the reply.
+            try await waitUntil("the start gave up (\(recorder.flashLog(address)))", within: .seconds(10)) {
+                first.stream(milliseconds: 50)
+                if case .failed = recorder.flashLog(address).last { return true }
+                try? await Task.sleep(for: .milliseconds(50))
+                return false
+            }
+            let status = recorder.flashLog(address).last
+            #expect(status?.description.contains("did not answer the gyro logger trigger (0B 02)") == true, "\(String(describing: status))")
+            first.stream(milliseconds: 100)
+            try await waitUntil("samples") { recorder.samples(address).count >= 10 }
+            #expect(await transport.links.count == 1, "the stream stays on its link")
+        }
+    }
+}

@@ -1,0 +1,161 @@
+import Basics
+import MetaWear
+import MetaWearBoardModel
+import Recording
+import Testing
+
+/// The recorder fills a board's gaps from its flash log before the chunk holding them is
+/// sealed (issue 21 part 2): a board model logs its gyro while streaming, the stream loses 8 s,
+/// the log is downloaded with the SDK's readout and handed to the controller.
+@Suite("Backfill merged into the session")
+struct BackfillMergeTests {
+    struct Outcome {
+        var points: [RecordedPoint]
+        var backfill: SessionController.BackfillOutcome
+        var delivered: Int
+        /// True time of each sample index, monotonic nanoseconds.
+        var truth: [UInt64: UInt64]
+        var heldAtDownload: Bool
+    }
+
+    /// Records `seconds` of 100 Hz gyro with `hole` (start, end, seconds) lost: a link drop
+    /// (detach and re-attach) or a stall (left attached); at `downloadAt` the board's log is
+    /// read out (on a copy of the board, in simulated time) and handed to the controller.
+    func record(seconds: Double, hole: (Double, Double), reattach: Bool, downloadAt: Double?, seed: UInt64) throws -> Outcome {
+        let store = MemoryStore()
+        let base = TimeBase(wallNanoseconds: 1_800_000_000_000_000_000, monotonicNanoseconds: 0, systemClockSynchronised: true)
+        let controller = SessionController(store: store, timeBase: base)
+        var board = SimulatedBoard(profile: .metaMotionR, seed: 5)
+        board.tickAtPowerOn = 123_456
+        let ids = LoggingCommands.triggers(.gyro, chip: .bmi160).flatMap { board.write($0.bytes).notifications }.compactMap { reply -> UInt8? in
+            guard case .success(.triggerAllocated(let id))? = LogNotificationDecoder.decode(reply) else { return nil }
+            return id
+        }
+        for p in LoggingCommands.start(overwriteWhenFull: true) + Commands.startGyro(GyroConfiguration(rate: .hz100, range: .dps2000), mode: .single, chip: .bmi160) {
+            _ = board.write(p.bytes)
+        }
+        controller.expectBackfill(board: "B", true)
+        controller.attach(board: "B", gyroRateHertz: 100)
+        try controller.start(trigger: .controlAPI, now: 0)
+        let decoder = NotificationDecoder(chip: .bmi160, gyroRange: .dps2000, accelerometerRange: .g4)
+        var now: Int64 = 0
+        var rng = SeededRandom(seed: seed)
+        print("BackfillMergeTests seed \(seed)")
+        var delivered = 0
+        var inHole = false
+        var truth: [UInt64: UInt64] = [:]
+        var outcome = SessionController.BackfillOutcome()
+        var downloaded = false
+        var heldAtDownload = false
+        while Double(now) < seconds * 1e9 {
+            now += Int64(Double.random(in: 7.5e6...30e6, using: &rng))
+            let t = Double(now) / 1e9
+            let holeNow = t >= hole.0 && t < hole.1
+            if holeNow != inHole {
+                inHole = holeNow
+                if reattach {
+                    if holeNow { controller.detach(board: "B", now: now) } else { controller.attach(board: "B", gyroRateHertz: 100) }
+                }
+            }
+            for n in board.advance(to: UInt64(now)) {
+                let event = decoder.decode(n.bytes)
+                if case .gyro(let s) = event {
+                    truth[UInt64(UInt16(bitPattern: s.raw(0).x))] = n.nanoseconds
+                    if holeNow { continue }
+                    delivered += s.count
+                }
+                controller.ingest(board: "B", event: event, receivedAt: now)
+            }
+            controller.tick(now: now)
+            if let downloadAt, !downloaded, t >= downloadAt {
+                downloaded = true
+                heldAtDownload = controller.isWaitingForBackfill(board: "B")
+                let (logged, origins) = download(board, loggers: LoggerIDs(xy: ids[0], z: ids[1]))
+                outcome = controller.backfill(board: "B", logged: logged, bootOrigins: origins)
+            }
+        }
+        try controller.stop(trigger: .controlAPI, now: now)
+        var points: [RecordedPoint] = []
+        for (_, chunk) in store.sealed where chunk.board == "B" { points += try PointCodec.decode(chunk.bytes) }
+        return Outcome(points: points, backfill: outcome, delivered: delivered, truth: truth, heldAtDownload: heldAtDownload)
+    }
+
+    /// The whole log read out on a copy of the board (its clock read first, as at connect).
+    func download(_ live: SimulatedBoard, loggers: LoggerIDs) -> ([LoggedSample], [UInt8: Int64]) {
+        var board = live
+        var origins: [UInt8: Int64] = [:]
+        if let reply = board.write([0x0B, 0x84]).notifications.first, reply.count == 7 {
+            let tick = UInt32(reply[2]) | UInt32(reply[3]) << 8 | UInt32(reply[4]) << 16 | UInt32(reply[5]) << 24
+            origins[reply[6] & 7] = Int64(board.nanoseconds) - Int64(BoardTicks.milliseconds(UInt64(tick)) * 1e6)
+        }
+        var downloader = LogDownloader(revision: 2, loggers: [.gyro: loggers])
+        var samples: [LoggedSample] = []
+        func send(_ packets: [Packet]) {
+            for packet in packets {
+                for reply in board.write(packet.bytes).notifications { feed(reply, at: board.nanoseconds) }
+            }
+        }
+        func feed(_ bytes: [UInt8], at time: UInt64) {
+            let step = downloader.receive(bytes, at: Int64(time))
+            samples += step.samples.map(\.sample)
+            send(step.writes)
+        }
+        send(downloader.begin())
+        let end = board.nanoseconds + 120_000_000_000
+        while board.nanoseconds < end, downloader.state != .finished {
+            for n in board.advance(to: board.nanoseconds + 5_000_000) where n.bytes.first == 0x0B { feed(n.bytes, at: n.nanoseconds) }
+        }
+        return (samples, origins)
+    }
+
+    /// Sample index of a point (x is the index, mod 2^16, in the checkable signal).
+    func index(_ p: RecordedPoint) -> UInt64 { UInt64(UInt16(bitPattern: Int16((Double(p.gyroscope.x) * 16.4).rounded()))) }
+
+    func check(_ o: Outcome, sourceLocation: SourceLocation = #_sourceLocation) {
+        let indices = o.points.map(index)
+        #expect(o.heldAtDownload, "the points after the gap waited", sourceLocation: sourceLocation)
+        #expect(Set(indices).count == indices.count, "no sample twice", sourceLocation: sourceLocation)
+        #expect(zip(o.points, o.points.dropFirst()).allSatisfy { $0.gyroscope.timestamp < $1.gyroscope.timestamp },
+                "time order", sourceLocation: sourceLocation)
+        let first = indices.min() ?? 0, last = indices.max() ?? 0
+        #expect(UInt64(indices.count) == last - first + 1, "every sample from the first to the last: \(indices.count) of \(last - first + 1)",
+                sourceLocation: sourceLocation)
+        let backfilled = o.points.filter(\.backfilled)
+        #expect(backfilled.count == o.backfill.filled && o.backfill.filled >= 790 && o.backfill.filled <= 810,
+                "8 s of 100 Hz filled: \(o.backfill)", sourceLocation: sourceLocation)
+        #expect(o.points.count == o.delivered + backfilled.count, sourceLocation: sourceLocation)
+        #expect(o.points.reduce(0) { $0 + $1.missedBefore } == 0 && o.backfill.stillMissing == 0, "no gap left", sourceLocation: sourceLocation)
+        // Backfilled times against the board's own sample times, on the streamed time base.
+        var errors = backfilled.compactMap { p -> Double? in
+            guard let truth = o.truth[index(p)] else { return nil }
+            return abs(p.gyroscope.timestamp - (1.8e12 + Double(truth) / 1e6))
+        }
+        errors.sort()
+        #expect(errors.count == backfilled.count, sourceLocation: sourceLocation)
+        let median = errors.isEmpty ? .infinity : errors[errors.count / 2]
+        #expect(median < 1, "median error \(median) ms", sourceLocation: sourceLocation)
+    }
+
+    @Test(arguments: [21, 22] as [UInt64])
+    func anEightSecondLinkDropIsFilledExactly(seed: UInt64) throws {
+        let o = try record(seconds: 40, hole: (10, 18), reattach: true, downloadAt: 25, seed: seed)
+        check(o)
+    }
+
+    @Test func anEightSecondStallIsFilledExactly() throws {
+        let o = try record(seconds: 40, hole: (10, 18), reattach: false, downloadAt: 25, seed: 23)
+        check(o)
+    }
+
+    /// No download within the wait: the held points are committed with the gap marked.
+    @Test func withoutTheLogTheGapStaysMarked() throws {
+        let o = try record(seconds: 90, hole: (10, 18), reattach: true, downloadAt: nil, seed: 24)
+        let indices = o.points.map(index)
+        #expect(Set(indices).count == indices.count)
+        #expect(o.points.allSatisfy { !$0.backfilled })
+        #expect(o.points.count == o.delivered)
+        let missed = o.points.reduce(0) { $0 + $1.missedBefore }
+        #expect((790...810).contains(missed), "missed \(missed)")
+        #expect(zip(o.points, o.points.dropFirst()).allSatisfy { $0.gyroscope.timestamp < $1.gyroscope.timestamp })
+    }
+}
