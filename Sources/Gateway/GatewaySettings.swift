@@ -60,8 +60,9 @@ public struct GatewaySettings: Sendable {
     /// fixes always do, manual input and simulator fixes never.
     public var acceptDeadReckoning: Bool = false
     /// Whether each board also logs its streamed sensors to its flash while streaming, so
-    /// the gaps of the link can be filled from the board (`[boards] backfill`, default on).
-    public var backfill: Bool = true
+    /// the gaps of the link can be filled from the board (`[boards] backfill`). Off by
+    /// default until it is complete: see docs/configuration.md.
+    public var backfill: Bool = false
 
     /// Settings with defaults for everything but the boards, the stream and the state directory.
     public init(boards: BoardSelection, streaming: StreamingConfiguration, gnss: GNSSSourceSpec? = nil,

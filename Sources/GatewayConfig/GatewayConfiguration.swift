@@ -55,9 +55,9 @@ public struct GatewayConfiguration: Sendable, Equatable {
         /// Single (one sample per notification, default) or packed (three).
         public var sampleMode = SampleMode.single
         /// Whether each board also logs the streamed sensors to its flash while streaming,
-        /// so what the link misses can be filled from the board. Default true; off saves the
-        /// board's flash and a little power.
-        public var backfill = true
+        /// so what the link misses can be filled from the board. Default false until the
+        /// feature is complete (docs/configuration.md says what it lacks).
+        public var backfill = false
 
         public init() {}
 

@@ -142,9 +142,9 @@ let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         #expect(packed.boards.sampleMode == .packed)
     }
 
-    @Test func backfillIsOnUnlessTurnedOff() throws {
-        #expect(try parse("").boards.backfill)
-        #expect(try parse("[boards]\nbackfill = false\n").boards.backfill == false)
+    @Test func backfillIsOffUnlessTurnedOn() throws {
+        #expect(try parse("").boards.backfill == false)
+        #expect(try parse("[boards]\nbackfill = true\n").boards.backfill)
         #expect(issues("[boards]\nbackfill = \"no\"\n") == ["/etc/mwgate/mwgated.toml:2: boards.backfill: expected true or false, got a string"])
     }
 

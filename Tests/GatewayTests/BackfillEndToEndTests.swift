@@ -12,7 +12,7 @@ struct BackfillEndToEndTests {
     static func index(_ p: RecordedPoint) -> Int { Int(UInt16(bitPattern: Int16((Double(p.gyroscope.x) * 16.4).rounded()))) }
 
     @Test func anEightSecondStallIsFilledFromTheFlashLog() async throws {
-        try await GatewayHarness.with(mode: .manual, gnss: false) { h in
+        try await GatewayHarness.with(mode: .manual, gnss: false, backfill: true) { h in
             try await h.eventually("both boards connected and logging") { s in
                 s.boards.count == 2 && s.boards.allSatisfy { $0.isConnected }
             }

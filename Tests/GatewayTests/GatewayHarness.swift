@@ -30,7 +30,8 @@ final class GatewayHarness: @unchecked Sendable {
     static let nmeaCapture = SimulatedGatewayRig.nmeaCapture
     static let streaming = SimulatedGatewayRig.streaming
 
-    init(mode: GatewaySettings.SessionMode, gnss: Bool = true, streamBetweenSessions: Bool = false) async throws {
+    init(mode: GatewaySettings.SessionMode, gnss: Bool = true, streamBetweenSessions: Bool = false,
+         backfill: Bool = false) async throws {
         rig = try await SimulatedGatewayRig.start(label: "gw") { addresses, stateDirectory, busAddress in
             var settings = GatewaySettings(
                 boards: .addresses(addresses), streaming: SimulatedGatewayRig.streaming,
@@ -38,6 +39,7 @@ final class GatewayHarness: @unchecked Sendable {
                 sessionMode: mode, stateDirectory: stateDirectory, busAddress: busAddress,
                 alwaysModeIdleStop: .seconds(30))
             settings.streamBetweenSessions = streamBetweenSessions
+            settings.backfill = backfill
             return settings
         }
         group = rig.gateway.serviceGroup(gracefulShutdownSignals: [])
@@ -63,8 +65,9 @@ final class GatewayHarness: @unchecked Sendable {
 
     /// Runs `body` with a started harness and always tears it down.
     static func with(mode: GatewaySettings.SessionMode, gnss: Bool = true, streamBetweenSessions: Bool = false,
-                     _ body: (GatewayHarness) async throws -> Void) async throws {
-        let harness = try await GatewayHarness(mode: mode, gnss: gnss, streamBetweenSessions: streamBetweenSessions)
+                     backfill: Bool = false, _ body: (GatewayHarness) async throws -> Void) async throws {
+        let harness = try await GatewayHarness(mode: mode, gnss: gnss, streamBetweenSessions: streamBetweenSessions,
+                                               backfill: backfill)
         harness.start()
         do { try await body(harness) } catch {
             await harness.tearDown()

@@ -22,7 +22,7 @@ struct GatewayPipelineTests {
     }()
 
     @Test func walkingSessionIsSealedPerBoardWithLocationsAndARecordsDocument() async throws {
-        try await GatewayHarness.with(mode: .manual) { h in
+        try await GatewayHarness.with(mode: .manual, backfill: true) { h in
             try await h.eventually("both boards connected and a GNSS position") { s in
                 s.boards.count == 2 && s.boards.allSatisfy(\.isConnected) && s.gnss.hasPosition
             }
@@ -72,7 +72,7 @@ struct GatewayPipelineTests {
             }
             let chunks = try h.gateway.store.sessions().first { $0.id == sessionID }
             #expect(chunks?.state == "submitted")
-            // Backfill is on by default: each board logged its gyro and accelerometer to flash
+            // With backfill on, each board logged its gyro and accelerometer to flash
             // (two loggers each, two entries per sample) and the status says so.
             for (index, address) in h.addresses.enumerated() {
                 let flash = try await h.simulator.flashLog(index)
