@@ -20,20 +20,11 @@ struct BoardSessionLogicTests {
     private func withSession(_ transport: InMemoryBoardTransport,
                              _ body: (BoardSession, EventRecorder) async throws -> Void) async throws {
         let session = BoardSession(address: address, options: try options(), transport: transport)
-        let recorder = EventRecorder()
-        let forwarder = recordEvents(session.events, into: recorder)
-        async let running: Void = session.run()
-        var failure: (any Error)?
-        do { try await body(session, recorder) } catch { failure = error }
-        await session.stop()
-        await running
-        await forwarder.value
-        if let failure { throw failure }
+        try await runRecorded(session, body)
     }
 
     private func link(_ transport: InMemoryBoardTransport, _ index: Int) async throws -> InMemoryLink {
-        try await waitUntil("link \(index + 1)") { await transport.links.count > index }
-        return await transport.links[index]
+        try await openedLink(transport, index)
     }
 
     private func handshakes(_ recorder: EventRecorder, _ address: BluetoothAddress) -> Int {
