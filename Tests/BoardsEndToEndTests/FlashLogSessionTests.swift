@@ -10,16 +10,22 @@ import Testing
 struct FlashLogSessionTests {
     private let address = BluetoothAddress("D1:5E:AA:0F:0F:02")!
 
-    private func options(flashLogging: Bool) throws -> BoardSessionOptions {
+    /// `replyTimeout`: how long the session waits for each logger reply. These tests check
+    /// bytes, not timing, so they allow 10 s: in a full test pass on a loaded 2-core machine the
+    /// in-memory board's replies came later than the real default of 1 s, the start gave up and
+    /// the loggers were never made. The test of a board that never answers keeps 1 s.
+    private func options(flashLogging: Bool, replyTimeout: Int = 10_000) throws -> BoardSessionOptions {
         var options = try testOptions(pauseAfterConnectionParameters: 0)
         options.watchdogMinimum = .milliseconds(200)
         options.flashLogging = flashLogging
+        options.handshake.replyTimeoutMilliseconds = replyTimeout
         return options
     }
 
-    private func withSession(_ transport: InMemoryBoardTransport, flashLogging: Bool = true,
+    private func withSession(_ transport: InMemoryBoardTransport, flashLogging: Bool = true, replyTimeout: Int = 10_000,
                              _ body: (BoardSession, EventRecorder) async throws -> Void) async throws {
-        let session = BoardSession(address: address, options: try options(flashLogging: flashLogging), transport: transport)
+        let options = try options(flashLogging: flashLogging, replyTimeout: replyTimeout)
+        let session = BoardSession(address: address, options: options, transport: transport)
         try await runRecorded(session, body)
     }
 
@@ -113,7 +119,7 @@ struct FlashLogSessionTests {
     @Test func aBoardThatNeverAnswersTheTriggerStreamsWithoutTheLog() async throws {
         let transport = InMemoryBoardTransport()
         transport.board.withModel { $0.faults.unansweredTriggers = 1 }
-        try await withSession(transport) { _, recorder in
+        try await withSession(transport, replyTimeout: 1000) { _, recorder in
             try await waitUntil("streaming") { recorder.isStreaming(address) }
             let first = try await link(transport, 0)
             // The board streams on (the watchdog would otherwise restart the link) while the
