@@ -14,7 +14,7 @@ import UpstreamFixtures
 struct PostgresDeadServerTests {
     @Test("a server that accepts and never answers the login: the write fails as transient within connectTimeout")
     func silentLogin() async throws {
-        let server = try await SilentPostgresServer(answersLogin: false)
+        let server = try await SilentPostgresServer(.silentLogin)
         defer { server.stop() }
         let sink = PostgresSink(configuration: server.configuration(connectTimeout: 1, requestTimeout: 1))
         let error = await #expect(throws: SinkError.self) { try await sink.prepare() }
@@ -25,7 +25,7 @@ struct PostgresDeadServerTests {
 
     @Test("a server that logs in and then never answers a statement: each attempt fails within requestTimeout and reconnects")
     func silentAfterLogin() async throws {
-        let server = try await SilentPostgresServer(answersLogin: true)
+        let server = try await SilentPostgresServer(.silentAfterLogin)
         defer { server.stop() }
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -44,7 +44,7 @@ struct PostgresDeadServerTests {
 
     @Test("cancelled while a statement waits for a silent server: run returns at once, nothing is marked sent")
     func cancelWhileWaiting() async throws {
-        let server = try await SilentPostgresServer(answersLogin: true)
+        let server = try await SilentPostgresServer(.silentAfterLogin)
         defer { server.stop() }
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -61,7 +61,7 @@ struct PostgresDeadServerTests {
 
     @Test("a server that answers a statement and then closes the connection: the next statement fails at once, it does not wait forever")
     func closedBetweenStatements() async throws {
-        let server = try await SilentPostgresServer(answersLogin: true, closesAfterFirstStatement: true)
+        let server = try await SilentPostgresServer(.answersOneStatementThenCloses)
         defer { server.stop() }
         // Deadlines far beyond the test's time limit: only the driver noticing the closed
         // connection can end the attempt. (Here the next statement usually reaches the driver
@@ -81,7 +81,7 @@ struct PostgresDeadServerTests {
         // thread after that reaches no handler and its answer is never given, so the write
         // waited forever, deaf to its deadline (closing a closed connection does nothing) and to
         // cancellation. Here the statement is written exactly then.
-        let server = try await SilentPostgresServer(answersLogin: true, answersStatements: true)
+        let server = try await SilentPostgresServer(.answersStatements)
         defer { server.stop() }
         let sink = PostgresSink(configuration: server.configuration(connectTimeout: 5, requestTimeout: 5))
         let conn = try await sink.connected()
@@ -119,16 +119,28 @@ private func cancel(_ service: SyncService, once condition: () async -> Bool) as
     }
 }
 
-/// A loopback TCP server speaking just enough of the PostgreSQL protocol: it optionally
-/// answers the startup message with a successful login (trust authentication), then reads
-/// everything and never answers again; or answers the first statement (as one that returns
-/// no rows) and closes the connection, as a server that restarts between two statements.
+/// A loopback TCP server speaking just enough of the PostgreSQL protocol (trust
+/// authentication; every statement answered as one that returns no rows) to misbehave in
+/// one of the ways of ``Behaviour``.
 final class SilentPostgresServer: Sendable {
+    /// What the server does with a connection.
+    enum Behaviour: Sendable {
+        /// Reads the startup message and never answers.
+        case silentLogin
+        /// Logs the client in, then reads everything and never answers again.
+        case silentAfterLogin
+        /// Logs in, answers the first statement and closes the connection, as a server that
+        /// restarts between two statements.
+        case answersOneStatementThenCloses
+        /// Logs in and answers every statement (``dropConnections()`` ends them).
+        case answersStatements
+    }
+
     let port: Int
     private let channel: any Channel
     private let seen = SilentServerLog()
 
-    init(answersLogin: Bool, closesAfterFirstStatement: Bool = false, answersStatements: Bool = false) async throws {
+    init(_ behaviour: Behaviour) async throws {
         let seen = seen
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
@@ -136,8 +148,7 @@ final class SilentPostgresServer: Sendable {
                 seen.state.withLock { $0.connections += 1 }
                 seen.open.withLock { $0.append(channel) }
                 return channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(SilentHandler(answersLogin: answersLogin, closesAfterFirstStatement: closesAfterFirstStatement,
-                                                                                    answersStatements: answersStatements, seen: seen))
+                    try channel.pipeline.syncOperations.addHandler(SilentHandler(behaviour: behaviour, seen: seen))
                 }
             }
         channel = try await bootstrap.bind(host: "127.0.0.1", port: 0).get()
@@ -172,25 +183,24 @@ final class SilentServerLog: Sendable {
 private final class SilentHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
-    private let answersLogin: Bool
-    private let closesAfterFirstStatement: Bool
-    private let answersStatements: Bool
+    private let behaviour: SilentPostgresServer.Behaviour
     private let seen: SilentServerLog
     private var loggedIn = false
 
-    init(answersLogin: Bool, closesAfterFirstStatement: Bool, answersStatements: Bool, seen: SilentServerLog) {
-        self.answersLogin = answersLogin
-        self.closesAfterFirstStatement = closesAfterFirstStatement
-        self.answersStatements = answersStatements
+    init(behaviour: SilentPostgresServer.Behaviour, seen: SilentServerLog) {
+        self.behaviour = behaviour
         self.seen = seen
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard answersLogin else { return }
+        if behaviour == .silentLogin { return }
         if loggedIn {
             seen.state.withLock { $0.statements = true }
-            if closesAfterFirstStatement { answerWithoutRows(context: context, thenClose: true) }
-            if answersStatements { answerWithoutRows(context: context, thenClose: false) }
+            switch behaviour {
+            case .answersOneStatementThenCloses: answerWithoutRows(context: context, thenClose: true)
+            case .answersStatements: answerWithoutRows(context: context, thenClose: false)
+            case .silentLogin, .silentAfterLogin: break
+            }
             return
         }
         loggedIn = true
