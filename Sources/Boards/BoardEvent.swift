@@ -17,7 +17,9 @@ public struct BoardEvent: Sendable {
         case button(ButtonEvent, togglesSession: Bool)
         /// The board's flash log (the copy of the samples that backfills the link's gaps).
         case flashLog(FlashLogStatus)
-        /// A download of the flash log finished (``BoardSession/downloadFlashLog()``).
+        /// A page of the flash log's download arrived, or the download finished
+        /// (``BoardSession/downloadFlashLog()``). The board deletes the page only when told to
+        /// (``BoardSession/confirmFlashLogPage()``), once what it holds is stored.
         case flashLogDownloaded(FlashLogDownload)
     }
 
@@ -102,10 +104,13 @@ public enum FlashLogStatus: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// The gyro samples one download of the flash log delivered, with what places them in time.
+/// The gyro samples one page of a flash log download delivered (or the last ones of the
+/// download), with what places them in time.
 public struct FlashLogDownload: Sendable {
     /// Logged gyro samples in readout order.
     public var gyro: [LoggedSample]
+    /// The readout ended with these: every sample it had is delivered.
+    public var complete = true
     /// The board clock read at the start of the link, and when its reply was handled: where
     /// the current boot's tick 0 lies.
     public var clock: BoardClock?

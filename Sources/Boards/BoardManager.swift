@@ -112,6 +112,11 @@ public actor BoardManager {
         await sessions[address]?.downloadFlashLog()
     }
 
+    /// `address`'s last reported flash log page is stored (see ``BoardSession/confirmFlashLogPage()``).
+    public func confirmFlashLogPage(_ address: BluetoothAddress) async {
+        await sessions[address]?.confirmFlashLogPage()
+    }
+
     /// Starts or stops the sensors of every board (see ``BoardSession/setSensors(_:)``), and
     /// of boards added later.
     public func setSensors(_ on: Bool) async {

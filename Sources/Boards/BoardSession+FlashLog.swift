@@ -76,6 +76,7 @@ extension BoardSession {
             if let accelerometer = configuration.accelerometer { rates[.accelerometer] = accelerometer.rate.hertz }
             let budget = LogBudget(capacityEntries: capabilities?.capacityEntries, rates: rates)
             emitFlashLog(.logging(loggers: loggers, capacityEntries: budget.capacityEntries, secondsToFull: budget.secondsToFull))
+            if flashLogDownloadWanted { downloadFlashLog() }
         case .failed(let reason, let cleanup):
             write(cleanup)
             emitFlashLog(.failed(reason: reason))
@@ -92,34 +93,54 @@ extension BoardSession {
     // MARK: Download
 
     /// Downloads the flash log in the background while logging and streaming go on, and
-    /// reports the gyro samples it held (``BoardEvent/Kind/flashLogDownloaded(_:)``). Pages
-    /// are confirmed (deleted on the board) as they arrive. Nothing when the flash log is not
-    /// running on the current link or a download already runs; a lost link ends it.
+    /// reports the gyro samples of each page as it completes
+    /// (``BoardEvent/Kind/flashLogDownloaded(_:)``, the last with `complete`). The board
+    /// waits at each page's end and deletes the page only on ``confirmFlashLogPage()``, so
+    /// nothing is cleared before it is stored; a lost link ends the readout and the next one
+    /// starts again at the first page not confirmed. When the flash log is not running on a
+    /// link yet, the download starts once it does; nothing while a download runs.
     public func downloadFlashLog() {
-        guard current?.flashLogging == true, current?.download == nil, let loggers = flashLoggers,
+        guard current?.flashLogging == true else {
+            if options.flashLogging { flashLogDownloadWanted = true }
+            return
+        }
+        guard current?.download == nil, let loggers = flashLoggers,
               let description, let capabilities = flashLogAvailability(description) else { return }
-        var downloader = LogDownloader(revision: capabilities.revision, loggers: loggers)
+        flashLogDownloadWanted = false
+        var downloader = LogDownloader(revision: capabilities.revision, loggers: loggers, confirmsPagesItself: false)
         current?.downloaded = []
         write(downloader.begin())
         current?.download = downloader
     }
 
-    private func downloadReceived(_ notification: GattNotification) {
+    /// What the last reported page held is stored: the board may delete it and go on.
+    public func confirmFlashLogPage() {
         guard var downloader = current?.download else { return }
+        write(downloader.confirmPage())
+        current?.download = downloader.state == .finished ? nil : downloader
+    }
+
+    private func downloadReceived(_ notification: GattNotification) {
+        guard var downloader = current?.download, downloader.state != .finished else { return }
         let nanoseconds = Int64((notification.receivedAt - Self.epoch) / .nanoseconds(1))
         let step = downloader.receive(notification.bytes, at: nanoseconds)
         current?.download = downloader
         current?.downloaded += step.samples.filter { $0.sensor == .gyro }.map(\.sample)
         write(step.writes)
         let progress = downloader.progress
-        if downloader.state == .finished {
-            current?.download = nil
-            let download = FlashLogDownload(gyro: current?.downloaded ?? [], clock: description?.boardClock,
-                                            clockReadAt: current?.handshakeEndedAt, duplicatesDropped: downloader.duplicatesDropped,
-                                            orphanedEntries: downloader.orphanedEntries)
+        let finished = downloader.state == .finished
+        if step.pageReady || finished {
+            var page = FlashLogDownload(gyro: current?.downloaded ?? [], clock: description?.boardClock,
+                                        clockReadAt: current?.handshakeEndedAt, duplicatesDropped: downloader.duplicatesDropped,
+                                        orphanedEntries: downloader.orphanedEntries)
+            page.complete = finished
             current?.downloaded = []
-            emitFlashLog(flashLogLogging ?? .starting)
-            emit(.flashLogDownloaded(download))
+            if finished {
+                // The last page waits for its confirm only when the board ended it with 0B 0D.
+                if !downloader.awaitsConfirm { current?.download = nil }
+                emitFlashLog(flashLogLogging ?? .starting)
+            }
+            emit(.flashLogDownloaded(page))
         } else if case .success(.progress)? = LogNotificationDecoder.decode(notification.bytes) {
             emitFlashLog(.downloading(entriesLeft: Int(progress.left), secondsLeft: progress.secondsLeft))
         }

@@ -43,6 +43,8 @@ public actor BoardSession {
     /// download).
     var flashLogStatus: FlashLogStatus?
     var flashLogLogging: FlashLogStatus?
+    /// A download was asked for while no link logged: it starts once one does.
+    var flashLogDownloadWanted = false
     var streamRestarts = 0
     private var lifecycle = Lifecycle.new
     private var finishWaiters: [CheckedContinuation<Void, Never>] = []

@@ -40,38 +40,92 @@ extension BufferStore {
                           timeSource: $0["time_source"], points: [UInt8](($0["points"] as Data?) ?? Data()))
         }
         stored += journal?.segments(sessionID: sessionID) ?? SegmentJournal.segments(databasePath: path, sessionID: sessionID)
-        var byBoard: [(board: String, segments: [StoredSegment])] = []
-        for (board, group) in Dictionary(grouping: stored.enumerated(), by: { $0.element.board }).sorted(by: { $0.key < $1.key }) {
-            // Stable: equal first indices keep the order they were written in.
-            byBoard.append((board, group.sorted { ($0.element.firstIndex, $0.offset) < ($1.element.firstIndex, $1.offset) }.map(\.element)))
-        }
-        for (board, segments) in byBoard {
+        for (board, segments) in Dictionary(grouping: stored, by: \.board).sorted(by: { $0.key < $1.key }) {
             let sealed = try Row.fetchOne(db, sql: """
                 SELECT coalesce(sum(point_count), 0) AS points, coalesce(max(seq) + 1, 0) AS next,
                        max(last_ts) AS last FROM chunks
                 WHERE session_id = ? AND board = ?
                 """, arguments: [sessionID, board])
-            var next: Int = sealed?["points"] ?? 0
-            var points: [RecordedPoint] = []
+            let from: Int = sealed?["points"] ?? 0
             var worst = TimeSource.systemClockSynchronised
-            var previous: Double? = sealed?["last"]
+            // By index, in the order written: a later record of an index replaces an earlier
+            // one. A held record (points after a gap waiting for a backfill) replaces the
+            // provisional points written from its first index on before the gap was known;
+            // the hold written out at its final indices (a record over that index) replaces
+            // the held records.
+            var slots: [RecordedPoint?] = []
+            var held: [(start: Int, points: [RecordedPoint])] = []
             for segment in segments {
-                let first = segment.firstIndex
-                guard first <= next else { break }  // a hole: what follows cannot be placed
                 let decoded = Self.decodeSalvaging(segment.points)
-                let fresh = decoded.dropFirst(next - first)
-                guard !fresh.isEmpty else { continue }
-                for var point in fresh {
-                    if let before = previous, point.gyroscope.timestamp <= before { point.gyroscope.timestamp = before + 1 }
-                    previous = point.gyroscope.timestamp
-                    points.append(point)
+                if !decoded.isEmpty { worst = max(worst, TimeSource(rawValue: segment.timeSource) ?? .unsynchronisedSystemClock) }
+                if segment.held {
+                    if segment.firstIndex - from < slots.count { slots.removeSubrange(max(0, segment.firstIndex - from)...) }
+                    held.append((segment.firstIndex, decoded))
+                    continue
                 }
-                next += fresh.count
-                worst = max(worst, TimeSource(rawValue: segment.timeSource) ?? .unsynchronisedSystemClock)
+                held.removeAll { segment.firstIndex <= $0.start && $0.start < segment.firstIndex + decoded.count }
+                for (k, point) in decoded.enumerated() where segment.firstIndex + k >= from {
+                    let slot = segment.firstIndex + k - from
+                    if slot >= slots.count { slots += Array(repeating: nil, count: slot - slots.count + 1) }
+                    slots[slot] = point
+                }
             }
+            // A hole: what follows cannot be placed.
+            let placed = slots.prefix { $0 != nil }.compactMap { $0 }
+            var previous: Double? = sealed?["last"]
+            var points: [RecordedPoint] = []
+            for var point in placed {
+                if let before = previous, point.gyroscope.timestamp <= before { point.gyroscope.timestamp = before + 1 }
+                previous = point.gyroscope.timestamp
+                points.append(point)
+            }
+            points = Self.merging(held: held.flatMap(\.points), into: points, after: sealed?["last"])
             guard !points.isEmpty else { continue }
             out.append(OpenPoints(board: board, seq: sealed?["next"] ?? 0, points: points, timeSource: worst))
         }
         return out
+    }
+
+    /// `points` (in order) with the held points merged in by time: those after the sealed
+    /// chunks' last time and not already there (the same sample written twice, once
+    /// provisionally: equal readings within 5 ms).
+    static func merging(held: [RecordedPoint], into points: [RecordedPoint], after sealedLast: Double?) -> [RecordedPoint] {
+        guard !held.isEmpty else { return points }
+        func same(_ a: RecordedPoint, _ b: RecordedPoint) -> Bool {
+            abs(a.gyroscope.timestamp - b.gyroscope.timestamp) < 5 && a.gyroscope.x == b.gyroscope.x
+                && a.gyroscope.y == b.gyroscope.y && a.gyroscope.z == b.gyroscope.z
+        }
+        var extra: [RecordedPoint] = []
+        let sortedPoints = points.map(\.gyroscope.timestamp)
+        for point in held.sorted(by: { $0.gyroscope.timestamp < $1.gyroscope.timestamp }) {
+            let time = point.gyroscope.timestamp
+            if let sealedLast, time <= sealedLast { continue }
+            if let last = extra.last, same(last, point) { continue }
+            // Nearby points of the placed ones (binary search on their times).
+            var lo = 0, hi = sortedPoints.count
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if sortedPoints[mid] < time - 5 { lo = mid + 1 } else { hi = mid }
+            }
+            var duplicate = false
+            var i = lo
+            while i < points.count, points[i].gyroscope.timestamp < time + 5 {
+                if same(points[i], point) { duplicate = true; break }
+                i += 1
+            }
+            if !duplicate { extra.append(point) }
+        }
+        var merged: [RecordedPoint] = []
+        merged.reserveCapacity(points.count + extra.count)
+        var j = 0
+        for point in points {
+            while j < extra.count, extra[j].gyroscope.timestamp < point.gyroscope.timestamp {
+                merged.append(extra[j])
+                j += 1
+            }
+            merged.append(point)
+        }
+        merged += extra[j...]
+        return merged
     }
 }

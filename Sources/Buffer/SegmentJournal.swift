@@ -15,8 +15,13 @@ struct StoredSegment: Hashable {
     var pointCount: Int
     var timeSource: String
     var points: [UInt8]
+    /// Held points (``OpenSegment/held``): merged by time, not placed by index.
+    var held = false
 
-    var end: Int { firstIndex + pointCount }
+    /// One past the last index the record is needed for. A held record is needed until the
+    /// chunk that gets the hold's first point is sealed: the hold is written out at its final
+    /// indices (durably) before that chunk can be sealed.
+    var end: Int { held ? firstIndex + 1 : firstIndex + pointCount }
 }
 
 /// The open chunks' segments, appended once a second to files beside the database
@@ -30,7 +35,8 @@ struct StoredSegment: Hashable {
 /// Record: magic `MWSG`, body length (UInt32 LE), CRC-32 of the body, body: version 1, the
 /// file's salt (UInt32 LE, random for each use of a file), session ID, board, time source (UInt16 LE length + UTF-8 each), first index (Int64 LE),
 /// point count (UInt32 LE), stride (UInt16 LE) and byte count (UInt32 LE) of the points, then
-/// the points (PointCodec) packed (`SegmentPacking`); or a body of version 0, the salt and
+/// the points (PointCodec) packed (`SegmentPacking`); version 2 is the same for held points
+/// (``OpenSegment/held``); or a body of version 0, the salt and
 /// zeros, that pads a second's write to the next 4 KiB boundary (`pad`). A torn or damaged
 /// record, or one with another salt, ends its file: what follows it in that file is not read.
 ///
@@ -115,7 +121,7 @@ final class SegmentJournal: Sendable {
         guard !segments.isEmpty else { return }
         let stored = segments.map {
             StoredSegment(sessionID: $0.sessionID, board: $0.board, firstIndex: $0.firstIndex, pointCount: $0.pointCount,
-                          timeSource: $0.timeSource.rawValue, points: $0.bytes)
+                          timeSource: $0.timeSource.rawValue, points: $0.bytes, held: $0.held)
         }
         try state.withLock { state in
             var bytes: [UInt8] = []
@@ -302,7 +308,7 @@ final class SegmentJournal: Sendable {
     }
 
     static func encode(_ segment: StoredSegment, salt: UInt32, to bytes: inout [UInt8]) {
-        var body: [UInt8] = [1]
+        var body: [UInt8] = [segment.held ? 2 : 1]
         body += withUnsafeBytes(of: salt.littleEndian, Array.init)
         for text in [segment.sessionID, segment.board, segment.timeSource] {
             let utf8 = Array(text.utf8.prefix(Int(UInt16.max)))
@@ -351,9 +357,10 @@ final class SegmentJournal: Sendable {
         var offset = body.startIndex
         switch body.first {
         case 0: return (salt, .padding)
-        case 1: break
+        case 1, 2: break
         default: return nil
         }
+        let held = body.first == 2
         offset += 5
         var texts: [String] = []
         for _ in 0..<3 {
@@ -373,7 +380,7 @@ final class SegmentJournal: Sendable {
         offset += 18
         guard let points = SegmentPacking.unpack(body[offset...], stride: stride, count: size) else { return nil }
         return (salt, .segment(StoredSegment(sessionID: texts[0], board: texts[1], firstIndex: Int(first), pointCount: Int(count),
-                                             timeSource: texts[2], points: points)))
+                                             timeSource: texts[2], points: points, held: held)))
     }
 
     private static func uint32(_ bytes: ArraySlice<UInt8>, _ offset: Int) -> UInt32 {

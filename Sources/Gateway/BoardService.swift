@@ -73,8 +73,13 @@ public struct BoardService: Service, CustomStringConvertible {
                     }
                     // A board whose points wait for its flash log (a gap): download it.
                     group.addTask {
-                        for await board in pipeline.backfillDemand {
-                            if let address = BluetoothAddress(board) { await manager.downloadFlashLog(address) }
+                        for await demand in pipeline.backfillDemand {
+                            switch demand {
+                            case .download(let board):
+                                if let address = BluetoothAddress(board) { await manager.downloadFlashLog(address) }
+                            case .confirmPage(let board):
+                                if let address = BluetoothAddress(board) { await manager.confirmFlashLogPage(address) }
+                            }
                         }
                     }
                     await pipeline.consume(boardEvents: manager.events)

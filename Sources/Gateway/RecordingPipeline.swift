@@ -28,9 +28,10 @@ public actor RecordingPipeline {
     /// session, always in `always` mode, or with ``GatewaySettings/streamBetweenSessions``.
     public nonisolated let sensorDemand: AsyncStream<Bool>
     private let sensorDemandContinuation: AsyncStream<Bool>.Continuation
-    /// Boards whose flash log should be downloaded now (their points wait for a backfill).
-    public nonisolated let backfillDemand: AsyncStream<String>
-    private let backfillDemandContinuation: AsyncStream<String>.Continuation
+    /// What the boards' flash logs should do now: download (a board's points wait for a
+    /// backfill), or delete the page just reported (what it holds is stored).
+    public nonisolated let backfillDemand: AsyncStream<BackfillDemand>
+    private let backfillDemandContinuation: AsyncStream<BackfillDemand>.Continuation
     private var sensorsWanted: Bool
     /// Wakes ``runTicks()`` when periodic work appears (see `tickPeriod`).
     private let work: AsyncStream<Void>
@@ -76,7 +77,7 @@ public actor RecordingPipeline {
         try? controller.adoptAwaitingSurveyFromStore()
         backlog = BacklogWatch(read: { try store.backlogStats() })
         (sensorDemand, sensorDemandContinuation) = AsyncStream.makeStream(of: Bool.self, bufferingPolicy: .bufferingNewest(1))
-        (backfillDemand, backfillDemandContinuation) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(64))
+        (backfillDemand, backfillDemandContinuation) = AsyncStream.makeStream(of: BackfillDemand.self, bufferingPolicy: .bufferingNewest(64))
         sensorsWanted = Self.sensorsWanted(settings, recording: false)
         (work, workContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         workContinuation.yield()
@@ -174,7 +175,10 @@ public actor RecordingPipeline {
         if let clock = download.clock, let readAt = download.clockReadAt {
             origins[clock.resetUID & 0x07] = timeline.nanoseconds(readAt) - Int64(BoardTicks.milliseconds(UInt64(clock.tick)) * 1e6)
         }
-        let outcome = controller.backfill(board: key, logged: download.gyro, bootOrigins: origins)
+        let outcome = controller.backfill(board: key, logged: download.gyro, bootOrigins: origins, complete: download.complete,
+                                          now: timeline.now)
+        if outcome.durable { backfillDemandContinuation.yield(.confirmPage(key)) }
+        guard download.complete else { return }
         book.backfilled(key, samples: outcome.filled, attached: attached.contains(key), recording: controller.state != .idle)
         let summary = "\(download.gyro.count) samples downloaded, \(outcome.filled) filled a gap, \(outcome.stillMissing) still missing, "
             + "\(outcome.alreadyStreamed) streamed, \(outcome.outsideGap) outside the gap, \(outcome.unplaced) unplaced, "
@@ -399,7 +403,7 @@ public actor RecordingPipeline {
     }
 
     func reportStoreErrorIfNew() {
-        for board in controller.takeBackfillRequests() { backfillDemandContinuation.yield(board) }
+        for board in controller.takeBackfillRequests() { backfillDemandContinuation.yield(.download(board)) }
         guard let error = controller.lastStoreError, error != lastReportedStoreError else { return }
         lastReportedStoreError = error
         report(area: "buffer", error)
@@ -423,4 +427,12 @@ public actor RecordingPipeline {
         let (seconds, attoseconds) = duration.components
         return seconds &* 1_000_000_000 &+ attoseconds / 1_000_000_000
     }
+}
+
+/// What a board's flash log should do (``RecordingPipeline/backfillDemand``).
+public enum BackfillDemand: Hashable, Sendable {
+    /// Download it: the board's points wait for a backfill.
+    case download(String)
+    /// Delete the page it last reported: what the page holds is stored.
+    case confirmPage(String)
 }

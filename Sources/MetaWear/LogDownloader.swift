@@ -99,10 +99,13 @@ public struct LogDownloader: Sendable {
         if state != .finished { state = .idle }
     }
 
+    /// Whether the board waits for (or, at the end, may still take) a page confirm.
+    public var awaitsConfirm: Bool { state == .awaitingConfirm || (state == .finished && !lastPageConfirmed) }
+
     /// The samples of the completed page are stored: `0B 0E` lets the board delete the page
     /// and go on.
     public mutating func confirmPage() -> [Packet] {
-        guard state == .awaitingConfirm || (state == .finished && !lastPageConfirmed) else { return [] }
+        guard awaitsConfirm else { return [] }
         lastPageConfirmed = true
         if state == .awaitingConfirm { state = .reading } else { deduplicator.readoutCompleted() }
         return [LoggingCommands.confirmPage]

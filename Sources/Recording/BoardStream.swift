@@ -77,18 +77,40 @@ struct GyroItem {
 }
 
 /// Points of one board held after a gap until its flash log fills the gap, so the backfilled
-/// samples go into the open chunk in time order, before it is sealed.
+/// samples go into the open chunk in time order, before it is sealed. What is held is
+/// journaled as held records each second (a crash loses at most the last second), and the
+/// log's pages are confirmed (deleted on the board) only once what they hold is journaled.
 struct BackfillHold {
     /// How long points are held at most, milliseconds of their time.
     static let defaultWait = 60_000.0
 
     /// Time of the board's last committed point before the gap, epoch ms (nil: none).
     var after: Double?
+    /// The index the hold's first point gets (the board's committed points when it began).
+    var startIndex: Int
     /// The held points in order, with their time source.
     var points: [(point: RecordedPoint, source: TimeSource)] = []
+    /// Logged samples downloaded so far (pages of one or more readouts), in readout order,
+    /// each once.
+    var logged: [LoggedSample] = []
+    var loggedSeen: Set<LoggedSample> = []
+    /// Where each boot's tick 0 lies (board clock reads), by reset UID.
+    var bootOrigins: [UInt8: Int64] = [:]
+    /// Backfilled points placed from the pages so far and not yet journaled.
+    var unjournaledBackfill: [RecordedPoint] = []
+    /// How many of the board's points after the gap (held, then still provisional, in sample
+    /// order) held records hold.
+    var journaled = 0
 
     /// Time of the first held point, epoch ms.
     var since: Double { points.first?.point.gyroscope.timestamp ?? 0 }
+
+    /// Adds a page's samples, skipping those a restarted readout sends again; returns the new ones.
+    mutating func add(_ page: [LoggedSample]) -> [LoggedSample] {
+        let fresh = page.filter { loggedSeen.insert($0).inserted }
+        logged += fresh
+        return fresh
+    }
 }
 
 /// A board's streamed gyro samples of the last two minutes (monotonic nanoseconds and raw

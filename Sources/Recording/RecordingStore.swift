@@ -58,15 +58,22 @@ public struct OpenSegment: Hashable, Sendable {
     public var pointCount: Int
     /// Weakest time source of the points.
     public var timeSource: TimeSource
+    /// Points held after a gap until the board's flash log fills it (with the backfilled
+    /// samples placed so far), in time order: not yet at their final index. `firstIndex` is
+    /// the index the hold's first point will get; recovery merges them into the board's points
+    /// by time (a point already there is not added again).
+    public var held: Bool
 
     /// A value with every field.
-    public init(sessionID: String, board: String, firstIndex: Int, bytes: [UInt8], pointCount: Int, timeSource: TimeSource) {
+    public init(sessionID: String, board: String, firstIndex: Int, bytes: [UInt8], pointCount: Int, timeSource: TimeSource,
+                held: Bool = false) {
         self.sessionID = sessionID
         self.board = board
         self.firstIndex = firstIndex
         self.bytes = bytes
         self.pointCount = pointCount
         self.timeSource = timeSource
+        self.held = held
     }
 }
 

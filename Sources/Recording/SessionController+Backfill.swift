@@ -24,6 +24,9 @@ extension SessionController {
         public var unplaced = 0
         /// Logged samples dropped because a streamed or another logged sample holds their time.
         public var collisions = 0
+        /// What the samples handed in hold is in the store now (the store took the write): the
+        /// board may delete them.
+        public var durable = false
 
         /// Nothing filled yet.
         public init() {}
@@ -47,16 +50,45 @@ extension SessionController {
     /// Whether `board`'s points are held waiting for a backfill.
     public func isWaitingForBackfill(board: String) -> Bool { boards[board]?.hold != nil }
 
-    /// Gyro samples downloaded from `board`'s flash log, in readout order. Those inside the gap
-    /// its held points wait on are merged before them; the held points are then committed.
+    /// Gyro samples downloaded from `board`'s flash log, in readout order: one page of a
+    /// readout, or (`complete`) the last one. Those inside the gap its held points wait on are
+    /// merged before them once the readout is complete; the held points are then committed.
+    /// A page before the last is placed provisionally and journaled with the held points.
     /// `bootOrigins` are where each boot's tick 0 lies on the monotonic clock (the board clock
     /// read at connect), by reset UID.
+    ///
+    /// ``BackfillOutcome/durable`` says whether what the page holds is now in the store (the
+    /// points it fills, and every streamed point so far): only then may the board delete it.
     @discardableResult
-    public func backfill(board: String, logged: [LoggedSample], bootOrigins: [UInt8: Int64]) -> BackfillOutcome {
+    public func backfill(board: String, logged: [LoggedSample], bootOrigins: [UInt8: Int64], complete: Bool = true,
+                         now: Int64? = nil) -> BackfillOutcome {
         var outcome = BackfillOutcome()
-        guard let stream = boards[board], let hold = stream.hold, let window = streamed[board], let scale = window.gyroScale else {
+        guard boards[board]?.hold != nil else {
+            // Nothing waits for it (the gap was committed when the wait ended, or no gap): what
+            // the page holds is streamed, or can no longer be placed.
+            outcome.durable = writeSegments(now: now, force: true)
             return outcome
         }
+        let fresh = boards[board]?.hold?.add(logged) ?? []
+        for (uid, origin) in bootOrigins { boards[board]?.hold?.bootOrigins[uid] = origin }
+        guard let hold = boards[board]?.hold else { return outcome }
+        let points = place(board: board, logged: hold.logged, bootOrigins: hold.bootOrigins, outcome: &outcome)
+        if complete {
+            outcome.filled = points.count
+            outcome.stillMissing = releaseHold(board: board, backfilled: points.map(\.point))
+        } else {
+            let freshSet = Set(fresh.map { BackfillKey(resetUID: $0.resetUID, tick: $0.tick) })
+            boards[board]?.hold?.unjournaledBackfill += points.filter { freshSet.contains($0.key) }.map(\.point)
+        }
+        outcome.durable = writeSegments(now: now, force: true)
+        return outcome
+    }
+
+    /// Logged samples placed on the streamed time base that fall into the gap `board`'s held
+    /// points wait on, as backfilled points.
+    private func place(board: String, logged: [LoggedSample], bootOrigins: [UInt8: Int64],
+                       outcome: inout BackfillOutcome) -> [(key: BackfillKey, point: RecordedPoint)] {
+        guard let stream = boards[board], let hold = stream.hold, let window = streamed[board], let scale = window.gyroScale else { return [] }
         let period = 1e9 / stream.gyroRate
         let planner = BackfillPlanner(nominalPeriod: period, bootOrigins: bootOrigins)
         let plan = planner.plan(streamed: window.samples, logged: logged)
@@ -66,23 +98,24 @@ extension SessionController {
         let after = hold.after ?? -Double.infinity
         let until = hold.points.last?.point.gyroscope.timestamp ?? after
         let halfPeriod = 500 / stream.gyroRate
-        var points: [RecordedPoint] = []
+        var points: [(key: BackfillKey, point: RecordedPoint)] = []
         for sample in plan.backfilled {
             let time = timeBase.epochMilliseconds(monotonic: sample.time)
             guard time > after + halfPeriod, time < until - halfPeriod else { outcome.outsideGap += 1; continue }
             let value = MotionSamples(single: sample.raw, scale: scale)[0]
             let located = stream.merger.locate(GyroItem(sample: value, missedBefore: 0, source: timeBase.source), time)
-            points.append(RecordedPoint(gyroscope: GyroReading(value, timestamp: time), location: located.location,
-                                        missingLocation: located.missing, backfilled: true))
+            points.append((BackfillKey(resetUID: sample.resetUID, tick: sample.tick),
+                           RecordedPoint(gyroscope: GyroReading(value, timestamp: time), location: located.location,
+                                         missingLocation: located.missing, backfilled: true)))
         }
-        outcome.filled = points.count
-        outcome.stillMissing = releaseHold(board: board, backfilled: points)
-        return outcome
+        return points
     }
 
     /// Commits the held points of `board` with `backfilled` merged in time order; the gap
-    /// marks next to backfilled points are counted again from the times. Returns the samples
-    /// still missing in the held stretch.
+    /// marks next to backfilled points are counted again from the times. They are written to
+    /// the store at their final indices (durably) before they are committed, so the held
+    /// records can go once the chunk that gets the first of them is sealed. Returns the
+    /// samples still missing in the held stretch.
     @discardableResult
     func releaseHold(board: String, backfilled: [RecordedPoint]) -> Int {
         guard let stream = boards[board], let hold = stream.hold else { return 0 }
@@ -94,8 +127,8 @@ extension SessionController {
         var previous = hold.after
         var previousBackfilled = false
         var missing = 0
-        for (point, source) in merged {
-            var p = point
+        for k in merged.indices {
+            var p = merged[k].point
             let time = p.gyroscope.timestamp
             if p.backfilled || previousBackfilled, let previous {
                 let step = time - previous
@@ -105,9 +138,59 @@ extension SessionController {
             missing += p.missedBefore
             previous = time
             previousBackfilled = p.backfilled
-            if commit(board: board, point: p, source: source) { sealOpenChunk(board: board) }
+            merged[k].point = p
         }
+        writeReleased(board: board, merged, at: hold.startIndex)
+        for (point, source) in merged where commit(board: board, point: point, source: source) { sealOpenChunk(board: board) }
         return missing
+    }
+
+    /// Writes a released hold at its final indices, with the board's committed points not yet
+    /// written before it, in one durable append; the commits that follow then skip them.
+    private func writeReleased(board: String, _ merged: [(point: RecordedPoint, source: TimeSource)], at start: Int) {
+        guard let s = session, let b = boards[board], !merged.isEmpty else { return }
+        var segments: [OpenSegment] = []
+        if b.unwrittenCount > 0 {
+            segments.append(OpenSegment(sessionID: s.id, board: board, firstIndex: b.pointsWritten, bytes: b.unwritten,
+                                        pointCount: b.unwrittenCount, timeSource: b.unwrittenSource))
+        }
+        var bytes: [UInt8] = []
+        for (point, _) in merged { PointCodec.append(point, to: &bytes) }
+        segments.append(OpenSegment(sessionID: s.id, board: board, firstIndex: start, bytes: bytes, pointCount: merged.count,
+                                    timeSource: merged.map(\.source).max() ?? timeBase.source))
+        do {
+            try store.append(segments)
+            boards[board]?.pointsWritten = start + merged.count
+            boards[board]?.unwritten.removeAll(keepingCapacity: true)
+            boards[board]?.unwrittenCount = 0
+        } catch {
+            lastStoreError = "segment write failed: \(error)"
+            // The commits add them to the next segment write instead.
+            if b.pointsWritten > start, b.unwrittenCount == 0 { boards[board]?.pointsWritten = start }
+        }
+    }
+
+    /// The held record of `board` for this second's segment write: its points after the gap
+    /// (held, then provisional) not journaled before, and the backfilled points placed since,
+    /// in time order; with how many of the former the journal then holds.
+    func heldSegment(board: String, sessionID: String, provisional: [RecordedPoint]) -> (OpenSegment, journaled: Int)? {
+        guard let hold = boards[board]?.hold else { return nil }
+        let sequence = hold.points.map(\.point) + provisional
+        let newer = sequence.dropFirst(hold.journaled)
+        let points = (newer + hold.unjournaledBackfill).sorted { $0.gyroscope.timestamp < $1.gyroscope.timestamp }
+        guard !points.isEmpty else { return nil }
+        var bytes: [UInt8] = []
+        for p in points { PointCodec.append(p, to: &bytes) }
+        let segment = OpenSegment(sessionID: sessionID, board: board, firstIndex: hold.startIndex, bytes: bytes,
+                                  pointCount: points.count, timeSource: timeBase.source, held: true)
+        return (segment, max(hold.journaled, sequence.count))
+    }
+
+    /// The held record of `board` is in the store.
+    func heldSegmentWritten(board: String, journaled: Int) {
+        guard boards[board]?.hold != nil else { return }
+        boards[board]?.hold?.unjournaledBackfill = []
+        boards[board]?.hold?.journaled = journaled
     }
 
     /// Keeps the streamed samples (raw counts at their monotonic times) for matching.
@@ -120,4 +203,10 @@ extension SessionController {
         }
         streamed[board] = window
     }
+}
+
+/// A logged sample's identity: its boot and tick.
+struct BackfillKey: Hashable {
+    var resetUID: UInt8
+    var tick: UInt32
 }

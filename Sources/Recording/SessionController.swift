@@ -68,6 +68,11 @@ public final class SessionController {
         var points: Int
         /// Time of its last point (see `previousPointTime`).
         var time: Double?
+        /// Points held after a gap when its link went (a download may have begun): they wait
+        /// on across the reconnect for the board's log, whose pages were not yet deleted.
+        var hold: BackfillHold?
+        var gyroRate: Double
+        var accelerometerRate: Double?
     }
 
     struct Session {
@@ -82,7 +87,7 @@ public final class SessionController {
 
     public private(set) var configuration: Configuration
     public private(set) var timeBase: TimeBase
-    private let store: any RecordingStore
+    let store: any RecordingStore
     private let makeID: () -> String
     var boards: [String: BoardStream] = [:]
     var session: Session?
@@ -105,7 +110,7 @@ public final class SessionController {
     /// Stopped sessions that recorded no point (no records document can be written for them).
     private var emptySessions: Set<String> = []
     /// The last store error (recording goes on; failed seals are retried on `tick`).
-    public private(set) var lastStoreError: String?
+    public internal(set) var lastStoreError: String?
     /// Chunks sealed by this controller, in order (name, session, board, seq, points).
     public private(set) var sealedCount = 0
 
@@ -150,19 +155,27 @@ public final class SessionController {
                 stream.previousPointTime = time
                 stream.resumedStream = true
             }
+            if let hold = resume.hold {
+                stream.hold = hold
+                backfillRequests.insert(board)
+            }
         }
         boards[board] = stream
     }
 
-    /// Removes a board (disconnect): its held samples are committed and its chunk sealed.
+    /// Removes a board (disconnect): its samples are committed and its chunk sealed. Points
+    /// held for a backfill wait on (journaled) for the board's return, until
+    /// ``Configuration/backfillWait`` or the session's end.
     public func detach(board: String, now: Int64) {
         guard boards[board] != nil else { return }
         drainAll(board: board, now: now)
-        releaseHold(board: board, backfilled: [])
+        if session == nil { releaseHold(board: board, backfilled: []) }
+        writeSegments(now: now, force: true)
         sealOpenChunk(board: board)
         // Everything it committed is now in a chunk (sealed, or waiting for a seal retry).
         if session != nil, let b = boards[board] {
-            resumeAt[board] = ResumePoint(seq: b.seq, points: b.pointsCommitted, time: b.previousPointTime)
+            resumeAt[board] = ResumePoint(seq: b.seq, points: b.pointsCommitted, time: b.previousPointTime, hold: b.hold,
+                                          gyroRate: b.gyroRate, accelerometerRate: b.accelerometerRate)
         }
         boards[board] = nil
     }
@@ -186,6 +199,13 @@ public final class SessionController {
     @discardableResult
     public func stop(trigger: SessionTrigger, now: Int64) throws -> SessionEnd {
         guard var s = session else { throw CommandError.notRecording }
+        // Boards that left with points held: those are committed too.
+        for (key, resume) in resumeAt.sorted(by: { $0.key < $1.key }) where resume.hold != nil && boards[key] == nil {
+            attach(board: key, gyroRateHertz: resume.gyroRate, accelerometerRateHertz: resume.accelerometerRate)
+            releaseHold(board: key, backfilled: [])
+            sealOpenChunk(board: key)
+            boards[key] = nil
+        }
         for key in boards.keys.sorted() {
             drainAll(board: key, now: now)
             releaseHold(board: key, backfilled: [])
@@ -254,7 +274,7 @@ public final class SessionController {
         default:
             return
         }
-        writeSegmentsIfDue(now: receivedAt)
+        writeSegments(now: receivedAt)
     }
 
     /// Feeds a GNSS fix received at monotonic `now`.
@@ -281,7 +301,7 @@ public final class SessionController {
                 releaseHold(board: key, backfilled: [])
             }
         }
-        writeSegmentsIfDue(now: now)
+        writeSegments(now: now)
     }
 
     /// Tells the controller whether the system clock is synchronised (from adjtimex or
@@ -394,8 +414,10 @@ public final class SessionController {
             boards[board]?.hold?.points.append((p, l.payload.source))
             return false
         }
-        if p.missedBefore > 0, boards[board]?.backfillExpected == true {
-            boards[board]?.hold = BackfillHold(after: previous, points: [(p, l.payload.source)])
+        if p.missedBefore > 0, boards[board]?.backfillExpected == true, let start = boards[board]?.pointsCommitted {
+            // Points after the gap already written as provisional ones (before the gap was
+            // known) are journaled again, with the times they have now, in held records.
+            boards[board]?.hold = BackfillHold(after: previous, startIndex: start, points: [(p, l.payload.source)])
             backfillRequests.insert(board)
             return false
         }
@@ -502,30 +524,43 @@ public final class SessionController {
     }
 
     /// Appends, in one store write for all boards, every point not yet written: points
-    /// committed since the last write, then samples still held that arrived since then. A
-    /// point is written once; its final form goes into the chunk at the seal.
-    private func writeSegmentsIfDue(now: Int64) {
-        guard let s = session else { return }
-        guard lastSegmentWrite == .min || now - lastSegmentWrite >= configuration.checkpointInterval else { return }
+    /// committed since the last write, then samples still held that arrived since then (of a
+    /// board whose points wait for a backfill, those go with its held points into a held
+    /// record). A point is written once; its final form goes into the chunk at the seal.
+    /// At most once per ``Configuration/checkpointInterval`` unless `force`d. Returns whether
+    /// everything is written (nothing to write, or the store took it).
+    @discardableResult
+    func writeSegments(now: Int64?, force: Bool = false) -> Bool {
+        guard let s = session else { return true }
+        if !force, let now {
+            guard lastSegmentWrite == .min || now - lastSegmentWrite >= configuration.checkpointInterval else { return true }
+        }
         var segments: [OpenSegment] = []
         var writtenThrough: [String: Int] = [:]
+        var heldThrough: [String: Int] = [:]
         for key in boards.keys.sorted() {
             guard let b = boards[key] else { continue }
-            // Held samples have the indices after the committed points; those below
-            // `pointsWritten` are in an earlier segment.
             let provisional = provisionalPoints(board: key)
+            if let (held, until) = heldSegment(board: key, sessionID: s.id, provisional: provisional) {
+                segments.append(held)
+                heldThrough[key] = until
+            }
+            // Held samples have the indices after the committed points; those below
+            // `pointsWritten` are in an earlier segment. While points are held for a
+            // backfill, the held record carries them instead.
+            let regular = b.hold == nil ? provisional : []
             let skip = max(0, b.pointsWritten - b.pointsCommitted)
-            guard b.unwrittenCount > 0 || provisional.count > skip else { continue }
+            guard b.unwrittenCount > 0 || regular.count > skip else { continue }
             var bytes = b.unwritten
-            for p in provisional.dropFirst(skip) { PointCodec.append(p, to: &bytes) }
-            let count = b.unwrittenCount + max(0, provisional.count - skip)
+            for p in regular.dropFirst(skip) { PointCodec.append(p, to: &bytes) }
+            let count = b.unwrittenCount + max(0, regular.count - skip)
             let source = b.unwrittenCount > 0 ? max(b.unwrittenSource, timeBase.source) : timeBase.source
             segments.append(OpenSegment(sessionID: s.id, board: key, firstIndex: b.pointsWritten, bytes: bytes,
                                         pointCount: count, timeSource: source))
             writtenThrough[key] = b.pointsWritten + count
         }
         // A failed write is retried with everything unwritten a second later, not per sample.
-        lastSegmentWrite = now
+        if let now { lastSegmentWrite = now }
         do {
             if !segments.isEmpty { try store.append(segments) }
             for (key, through) in writtenThrough {
@@ -533,8 +568,11 @@ public final class SessionController {
                 boards[key]?.unwritten.removeAll(keepingCapacity: true)
                 boards[key]?.unwrittenCount = 0
             }
+            for (key, count) in heldThrough { heldSegmentWritten(board: key, journaled: count) }
+            return true
         } catch {
             lastStoreError = "segment write failed: \(error)"
+            return false
         }
     }
 

@@ -39,6 +39,13 @@ struct BackfillEndToEndTests {
                 holes.append("\(Self.index(a))\(a.backfilled ? "b" : "")->\(Self.index(b))\(b.backfilled ? "b" : "") missed \(b.missedBefore)")
             }
             print("holes: \(holes)")
+            var seen: [Int: RecordedPoint] = [:]
+            for p in points {
+                if let twin = seen[Self.index(p)] {
+                    print("twice: \(Self.index(p)) at \(twin.gyroscope.timestamp)\(twin.backfilled ? "b" : "") and \(p.gyroscope.timestamp)\(p.backfilled ? "b" : "")")
+                }
+                seen[Self.index(p)] = p
+            }
             print("backfill end to end: \(points.count) points, \(backfilled.count) backfilled, \(missed) missed, "
                   + "flash log \(shown?.flashLog ?? "-")")
             #expect(status.problems.filter { $0.area == "buffer" }.isEmpty, "\(status.problems)")

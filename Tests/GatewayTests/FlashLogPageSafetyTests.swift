@@ -1,0 +1,209 @@
+import Basics
+import Buffer
+import Foundation
+import MetaWear
+import MetaWearBoardModel
+import Recording
+import Testing
+
+/// The board's flash log is cleared only of what is stored (issue 21: "clear what was safely
+/// stored in SQLite, never before"): a board model logs its 100 Hz gyro while it streams into a
+/// session on a real buffer (SQLite and segment journal), its stream stalls for 8 s, and its
+/// log is read out page by page on the live board, each page confirmed (deleted) only when
+/// the recorder says what it holds is durable. Faults mid-readout: the link drops, or the
+/// gateway is killed (the recorder and store are dropped without a stop, and a new store
+/// recovers the session).
+@Suite("Flash log: a page is deleted only once it is stored")
+struct FlashLogPageSafetyTests {
+    /// Where the readout is interrupted.
+    enum Fault {
+        case none
+        /// The link drops after this many confirmed pages; it is back 1 s later.
+        case linkDrop(afterPages: Int)
+        /// The gateway dies after this many pages were handed to the recorder.
+        case kill(afterPages: Int)
+    }
+
+    struct Run {
+        /// The session's points as stored (after recovery when killed), in order.
+        var points: [RecordedPoint]
+        /// Sample indices (the checkable signal's x) still in the board's flash.
+        var onBoard: Set<Int>
+        /// Index of every sample the board took while the session ran.
+        var taken: ClosedRange<Int>
+        var pagesConfirmed: Int
+        var pagesRefused: Int
+    }
+
+    static func index(_ p: RecordedPoint) -> Int { Int(UInt16(bitPattern: Int16((Double(p.gyroscope.x) * 16.4).rounded()))) }
+
+    // swiftlint:disable:next function_body_length
+    func record(fault: Fault, seed: UInt64) throws -> Run {
+        print("FlashLogPageSafetyTests seed \(seed)")
+        let dir = NSTemporaryDirectory() + "mwgate-flash-pages-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = BufferStore.path(inStateDirectory: dir)
+        let storeConfiguration = BufferStore.Configuration(userID: "00000000-0000-4000-8000-000000000001")
+        var store: BufferStore? = try BufferStore(path: path, configuration: storeConfiguration)
+        let base = TimeBase(wallNanoseconds: 1_800_000_000_000_000_000, monotonicNanoseconds: 0, systemClockSynchronised: true)
+        var controller: SessionController? = SessionController(store: store!, timeBase: base)
+        var board = SimulatedBoard(profile: .metaMotionR, seed: 5)
+        board.tickAtPowerOn = 123_456
+        board.flashLog.pageEntries = 128
+        let ids = LoggingCommands.triggers(.gyro, chip: .bmi160).flatMap { board.write($0.bytes).notifications }.compactMap { reply -> UInt8? in
+            guard case .success(.triggerAllocated(let id))? = LogNotificationDecoder.decode(reply) else { return nil }
+            return id
+        }
+        for p in LoggingCommands.start(overwriteWhenFull: true) + Commands.startGyro(GyroConfiguration(rate: .hz100, range: .dps2000), mode: .single, chip: .bmi160) {
+            _ = board.write(p.bytes)
+        }
+        controller!.expectBackfill(board: "B", true)
+        controller!.attach(board: "B", gyroRateHertz: 100)
+        let sessionID = try controller!.start(trigger: .controlAPI, now: 0)
+        let decoder = NotificationDecoder(chip: .bmi160, gyroRange: .dps2000, accelerometerRange: .g4)
+        var rng = SeededRandom(seed: seed)
+        var now: Int64 = 0
+        var firstTaken: Int?
+        var lastTaken = 0
+        var downloader: LogDownloader?
+        var page: [LoggedSample] = []
+        var origins: [UInt8: Int64] = [:]
+        var pagesHanded = 0, pagesConfirmed = 0, pagesRefused = 0
+        var linkDownUntil: Int64?
+        var killed = false
+
+        func readClock() {
+            guard let reply = board.write([0x0B, 0x84]).notifications.first, reply.count == 7 else { return }
+            let tick = UInt32(reply[2]) | UInt32(reply[3]) << 8 | UInt32(reply[4]) << 16 | UInt32(reply[5]) << 24
+            origins[reply[6] & 7] = Int64(board.nanoseconds) - Int64(BoardTicks.milliseconds(UInt64(tick)) * 1e6)
+        }
+        func send(_ packets: [Packet]) {
+            for packet in packets {
+                for reply in board.write(packet.bytes).notifications { feed(reply) }
+            }
+        }
+        func feed(_ bytes: [UInt8]) {
+            guard var d = downloader, let c = controller else { return }
+            let step = d.receive(bytes, at: Int64(board.nanoseconds))
+            downloader = d
+            page += step.samples.filter { $0.sensor == .gyro }.map(\.sample)
+            send(step.writes)
+            let finished = d.state == .finished
+            guard step.pageReady || finished else { return }
+            let outcome = c.backfill(board: "B", logged: page, bootOrigins: origins, complete: finished, now: now)
+            page = []
+            pagesHanded += 1
+            if case .kill(let after) = fault, pagesHanded >= after, !finished {
+                killed = true
+                return
+            }
+            if outcome.durable {
+                let confirm = d.confirmPage()
+                if !confirm.isEmpty { pagesConfirmed += 1 }
+                downloader = d
+                send(confirm)
+            } else {
+                pagesRefused += 1
+            }
+            if finished { downloader = nil }
+            if case .linkDrop(let after) = fault, pagesConfirmed == after, linkDownUntil == nil {
+                board.linkLost()
+                downloader = nil
+                page = []
+                c.detach(board: "B", now: now)
+                linkDownUntil = now + 1_000_000_000
+            }
+        }
+
+        readClock()
+        var downloadStarted = false
+        while now < 60_000_000_000, !killed {
+            now += Int64(Double.random(in: 7.5e6...30e6, using: &rng))
+            let t = Double(now) / 1e9
+            let stalled = t >= 10 && t < 18
+            if let until = linkDownUntil, now >= until {
+                linkDownUntil = .max
+                controller!.attach(board: "B", gyroRateHertz: 100)
+                readClock()
+                downloader = LogDownloader(revision: 2, loggers: [.gyro: LoggerIDs(xy: ids[0], z: ids[1])], confirmsPagesItself: false)
+                send(downloader!.begin())
+            }
+            let linkUp = linkDownUntil == nil || linkDownUntil == .max
+            for n in board.advance(to: UInt64(now)) {
+                if n.bytes.first == 0x0B {
+                    if linkUp { feed(n.bytes) }
+                    continue
+                }
+                let event = decoder.decode(n.bytes)
+                if case .gyro(let s) = event {
+                    let index = Int(UInt16(bitPattern: s.raw(0).x))
+                    firstTaken = firstTaken ?? index
+                    lastTaken = index
+                }
+                if linkUp, !stalled, !killed { controller?.ingest(board: "B", event: event, receivedAt: now) }
+                if killed { break }
+            }
+            guard !killed, let c = controller else { break }
+            c.tick(now: now)
+            if !downloadStarted, t >= 25 {
+                downloadStarted = true
+                #expect(c.isWaitingForBackfill(board: "B"), "the points after the stall wait for the log")
+                downloader = LogDownloader(revision: 2, loggers: [.gyro: LoggerIDs(xy: ids[0], z: ids[1])], confirmsPagesItself: false)
+                send(downloader!.begin())
+            }
+        }
+        if killed {
+            // kill -9: nothing more is written; a new process recovers the session.
+            controller = nil
+            store = nil
+            store = try BufferStore(path: path, configuration: storeConfiguration)
+            #expect(try store!.recoverInterruptedSessions() == [sessionID])
+        } else {
+            #expect(downloader == nil, "the readout finished")
+            try controller!.stop(trigger: .controlAPI, now: now)
+        }
+        let points = try store!.dataset(sessionID: sessionID).points.filter { $0.board == "B" }.map(\.point)
+        var onBoard: Set<Int> = []
+        for entry in board.flashLog.entries where entry.loggerID == ids[0] { onBoard.insert(Int(entry.data & 0xFFFF)) }
+        return Run(points: points, onBoard: onBoard, taken: (firstTaken ?? 0)...lastTaken, pagesConfirmed: pagesConfirmed,
+                   pagesRefused: pagesRefused)
+    }
+
+    /// Every sample the board took from the session's first stored point to its last is stored
+    /// (once, in time order) or still in the board's flash.
+    func expectNothingLost(_ run: Run, sourceLocation: SourceLocation = #_sourceLocation) {
+        let stored = run.points.map(Self.index)
+        #expect(Set(stored).count == stored.count, "no sample twice", sourceLocation: sourceLocation)
+        #expect(zip(run.points, run.points.dropFirst()).allSatisfy { $0.gyroscope.timestamp < $1.gyroscope.timestamp },
+                "time order", sourceLocation: sourceLocation)
+        for (a, b) in zip(run.points, run.points.dropFirst()) where a.gyroscope.timestamp >= b.gyroscope.timestamp {
+            print("out of order: \(Self.index(a))\(a.backfilled ? "b" : "") at \(a.gyroscope.timestamp), then \(Self.index(b))\(b.backfilled ? "b" : "") at \(b.gyroscope.timestamp)")
+        }
+        let first = stored.first ?? 0, last = stored.max() ?? 0
+        let lost = (first...last).filter { !stored.contains($0) && !run.onBoard.contains($0) }
+        #expect(lost.isEmpty, "\(lost.count) samples neither stored nor on the board: \(lost.prefix(10))...", sourceLocation: sourceLocation)
+        print("stored \(stored.count) (\(run.points.filter(\.backfilled).count) backfilled), on board \(run.onBoard.count), "
+              + "pages confirmed \(run.pagesConfirmed), refused \(run.pagesRefused), lost \(lost.count)")
+    }
+
+    @Test func aReadoutWithoutFaultsFillsTheGapAndClearsOnlyWhatIsStored() throws {
+        let run = try record(fault: .none, seed: 31)
+        expectNothingLost(run)
+        #expect(run.points.filter(\.backfilled).count >= 790, "the 8 s stall is filled")
+        #expect(run.points.reduce(0) { $0 + $1.missedBefore } == 0, "no gap left")
+        #expect(run.pagesConfirmed > 10 && run.pagesRefused == 0)
+    }
+
+    @Test func theLinkDropsMidReadoutAndTheNextReadoutFinishesTheGap() throws {
+        let run = try record(fault: .linkDrop(afterPages: 8), seed: 32)
+        expectNothingLost(run)
+        #expect(run.points.filter(\.backfilled).count >= 790, "the 8 s stall is filled after the reconnect")
+    }
+
+    @Test(arguments: [12, 20, 30])
+    func theGatewayIsKilledMidReadoutAndNothingTheBoardDeletedIsLost(afterPages: Int) throws {
+        let run = try record(fault: .kill(afterPages: afterPages), seed: 33)
+        expectNothingLost(run)
+    }
+}
