@@ -29,6 +29,13 @@
 #   windows, so code spread among cold functions keeps the cold ones resident too. Made by
 #   `make orderfile` (scripts/orderfile/); names it does not find are skipped, so a stale
 #   order costs memory, never a failed link. MWGATE_NO_ORDER=1 links without it (to compare).
+# - libstdc++ linked in (libstdc++.a, GCC's runtime library exception) instead of loaded: the
+#   shared libstdc++.so kept 1.4 MB resident in mwgated (its scattered code brought in 64 kB at
+#   a time, its 450 kB of symbol tables read by the loader) for the few parts the Swift runtime,
+#   libdispatch and ICU use, which linked in take ~0.2 MB and sit with the rest of the code.
+#   SwiftPM passes -lstdc++ itself, so a libstdc++.a beside the objects (the first directory the
+#   link searches) is what it finds. Native builds only (a cross SDK keeps the shared library);
+#   MWGATE_SHARED_LIBSTDCXX=1 links the shared one (to compare).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 flags=(-c release --static-swift-stdlib --scratch-path .build-static
@@ -58,8 +65,27 @@ if [[ "${1:-}" == --bin-path ]]; then
     swift build "${flags[@]}" --show-bin-path
     exit 0
 fi
+# Neither the link order's contents nor adding or removing the libstdc++.a beside the objects
+# is an input SwiftPM watches: remove the binaries so they are linked again.
+bin_path=$(swift build "${flags[@]}" --show-bin-path)
+static_cxx=$bin_path/libstdc++.a
+had_static_cxx=$([[ -e "$static_cxx" ]] && echo yes || true)
+rm -f "$static_cxx"
+if [[ -z "${MWGATE_SWIFT_SDK:-}" && -z "${MWGATE_SHARED_LIBSTDCXX:-}" ]]; then
+    clang=$(dirname "$(command -v swift)")/clang
+    [[ -x "$clang" ]] || clang=clang
+    archive=$("$clang" -print-file-name=libstdc++.a 2>/dev/null || true)
+    if [[ "$archive" == /* && -f "$archive" ]]; then
+        mkdir -p "$bin_path"
+        ln -s "$archive" "$static_cxx"
+    else
+        echo "build-static.sh: no libstdc++.a (Debian: libstdc++-12-dev): linking the shared libstdc++" >&2
+    fi
+fi
 products=("$@")
 [[ ${#products[@]} -gt 0 ]] || products=(mwgated mwctl)
 for product in "${products[@]}"; do
+    [[ "$had_static_cxx" == "$([[ -e "$static_cxx" ]] && echo yes || true)" ]] || rm -f "$bin_path/$product"
+    [[ ! -s "$order" || -n "${MWGATE_NO_ORDER:-}" || "$order" -ot "$bin_path/$product" ]] || rm -f "$bin_path/$product"
     swift build "${flags[@]}" --product "$product" ${SWIFT_FLAGS:-}
 done

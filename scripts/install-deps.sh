@@ -7,6 +7,8 @@ set -euo pipefail
 packages=(
     # build
     pkg-config libdbus-1-dev libbluetooth-dev libsqlite3-dev sqlite3
+    # libstdc++.a, linked into the packaged binaries (scripts/build-static.sh)
+    libstdc++-12-dev
     # a real D-Bus daemon and independent D-Bus peers for the tests
     dbus-daemon dbus-bin libglib2.0-bin systemd python3-dbus python3-dbusmock python3-gi
     # control API tests: useradd/runuser for the D-Bus policy test, script(1) for a pty, tmux to
