@@ -112,6 +112,16 @@ public actor BoardManager {
         await sessions[address]?.downloadFlashLog()
     }
 
+    /// Notes the length of `address`'s flash log (see ``BoardSession/markFlashLogForTrim()``).
+    public func markFlashLogForTrim(_ address: BluetoothAddress) async {
+        await sessions[address]?.markFlashLogForTrim()
+    }
+
+    /// Drops what `address`'s flash log held at the last mark (see ``BoardSession/trimFlashLog()``).
+    public func trimFlashLog(_ address: BluetoothAddress) async {
+        await sessions[address]?.trimFlashLog()
+    }
+
     /// `address`'s last reported flash log page is stored (see ``BoardSession/confirmFlashLogPage()``).
     public func confirmFlashLogPage(_ address: BluetoothAddress) async {
         await sessions[address]?.confirmFlashLogPage()

@@ -44,6 +44,11 @@ extension BoardSession {
     func flashLogReceived(_ notification: GattNotification) {
         if current?.download != nil { return downloadReceived(notification) }
         let bytes = notification.bytes
+        if current?.awaitingTrimLength == true, case .success(.length(let n))? = LogNotificationDecoder.decode(bytes) {
+            current?.awaitingTrimLength = false
+            current?.trimMark = n
+            return
+        }
         guard var start = current?.flashStart else { return }
         let (writes, outcome) = start.receive(bytes)
         current?.flashStart = start
@@ -107,10 +112,32 @@ extension BoardSession {
         guard current?.download == nil, let loggers = flashLoggers,
               let description, let capabilities = flashLogAvailability(description) else { return }
         flashLogDownloadWanted = false
+        // The readout deletes from the head: a trim mark counted from there no longer holds.
+        current?.trimMark = nil
+        current?.awaitingTrimLength = false
         var downloader = LogDownloader(revision: capabilities.revision, loggers: loggers, confirmsPagesItself: false)
         current?.downloaded = []
         write(downloader.begin())
         current?.download = downloader
+    }
+
+    // MARK: Trim
+
+    /// Notes how many entries the log holds now (`0B 85`): what ``trimFlashLog()`` may drop
+    /// once the recorder has stored every sample of that stretch. Nothing while a download runs.
+    public func markFlashLogForTrim() {
+        guard current?.flashLogging == true, current?.download == nil else { return }
+        current?.trimMark = nil
+        current?.awaitingTrimLength = true
+        write([LoggingCommands.readLength])
+    }
+
+    /// Drops the entries counted at the last mark (stored, so the next download after a gap
+    /// covers about the gap). Nothing without a mark on this link or while a download runs.
+    public func trimFlashLog() {
+        guard current?.flashLogging == true, current?.download == nil, let count = current?.trimMark, count > 0 else { return }
+        current?.trimMark = nil
+        write(LoggingCommands.trim(entries: count, overwriteWhenFull: true))
     }
 
     /// What the last reported page held is stored: the board may delete it and go on.

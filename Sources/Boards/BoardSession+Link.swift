@@ -18,6 +18,10 @@ struct LinkWork {
     /// The flash log's download in progress on this link, with the gyro samples so far.
     var download: LogDownloader?
     var downloaded: [LoggedSample] = []
+    /// Entries the log held at the last mark (``BoardSession/markFlashLogForTrim()``), and
+    /// whether its length read is awaited.
+    var trimMark: UInt32?
+    var awaitingTrimLength = false
     /// When the handshake ended (the board clock was read just before).
     var handshakeEndedAt: ContinuousClock.Instant?
     /// Tells the current reply timer from superseded ones.

@@ -8,7 +8,8 @@ extension BoardSession {
     func receive(_ batch: [GattNotification]) {
         if let plan {
             // The flash log's replies are its own, not samples.
-            guard current?.flashStart != nil || current?.download != nil, batch.contains(where: Self.isLogging) else {
+            guard current?.flashStart != nil || current?.download != nil || current?.awaitingTrimLength == true,
+                  batch.contains(where: Self.isLogging) else {
                 publish(tap.events(from: batch, decoder: plan.decoder))
                 return
             }

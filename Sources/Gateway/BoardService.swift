@@ -79,6 +79,10 @@ public struct BoardService: Service, CustomStringConvertible {
                                 if let address = BluetoothAddress(board) { await manager.downloadFlashLog(address) }
                             case .confirmPage(let board):
                                 if let address = BluetoothAddress(board) { await manager.confirmFlashLogPage(address) }
+                            case .markFlashLog(let board):
+                                if let address = BluetoothAddress(board) { await manager.markFlashLogForTrim(address) }
+                            case .trimFlashLog(let board):
+                                if let address = BluetoothAddress(board) { await manager.trimFlashLog(address) }
                             }
                         }
                     }

@@ -198,6 +198,12 @@ public actor RecordingPipeline {
         let now = timeline.now
         checkClock(now: now)
         controller.tick(now: now)
+        for trim in controller.flashLogTrims(now: now) {
+            switch trim {
+            case .mark(let board): backfillDemandContinuation.yield(.markFlashLog(board))
+            case .trim(let board): backfillDemandContinuation.yield(.trimFlashLog(board))
+            }
+        }
         if settings.sessionMode == .always, attached.isEmpty, case .recording = controller.state,
            let detachedAt = lastBoardDetachedAt, now - detachedAt >= nanoseconds(settings.alwaysModeIdleStop) {
             logger.info("no board streamed for \(settings.alwaysModeIdleStop): ending the always-mode session")
@@ -435,4 +441,8 @@ public enum BackfillDemand: Hashable, Sendable {
     case download(String)
     /// Delete the page it last reported: what the page holds is stored.
     case confirmPage(String)
+    /// Note how many entries it holds.
+    case markFlashLog(String)
+    /// Drop what the last mark counted: it is stored.
+    case trimFlashLog(String)
 }

@@ -70,6 +70,14 @@ public enum LoggingCommands {
         return packets
     }
 
+    /// Trims the log while logging goes on: `0B 01 00`, `0B 09 <count u32>` (drop the oldest
+    /// `count` entries: API §Logging Module; the SDK only ever drops all), then the start again
+    /// (`0B 0B 0x`, `0B 01 01`). The board ignores a drop while logging (P15), so logging
+    /// stops for the moment between the writes; what it misses then is streamed.
+    public static func trim(entries count: UInt32, overwriteWhenFull: Bool) -> [Packet] {
+        [stop, Packet(unchecked: .logging, 0x09, payload: littleEndian(count))] + start(overwriteWhenFull: overwriteWhenFull)
+    }
+
     /// `0B 03 <id>` for each id, ascending (CPP:logging.cpp:825-836). Entries stay in flash.
     public static func remove(loggerIDs: [UInt8]) -> [Packet] {
         loggerIDs.sorted().map { Packet(unchecked: .logging, 0x03, payload: [$0]) }

@@ -31,6 +31,9 @@ public final class SessionController {
         /// (``SessionController/backfill(board:logged:bootOrigins:)``), milliseconds of their
         /// time; then they are committed with the gap marked.
         public var backfillWait = BackfillHold.defaultWait
+        /// How often a board's flash log is marked and trimmed of what is stored while its
+        /// stream is healthy (``SessionController/flashLogTrims(now:)``), nanoseconds.
+        public var flashLogTrimInterval: Int64 = 5_000_000_000
 
         /// Defaults.
         public init() {}
@@ -105,6 +108,10 @@ public final class SessionController {
     var streamed: [String: StreamedWindow] = [:]
     /// Boards whose points started waiting for a backfill since the last ``takeBackfillRequests()``.
     var backfillRequests: Set<String> = []
+    /// Per board: points after a gap appended in this process (kept across links).
+    var gapsNoticed: [String: Int] = [:]
+    /// Per board: the last flash log length mark.
+    var trimMarks: [String: TrimMark] = [:]
     /// Sessions stopped and awaiting their hazard survey, oldest first.
     public private(set) var awaitingSurvey: [String] = []
     /// Stopped sessions that recorded no point (no records document can be written for them).
@@ -410,6 +417,7 @@ public final class SessionController {
         var p = point(board: board, l)
         let previous = boards[board]?.previousPointTime
         markGap(&p, board: board)
+        if p.missedBefore > 0 { gapsNoticed[board, default: 0] += 1 }
         if boards[board]?.hold != nil {
             boards[board]?.hold?.points.append((p, l.payload.source))
             return false

@@ -137,4 +137,31 @@ struct FlashLogSessionTests {
             #expect(await transport.links.count == 1, "the stream stays on its link")
         }
     }
+
+    /// A mark reads the log's length; the trim drops exactly that many of the oldest entries
+    /// (logging stopped around the drop, which the board ignores while logging: P15) and
+    /// logging goes on.
+    @Test func aTrimDropsWhatTheMarkCounted() async throws {
+        let transport = InMemoryBoardTransport()
+        try await withSession(transport) { session, recorder in
+            try await waitUntil("logging") { isLogging(recorder.flashLog(address).last) }
+            let first = try await link(transport, 0)
+            first.stream(milliseconds: 300)
+            await session.markFlashLogForTrim()
+            try await waitUntil("the length read") { first.writes.contains([0x0B, 0x85]) }
+            let marked = transport.board.withModel { $0.flashLog.storedCount }
+            #expect(marked >= 60)
+            try await waitUntil("the mark's reply handled") {
+                await session.trimFlashLog()
+                return first.writes.contains { $0.count == 6 && $0[0] == 0x0B && $0[1] == 0x09 }
+            }
+            first.stream(milliseconds: 100)
+            let n = UInt32(marked)
+            let drop: [UInt8] = [0x0B, 0x09, UInt8(n & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n >> 16 & 0xFF), UInt8(n >> 24)]
+            let tail = Array(first.writes.filter { isFlashLogWrite($0) }.suffix(4))
+            #expect(tail == [[0x0B, 0x01, 0x00], drop, [0x0B, 0x0B, 0x01], [0x0B, 0x01, 0x01]])
+            #expect(transport.board.withModel { $0.flashLog.storedCount } == 20, "only the 10 samples logged after the trim stay")
+            #expect(transport.board.withModel { $0.flashLog.isLogging })
+        }
+    }
 }

@@ -33,12 +33,20 @@ struct FlashLogPageSafetyTests {
         var taken: ClosedRange<Int>
         var pagesConfirmed: Int
         var pagesRefused: Int
+        /// Entries the first readout after the stall had to read (`0B 85`).
+        var entriesToRead: UInt32
+        /// Simulated seconds from the stream's return to the gap's points committed.
+        var secondsToClose: Double?
     }
 
     static func index(_ p: RecordedPoint) -> Int { Int(UInt16(bitPattern: Int16((Double(p.gyroscope.x) * 16.4).rounded()))) }
 
     // swiftlint:disable:next function_body_length
-    func record(fault: Fault, seed: UInt64) throws -> Run {
+    /// An 8 s stall at `stallAt` s; the readout starts as soon as the points after it wait
+    /// (as the pipeline asks for it); the session ends 35 s after the stall. With `trims`,
+    /// the recorder's flash log marks and trims (``SessionController/flashLogTrims(now:)``)
+    /// are applied to the board as `BoardSession` does.
+    func record(fault: Fault, seed: UInt64, stallAt: Double = 10, trims: Bool = false) throws -> Run {
         print("FlashLogPageSafetyTests seed \(seed)")
         let dir = NSTemporaryDirectory() + "mwgate-flash-pages-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -72,6 +80,9 @@ struct FlashLogPageSafetyTests {
         var pagesHanded = 0, pagesConfirmed = 0, pagesRefused = 0
         var linkDownUntil: Int64?
         var killed = false
+        var trimMark: UInt32?
+        var entriesToRead: UInt32 = 0
+        var closedAt: Int64?
 
         func readClock() {
             guard let reply = board.write([0x0B, 0x84]).notifications.first, reply.count == 7 else { return }
@@ -118,10 +129,11 @@ struct FlashLogPageSafetyTests {
 
         readClock()
         var downloadStarted = false
-        while now < 60_000_000_000, !killed {
+        let stallEnd = Int64((stallAt + 8) * 1e9)
+        while now < Int64((stallAt + 43) * 1e9), !killed {
             now += Int64(Double.random(in: 7.5e6...30e6, using: &rng))
             let t = Double(now) / 1e9
-            let stalled = t >= 10 && t < 18
+            let stalled = t >= stallAt && t < stallAt + 8
             if let until = linkDownUntil, now >= until {
                 linkDownUntil = .max
                 controller!.attach(board: "B", gyroRateHertz: 100)
@@ -146,12 +158,25 @@ struct FlashLogPageSafetyTests {
             }
             guard !killed, let c = controller else { break }
             c.tick(now: now)
-            if !downloadStarted, t >= 25 {
+            for trim in trims ? c.flashLogTrims(now: now) : [] where downloader == nil && linkUp {
+                switch trim {
+                case .mark:
+                    for reply in board.write(LoggingCommands.readLength.bytes).notifications {
+                        if case .success(.length(let n))? = LogNotificationDecoder.decode(reply) { trimMark = n }
+                    }
+                case .trim:
+                    if let count = trimMark { for p in LoggingCommands.trim(entries: count, overwriteWhenFull: true) { _ = board.write(p.bytes) } }
+                    trimMark = nil
+                }
+            }
+            if !downloadStarted, c.isWaitingForBackfill(board: "B") {
                 downloadStarted = true
-                #expect(c.isWaitingForBackfill(board: "B"), "the points after the stall wait for the log")
+                trimMark = nil
                 downloader = LogDownloader(revision: 2, loggers: [.gyro: LoggerIDs(xy: ids[0], z: ids[1])], confirmsPagesItself: false)
                 send(downloader!.begin())
+                entriesToRead = downloader!.progress.total
             }
+            if downloadStarted, closedAt == nil, !c.isWaitingForBackfill(board: "B") { closedAt = now }
         }
         if killed {
             // kill -9: nothing more is written; a new process recovers the session.
@@ -166,8 +191,10 @@ struct FlashLogPageSafetyTests {
         let points = try store!.dataset(sessionID: sessionID).points.filter { $0.board == "B" }.map(\.point)
         var onBoard: Set<Int> = []
         for entry in board.flashLog.entries where entry.loggerID == ids[0] { onBoard.insert(Int(entry.data & 0xFFFF)) }
+        #expect(downloadStarted, "the points after the stall waited for the log")
         return Run(points: points, onBoard: onBoard, taken: (firstTaken ?? 0)...lastTaken, pagesConfirmed: pagesConfirmed,
-                   pagesRefused: pagesRefused)
+                   pagesRefused: pagesRefused, entriesToRead: entriesToRead,
+                   secondsToClose: closedAt.map { Double($0 - stallEnd) / 1e9 })
     }
 
     /// Every sample the board took from the session's first stored point to its last is stored
@@ -193,6 +220,20 @@ struct FlashLogPageSafetyTests {
         #expect(run.points.filter(\.backfilled).count >= 790, "the 8 s stall is filled")
         #expect(run.points.reduce(0) { $0 + $1.missedBefore } == 0, "no gap left")
         #expect(run.pagesConfirmed > 10 && run.pagesRefused == 0)
+    }
+
+    /// The log is trimmed of what is stored while the stream is healthy, so after 2 minutes
+    /// the readout after an 8 s stall reads about the stall, not the whole session.
+    @Test func aTrimmedLogClosesAGapAfterTwoMinutesByReadingAboutTheGap() throws {
+        let run = try record(fault: .none, seed: 34, stallAt: 120, trims: true)
+        expectNothingLost(run)
+        #expect(run.points.filter(\.backfilled).count >= 790, "the 8 s stall is filled")
+        #expect(run.points.reduce(0) { $0 + $1.missedBefore } == 0, "no gap left")
+        // 8 s stall plus at most two trim intervals and the 2 s margin before it, and the
+        // time until the readout starts, at 200 entries/s; the whole session is 25,600.
+        #expect(run.entriesToRead > 1600 && run.entriesToRead < 6000, "entries read: \(run.entriesToRead)")
+        print("2 min, trimmed: \(run.entriesToRead) entries read, gap closed \(run.secondsToClose ?? -1) s after the stream came back")
+        #expect((run.secondsToClose ?? .infinity) < 30)
     }
 
     @Test func theLinkDropsMidReadoutAndTheNextReadoutFinishesTheGap() throws {
