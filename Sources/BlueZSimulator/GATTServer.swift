@@ -176,10 +176,18 @@ extension BlueZSimulator {
         refreshNotifying(device)
     }
 
-    func acquireNotify(_ index: Int, _ role: GATTLayout.Role, sender: String) throws -> DBusFileDescriptor {
+    func acquireNotify(_ index: Int, _ role: GATTLayout.Role, sender: String) async throws -> DBusFileDescriptor {
         let device = try device(index)
         guard role == .notify else { throw BlueZError.notSupported() }
         guard device.connected else { throw BlueZError.notConnected() }
+        // bluetoothd 5.66 writes the CCCD at once but hands out the socket only when its GATT
+        // client is ready (ServicesResolved), dropping what the board sends meanwhile
+        // (src/gatt-client.c register_notify_io_cb, notify_io_cb).
+        let generation = device.linkGeneration
+        while !device.servicesResolved {
+            try? await Task.sleep(for: .milliseconds(5))
+            guard device.connected, generation == device.linkGeneration else { throw BlueZError.failed("Not connected") }
+        }
         guard device.notifyPipe == nil else {
             log("mwsim: board \(index) AcquireNotify refused: notify already acquired")
             throw BlueZError.notPermitted("Notify acquired")

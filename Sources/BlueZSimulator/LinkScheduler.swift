@@ -73,17 +73,31 @@ extension BlueZSimulator {
         log("mwsim: board \(device.index) \(device.address) connected")
         let generation = device.linkGeneration
         let index = device.index
-        device.linkTask = Task { [weak self, configuration] in
-            try? await Task.sleep(for: configuration.servicesResolveDelay)
-            guard let self, await self.resolveServices(index, generation) else { return }
-            var deadline = ContinuousClock.now
+        // A tree kept from an earlier link is checked (DB Hash) or rediscovered, not exported anew.
+        let resolveDelay = device.gattExported
+            ? configuration.keptServicesResolveDelay ?? configuration.servicesResolveDelay
+            : configuration.servicesResolveDelay
+        device.linkTask = Task { [weak self] in
+            // bluetoothd's GATT client works on the link from the start, before ServicesResolved:
+            // connection events carry writes and notifications (a kept notify session's or an
+            // early AcquireNotify's) while the services are still being resolved.
+            let resolveAt = ContinuousClock.now.advanced(by: resolveDelay)
+            var resolved = false
+            var nextEvent = ContinuousClock.now
             while !Task.isCancelled {
-                guard let interval = await self.connectionEvent(index, generation) else { return }
-                deadline = deadline.advanced(by: interval)
+                guard let self else { return }
                 let now = ContinuousClock.now
-                // After a long scheduling delay, start a fresh event train instead of bursting.
-                if deadline < now { deadline = now.advanced(by: interval) }
-                try? await Task.sleep(until: deadline, clock: .continuous)
+                if !resolved, now >= resolveAt {
+                    guard await self.resolveServices(index, generation) else { return }
+                    resolved = true
+                }
+                if now >= nextEvent {
+                    guard let interval = await self.connectionEvent(index, generation) else { return }
+                    nextEvent = nextEvent.advanced(by: interval)
+                    // After a long scheduling delay, start a fresh event train instead of bursting.
+                    if nextEvent < now { nextEvent = now.advanced(by: interval) }
+                }
+                try? await Task.sleep(until: resolved ? nextEvent : min(nextEvent, resolveAt), clock: .continuous)
             }
         }
     }

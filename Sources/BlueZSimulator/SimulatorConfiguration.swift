@@ -52,6 +52,10 @@ public struct SimulatorConfiguration: Sendable {
     public var disconnectReplyDelay: Duration = .zero
     /// Time from Connect's reply until ServicesResolved.
     public var servicesResolveDelay: Duration = .milliseconds(40)
+    /// The same when the device's GATT objects are kept from an earlier link (bluetoothd
+    /// checks the board's Database Hash or, without one, discovers its services again while
+    /// the link already works: 0.3-2.5 s in the real-BlueZ VM); nil: ``servicesResolveDelay``.
+    public var keptServicesResolveDelay: Duration?
     /// Seed for jitter, RSSI and injected loss; each board's signal seed is `index + 1`.
     public var seed: UInt64 = 1
     /// What the boards' samples carry: the checkable signal (tests, the soak) or a walking gait.

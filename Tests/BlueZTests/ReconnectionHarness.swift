@@ -19,6 +19,9 @@ struct ReconnectionHarness {
         /// bluetoothd 5.66's connect race: Connect returns and services resolve, but
         /// `Connected=true` is never signalled.
         case connectedNotSignalled
+        /// Connects; `ServicesResolved` comes this long after `Connect` returned (bluetoothd
+        /// checking or rediscovering the board's services).
+        case servicesLate(Duration)
     }
 
     var machine: ReconnectionMachine
@@ -29,6 +32,13 @@ struct ReconnectionHarness {
     var deviceAdvertising = true
     var scanDelay: Duration = .seconds(1)
     var gattComplete = true
+    /// Whether bluetoothd keeps a device's GATT objects while its link is down (main.conf
+    /// `[GATT] Cache = always`); otherwise they exist only while services are resolved.
+    var gattKept = true
+    /// bluetoothd has exported the GATT objects since the device object appeared.
+    private var gattExported = false
+    /// `ServicesResolved` as bluetoothd last signalled it.
+    private var resolved = false
     var connectScripts: [ConnectScript] = []
     /// Every action with its time.
     private(set) var log: [(time: Duration, action: Action)] = []
@@ -49,6 +59,7 @@ struct ReconnectionHarness {
     }
 
     mutating func send(_ event: Event) {
+        apply(event)
         queue.append(event)
         drain()
     }
@@ -82,10 +93,24 @@ struct ReconnectionHarness {
     /// Keeps the world's facts in line with externally injected events.
     private mutating func apply(_ event: Event) {
         switch event {
-        case .connected(let value): connected = value
-        case .devicePresent(let value): devicePresent = value
+        case .connected(let value):
+            connected = value
+            if !value { resolved = false }
+        case .devicePresent(let value):
+            devicePresent = value
+            if !value { gattExported = false }
+        case .servicesResolved(let value):
+            resolved = value
+            if value { gattExported = true }
         default: break
         }
+    }
+
+    /// Queues bluetoothd's `ServicesResolved=true` (the GATT objects exported by then).
+    private mutating func resolveServices() {
+        resolved = true
+        gattExported = true
+        queue.append(.servicesResolved(true))
     }
 
     private mutating func drain() {
@@ -105,13 +130,19 @@ struct ReconnectionHarness {
             switch script {
             case .success:
                 connected = true
-                queue += [.connected(true), .connectFinished(nil), .servicesResolved(true)]
+                queue += [.connected(true), .connectFinished(nil)]
+                resolveServices()
             case .noServices:
                 connected = true
                 queue += [.connected(true), .connectFinished(nil)]
             case .connectedNotSignalled:
                 connected = true
-                queue += [.connectFinished(nil), .servicesResolved(true)]
+                queue += [.connectFinished(nil)]
+                resolveServices()
+            case .servicesLate(let delay):
+                connected = true
+                queue += [.connected(true), .connectFinished(nil)]
+                delayed.append((now + delay, .servicesResolved(true)))
             case .fail(let errorClass):
                 if errorClass == .deviceGone { devicePresent = false }
                 queue.append(.connectFinished(errorClass))
@@ -125,13 +156,16 @@ struct ReconnectionHarness {
         case .disconnect:
             if connected {
                 connected = false
+                resolved = false
                 queue += [.servicesResolved(false), .connected(false)]
             }
         case .checkGATT:
-            queue.append(.gattChecked(complete: gattComplete))
+            let exported = resolved || (gattExported && gattKept)
+            queue.append(.gattChecked(complete: gattComplete && exported))
         case .removeDevice:
             if devicePresent {
                 devicePresent = false
+                gattExported = false
                 queue.append(.devicePresent(false))
             }
         case .startDiscovery:
@@ -146,6 +180,8 @@ struct ReconnectionHarness {
     func count(_ predicate: (Action) -> Bool) -> Int { log.filter { predicate($0.action) }.count }
     var connects: [Duration] { log.filter { $0.action == .connect }.map(\.time) }
     var readyCount: Int { count { $0 == .linkReady } }
+    /// When the machine said the link was ready.
+    var readyTimes: [Duration] { log.filter { $0.action == .linkReady }.map(\.time) }
     var losses: [LinkLossReason] {
         log.compactMap { if case .linkLost(let reason) = $0.action { reason } else { nil } }
     }

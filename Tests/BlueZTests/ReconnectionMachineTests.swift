@@ -204,6 +204,60 @@ struct ReconnectionMachineTests {
         #expect(h.readyCount == 2)
     }
 
+    /// bluetoothd keeps the GATT objects of a device whose link dropped and, once `Connect`
+    /// returns, accepts AcquireNotify on them while it still checks or rediscovers the
+    /// services: a reconnect is ready then, not when `ServicesResolved` comes.
+    @Test func reconnectIsReadyOnTheKeptGattBeforeServicesResolve() {
+        var h = ReconnectionHarness()
+        h.boot()
+        h.connectScripts = [.servicesLate(.seconds(2))]
+        h.schedule(.connected(false), after: .seconds(10))
+        h.advance(by: .seconds(15))
+        #expect(h.connects == [.zero, .seconds(10)])
+        #expect(h.readyTimes == [.zero, .seconds(10)])
+        #expect(h.machine.phase == .ready)
+        #expect(h.machine.consecutiveFailures == 0)
+    }
+
+    /// A first connection has no objects to use before the services are resolved.
+    @Test func firstConnectWaitsForServicesResolved() {
+        var h = ReconnectionHarness()
+        h.connectScripts = [.servicesLate(.seconds(2))]
+        h.boot()
+        h.advance(by: .seconds(5))
+        #expect(h.readyTimes == [.seconds(2)])
+        #expect(h.count { $0 == .checkGATT } == 1)
+    }
+
+    /// bluetoothd dropped the objects with the link (`Cache = no`, or an unpaired device with
+    /// `Cache = yes`): the early check finds nothing, which is no failure; the link is ready
+    /// once the services are resolved again.
+    @Test func reconnectWithoutKeptGattWaitsForServicesResolved() {
+        var h = ReconnectionHarness()
+        h.gattKept = false
+        h.boot()
+        h.connectScripts = [.servicesLate(.seconds(2))]
+        h.schedule(.connected(false), after: .seconds(10))
+        h.advance(by: .seconds(15))
+        #expect(h.readyTimes == [.zero, .seconds(12)])
+        #expect(h.count { $0 == .removeDevice } == 0)
+        #expect(h.machine.consecutiveFailures == 0)
+        #expect(h.connects.count == 2)
+    }
+
+    /// A new device object (the old one removed) has none of the old object's GATT.
+    @Test func aNewDeviceObjectWaitsForServicesResolved() {
+        var h = ReconnectionHarness()
+        h.boot()
+        h.connected = false
+        h.connectScripts = [.servicesLate(.seconds(2))]
+        h.schedule(.devicePresent(false), after: .seconds(5))
+        h.advance(by: .seconds(10))
+        // Found again 1 s after the removal, connected, ready once resolved.
+        #expect(h.readyTimes == [.zero, .seconds(8)])
+        #expect(h.count { $0 == .checkGATT } == 2)
+    }
+
     @Test func deviceRemovalWhileReadyRescans() {
         var h = ReconnectionHarness()
         h.boot()

@@ -106,6 +106,26 @@ struct FaultRecoveryTests {
         }
     }
 
+    /// bluetoothd keeps a board's GATT objects across a link drop (`Cache = always`) and, once
+    /// `Connect` returns, accepts AcquireNotify or StartNotify on them while it still checks or
+    /// rediscovers the services (0.3-2.5 s in the real-BlueZ VM, 60 s here): a board that
+    /// streamed before the drop streams again before `ServicesResolved`, on both paths. Waiting
+    /// for it lost every sample of those seconds.
+    @Test(.timeLimit(.minutes(2)), arguments: [NotificationDelivery.automatic, .propertiesChanged])
+    func aReconnectStreamsBeforeTheServicesAreResolvedAgain(delivery: NotificationDelivery) async throws {
+        try await withBoard(options: try testOptions(delivery: delivery),
+                            configure: { $0.keptServicesResolveDelay = .seconds(60) }) { board in
+            try await board.waitForSamples()
+            board.recorder.mark(board.address, "drop")
+            try await board.rig.simulator.dropLink(0)
+            try await board.waitForSamples(after: "drop", count: 30, within: .seconds(20))
+            let facts = await board.rig.client.facts(for: board.address)
+            #expect(facts.connected && !facts.servicesResolved,
+                    "samples after the reconnect came before ServicesResolved (connected \(facts.connected), resolved \(facts.servicesResolved))")
+            #expect(try await board.rig.simulator.stats(0).connections == 2)
+        }
+    }
+
     /// A stall longer than the watchdog threshold (1 s here) is noticed, the stream restarted,
     /// and samples flow again once the board sends.
     @Test(.timeLimit(.minutes(1)))

@@ -166,12 +166,14 @@ struct GatewayPipelineTests {
             let board = h.addresses[0].rawValue
             try await h.eventually("samples before the drop") { s in s.boards.allSatisfy { $0.gyroSamplesInSession >= 100 } }
             try await h.simulator.dropLink(0)
-            try await h.eventually("board 0 to lose its link") { s in s.boards.first { $0.address == board }?.isStreaming == false }
+            // A reconnect on the kept GATT objects can be quicker than a status poll: the drop
+            // is seen in the simulator's second connection, not in a window without streaming.
             let before = try #require(await pipeline.status.boards.first { $0.address == board }).gyroSamplesInSession
             try await h.eventually("board 0 streaming again with new samples", timeout: .seconds(45)) { s in
                 guard let b = s.boards.first(where: { $0.address == board }) else { return false }
                 return b.isStreaming && b.gyroSamplesInSession >= before + 100
             }
+            #expect(try await h.simulator.stats(0).connections == 2, "board 0 reconnected once")
             try await pipeline.stopSession()
             let status = await pipeline.status
             #expect(status.problems.filter { $0.area == "buffer" }.isEmpty, "\(status.problems)")
