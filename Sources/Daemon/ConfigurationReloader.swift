@@ -46,9 +46,7 @@ public actor ConfigurationReloader {
             logger.warning("changed settings that take effect only after a restart (systemctl restart mwgated): \(restartNeeded.joined(separator: ", "))")
         }
         level.current = Logger.Level(fresh.log.level)
-        await pipeline.reload(hazardCatalogue: fresh.hazards.names, sessionMode: GatewaySettings.SessionMode(fresh.session.mode),
-                              buttonTogglesSession: fresh.session.buttonToggles,
-                              streamBetweenSessions: fresh.session.streamBetweenSessions)
+        await pipeline.apply(LiveSettings(fresh))
         current = fresh
         logger.event(.configReloaded, "configuration reloaded (log level \(fresh.log.level.rawValue), session mode \(fresh.session.mode.rawValue), \(fresh.hazards.names.count) hazards)")
         return true

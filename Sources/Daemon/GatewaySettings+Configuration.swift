@@ -32,16 +32,23 @@ extension GatewaySettings {
         }
         self.init(
             boards: selection, streaming: streaming, gnss: configuration.gnss.source,
-            sessionMode: SessionMode(configuration.session.mode), hazardCatalogue: configuration.hazards.names,
             stateDirectory: configuration.paths.stateDirectory, busAddress: busAddress,
             budget: BufferBudget(maxBytes: configuration.buffer.budget.maxBytes,
                                  minFreeBytes: configuration.buffer.budget.minFreeBytes,
                                  retentionDays: configuration.buffer.retentionDays))
-        buttonTogglesSession = configuration.session.buttonToggles
-        streamBetweenSessions = configuration.session.streamBetweenSessions
+        live = LiveSettings(configuration)
         acceptDeadReckoning = configuration.gnss.acceptDeadReckoning
         backfill = configuration.boards.backfill
         try validate()
+    }
+}
+
+extension LiveSettings {
+    /// The live settings a configuration file describes (read again on every reload).
+    public init(_ configuration: GatewayConfiguration) {
+        self.init(hazardCatalogue: configuration.hazards.names, sessionMode: GatewaySettings.SessionMode(configuration.session.mode),
+                  buttonTogglesSession: configuration.session.buttonToggles,
+                  streamBetweenSessions: configuration.session.streamBetweenSessions)
     }
 }
 

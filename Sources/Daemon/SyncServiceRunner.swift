@@ -36,28 +36,33 @@ public struct SyncServiceRunner: Service, SyncControl, CustomStringConvertible {
     public func run() async throws {
         let sync = sync, reporter = reporter
         let updates = await sync.statusUpdates()
-        let events = Task {
-            var failures = 0
-            for await status in updates {
-                if status.consecutiveFailures > failures, failures == 0 {
-                    await reporter.syncAttempt(succeeded: false, sink: status.sink, error: status.lastError)
-                } else if status.consecutiveFailures == 0, failures > 0 {
-                    await reporter.syncAttempt(succeeded: true, sink: status.sink)
-                }
-                failures = status.consecutiveFailures
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await Self.reportFailureStreaks(updates, to: reporter) }
+            defer { group.cancelAll() }
+            // The sink's connection is closed before the process exits: PostgresNIO traps
+            // (assertion) when a connection is released still open, which turned every SIGTERM
+            // of a debug build into a crash.
+            do {
+                try await cancelWhenGracefulShutdown { try await sync.run() }
+            } catch {
+                await sync.sink.close()
+                throw error
             }
-        }
-        defer { events.cancel() }
-        // The sink's connection is closed before the process exits: PostgresNIO traps
-        // (assertion) when a connection is released still open, which turned every SIGTERM of
-        // a debug build into a crash.
-        do {
-            try await cancelWhenGracefulShutdown { try await sync.run() }
-        } catch {
             await sync.sink.close()
-            throw error
         }
-        await sync.sink.close()
+    }
+
+    /// The first failure after a success, and the first success after failures, as journal events.
+    private static func reportFailureStreaks(_ updates: AsyncStream<SyncStatus>, to reporter: StatusReporter) async {
+        var failures = 0
+        for await status in updates {
+            if status.consecutiveFailures > failures, failures == 0 {
+                await reporter.syncAttempt(succeeded: false, sink: status.sink, error: status.lastError)
+            } else if status.consecutiveFailures == 0, failures > 0 {
+                await reporter.syncAttempt(succeeded: true, sink: status.sink)
+            }
+            failures = status.consecutiveFailures
+        }
     }
 
     /// The sync's state for `mwctl sync` (times in seconds since the epoch).

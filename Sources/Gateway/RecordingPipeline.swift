@@ -1,3 +1,4 @@
+import Basics
 import BlueZ
 import Boards
 import Buffer
@@ -16,7 +17,7 @@ import StatusModel
 /// Recording never waits on the network: the pipeline only calls the local buffer
 /// (synchronous SQLite, through the ``SessionController``) and never awaits anything upstream.
 /// Its other jobs are small values it holds: the status (``StatusBook``, published through
-/// ``StatusBroadcast``), the clock's synchronisation (``ClockWatch``) and the upload backlog
+/// a ``Broadcast``), the clock's synchronisation (``ClockWatch``) and the upload backlog
 /// (``BacklogWatch``).
 public actor RecordingPipeline {
     /// How often ``tick()`` runs in ``runTicks()`` while a session records.
@@ -49,7 +50,7 @@ public actor RecordingPipeline {
     var backlog: BacklogWatch
     private var lastReportedStoreError: String?
     var isShutDown = false
-    private let statusReaders = StatusBroadcast()
+    private let statusReaders = Broadcast<GatewayStatus>()
     private var lastTickAt: ContinuousClock.Instant?
 
     /// The pipeline runs on ``RecordingThread``: its synchronous SQLite commits wait there,
@@ -287,7 +288,7 @@ public actor RecordingPipeline {
         statusReaders.subscribe(current: snapshot())
     }
 
-    // MARK: Health and reload
+    // MARK: Health and live settings
 
     /// The pipeline's health now.
     public var health: Health {
@@ -295,16 +296,11 @@ public actor RecordingPipeline {
                isShutDown: isShutDown, isIdle: tickPeriod == nil)
     }
 
-    /// Applies the settings that can change while running (SIGHUP): the hazard catalogue,
-    /// the session mode, the button toggle and streaming between sessions. Boards, streaming,
-    /// GNSS and the buffer need a restart. Switching to `manual` does not end a running session.
-    public func reload(hazardCatalogue: [String], sessionMode: GatewaySettings.SessionMode, buttonTogglesSession: Bool,
-                       streamBetweenSessions: Bool = false) {
-        settings.hazardCatalogue = hazardCatalogue
-        settings.sessionMode = sessionMode
-        settings.buttonTogglesSession = buttonTogglesSession
-        settings.streamBetweenSessions = streamBetweenSessions
-        controller.setAlwaysMode(sessionMode == .always)
+    /// Applies settings changed while running (``LiveSettings``, a reload): the session mode
+    /// and the boards' streaming between sessions take effect at once.
+    public func apply(_ live: LiveSettings) {
+        settings.live = live
+        controller.setAlwaysMode(live.sessionMode == .always)
         updateSensorDemand()
         publish()
     }
