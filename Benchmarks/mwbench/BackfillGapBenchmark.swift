@@ -1,0 +1,123 @@
+import Foundation
+import MetaWear
+import MetaWearBoardModel
+import Recording
+
+/// Time to close an 8 s gap after a session of 2, 5 and 10 minutes, with and without the
+/// flash log trimmed while the stream is healthy (issue 21): a board model streams gyro at
+/// 100 Hz into a `SessionController`, its stream stalls for 8 s, and as soon as the points
+/// after the stall wait, its log is read out page by page at the model's pace (400 entries/s),
+/// each page confirmed once the recorder says it is stored. Simulated time; the figure is the
+/// protocol's and the recorder's, not the radio's.
+enum BackfillGapBenchmark {
+    /// What one session gave.
+    struct Outcome {
+        var entriesRead: UInt32
+        var secondsToClose: Double?
+        var backfilled: Int
+        var cpuSeconds: Double
+    }
+
+    /// A store that keeps nothing: the recorder's writes succeed at once.
+    final class DiscardingStore: RecordingStore {
+        func beginSession(_: SessionStart) throws {}
+        func append(_: [OpenSegment]) throws {}
+        func seal(_: ChunkToSeal) throws -> String { UUID().uuidString }
+        func endSession(_: SessionEnd) throws {}
+        func submitSurvey(sessionID _: String, survey _: HazardSurvey, submittedAt _: Date) throws -> RecordsDocument {
+            throw CocoaError(.featureUnsupported)
+        }
+        func sessionsAwaitingSurvey() throws -> [String] { [] }
+    }
+
+    static func run(minutes: [Int]) -> [String] {
+        var lines: [String] = []
+        for m in minutes {
+            for trims in [true, false] {
+                let o = session(stallAt: Double(m * 60), trims: trims)
+                let key = "backfill_gap_\(m)min_\(trims ? "trimmed" : "untrimmed")"
+                lines.append("\(key)_entries=\(o.entriesRead)")
+                // Released without a fill: the wait ended, the gap stays marked.
+                let closed = o.backfilled > 0 ? o.secondsToClose : nil
+                lines.append("\(key)_close_s=\(closed.map { MetaWearBenchmark.format($0, 1) } ?? "never")")
+                lines.append("\(key)_backfilled=\(o.backfilled)")
+                lines.append("\(key)_cpu_ms=\(MetaWearBenchmark.format(o.cpuSeconds * 1000, 0))")
+            }
+        }
+        return lines
+    }
+
+    static func session(stallAt: Double, trims: Bool) -> Outcome {
+        let cpuStart = ProcessCPU.ownSeconds()
+        let base = TimeBase(wallNanoseconds: 1_800_000_000_000_000_000, monotonicNanoseconds: 0, systemClockSynchronised: true)
+        let recorder = SessionController(store: DiscardingStore(), timeBase: base)
+        var board = SimulatedBoard(profile: .metaMotionR, seed: 7)
+        let ids = LoggingCommands.triggers(.gyro, chip: .bmi160).flatMap { board.write($0.bytes).notifications }.map { $0[2] }
+        let loggers: [MotionSensor: LoggerIDs] = [.gyro: LoggerIDs(xy: ids[0], z: ids[1])]
+        for p in LoggingCommands.start(overwriteWhenFull: true) + Commands.startGyro(GyroConfiguration(rate: .hz100, range: .dps2000), mode: .single, chip: .bmi160) {
+            _ = board.write(p.bytes)
+        }
+        recorder.expectBackfill(board: "B", true)
+        recorder.attach(board: "B", gyroRateHertz: 100)
+        _ = try? recorder.start(trigger: .controlAPI, now: 0)
+        var origins: [UInt8: Int64] = [:]
+        if let reply = board.write([0x0B, 0x84]).notifications.first, reply.count == 7 {
+            let tick = UInt32(reply[2]) | UInt32(reply[3]) << 8 | UInt32(reply[4]) << 16 | UInt32(reply[5]) << 24
+            origins[reply[6] & 7] = -Int64(BoardTicks.milliseconds(UInt64(tick)) * 1e6)
+        }
+        let decoder = NotificationDecoder(chip: .bmi160, gyroRange: .dps2000, accelerometerRange: .g4)
+        var readout: LogDownloader?
+        var page: [LoggedSample] = []
+        var mark: UInt32?
+        var outcome = Outcome(entriesRead: 0, backfilled: 0, cpuSeconds: 0)
+        var now: Int64 = 0
+        let stallEnd = Int64((stallAt + 8) * 1e9)
+        var pending: [[UInt8]] = []
+        while now < stallEnd + 90_000_000_000, outcome.secondsToClose == nil {
+            now += 20_000_000
+            let stalled = Double(now) / 1e9 >= stallAt && now < stallEnd
+            pending += board.advance(to: UInt64(now)).map(\.bytes)
+            while !pending.isEmpty {
+                let bytes = pending.removeFirst()
+                guard bytes.first == 0x0B else {
+                    if !stalled { recorder.ingest(board: "B", event: decoder.decode(bytes), receivedAt: now) }
+                    continue
+                }
+                guard var r = readout else { continue }
+                let step = r.receive(bytes, at: now)
+                page += step.samples.map(\.sample)
+                for p in step.writes { pending += board.write(p.bytes).notifications }
+                if step.pageReady || r.state == .finished {
+                    let result = recorder.backfill(board: "B", logged: page, bootOrigins: origins, complete: r.state == .finished, now: now)
+                    outcome.backfilled += result.filled
+                    page = []
+                    if result.durable { for p in r.confirmPage() { pending += board.write(p.bytes).notifications } }
+                }
+                readout = r.state == .finished && !r.awaitsConfirm ? nil : r
+            }
+            recorder.tick(now: now)
+            for action in trims && readout == nil ? recorder.flashLogTrims(now: now) : [] {
+                switch action {
+                case .mark:
+                    mark = board.write(LoggingCommands.readLength.bytes).notifications.compactMap { reply -> UInt32? in
+                        if case .success(.length(let n))? = LogNotificationDecoder.decode(reply) { return n }
+                        return nil
+                    }.first
+                case .trim:
+                    if let count = mark { for p in LoggingCommands.trim(entries: count, overwriteWhenFull: true) { _ = board.write(p.bytes) } }
+                    mark = nil
+                }
+            }
+            if readout == nil, outcome.entriesRead == 0, recorder.isWaitingForBackfill(board: "B") {
+                var r = LogDownloader(revision: 2, loggers: loggers, confirmsPagesItself: false)
+                for p in r.begin() { pending += board.write(p.bytes).notifications }
+                readout = r
+                mark = nil
+                if case .success(.length(let n))? = pending.last.flatMap(LogNotificationDecoder.decode) { outcome.entriesRead = n }
+            }
+            if outcome.entriesRead > 0, !recorder.isWaitingForBackfill(board: "B") { outcome.secondsToClose = Double(now - stallEnd) / 1e9 }
+        }
+        outcome.cpuSeconds = ProcessCPU.ownSeconds() - cpuStart
+        return outcome
+    }
+}
