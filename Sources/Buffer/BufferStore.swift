@@ -63,6 +63,8 @@ public final class BufferStore: Sendable {
     static let newDatabasePageSize = 1024
     /// WAL bytes between automatic checkpoints.
     static let checkpointBytes = 4 << 20
+    /// The writer connection's page cache (the readers keep 512 KiB each).
+    static let writerCacheKiB = 128
 
     /// File name of the database inside the state directory.
     public static let fileName = "buffer.sqlite"
@@ -90,10 +92,10 @@ public final class BufferStore: Sendable {
         journal = SegmentJournal(databasePath: path)
         var config = GRDB.Configuration()
         config.busyMode = .timeout(10)
-        // Every connection's page cache is capped at 512 KiB (SQLite's default is 2 MiB each,
-        // for the writer and every reader): the buffer's big values are chunk blobs, written
-        // once and read once, which a cache does not speed up; the B-tree pages that are
-        // read again fit many times over.
+        // Every reader's page cache is capped at 512 KiB (SQLite's default is 2 MiB each,
+        // for the writer and every reader; the writer's is smaller still, below): the buffer's
+        // big values are chunk blobs, written once and read once, which a cache does not speed
+        // up; the B-tree pages that are read again fit many times over.
         config.maximumReaderCount = 3
         config.prepareDatabase { db in
             // 1 KiB pages (taken only by a new, empty file): every commit writes whole pages to
@@ -113,6 +115,11 @@ public final class BufferStore: Sendable {
         // so every seal and checkpoint) survive power loss.
         let synchronous = try pool.writeWithoutTransaction { db -> Int in
             try db.execute(sql: "PRAGMA synchronous = FULL")
+            // The writer's cache fills with the pages of sealed chunks, written once and never
+            // read through it again; a seal's pages (a 2,000-point chunk is about 50 pages of
+            // 1 KiB) and the B-tree pages each seal walks fit in 128 KiB. At 512 KiB the rest
+            // stayed resident for nothing: 0.4 MiB of mwgated's steady RSS.
+            try db.execute(sql: "PRAGMA cache_size = -\(Self.writerCacheKiB)")
             if try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") == 0 {
                 try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
                 try db.execute(sql: "VACUUM")
