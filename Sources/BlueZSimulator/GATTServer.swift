@@ -184,6 +184,9 @@ extension BlueZSimulator {
         // client is ready (ServicesResolved), dropping what the board sends meanwhile
         // (src/gatt-client.c register_notify_io_cb, notify_io_cb).
         let generation = device.linkGeneration
+        if !device.servicesResolved {
+            log("mwsim: board \(index) AcquireNotify by \(sender) before ServicesResolved: answered once resolved")
+        }
         while !device.servicesResolved {
             try? await Task.sleep(for: .milliseconds(5))
             guard device.connected, generation == device.linkGeneration else { throw BlueZError.failed("Not connected") }

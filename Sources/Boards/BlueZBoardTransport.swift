@@ -236,16 +236,7 @@ public actor BlueZBoardTransport: BoardTransport {
         let attempt = linkAttempt
         guard let device = facts?.device else { return feedLater(.sessionFailed("device vanished before the link opened")) }
         let client = client
-        var linkOptions = options
-        if facts?.servicesResolved != true, linkOptions.notificationDelivery == .automatic {
-            // A reconnect on the kept GATT objects, before bluetoothd's GATT client is ready:
-            // bluetoothd 5.66 writes the CCCD for AcquireNotify at once but hands out its socket
-            // only when ready, dropping every notification until then (src/gatt-client.c
-            // register_notify_io_cb, notify_io_cb); StartNotify delivers from the CCCD write on.
-            // This link stays on StartNotify; the next reconnect chooses again.
-            linkOptions.notificationDelivery = .propertiesChanged
-        }
-        let options = linkOptions
+        let options = options
         let work = work
         work.spawn { [self] in
             do {

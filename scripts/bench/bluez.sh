@@ -49,7 +49,7 @@ drops=${LINK_DROPS:-20}
     echo "|---|---:|"
     echo "| the VM's two CPUs busy while measured | $(metric "VM CPUs busy while measured, %") % |"
     echo "| mwgated CPU per 1,000 samples while recording (AcquireNotify) | $(metric "mwgated CPU ms per 1000 samples (recording, AcquireNotify)") ms |"
-    echo "| mwgated CPU per 1,000 samples while recording, after the link drops (a link reopened before ServicesResolved uses StartNotify) | $(metric "mwgated CPU ms per 1000 samples (recording, after the drops)") ms |"
+    echo "| mwgated CPU per 1,000 samples while recording, after the link drops | $(metric "mwgated CPU ms per 1000 samples (recording, after the drops)") ms |"
     echo "| bluetoothd CPU per 1,000 samples, same window (both ends of the link) | $(metric "bluetoothd CPU ms per 1000 samples (both ends of the link)") ms |"
     echo "| bleak CPU per 1,000 notifications, AcquireNotify | $(metric "bleak CPU ms per 1000 notifications (AcquireNotify)") ms |"
     echo "| bleak CPU per 1,000 notifications, StartNotify | $(metric "bleak CPU ms per 1000 notifications (StartNotify)") ms |"

@@ -990,8 +990,7 @@ def group_bench(checks):
         monitor.terminate()
         monitor.wait()
         subprocess.run(["cp", "/run/mwgate-vm/bench-bus.log", RESULTS])
-    # The same CPU measure after the drops: a link reopened before ServicesResolved stays on
-    # StartNotify (bluetoothd 5.66 drops AcquireNotify's notifications until then).
+    # The same CPU measure after the drops (the links reopened since).
     time.sleep(2)
     cpu0, n0 = process_cpu(gateway.proc.pid), samples_received(gateway, address)
     time.sleep(seconds)
