@@ -20,24 +20,16 @@ struct ChunkPointsTests {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let blob = PointCodec.encode(points(120, t0: 1_800_000_000_000))
-        do {
-            let queue = try DatabaseQueue(path: BufferStore.path(inStateDirectory: dir))
-            try queue.writeWithoutTransaction { db in
-                try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
-                try db.execute(sql: "VACUUM")
-            }
-            try BufferStore.migrator.migrate(queue, upTo: "v3-open-segments")
-            try queue.write { db in
-                try db.execute(sql: """
-                    INSERT INTO sessions (id, started_at, start_trigger, ended_at, stop_trigger, state, point_count, boards, day)
-                    VALUES ('S', 1800000000000, 'control_api', 1800000001200, 'control_api', 'awaiting_survey', 120, '["B1"]',
-                            '2027-01-15');
-                    INSERT INTO chunks (id, name, session_id, board, seq, upload_seq, updated_at, point_count, first_ts, last_ts,
-                                        time_source, missed, crc32, sealed_at, size, points)
-                    VALUES (1, 'C0FFEE00-0000-4000-8000-000000000001', 'S', 'B1', 0, 0, 0, 120, 1800000000000, 1800000001190,
-                            'system_clock_synchronised', 0, ?, 0, ?, ?);
-                    """, arguments: [Int64(CRC32.checksum(blob)), blob.count, Data(blob)])
-            }
+        try writeOldDatabase(BufferStore.path(inStateDirectory: dir), upTo: "v3-open-segments") { db in
+            try db.execute(sql: """
+                INSERT INTO sessions (id, started_at, start_trigger, ended_at, stop_trigger, state, point_count, boards, day)
+                VALUES ('S', 1800000000000, 'control_api', 1800000001200, 'control_api', 'awaiting_survey', 120, '["B1"]',
+                        '2027-01-15');
+                INSERT INTO chunks (id, name, session_id, board, seq, upload_seq, updated_at, point_count, first_ts, last_ts,
+                                    time_source, missed, crc32, sealed_at, size, points)
+                VALUES (1, 'C0FFEE00-0000-4000-8000-000000000001', 'S', 'B1', 0, 0, 0, 120, 1800000000000, 1800000001190,
+                        'system_clock_synchronised', 0, ?, 0, ?, ?);
+                """, arguments: [Int64(CRC32.checksum(blob)), blob.count, Data(blob)])
         }
         let clock = TestClock(Date(timeIntervalSince1970: 1_800_000_000))
         let store = try openStore(dir, clock: clock)

@@ -11,13 +11,7 @@ struct MigrationTests {
     /// document pending; B recording. The newest chunk id (9) was deleted, so only
     /// `sqlite_sequence` remembers it.
     static func writeVersion1(_ path: String, blob: [UInt8]) throws {
-        let queue = try DatabaseQueue(path: path)
-        try queue.writeWithoutTransaction { db in
-            try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
-            try db.execute(sql: "VACUUM")
-        }
-        try BufferStore.migrator.migrate(queue, upTo: "v1")
-        try queue.write { db in
+        try writeOldDatabase(path, upTo: "v1") { db in
             let crc = Int64(CRC32.checksum(blob))
             try db.execute(sql: """
                 INSERT INTO sessions (id, started_at, start_trigger, ended_at, stop_trigger, state, boards, point_count,

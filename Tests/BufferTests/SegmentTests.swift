@@ -229,25 +229,17 @@ struct SegmentTests {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let path = BufferStore.path(inStateDirectory: dir)
-        do {
-            let queue = try DatabaseQueue(path: path)
-            try queue.writeWithoutTransaction { db in
-                try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
-                try db.execute(sql: "VACUUM")
-            }
-            try BufferStore.migrator.migrate(queue)
-            try queue.write { db in
+        try writeOldDatabase(path, upTo: nil) { db in
+            try db.execute(sql: """
+                INSERT INTO sessions (id, started_at, start_trigger, state, day)
+                VALUES ('S', 1800000000000, 'control_api', 'recording', '2027-01-15');
+                """)
+            for first in [0, 100] {
+                let blob = PointCodec.encode(points(100, t0: 1_800_000_000_000 + Double(first) * 10, startIndex: first))
                 try db.execute(sql: """
-                    INSERT INTO sessions (id, started_at, start_trigger, state, day)
-                    VALUES ('S', 1800000000000, 'control_api', 'recording', '2027-01-15');
-                    """)
-                for first in [0, 100] {
-                    let blob = PointCodec.encode(points(100, t0: 1_800_000_000_000 + Double(first) * 10, startIndex: first))
-                    try db.execute(sql: """
-                        INSERT INTO open_segments (session_id, board, first_index, point_count, time_source, size, points)
-                        VALUES ('S', 'B1', ?, 100, 'system_clock_synchronised', ?, ?)
-                        """, arguments: [first, blob.count, Data(blob)])
-                }
+                    INSERT INTO open_segments (session_id, board, first_index, point_count, time_source, size, points)
+                    VALUES ('S', 'B1', ?, 100, 'system_clock_synchronised', ?, ?)
+                    """, arguments: [first, blob.count, Data(blob)])
             }
         }
         let store = try openStore(dir)
@@ -280,24 +272,16 @@ struct SegmentTests {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let path = BufferStore.path(inStateDirectory: dir)
-        do {
-            let queue = try DatabaseQueue(path: path)
-            try queue.writeWithoutTransaction { db in
-                try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
-                try db.execute(sql: "VACUUM")
-            }
-            try BufferStore.migrator.migrate(queue, upTo: "v2-upload-state-in-chunks")
-            let blob = PointCodec.encode(points(120, t0: 1_800_000_000_000))
-            try queue.write { db in
-                try db.execute(sql: """
-                    INSERT INTO sessions (id, started_at, start_trigger, state, day)
-                    VALUES ('S', 1800000000000, 'control_api', 'recording', '2027-01-15');
-                    """)
-                try db.execute(sql: """
-                    INSERT INTO open_chunks (session_id, board, seq, point_count, time_source, updated_at, size, points)
-                    VALUES ('S', 'B1', 0, 120, 'system_clock_synchronised', 0, ?, ?)
-                    """, arguments: [blob.count, Data(blob)])
-            }
+        let blob = PointCodec.encode(points(120, t0: 1_800_000_000_000))
+        try writeOldDatabase(path, upTo: "v2-upload-state-in-chunks") { db in
+            try db.execute(sql: """
+                INSERT INTO sessions (id, started_at, start_trigger, state, day)
+                VALUES ('S', 1800000000000, 'control_api', 'recording', '2027-01-15');
+                """)
+            try db.execute(sql: """
+                INSERT INTO open_chunks (session_id, board, seq, point_count, time_source, updated_at, size, points)
+                VALUES ('S', 'B1', 0, 120, 'system_clock_synchronised', 0, ?, ?)
+                """, arguments: [blob.count, Data(blob)])
         }
         let store = try openStore(dir)
         #expect(try store.integrityCheck() == "ok")

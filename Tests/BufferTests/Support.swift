@@ -1,5 +1,6 @@
 import Basics
 import Foundation
+import GRDB
 import Recording
 @testable import Buffer
 
@@ -53,4 +54,17 @@ func recordSession(_ store: BufferStore, id: String = UUID().uuidString, start: 
                                     distance: 12.5, timeSource: .systemClockSynchronised))
     if let submit { try store.submitSurvey(sessionID: id, survey: submit, submittedAt: Date(timeIntervalSince1970: t / 1000)) }
     return id
+}
+
+/// A database file of an older schema, made as `BufferStore` makes one (incremental
+/// auto-vacuum) and migrated up to `migration` (every migration when nil); `fill` writes its
+/// rows in one transaction. Closed on return, ready for a `BufferStore` to open.
+func writeOldDatabase(_ path: String, upTo migration: String?, _ fill: (Database) throws -> Void) throws {
+    let queue = try DatabaseQueue(path: path)
+    try queue.writeWithoutTransaction { db in
+        try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
+        try db.execute(sql: "VACUUM")
+    }
+    if let migration { try BufferStore.migrator.migrate(queue, upTo: migration) } else { try BufferStore.migrator.migrate(queue) }
+    try queue.write(fill)
 }

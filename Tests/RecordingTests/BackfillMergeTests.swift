@@ -37,43 +37,24 @@ struct BackfillMergeTests {
         controller.expectBackfill(board: "B", true)
         controller.attach(board: "B", gyroRateHertz: 100)
         try controller.start(trigger: .controlAPI, now: 0)
-        let decoder = NotificationDecoder(chip: .bmi160, gyroRange: .dps2000, accelerometerRange: .g4)
-        var now: Int64 = 0
-        var rng = SeededRandom(seed: seed)
-        print("BackfillMergeTests seed \(seed)")
-        var delivered = 0
-        var inHole = false
         var truth: [UInt64: UInt64] = [:]
         var outcome = SessionController.BackfillOutcome()
         var downloaded = false
         var heldAtDownload = false
-        while Double(now) < seconds * 1e9 {
-            now += Int64(Double.random(in: 7.5e6...30e6, using: &rng))
-            let t = Double(now) / 1e9
-            let holeNow = t >= hole.0 && t < hole.1
-            if holeNow != inHole {
-                inHole = holeNow
-                if reattach {
-                    if holeNow { controller.detach(board: "B", now: now) } else { controller.attach(board: "B", gyroRateHertz: 100) }
-                }
-            }
-            for n in board.advance(to: UInt64(now)) {
-                let event = decoder.decode(n.bytes)
-                if case .gyro(let s) = event {
-                    truth[UInt64(UInt16(bitPattern: s.raw(0).x))] = n.nanoseconds
-                    if holeNow { continue }
-                    delivered += s.count
-                }
-                controller.ingest(board: "B", event: event, receivedAt: now)
-            }
-            controller.tick(now: now)
+        let link = BatchingLinkDriver(hole: hole, reattach: reattach, seed: seed)
+        // Every gyro sample's true time is noted, also those the hole loses; only gyro is lost.
+        let (delivered, now) = try link.run(&board, into: controller, seconds: seconds, deliver: { n, event, inHole in
+            guard case .gyro(let s) = event else { return true }
+            truth[UInt64(UInt16(bitPattern: s.raw(0).x))] = n.nanoseconds
+            return !inHole
+        }, afterEvent: { t, board in
             if let downloadAt, !downloaded, t >= downloadAt {
                 downloaded = true
                 heldAtDownload = controller.isWaitingForBackfill(board: "B")
                 let (logged, origins) = download(board, loggers: LoggerIDs(xy: ids[0], z: ids[1]))
                 outcome = controller.backfill(board: "B", logged: logged, bootOrigins: origins)
             }
-        }
+        })
         try controller.stop(trigger: .controlAPI, now: now)
         var points: [RecordedPoint] = []
         for (_, chunk) in store.sealed where chunk.board == "B" { points += try PointCodec.decode(chunk.bytes) }

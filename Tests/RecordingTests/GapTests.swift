@@ -10,9 +10,8 @@ import Testing
 /// lasted, also when the hole is a link drop (the board's stream is re-attached).
 @Suite("Gaps: samples missing and duration")
 struct GapTests {
-    /// Streams one simulated 100 Hz board for `seconds`; `hole` (start, end) in seconds is a
-    /// stretch whose notifications never arrive, with the board detached and re-attached
-    /// around it when `reattach` (a link drop) or left attached (lost notifications).
+    /// Streams one simulated 100 Hz board for `seconds` over a ``BatchingLinkDriver`` link
+    /// with `hole` lost.
     func record(seconds: Double, hole: (Double, Double), reattach: Bool, store: MemoryStore) throws -> Int {
         let base = TimeBase(wallNanoseconds: 1_800_000_000_000_000_000, monotonicNanoseconds: 0, systemClockSynchronised: true)
         let controller = SessionController(store: store, timeBase: base)
@@ -20,28 +19,7 @@ struct GapTests {
         for p in Commands.startGyro(GyroConfiguration(rate: .hz100, range: .dps2000), mode: .single, chip: .bmi160) { _ = board.write(p.bytes) }
         controller.attach(board: "B", gyroRateHertz: 100)
         try controller.start(trigger: .controlAPI, now: 0)
-        let decoder = NotificationDecoder(chip: .bmi160, gyroRange: .dps2000, accelerometerRange: .g4)
-        var now: Int64 = 0
-        var rng = SeededRandom(seed: 7)
-        var delivered = 0
-        var inHole = false
-        while Double(now) < seconds * 1e9 {
-            now += Int64(Double.random(in: 7.5e6...30e6, using: &rng))
-            let t = Double(now) / 1e9
-            let holeNow = t >= hole.0 && t < hole.1
-            if holeNow != inHole {
-                inHole = holeNow
-                if reattach {
-                    if holeNow { controller.detach(board: "B", now: now) } else { controller.attach(board: "B", gyroRateHertz: 100) }
-                }
-            }
-            for n in board.advance(to: UInt64(now)) where !holeNow {
-                let event = decoder.decode(n.bytes)
-                if case .gyro(let s) = event { delivered += s.count }
-                controller.ingest(board: "B", event: event, receivedAt: now)
-            }
-            controller.tick(now: now)
-        }
+        let (delivered, now) = try BatchingLinkDriver(hole: hole, reattach: reattach, seed: 7).run(&board, into: controller, seconds: seconds)
         try controller.stop(trigger: .controlAPI, now: now)
         return delivered
     }
