@@ -34,6 +34,48 @@ struct SegmentTests {
         SegmentJournal.files(databasePath: BufferStore.path(inStateDirectory: dir)).map(\.path)
     }
 
+    static func record(_ session: String, first: Int, xs: [Int], times: (Int) -> Double, held: Bool = false) -> OpenSegment {
+        let p = xs.map { x in
+            RecordedPoint(gyroscope: GyroReading(x: Float(x), y: 1, z: 2, timestamp: times(x)), location: nil, missingLocation: .noFix)
+        }
+        return OpenSegment(sessionID: session, board: board, firstIndex: first, bytes: PointCodec.encode(p), pointCount: p.count,
+                           timeSource: .systemClockSynchronised, held: held)
+    }
+
+    /// A board's points held after a gap (issue 21): the first points after the gap were
+    /// written provisionally at indices 100... with times inside the gap (before it was
+    /// known); held records then carry them again with their times and the backfilled
+    /// samples placed so far; at the release the whole hold is written at its final indices.
+    @Test("held records replace the provisional points after a gap, and the released hold replaces them")
+    func heldRecords() throws {
+        let t0 = 1_800_000_000_000.0
+        let right: (Int) -> Double = { t0 + Double($0) * 10 }
+        for released in [false, true] {
+            let dir = temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            do {
+                let store = try openStore(dir)
+                try store.beginSession(SessionStart(sessionID: "S", startedAt: t0, trigger: .controlAPI))
+                try store.append([Self.record("S", first: 0, xs: Array(0..<100), times: right)])
+                // Samples 100..199 lost by the stream; 200..249 stamped into the gap at first.
+                try store.append([Self.record("S", first: 100, xs: Array(200..<250), times: { t0 + Double($0 - 100) * 10 })])
+                try store.append([Self.record("S", first: 100, xs: Array(200..<260), times: right, held: true)])
+                try store.append([Self.record("S", first: 100, xs: Array(100..<150) + Array(260..<270), times: right, held: true)])
+                try store.seal(Self.chunk("S", seq: 0, first: 0, count: 100, through: 100))
+                if released {
+                    try store.append([Self.record("S", first: 100, xs: Array(100..<280), times: right)])
+                }
+                #expect(Self.journalFiles(dir).count == 1, "the held records are needed until the hold's first chunk is sealed")
+            }
+            let store = try openStore(dir)
+            #expect(try store.recoverInterruptedSessions() == ["S"])
+            let points = try store.dataset(sessionID: "S").points.map(\.point)
+            let expected = released ? Array(0..<280) : Array(0..<150) + Array(200..<270)
+            #expect(points.map { Int($0.gyroscope.x) } == expected, "released \(released)")
+            #expect(points.allSatisfy { $0.gyroscope.timestamp == right(Int($0.gyroscope.x)) })
+        }
+    }
+
     @Test("a seal keeps the segments it does not cover; recovery seals the rest from where the chunks end, each point once")
     func recoveryFromSegments() throws {
         let dir = temporaryDirectory()
