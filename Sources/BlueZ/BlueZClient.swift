@@ -63,10 +63,10 @@ public actor BlueZClient {
         self.busAddress = busAddress
         self.callTimeout = callTimeout
         self.discoveryUUIDs = discoveryUUIDs.map { $0.lowercased() }
-        // Only adapter and device properties are state; characteristic values (every
-        // StartNotify notification) are not routed to this connection at all.
+        // Only adapter, device and battery (Battery1) properties are state; characteristic
+        // values (every StartNotify notification) are not routed to this connection at all.
         mirror = DBusObjectManagerClient(connection: connection, service: BlueZNames.service, timeout: callTimeout,
-                                         followedInterfaces: [BlueZNames.adapter, BlueZNames.device])
+                                         followedInterfaces: [BlueZNames.adapter, BlueZNames.device, BlueZNames.battery])
     }
 
     private func start() async throws {
@@ -308,6 +308,11 @@ public actor BlueZClient {
 
     private func deviceInfo(at path: DBusObjectPath) async -> DeviceInfo? {
         await mirror.object(at: path)?.deviceInfo(at: path)
+    }
+
+    /// The device at `path` as currently mirrored (with its Modalias and Battery1 reading).
+    public func device(at path: DBusObjectPath) async -> DeviceInfo? {
+        await deviceInfo(at: path)
     }
 
     // MARK: Device

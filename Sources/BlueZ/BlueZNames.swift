@@ -8,6 +8,8 @@ public enum BlueZNames {
     public static let device = "org.bluez.Device1"
     public static let gattService = "org.bluez.GattService1"
     public static let gattCharacteristic = "org.bluez.GattCharacteristic1"
+    /// bluetoothd's battery plugin puts this on a device whose Battery service (180F) it reads.
+    public static let battery = "org.bluez.Battery1"
     /// The subtree every adapter and device lives under.
     public static let root: DBusObjectPath = "/org/bluez"
 }

@@ -19,6 +19,11 @@ public struct DeviceInfo: Hashable, Sendable {
     public var servicesResolved: Bool
     /// Advertised, later resolved, service UUIDs (lower case).
     public var uuids: [String]
+    /// `Modalias` (`bluetooth:v…p…d…`): set by bluetoothd's deviceinfo plugin from the
+    /// device's PnP ID (Device Information 2A50), also when that service is not exported.
+    public var modalias: String? = nil
+    /// `org.bluez.Battery1.Percentage`: the battery plugin's reading while connected.
+    public var batteryPercentage: UInt8? = nil
 }
 
 /// A `GattCharacteristic1` as currently mirrored.
@@ -77,7 +82,9 @@ extension DBusObjectManagerClient.Interfaces {
                           name: properties.string("Name"), rssi: try? properties["RSSI"]?.as(Int16.self),
                           connected: properties.bool("Connected") ?? false,
                           servicesResolved: properties.bool("ServicesResolved") ?? false,
-                          uuids: (properties.strings("UUIDs") ?? []).map { $0.lowercased() })
+                          uuids: (properties.strings("UUIDs") ?? []).map { $0.lowercased() },
+                          modalias: properties.string("Modalias"),
+                          batteryPercentage: try? self[BlueZNames.battery]?["Percentage"]?.as(UInt8.self))
     }
 
     func characteristicInfo(at path: DBusObjectPath) -> GattCharacteristicInfo? {

@@ -59,6 +59,7 @@ public actor BlueZSimulator {
                                          adapterPath: Self.adapterPath, now: start, flashCapacity: configuration.flashCapacity,
                                          readoutNotificationsPerSecond: configuration.readoutNotificationsPerSecond)
             device.deviceInformationHidden = configuration.deviceInformationHidden.contains(index)
+            device.batteryPluginOff = configuration.batteryPluginOff
             device.advertisesServiceUUID = !configuration.advertisedWithoutServiceUUID.contains(index)
             return device
         }
@@ -133,6 +134,8 @@ public actor BlueZSimulator {
             device.deviceExported = false
             device.gattExported = false
             device.notifySessions = []
+            device.modaliasKnown = false
+            device.batteryInterfaceExported = false
         }
         scanTask?.cancel()
         scanTask = nil
@@ -167,14 +170,16 @@ public actor BlueZSimulator {
     }
 
     /// Builds an interface whose properties read from the store; `writable` names get a
-    /// setter routed to ``setProperty(_:_:_:_:)``.
-    func storedInterface(_ name: String, path: DBusObjectPath, values: [(String, DBusValue)], writable: Set<String> = [],
-                         methods: [DBusMethod] = [], signals: [DBusSignalDescription] = []) -> DBusInterface {
+    /// setter routed to ``setProperty(_:_:_:_:)``. `absent` properties are declared without a
+    /// value: left out of GetAll until ``update(_:_:_:invalidated:copies:)`` gives them one.
+    func storedInterface(_ name: String, path: DBusObjectPath, values: [(String, DBusValue)], absent: [(String, DBusType)] = [],
+                         writable: Set<String> = [], methods: [DBusMethod] = [],
+                         signals: [DBusSignalDescription] = []) -> DBusInterface {
         var store: [String: DBusValue] = [:]
         for (key, value) in values { store[key] = value }
         properties[path, default: [:]][name] = store
         var properties: [DBusProperty] = []
-        for (key, value) in values {
+        for (key, type) in values.map({ ($0.0, $0.1.type) }) + absent {
             let getter: DBusProperty.Getter = { [weak self] in
                 guard let self else { throw DBusError.disconnected() }
                 return try await self.property(path, name, key)
@@ -183,7 +188,7 @@ public actor BlueZSimulator {
             if writable.contains(key) {
                 setter = { [weak self] newValue in try await self?.setProperty(path, name, key, newValue) }
             }
-            properties.append(DBusProperty(key, type: value.type, get: getter, set: setter))
+            properties.append(DBusProperty(key, type: type, get: getter, set: setter))
         }
         return DBusInterface(name, methods: methods, properties: properties, signals: signals)
     }

@@ -32,21 +32,29 @@ enum GATTLayout {
         let characteristics: [Characteristic]
     }
 
-    static let services: [Service] = [
-        Service(handle: 0x000C, uuid: metaWearService, characteristics: [
-            Characteristic(handle: 0x000D, uuid: commandCharacteristic, flags: ["write-without-response", "write"],
-                           role: .command, descriptorHandle: nil),
-            Characteristic(handle: 0x000F, uuid: notifyCharacteristic, flags: ["notify"], role: .notify,
-                           descriptorHandle: 0x0011),
-        ]),
-        Service(handle: 0x0012, uuid: deviceInformationService, characteristics: [
-            dis(0x0013, 0x2A29), dis(0x0015, 0x2A24), dis(0x0017, 0x2A25), dis(0x0019, 0x2A27), dis(0x001B, 0x2A26),
-        ]),
-        Service(handle: 0x001D, uuid: batteryService, characteristics: [
-            Characteristic(handle: 0x001E, uuid: batteryLevel, flags: ["read", "notify"], role: .batteryLevel,
-                           descriptorHandle: 0x0020),
-        ]),
-    ]
+    /// The board's services; a board with a PnP ID has it as a sixth Device Information
+    /// characteristic (2A50), which moves the Battery service's handles on.
+    static func services(withPnPID: Bool) -> [Service] {
+        var information = [dis(0x0013, 0x2A29), dis(0x0015, 0x2A24), dis(0x0017, 0x2A25), dis(0x0019, 0x2A27), dis(0x001B, 0x2A26)]
+        if withPnPID { information.append(dis(0x001D, pnpIDCharacteristic)) }
+        let battery: UInt16 = withPnPID ? 0x001F : 0x001D
+        return [
+            Service(handle: 0x000C, uuid: metaWearService, characteristics: [
+                Characteristic(handle: 0x000D, uuid: commandCharacteristic, flags: ["write-without-response", "write"],
+                               role: .command, descriptorHandle: nil),
+                Characteristic(handle: 0x000F, uuid: notifyCharacteristic, flags: ["notify"], role: .notify,
+                               descriptorHandle: 0x0011),
+            ]),
+            Service(handle: 0x0012, uuid: deviceInformationService, characteristics: information),
+            Service(handle: battery, uuid: batteryService, characteristics: [
+                Characteristic(handle: battery + 1, uuid: batteryLevel, flags: ["read", "notify"], role: .batteryLevel,
+                               descriptorHandle: battery + 3),
+            ]),
+        ]
+    }
+
+    /// PnP ID (Device Information): what bluetoothd's deviceinfo plugin turns into Modalias.
+    static let pnpIDCharacteristic: UInt16 = 0x2A50
 
     /// UUIDs a resolved device lists in `Device1.UUIDs` (GAP and GATT services included, as
     /// BlueZ does).

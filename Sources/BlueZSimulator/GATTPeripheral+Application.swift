@@ -20,7 +20,9 @@ extension GATTPeripheral {
             ]),
         ]
         if options.offersDeviceInformation {
-            services.append((GATTLayout.deviceInformationService, [0x2A29, 0x2A24, 0x2A25, 0x2A27, 0x2A26].map {
+            let characteristics: [UInt16] = [0x2A29, 0x2A24, 0x2A25, 0x2A27, 0x2A26]
+                + (options.profile.pnpID == nil ? [] : [GATTLayout.pnpIDCharacteristic])
+            services.append((GATTLayout.deviceInformationService, characteristics.map {
                 (GATTLayout.uuid16($0), ["read"], .deviceInformation($0))
             }))
         }

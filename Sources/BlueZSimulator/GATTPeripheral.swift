@@ -350,7 +350,7 @@ public actor GATTPeripheral {
     }
 
     func readDeviceInformation(_ short: UInt16) -> [UInt8] {
-        Array((board.readDeviceInformation(short) ?? "").utf8)
+        board.profile.deviceInformationValue(short) ?? []
     }
 
     func readBatteryLevel() -> [UInt8] { [board.batteryPercent] }

@@ -102,7 +102,7 @@ extension BlueZSimulator {
         }
         let value: [UInt8]
         switch role {
-        case .deviceInformation(let short): value = Array((device.model.readDeviceInformation(short) ?? "").utf8)
+        case .deviceInformation(let short): value = device.model.profile.deviceInformationValue(short) ?? []
         case .batteryLevel: value = [device.model.batteryPercent]
         case .command, .notify: throw BlueZError.notPermitted("Read not permitted")
         }

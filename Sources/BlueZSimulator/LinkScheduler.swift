@@ -117,7 +117,8 @@ extension BlueZSimulator {
         device.servicesResolved = true
         // Sessions that outlived the last link are armed again (bluez-dbus.md §1.6 item 1).
         refreshNotifying(device)
-        return true
+        await runHostPlugins(device)
+        return device.connected && generation == device.linkGeneration
     }
 
     /// The link is gone for `reason`: ServicesResolved=false, then Connected=false; the GATT
@@ -148,6 +149,7 @@ extension BlueZSimulator {
         }
         device.servicesResolved = false
         if device.notifyPipe != nil { releaseNotifyPipe(device, announce: announce) }
+        removeBatteryInterface(device)
         if announce && wasConnected {
             update(device.path, Self.deviceInterface, ["Connected": .boolean(false)])
         }

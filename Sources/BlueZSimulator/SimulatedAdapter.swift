@@ -209,7 +209,8 @@ extension BlueZSimulator {
             ("ServicesResolved", .boolean(false)),
             ("AdvertisingFlags", .array(element: .byte, [.byte(0x06)])),
             ("WakeAllowed", .boolean(false)),
-        ], writable: ["Alias", "Trusted", "Blocked", "WakeAllowed"], methods: [
+        ] + (device.modaliasKnown ? device.modalias.map { [("Modalias", DBusValue.string($0))] } ?? [] : []),
+        absent: device.modaliasKnown ? [] : [("Modalias", .string)], writable: ["Alias", "Trusted", "Blocked", "WakeAllowed"], methods: [
             method("Connect") { simulator, call in try await simulator.connect(index); return [] },
             method("Disconnect") { simulator, _ in try await simulator.disconnect(index); return [] },
             method("Pair") { _, _ in throw DBusError(name: "org.bluez.Error.AuthenticationFailed", message: "Authentication Failed") },
@@ -238,6 +239,9 @@ extension BlueZSimulator {
         device.gattExported = false
         device.notifySessions = []
         device.servicesResolved = false
+        // A temporary device's Modalias goes with its object; a new object learns it again.
+        device.modaliasKnown = false
+        device.batteryInterfaceExported = false
     }
 
     /// The board leaves radio range: the link drops and the object is removed.

@@ -13,6 +13,12 @@ final class SimulatedDevice {
 
     /// BlueZ hides this board's Device Information and Battery services (a plugin claims them).
     var deviceInformationHidden = false
+    /// bluetoothd's battery plugin is off (`--noplugin=battery`): no `Battery1`.
+    var batteryPluginOff = false
+    /// `org.bluez.Battery1` is on the device object (while connected).
+    var batteryInterfaceExported = false
+    /// The deviceinfo plugin has set `Device1.Modalias` on the current device object.
+    var modaliasKnown = false
     /// The advertisement lists no service UUID.
     var advertisesServiceUUID = true
     var deviceExported = false
@@ -80,14 +86,25 @@ final class SimulatedDevice {
 
     /// Path of the MetaWear notify characteristic 326a9006.
     var notifyCharacteristicPath: DBusObjectPath {
-        let service = GATTLayout.services[0]
+        let service = services[0]
         return characteristicPath(service, service.characteristics[1])
     }
 
+    /// The board's GATT table.
+    var services: [GATTLayout.Service] { GATTLayout.services(withPnPID: model.profile.pnpID != nil) }
+
     /// The services BlueZ exports for this board.
     var exportedServices: [GATTLayout.Service] {
-        guard deviceInformationHidden else { return GATTLayout.services }
-        return GATTLayout.services.filter { $0.uuid != GATTLayout.deviceInformationService && $0.uuid != GATTLayout.batteryService }
+        guard deviceInformationHidden else { return services }
+        return services.filter { $0.uuid != GATTLayout.deviceInformationService && $0.uuid != GATTLayout.batteryService }
+    }
+
+    /// `Device1.Modalias` once bluetoothd's deviceinfo plugin has read the PnP ID (it stays
+    /// with the device object from then on, as bluetoothd stores it); nil for a board without.
+    var modalias: String? {
+        guard let pnp = model.profile.pnpID, pnp.count == 7, pnp[0] == 1 || pnp[0] == 2 else { return nil }
+        func hex(_ low: UInt8, _ high: UInt8) -> String { hexString([high, low]).uppercased() }
+        return (pnp[0] == 1 ? "bluetooth" : "usb") + ":v\(hex(pnp[1], pnp[2]))p\(hex(pnp[3], pnp[4]))d\(hex(pnp[5], pnp[6]))"
     }
 
     /// `Device1.UUIDs` before services are resolved: what the advertisement carries.
@@ -96,7 +113,7 @@ final class SimulatedDevice {
     /// All GATT object paths, deepest first (for removal).
     var gattPaths: [DBusObjectPath] {
         var paths: [DBusObjectPath] = []
-        for service in GATTLayout.services {
+        for service in services {
             for characteristic in service.characteristics {
                 if let descriptor = characteristic.descriptorHandle { paths.append(descriptorPath(service, characteristic, descriptor)) }
                 paths.append(characteristicPath(service, characteristic))

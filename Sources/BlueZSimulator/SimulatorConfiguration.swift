@@ -20,10 +20,17 @@ public struct SimulatorConfiguration: Sendable {
     /// One profile per board (index = board number).
     public var profiles: [BoardProfile]
     /// Boards (by index) whose Device Information (180A) and Battery (180F) services BlueZ does
-    /// not export as GATT objects: its deviceinfo and battery plugins may claim them
-    /// (bluez-dbus.md, real-bluez-vm.md "Device Information and Battery were exported": either
-    /// outcome happens). `Battery1.Percentage` is exported for every board either way.
+    /// not export as GATT objects because its deviceinfo and battery plugins claim them.
+    /// Which world a gateway meets depends on bluetoothd (BlueZ source): 5.55-5.79 mark both
+    /// plugins `external` (deviceinfo from 5.36, battery from 5.55), so neither service is
+    /// claimed and both are exported (Debian 12's 5.66, measured in real-bluez-vm.md); from
+    /// 5.80 both are claimed and exported read-only by default, hidden with
+    /// `[GATT] ExportClaimedServices = no`. Either way the plugins still run: `Device1.Modalias` (for a board
+    /// with a PnP ID) and `Battery1` appear as well (see ``batteryPluginOff``).
     public var deviceInformationHidden: Set<Int> = []
+    /// bluetoothd runs without its battery plugin (`--noplugin=battery`): no board gets
+    /// `org.bluez.Battery1`.
+    public var batteryPluginOff = false
     /// Boards (by index) whose advertisement carries no service UUID (the MetaWear service
     /// shows only once services are resolved), so a UUID discovery filter never matches them.
     public var advertisedWithoutServiceUUID: Set<Int> = []

@@ -208,7 +208,12 @@ extension BoardSession {
         current?.replyTimer += 1
         current?.sequencer = nil
         switch outcome {
-        case .finished(let description, let plan):
+        case .finished(let boardDescription, let plan):
+            // What bluetoothd knows of the board (Modalias, Battery1) fills in what Device
+            // Information and the settings module could not say (issue 18 defect 1).
+            let host = await current?.link.hostReportedIdentity()
+            guard current != nil, !isStopping else { return }
+            let description = host.map(boardDescription.adopting) ?? boardDescription
             current?.handshakeEndedAt = .now
             self.description = description
             self.plan = plan
@@ -238,8 +243,14 @@ extension BoardSession {
         }
     }
 
-    private func readBattery() {
-        guard plan != nil else { return }
-        write([Commands.readBattery])
+    /// The periodic battery reading: from the settings module when it has one (revision 3+),
+    /// else bluetoothd's (Battery1, or the GATT battery level).
+    private func readBattery() async {
+        guard plan != nil, let description else { return }
+        if let revision = description.settingsRevision, revision >= 3 {
+            write([Commands.readBattery])
+        } else if let battery = await current?.link.hostReportedIdentity().battery {
+            emit(.battery(battery))
+        }
     }
 }

@@ -40,6 +40,9 @@ public protocol BoardLink: Sendable {
     func write(_ packet: Packet) async throws
     /// Reads a Device Information string.
     func readDeviceInformation(_ field: DeviceInformationField) async -> DeviceInformationRead
+    /// What bluetoothd learnt about the board through its own plugins (Modalias, Battery1),
+    /// and the GATT battery level when bluetoothd exports that service but no Battery1.
+    func hostReportedIdentity() async -> HostReportedIdentity
     /// Groups notifications for the steady stream (see
     /// ``BoardSessionOptions/notificationCoalescing``); called once a handshake is over.
     func groupNotifications(_ interval: Duration, readCoalescing: Duration) async

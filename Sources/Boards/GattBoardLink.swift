@@ -62,6 +62,19 @@ final class GattBoardLink: BoardLink {
         return .value(String(decoding: bytes, as: UTF8.self))
     }
 
+    func hostReportedIdentity() async -> HostReportedIdentity {
+        let info = await client.device(at: device)
+        var identity = HostReportedIdentity(modalias: info?.modalias, batteryPercentage: info?.batteryPercentage)
+        if identity.batteryPercentage == nil, let level = await client.characteristic(Self.batteryLevel, under: device),
+           let bytes = try? await link.read(level.path), let percent = bytes.first {
+            identity.gattBatteryLevel = percent
+        }
+        return identity
+    }
+
+    /// Battery Level (2A19) of the Battery service.
+    static let batteryLevel = "00002a19-0000-1000-8000-00805f9b34fb"
+
     func groupNotifications(_ interval: Duration, readCoalescing: Duration) async {
         await link.groupNotifications(interval)
         if readCoalescing > .zero { await link.coalesceNotificationReads(readCoalescing) }

@@ -129,10 +129,18 @@ public struct DBusExportedObject: Sendable {
     func interface(_ name: String) -> DBusInterface? { interfaces.first { $0.name == name } }
 
     /// Current values of all properties of `interface`, for GetAll and InterfacesAdded.
+    /// A getter that throws `UnknownProperty` has no value now and is left out, as BlueZ
+    /// leaves out a property whose `exists` callback says no (`Device1.Modalias` before the
+    /// PnP ID was read).
     static func propertyValues(_ interface: DBusInterface) async throws -> DBusValue {
         var entries: [DBusDictionaryEntry] = []
         for property in interface.properties {
-            let value = try await property.getter()
+            let value: DBusValue
+            do {
+                value = try await property.getter()
+            } catch let error as DBusError where error.name == DBusError.Name.unknownProperty {
+                continue
+            }
             entries.append(DBusDictionaryEntry(key: .string(property.name), value: .variant(value)))
         }
         return .dictionary(key: .string, value: .variant, entries)

@@ -48,12 +48,9 @@ struct StatusBook {
         boards[board]?.state = state.description
         boards[board]?.isStreaming = false
         switch state {
-        case .streaming(let description):
+        case .streaming(let description), .idle(let description):
             boards[board]?.model = description.description
             boards[board]?.missingIdentity = description.missingIdentity
-            if let battery = description.battery { boards[board]?.setBattery(battery) }
-        case .idle(let description):
-            boards[board]?.model = description.description
             if let battery = description.battery { boards[board]?.setBattery(battery) }
         default:
             break

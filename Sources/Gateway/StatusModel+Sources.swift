@@ -31,7 +31,7 @@ extension BoardStatus {
     /// Takes a battery reading.
     mutating func setBattery(_ battery: BatteryState) {
         batteryPercent = Int(battery.percent)
-        batteryMillivolts = Int(battery.millivolts)
+        batteryMillivolts = battery.millivolts.map(Int.init)
     }
 }
 

@@ -1,17 +1,18 @@
-/// Battery reply `11 8C <percent> <mV u16>`.
+/// Battery reply `11 8C <percent> <mV u16>`, or the percentage bluetoothd reports
+/// (`org.bluez.Battery1`, the GATT battery level) for a board whose settings module cannot say.
 public struct BatteryState: Hashable, Sendable, CustomStringConvertible {
     /// Charge, 0–100 (values above 100 are passed through as the board sent them).
     public var percent: UInt8
-    /// Voltage in millivolts.
-    public var millivolts: UInt16
+    /// Voltage in millivolts; nil when only the percentage is known (from bluetoothd).
+    public var millivolts: UInt16?
 
     /// Both fields.
-    public init(percent: UInt8, millivolts: UInt16) {
+    public init(percent: UInt8, millivolts: UInt16?) {
         self.percent = percent
         self.millivolts = millivolts
     }
 
-    public var description: String { "\(percent) %, \(millivolts) mV" }
+    public var description: String { millivolts.map { "\(percent) %, \($0) mV" } ?? "\(percent) %" }
 }
 
 /// Board clock reply `0B 84 <tick u32> <reset uid>` (reference §6).

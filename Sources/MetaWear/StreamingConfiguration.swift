@@ -109,6 +109,27 @@ public struct BoardDescription: Hashable, Sendable, CustomStringConvertible {
     /// When the model number was not read: the models module info leaves possible (one when
     /// identified, several when they cannot be told apart). Empty when DIS named the model.
     public var modelCandidates: [BoardModel] = []
+    /// What bluetoothd reported about the board (Modalias, Battery1); nil before it was asked.
+    public var hostReported: HostReportedIdentity?
+    /// Where ``model`` comes from.
+    public var modelSource: ModelSource {
+        if modelNumber != nil { return .deviceInformation }
+        if let number = hostReported?.pnpID?.modelNumber, modelCandidates == [BoardModel.detect(modelNumber: number, modules: modules)],
+           model != .unknown {
+            return .modalias
+        }
+        return .moduleInfo
+    }
+
+    /// Where a board's model name comes from.
+    public enum ModelSource: String, Hashable, Sendable {
+        /// The model number string (DIS 2A24), as the SDK reads it.
+        case deviceInformation
+        /// The product id of an MbientLab PnP ID (`Device1.Modalias`), in the SDK's table.
+        case modalias
+        /// Module info alone (the model may not be told apart).
+        case moduleInfo
+    }
 
     /// All fields (the handshake builds this; tests and caches may too).
     public init(model: BoardModel, chip: IMUChip, firmwareRevision: String?, modelNumber: String?,
@@ -139,16 +160,42 @@ public struct BoardDescription: Hashable, Sendable, CustomStringConvertible {
     public var missingIdentity: String? {
         var missing: [String] = []
         if modelNumber == nil {
-            let named = modelCandidates.count == 1
-                ? "model identified from module info" : "model cannot be told apart from module info"
+            let modalias = hostReported?.modalias
+            let named = switch modelSource {
+            case .modalias: "model named from Modalias \(modalias ?? "")"
+            case .deviceInformation, .moduleInfo:
+                (modelCandidates.count == 1 ? "model identified from module info" : "model cannot be told apart from module info")
+                    + "; " + (modalias.map { "Modalias \($0) does not name a MetaWear model" }
+                        ?? "no Modalias (the board's Device Information has no PnP ID 2A50, or bluetoothd's deviceinfo plugin is off)")
+            }
             missing.append("no model number (DIS 2A24): \(named)")
         }
         if firmwareRevision == nil { missing.append("no firmware revision (DIS 2A26): firmware unknown") }
         guard !missing.isEmpty else { return nil }
         let cause = modelNumber == nil && firmwareRevision == nil
-            ? "the Device Information service (180A) is not exported by BlueZ (its deviceinfo plugin may claim it)"
+            ? "the Device Information service (180A) is not exported by BlueZ (its deviceinfo plugin claims it: "
+                + "bluetoothd 5.80+ with [GATT] ExportClaimedServices = no, or a bluetoothd that hides claimed services)"
             : "Device Information reads failed"
         return cause + "; " + missing.joined(separator: "; ")
+    }
+
+    /// This description with what bluetoothd reported: a model number from an MbientLab
+    /// Modalias names the model (by the SDK's table, with module presence) when Device
+    /// Information did not, if that model carries the board's chip; bluetoothd's battery
+    /// percentage stands in when the settings module gave none. The firmware stays unknown:
+    /// a PnP version is not a firmware revision.
+    public func adopting(_ host: HostReportedIdentity) -> BoardDescription {
+        var adopted = self
+        adopted.hostReported = host
+        if battery == nil { adopted.battery = host.battery }
+        if modelNumber == nil, let number = host.pnpID?.modelNumber {
+            let named = BoardModel.detect(modelNumber: number, modules: modules)
+            if named != .unknown, named.mayCarry(chip) {
+                adopted.model = named
+                adopted.modelCandidates = [named]
+            }
+        }
+        return adopted
     }
 
     /// The model's name, or the models it may be when module info cannot tell them apart.

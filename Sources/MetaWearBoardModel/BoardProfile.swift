@@ -32,6 +32,11 @@ public struct BoardProfile: Hashable, Sendable {
     public var flashCapacityEntries: Int
     /// Entries per flash page (512 on MetaMotion S; unknown on rev-2 boards, 512 chosen).
     public var flashPageEntries: Int
+    /// DIS 2A50 PnP ID, 7 bytes (vendor id source, vendor, product, version; u16 little
+    /// endian), or nil when the board's Device Information has none. MbientLab's SDKs read
+    /// only the five strings, so no stock board is known to carry one: nil by default; see
+    /// ``withMbientLabPnPID()``.
+    public var pnpID: [UInt8]?
 
     /// All fields.
     public init(name: String, chip: Chip, modelNumber: String, firmwareRevision: String, hardwareRevision: String,
@@ -119,6 +124,19 @@ public struct BoardProfile: Hashable, Sendable {
         ],
         flashCapacityEntries: 66_781_184)
 
+    /// This profile with a PnP ID as an MbientLab board would carry one: vendor MbientLab
+    /// (Bluetooth SIG company id 0x067E, source 1), the model number as product id, the
+    /// firmware's digits as version (1.7.2 -> 0x0172). How stock firmware would fill it is
+    /// not known; this is what the simulator offers to exercise `Device1.Modalias`.
+    public func withMbientLabPnPID() -> BoardProfile {
+        var profile = self
+        let product = UInt16(modelNumber) ?? 0xFFFF
+        let digits = firmwareRevision.split(separator: ".").prefix(3).map { UInt16($0) ?? 0 }
+        let version = digits.reduce(UInt16(0)) { ($0 << 4) | min($1, 0xF) } << (4 * UInt16(3 - digits.count))
+        profile.pnpID = [0x01, 0x7E, 0x06, UInt8(product & 0xFF), UInt8(product >> 8), UInt8(version & 0xFF), UInt8(version >> 8)]
+        return profile
+    }
+
     /// DIS value for a 16-bit characteristic UUID (0x2A24…0x2A29), nil for others.
     public func deviceInformation(_ shortUUID: UInt16) -> String? {
         switch shortUUID {
@@ -129,6 +147,13 @@ public struct BoardProfile: Hashable, Sendable {
         case 0x2A29: manufacturer
         default: nil
         }
+    }
+
+    /// The bytes of a Device Information characteristic: the strings, and the PnP ID
+    /// (2A50) when the board has one; nil for a characteristic the board lacks.
+    public func deviceInformationValue(_ shortUUID: UInt16) -> [UInt8]? {
+        if shortUUID == 0x2A50 { return pnpID }
+        return deviceInformation(shortUUID).map { Array($0.utf8) }
     }
 
     /// Module-info reply for any id: the table entry, or the bare header for absent modules.

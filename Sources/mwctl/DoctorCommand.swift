@@ -125,13 +125,15 @@ struct DoctorCommand: AsyncParsableCommand {
     }
 
     /// Boards whose model or firmware could not be read: BlueZ hides GATT services its
-    /// plugins claim, so Device Information may be missing (reference bluez-dbus.md).
+    /// plugins claim, so Device Information may be missing (reference bluez-dbus.md). The
+    /// detail says what is missing, why, and what stood in for it (module info, Modalias).
     private func boardIdentity(_ status: GatewayStatus?) -> [Check] {
         (status?.boards ?? []).compactMap { board in
             board.missingIdentity.map {
                 Check(name: "board \(board.address) identity", level: .warn, detail: "\(board.model ?? "model unknown"): \($0)",
-                      fix: "recording is not affected; to see model and firmware, let bluetoothd export Device Information "
-                          + "(e.g. start it with --noplugin=deviceinfo) and reconnect the board")
+                      fix: "recording is not affected; to see model and firmware, let bluetoothd export Device Information: "
+                          + "on BlueZ 5.80+ set ExportClaimedServices = read-only under [GATT] in /etc/bluetooth/main.conf "
+                          + "(the default), or start bluetoothd with --noplugin=deviceinfo; then reconnect the board")
             }
         }
     }

@@ -19,6 +19,14 @@ struct MWSim: AsyncParsableCommand {
             Every write the central makes is logged on stderr as one hex line with the board's
             address.
 
+            bluetoothd's plugins: by default Device Information and Battery are exported as GATT
+            objects (Debian 12's 5.66 does so: its deviceinfo and battery plugins do not claim
+            them); --hide-device-information N hides both for board N, as bluetoothd 5.80+ with
+            ExportClaimedServices = no does. Either way a board gets org.bluez.Battery1
+            (Percentage) once its services are resolved, until the link goes (unless
+            --no-battery-plugin), and Device1.Modalias when its Device Information has a PnP ID
+            (--pnp-id).
+
             Control interface: io.mwgate.Simulator1 at /io/mwgate/Simulator1 (bus name
             io.mwgate.Simulator), boards numbered from 0: DropLink(u), Stall(u,d seconds),
             RefuseNextConnect(u,s error), VanishDevice(u), RestoreDevice(u), RestartBluetoothd(),
@@ -98,6 +106,14 @@ struct MWSim: AsyncParsableCommand {
             help: "Board index whose Device Information (180A) and Battery (180F) services BlueZ does not export, as when its plugins claim them; repeatable.")
     var hideDeviceInformation: [Int] = []
 
+    @Flag(name: .customLong("pnp-id"),
+          help: "The boards' Device Information carries a PnP ID (2A50: MbientLab, product = model number), so bluetoothd sets Device1.Modalias; also in peripheral mode.")
+    var pnpID = false
+
+    @Flag(name: .customLong("no-battery-plugin"),
+          help: "Act as bluetoothd without its battery plugin (--noplugin=battery): no org.bluez.Battery1 on the boards.")
+    var withoutBatteryPlugin = false
+
     @Option(name: .customLong("no-advertised-uuid"),
             help: "Board index whose advertisement carries no service UUID (a UUID discovery filter never matches it); repeatable.")
     var noAdvertisedUUID: [Int] = []
@@ -154,6 +170,8 @@ struct MWSim: AsyncParsableCommand {
         configuration.flashCapacity = flashCapacity
         configuration.readoutNotificationsPerSecond = readoutRate
         configuration.deviceInformationHidden = Set(hideDeviceInformation)
+        configuration.batteryPluginOff = withoutBatteryPlugin
+        if pnpID { configuration.profiles = configuration.profiles.map { $0.withMbientLabPnPID() } }
         configuration.advertisedWithoutServiceUUID = Set(noAdvertisedUUID)
         configuration.signal = SimulatorConfiguration.Signal(rawValue: signal) ?? .walking
         configuration.faults = FaultPlan(steps: try faults.flatMap { try FaultPlan(parsing: $0).steps })

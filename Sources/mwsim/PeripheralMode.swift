@@ -10,6 +10,7 @@ extension MWSim {
     func runPeripherals(busAddress: String) async throws {
         let model = SimulatorConfiguration.Model(rawValue: model) ?? .metamotionR
         let profiles = SimulatorConfiguration.profiles(model: model, count: peripheralAdapters.count)
+            .map { pnpID ? $0.withMbientLabPnPID() : $0 }
         var peripherals: [GATTPeripheral] = []
         var streams: [AsyncStream<GATTPeripheral.Command>] = []
         var continuations: [AsyncStream<GATTPeripheral.Command>.Continuation] = []

@@ -152,6 +152,9 @@ final class InMemoryLink: BoardLink, @unchecked Sendable {
         return board.deviceInformation(field).map { .value($0) } ?? .notExported
     }
 
+    /// No bluetoothd here: nothing beyond the board's own answers.
+    func hostReportedIdentity() async -> HostReportedIdentity { HostReportedIdentity() }
+
     func groupNotifications(_ interval: Duration, readCoalescing: Duration) async {
         lock.withLock { grouping = interval }
     }

@@ -16,9 +16,75 @@ struct RealBlueZWorldsTests {
     /// models it may be, and no firmware is invented.
     @Test(.timeLimit(.minutes(2)), arguments: [false, true])
     func boardIdentityWithAndWithoutDeviceInformation(hidden: Bool) async throws {
-        try await EndToEndRig.with(boards: 2, model: .mixed, configure: {
-            if hidden { $0.deviceInformationHidden = [0, 1] }
-        }) { rig in
+        let (r, s) = try await describedBoards { if hidden { $0.deviceInformationHidden = [0, 1] } }
+        #expect(s.model == .metaMotionS, "\(s)")
+        #expect(s.chip == .bmi270)
+        #expect(r.chip == .bmi160)
+        #expect(!r.description.contains("?") && !s.description.contains("?"), "no placeholder firmware: \(r) / \(s)")
+        if hidden {
+            #expect(r.firmwareRevision == nil && s.firmwareRevision == nil)
+            #expect(!r.description.contains("firmware") && !s.description.contains("firmware"), "\(r) / \(s)")
+            #expect(r.model == .unknown, "MetaMotion R and C look alike without DIS: \(r)")
+            #expect(r.modelCandidates.contains(.metaMotionR) && r.modelCandidates.contains(.metaMotionC)
+                    && !r.modelCandidates.contains(.metaMotionRL) && !r.modelCandidates.contains(.metaMotionS), "\(r.modelCandidates)")
+            #expect(r.description.hasPrefix("one of "), "\(r)")
+            #expect(s.modelCandidates == [.metaMotionS])
+            for d in [r, s] {
+                #expect(d.missingIdentity?.contains("Device Information service (180A) is not exported") == true, "\(d.missingIdentity ?? "nil")")
+            }
+            #expect(s.missingIdentity?.contains("model identified from module info") == true)
+            #expect(r.missingIdentity?.contains("cannot be told apart") == true)
+            #expect(r.missingIdentity?.contains("no Modalias") == true, "no PnP ID on these boards: \(r.missingIdentity ?? "nil")")
+            #expect(r.modelSource == .moduleInfo)
+        } else {
+            #expect(r.model == .metaMotionR && r.firmwareRevision == "1.7.2", "\(r)")
+            #expect(s.firmwareRevision == "1.7.3", "\(s)")
+            #expect(r.missingIdentity == nil && s.missingIdentity == nil)
+            #expect(r.description.hasPrefix("MetaMotion R (BMI160), firmware 1.7.2"), "\(r)")
+        }
+    }
+
+    /// Device Information hidden, but the boards carry a PnP ID: bluetoothd's Modalias names
+    /// the model as the SDK's table would (MetaMotion R, which module info alone cannot tell
+    /// from MetaMotion C), and the firmware stays unknown (a PnP version is not a firmware).
+    @Test(.timeLimit(.minutes(2)))
+    func modaliasNamesTheModelWhenDeviceInformationIsHidden() async throws {
+        let (r, s) = try await describedBoards { configuration in
+            configuration.deviceInformationHidden = [0, 1]
+            configuration.profiles = configuration.profiles.map { $0.withMbientLabPnPID() }
+        }
+        #expect(r.model == .metaMotionR && r.modelSource == .modalias, "\(r)")
+        #expect(s.model == .metaMotionS && s.modelSource == .modalias, "\(s)")
+        #expect(r.hostReported?.pnpID == PnPID(source: .bluetoothSIG, vendor: 0x067E, product: 5, version: 0x0172))
+        #expect(r.firmwareRevision == nil && !r.description.contains("firmware"), "\(r)")
+        #expect(r.description.hasPrefix("MetaMotion R (BMI160)"), "\(r)")
+        let missing = r.missingIdentity ?? ""
+        #expect(missing.contains("model named from Modalias bluetooth:v067Ep0005d0172") && missing.contains("firmware unknown")
+                && missing.contains("Device Information service (180A) is not exported"), "\(missing)")
+    }
+
+    /// A board whose settings module cannot report its battery (revision < 3): the battery
+    /// comes from bluetoothd, `Battery1` when the Battery service is hidden, the GATT battery
+    /// level when it is exported and the battery plugin is off; percent only, no voltage.
+    @Test(.timeLimit(.minutes(2)), arguments: [false, true])
+    func batteryFromBluetoothdWhenTheBoardCannotSay(hidden: Bool) async throws {
+        let (r, _) = try await describedBoards { configuration in
+            configuration.profiles = configuration.profiles.map { profile in
+                var old = profile
+                old.moduleInfo[0x11] = [0x11, 0x80, 0x00, 0x02]
+                return old
+            }
+            if hidden { configuration.deviceInformationHidden = [0, 1] } else { configuration.batteryPluginOff = true }
+        }
+        #expect(r.battery == BatteryState(percent: 99, millivolts: nil), "\(r.battery.map(String.init(describing:)) ?? "no battery")")
+        #expect(hidden ? r.hostReported?.batteryPercentage == 99 : r.hostReported?.gattBatteryLevel == 99)
+    }
+
+    /// Two boards (R and S) connected until both stream; their descriptions.
+    private func describedBoards(_ configure: (inout SimulatorConfiguration) -> Void) async throws
+        -> (BoardDescription, BoardDescription) {
+        var described: (BoardDescription, BoardDescription)?
+        try await EndToEndRig.with(boards: 2, model: .mixed, configure: configure) { rig in
             let manager = BoardManager(client: rig.client, defaultOptions: try testOptions(pauseAfterConnectionParameters: 0))
             async let managerRun: Void = manager.run()
             let recorder = EventRecorder()
@@ -26,36 +92,14 @@ struct RealBlueZWorldsTests {
             let boards = [try await rig.address(0), try await rig.address(1)]
             for board in boards { await manager.add(board) }
             try await waitUntil("both boards streaming") { boards.allSatisfy { recorder.isStreaming($0) } }
-            let r = try #require(await manager.session(for: boards[0])?.boardDescription)
-            let s = try #require(await manager.session(for: boards[1])?.boardDescription)
+            let r = await manager.session(for: boards[0])?.boardDescription
+            let s = await manager.session(for: boards[1])?.boardDescription
             await manager.shutdown()
             await managerRun
             await forwarder.value
-
-            #expect(s.model == .metaMotionS, "\(s)")
-            #expect(s.chip == .bmi270)
-            #expect(r.chip == .bmi160)
-            #expect(!r.description.contains("?") && !s.description.contains("?"), "no placeholder firmware: \(r) / \(s)")
-            if hidden {
-                #expect(r.firmwareRevision == nil && s.firmwareRevision == nil)
-                #expect(!r.description.contains("firmware") && !s.description.contains("firmware"), "\(r) / \(s)")
-                #expect(r.model == .unknown, "MetaMotion R and C look alike without DIS: \(r)")
-                #expect(r.modelCandidates.contains(.metaMotionR) && r.modelCandidates.contains(.metaMotionC)
-                        && !r.modelCandidates.contains(.metaMotionRL) && !r.modelCandidates.contains(.metaMotionS), "\(r.modelCandidates)")
-                #expect(r.description.hasPrefix("one of "), "\(r)")
-                #expect(s.modelCandidates == [.metaMotionS])
-                for d in [r, s] {
-                    #expect(d.missingIdentity?.contains("Device Information service (180A) is not exported") == true, "\(d.missingIdentity ?? "nil")")
-                }
-                #expect(s.missingIdentity?.contains("model identified from module info") == true)
-                #expect(r.missingIdentity?.contains("cannot be told apart") == true)
-            } else {
-                #expect(r.model == .metaMotionR && r.firmwareRevision == "1.7.2", "\(r)")
-                #expect(s.firmwareRevision == "1.7.3", "\(s)")
-                #expect(r.missingIdentity == nil && s.missingIdentity == nil)
-                #expect(r.description.hasPrefix("MetaMotion R (BMI160), firmware 1.7.2"), "\(r)")
-            }
+            if let r, let s { described = (r, s) }
         }
+        return try #require(described)
     }
 
     /// A board whose advertisement carries no service UUID is found and connected both by its

@@ -30,8 +30,9 @@ final class ControlHarness: @unchecked Sendable {
 
     static let repositoryRoot = SimulatedGatewayRig.repositoryRoot
 
-    init(hazards: [String] = ["pothole", "crack", "curb", "crowd"], withUpstream: Bool = true) async throws {
-        rig = try await SimulatedGatewayRig.start(label: "ctl") { addresses, stateDirectory, busAddress in
+    init(hazards: [String] = ["pothole", "crack", "curb", "crowd"], withUpstream: Bool = true,
+         simulator: (inout SimulatorConfiguration) -> Void = { _ in }) async throws {
+        rig = try await SimulatedGatewayRig.start(label: "ctl", simulator: simulator) { addresses, stateDirectory, busAddress in
             var settings = GatewaySettings(
                 boards: .addresses(addresses), streaming: SimulatedGatewayRig.streaming,
                 gnss: .file(path: SimulatedGatewayRig.nmeaCapture, pacing: .realtime),
@@ -69,8 +70,9 @@ final class ControlHarness: @unchecked Sendable {
         await rig.stop()
     }
 
-    static func with(withUpstream: Bool = true, _ body: (ControlHarness) async throws -> Void) async throws {
-        let harness = try await ControlHarness(withUpstream: withUpstream)
+    static func with(withUpstream: Bool = true, simulator: (inout SimulatorConfiguration) -> Void = { _ in },
+                     _ body: (ControlHarness) async throws -> Void) async throws {
+        let harness = try await ControlHarness(withUpstream: withUpstream, simulator: simulator)
         do {
             try await harness.start()
             try await body(harness)

@@ -1,4 +1,6 @@
+import BlueZSimulator
 import ControlAPI
+import MetaWearBoardModel
 import StatusModel
 import DBus
 import Foundation
@@ -212,6 +214,36 @@ struct MwctlEndToEndTests {
             let resultLine = typed.stdout.split(whereSeparator: \.isNewline).last { $0.hasPrefix("{") }.map(String.init) ?? ""
             let survey = try ControlJSON.decode(SurveyResultPayload.self, from: resultLine)
             #expect(survey.sessionID == started["sessionID"] && survey.hazards == ["pothole": 3, "crack": 1])
+        }
+    }
+
+    /// Device Information hidden by bluetoothd (issue 18 defect 1), boards with a PnP ID whose
+    /// settings module cannot read the battery: status names each board's model from Modalias,
+    /// shows no firmware, takes the battery from Battery1 (percent, no voltage), and doctor
+    /// says what is missing, why, and how to get it.
+    @Test func boardIdentityWithoutDeviceInformation() async throws {
+        try await ControlHarness.with(simulator: { configuration in
+            configuration.deviceInformationHidden = [0, 1]
+            configuration.profiles = configuration.profiles.map { profile in
+                var board = profile.withMbientLabPnPID()
+                board.moduleInfo[0x11] = [0x11, 0x80, 0x00, 0x02]
+                return board
+            }
+        }) { h in
+            let status = try await h.eventually("two boards streaming") { s in s.boards.count == 2 && s.boards.allSatisfy(\.isStreaming) }
+            for board in status.boards {
+                #expect(board.batteryPercent == 99 && board.batteryMillivolts == nil, "\(board)")
+                #expect(board.model?.contains("firmware") == false, "\(board.model ?? "nil")")
+                #expect(board.missingIdentity?.contains("model named from Modalias bluetooth:v067Ep") == true, "\(board.missingIdentity ?? "nil")")
+            }
+            #expect(Set(status.boards.compactMap { $0.model?.components(separatedBy: ",").first })
+                    == ["MetaMotion R (BMI160)", "MetaMotion S (BMI270)"], "\(status.boards.map(\.model))")
+            let doctor = try await h.mwctl(["doctor"])
+            for address in h.addresses {
+                #expect(doctor.stdout.contains("[WARN] board \(address) identity: MetaMotion"), "\(doctor.stdout)")
+            }
+            #expect(doctor.stdout.contains("Device Information service (180A) is not exported")
+                    && doctor.stdout.contains("ExportClaimedServices"), "\(doctor.stdout)")
         }
     }
 

@@ -49,14 +49,18 @@ public struct SimulatedGatewayRig: Sendable {
     /// Starts the bus and simulator, then assembles a gateway from `settings(addresses,
     /// stateDirectory, busAddress)`. The clock probe says "not synchronised", as on a Pi
     /// without NTP: the GNSS UTC offset corrects the clock (the capture is from 2026-08-05).
+    /// `simulator` shapes the simulated bluetoothd and boards (e.g. which world of Device
+    /// Information they show).
     public static func start(
         label: String,
+        simulator: (inout SimulatorConfiguration) -> Void = { _ in },
         settings: ([BluetoothAddress], String, String) throws -> GatewaySettings
     ) async throws -> SimulatedGatewayRig {
         let bus = try TestBus()
         var configuration = SimulatorConfiguration(busAddress: bus.address, boards: 2, model: .mixed)
         configuration.discoveryDelay = .milliseconds(50)
         configuration.log = { _ in }
+        simulator(&configuration)
         let simulator = BlueZSimulator(configuration: configuration)
         let stateDirectory = FileManager.default.temporaryDirectory
             .appendingPathComponent("mwgate-\(label)-\(UUID().uuidString.prefix(8))")
