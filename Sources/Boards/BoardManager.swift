@@ -175,8 +175,8 @@ public actor BoardManager {
         await add(advertisement.address)
     }
 
-    /// Stops every board cleanly (in parallel), ends discovery, closes the BlueZ client and
-    /// finishes ``events``.
+    /// Stops every board cleanly (in parallel), ends discovery, finishes ``events`` once every
+    /// board's last events are in it, and closes the BlueZ client.
     public func shutdown() async {
         guard !isShutDown else { return }
         isShutDown = true
@@ -189,8 +189,10 @@ public actor BoardManager {
         let forwarded = forwardings.values
         forwardings.removeAll()
         for forwarding in forwarded { await forwarding.waitUntilEnded() }
-        await client.close()
+        // Every board's last events are forwarded: the reader (recording, which seals once
+        // they are in) need not wait for the client's close as well.
         continuation.finish()
+        await client.close()
         work.finish()
     }
 }

@@ -118,13 +118,8 @@ public enum Daemon {
             notifier.status("cannot start: \(error)")
             return exitStartFailure
         }
-        // The boards start stopping at the signal, beside the rest of the shutdown: waiting for
-        // their turn (last) put their links' close 2 s and the exit 3 s after a SIGTERM
-        // while recording in the real-BlueZ VM.
-        let boards = gateway.boards
         let daemonService = DaemonService(pipeline: gateway.pipeline, reporter: reporter, notifier: notifier,
-                                          reloader: reloader, journal: journal, logger: logger,
-                                          onShutdown: { boards.beginStopping() })
+                                          reloader: reloader, journal: journal, logger: logger)
         let pipeline = gateway.pipeline
         // Not a service: it must outlive the group's shutdown to report the session the
         // shutdown ends; the stream finishes when the pipeline has shut down.

@@ -20,20 +20,15 @@ public struct DaemonService: Service, CustomStringConvertible {
     private let reloader: ConfigurationReloader
     private let journal: JournalWriter?
     private let logger: Logger
-    private let onShutdown: @Sendable () -> Void
 
-    /// `onShutdown` is called once the group's graceful shutdown begins (this service sees it
-    /// first), for work that should not wait for its own service's turn.
     public init(pipeline: RecordingPipeline, reporter: StatusReporter, notifier: SystemdNotifier,
-                reloader: ConfigurationReloader, journal: JournalWriter?, logger: Logger,
-                onShutdown: @escaping @Sendable () -> Void = {}) {
+                reloader: ConfigurationReloader, journal: JournalWriter?, logger: Logger) {
         self.pipeline = pipeline
         self.reporter = reporter
         self.notifier = notifier
         self.reloader = reloader
         self.journal = journal
         self.logger = logger
-        self.onShutdown = onShutdown
     }
 
     public var description: String { "DaemonService" }
@@ -56,7 +51,6 @@ public struct DaemonService: Service, CustomStringConvertible {
                 await group.waitForAll()
             }
         }
-        onShutdown()
         logger.notice("shutting down: sealing open chunks, stopping the boards")
         notifier.stopping(status: "shutting down: sealing open chunks, stopping the boards")
     }

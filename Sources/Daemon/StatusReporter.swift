@@ -103,7 +103,9 @@ public actor StatusReporter {
             if board.isConnected, !wasStreaming {
                 logger.event(.boardConnected, "board \(board.address) connected: \(board.model ?? "unknown model")",
                              metadata: ["board": "\(board.address)"])
-            } else if !board.isConnected, wasStreaming {
+            } else if !board.isConnected, wasStreaming, !board.isStopped {
+                // A stopped board was stopped by the gateway (at shutdown the seal waits for
+                // the boards' stop, so their last state is published), not lost.
                 logger.event(.boardLost, "board \(board.address) lost (\(board.state))", metadata: ["board": "\(board.address)"])
             }
         }

@@ -6,15 +6,17 @@ import ServiceLifecycle
 /// The boards' lifetime as a service: adds the configured boards (or starts discovery),
 /// feeds their events to the pipeline, starts and stops their sensors as the pipeline asks
 /// (``RecordingPipeline/sensorDemand``), and on graceful shutdown (SIGTERM) stops every board
-/// cleanly (sensors off, notifications off, disconnected) before returning. Cancellation (the
-/// service group's shutdown limit passed) ends the sessions at once, without stop commands.
+/// cleanly (sensors off, notifications off, disconnected) before returning. The stop begins
+/// at ``beginStopping()`` (the gateway calls it at the signal, ``Gateway/services(adding:onRunning:)``)
+/// or at this service's own turn, whichever comes first. Cancellation (the service group's
+/// shutdown limit passed) ends the sessions at once, without waiting for their stop commands.
 public struct BoardService: Service, CustomStringConvertible {
     /// The fleet.
     public let manager: BoardManager
     private let pipeline: RecordingPipeline
     private let selection: GatewaySettings.BoardSelection
     private let logger: Logger
-    private let stopping: OnceTask
+    private let stopRequest = ShutdownRequest()
 
     /// A service running `manager`'s boards into `pipeline`.
     public init(manager: BoardManager, selection: GatewaySettings.BoardSelection, pipeline: RecordingPipeline, logger: Logger) {
@@ -22,19 +24,14 @@ public struct BoardService: Service, CustomStringConvertible {
         self.selection = selection
         self.pipeline = pipeline
         self.logger = logger
-        stopping = OnceTask {
-            logger.info("stopping the boards (sensors off, disconnect)")
-            await manager.shutdown()
-            logger.info("boards stopped")
-        }
     }
 
     /// Starts stopping the boards now, ahead of this service's turn in the group's shutdown
     /// (which comes last): their sensors go off and their links close while the other
-    /// services shut down and recording seals, so a SIGTERM is over within 2 s on a gateway
-    /// (issue 18). What the links still deliver meanwhile reaches the pipeline as before.
+    /// services shut down, and recording seals once their last samples are in, so a SIGTERM
+    /// is over within 2 s on a gateway (issue 18).
     public func beginStopping() {
-        stopping.begin()
+        stopRequest.request()
     }
 
     public var description: String { "BoardService" }
@@ -42,20 +39,41 @@ public struct BoardService: Service, CustomStringConvertible {
     public func run() async throws {
         let manager = manager
         let client = manager.client
+        let stopRequest = stopRequest
+        let logger = logger
         await withTaskGroup(of: Void.self) { group in
             // BlueZ's changes flow and the sessions run while the boards are fed to the
-            // pipeline; the manager's shutdown ends the manager and closes the client.
+            // pipeline; the manager's shutdown ends the manager, finishes its events and
+            // closes the client.
             group.addTask { await client.run() }
             group.addTask { await manager.run() }
-            await runBoards()
+            // The stop, at the first request (or at once when cancelled).
+            group.addTask {
+                await stopRequest.awaitRequest()
+                logger.info("stopping the boards (sensors off, disconnect)")
+                await manager.shutdown()
+                logger.info("boards stopped")
+            }
+            await withGracefulShutdownHandler {
+                await withTaskCancellationHandler {
+                    await runBoards()
+                } onCancel: {
+                    stopRequest.request()
+                }
+            } onGracefulShutdown: {
+                stopRequest.request()
+            }
         }
+        // Stopped early (beginStopping()): the service still ends only at its own turn, since
+        // a service that returns before it is asked to ends the group with an error (exit 1).
+        try? await gracefulShutdown()
     }
 
+    /// Feeds the boards' events to the pipeline until they end (the manager shut down), and
+    /// the pipeline's sensor and backfill demands to the boards meanwhile.
     private func runBoards() async {
         let manager = manager
         let pipeline = pipeline
-        let logger = logger
-        let stopping = stopping
         switch selection {
         case .addresses(let addresses):
             for address in addresses { await manager.add(address) }
@@ -64,40 +82,28 @@ public struct BoardService: Service, CustomStringConvertible {
             await manager.startDiscovery(BoardManager.Discovery(allowList: allowList, namePrefix: namePrefix))
             logger.info("discovering boards\(allowList.map { " (allow list: \($0.count) address(es))" } ?? "")")
         }
-        await withGracefulShutdownHandler {
-            await withTaskCancellationHandler {
-                await withTaskGroup(of: Void.self) { group in
-                    // Sensors on for a session, off after it (unless configured to stream).
-                    group.addTask {
-                        for await on in pipeline.sensorDemand { await manager.setSensors(on) }
-                    }
-                    // A board whose points wait for its flash log (a gap): download it.
-                    group.addTask {
-                        for await demand in pipeline.backfillDemand {
-                            switch demand {
-                            case .download(let board):
-                                if let address = BluetoothAddress(board) { await manager.downloadFlashLog(address) }
-                            case .confirmPage(let board):
-                                if let address = BluetoothAddress(board) { await manager.confirmFlashLogPage(address) }
-                            case .markFlashLog(let board):
-                                if let address = BluetoothAddress(board) { await manager.markFlashLogForTrim(address) }
-                            case .trimFlashLog(let board):
-                                if let address = BluetoothAddress(board) { await manager.trimFlashLog(address) }
-                            }
-                        }
-                    }
-                    await pipeline.consume(boardEvents: manager.events)
-                    group.cancelAll()
-                }
-            } onCancel: {
-                stopping.begin()
+        await withTaskGroup(of: Void.self) { group in
+            // Sensors on for a session, off after it (unless configured to stream).
+            group.addTask {
+                for await on in pipeline.sensorDemand { await manager.setSensors(on) }
             }
-        } onGracefulShutdown: {
-            stopping.begin()
+            // A board whose points wait for its flash log (a gap): download it.
+            group.addTask {
+                for await demand in pipeline.backfillDemand {
+                    switch demand {
+                    case .download(let board):
+                        if let address = BluetoothAddress(board) { await manager.downloadFlashLog(address) }
+                    case .confirmPage(let board):
+                        if let address = BluetoothAddress(board) { await manager.confirmFlashLogPage(address) }
+                    case .markFlashLog(let board):
+                        if let address = BluetoothAddress(board) { await manager.markFlashLogForTrim(address) }
+                    case .trimFlashLog(let board):
+                        if let address = BluetoothAddress(board) { await manager.trimFlashLog(address) }
+                    }
+                }
+            }
+            await pipeline.consume(boardEvents: manager.events)
+            group.cancelAll()
         }
-        await stopping.finish()
-        // Stopped early (beginStopping()): the service still ends only at its own turn, since
-        // a service that returns before it is asked to ends the group with an error (exit 1).
-        try? await gracefulShutdown()
     }
 }

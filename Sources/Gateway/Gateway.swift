@@ -16,8 +16,9 @@ import UnixSignals
 /// Startup order (``assemble(settings:logger:clockProbe:)``): open the buffer and close
 /// sessions a crash left open (`recoverInterruptedSessions`) → open the BlueZ client for the
 /// boards → make the GNSS source → the pipeline. ``serviceGroup(adding:gracefulShutdownSignals:onRunning:)``
-/// runs them in that order; graceful shutdown runs in reverse: added services (the sync
-/// service) stop first, then recording seals, then GNSS, then the boards are stopped.
+/// runs them in that order; graceful shutdown runs in reverse (added services, such as sync,
+/// first), except that the boards' stop and recording's seal begin at once, at the signal:
+/// the seal waits only for the boards' last samples (see ``RecordingService``).
 ///
 /// Where the other parts plug in: the configuration produces ``GatewaySettings``; the
 /// logging backend (journald) is bootstrapped by the executable before it builds the
@@ -94,11 +95,12 @@ public struct Gateway: Sendable {
             logger: logger)
     }
 
-    /// The gateway's services in start order, then `extra` (sync, control API). `onRunning`
-    /// is called once the pipeline ticks (readiness).
+    /// The gateway's services in start order, then `extra` (sync, control API), then the one
+    /// that starts the boards' stop and the seal at the signal (it must be last: the first to
+    /// see the shutdown). `onRunning` is called once the pipeline ticks (readiness).
     public func services(adding extra: [any Service] = [], onRunning: (@Sendable () async -> Void)? = nil) -> [any Service] {
         let recording = onRunning.map { RecordingService(pipeline: pipeline, logger: logger, onRunning: $0) } ?? recording
-        return [boards, gnss, recording] + extra
+        return [boards, gnss, recording] + extra + [ShutdownStarter(boards: boards, recording: recording)]
     }
 
     /// A service group running ``services(adding:onRunning:)``, shut down gracefully by

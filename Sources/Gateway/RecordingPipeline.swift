@@ -34,6 +34,15 @@ public actor RecordingPipeline {
     public nonisolated let backfillDemand: AsyncStream<BackfillDemand>
     private let backfillDemandContinuation: AsyncStream<BackfillDemand>.Continuation
     private var sensorsWanted: Bool
+    /// Yields whenever the last board streaming into the pipeline stops streaming (stopped,
+    /// lost, idle) and when the boards' events end (``consume(boardEvents:)`` returned): a
+    /// seal waiting for the boards' last samples looks at ``isWaitingForBoardSamples`` then.
+    /// One reader (``RecordingService``).
+    public nonisolated let streamingBoardsChanged: AsyncStream<Void>
+    private let streamingBoardsChangedContinuation: AsyncStream<Void>.Continuation
+    private var boardEventsHaveEnded = false
+    /// Gyro samples that arrived after ``shutdown()`` (not recorded; logged when the boards' events end).
+    private var samplesAfterShutdown = 0
     /// Wakes ``runTicks()`` when periodic work appears (see `tickPeriod`).
     private let work: AsyncStream<Void>
     private let workContinuation: AsyncStream<Void>.Continuation
@@ -82,6 +91,7 @@ public actor RecordingPipeline {
         sensorsWanted = Self.sensorsWanted(settings, recording: false)
         (work, workContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         workContinuation.yield()
+        (streamingBoardsChanged, streamingBoardsChangedContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
     /// Whether boards stream with these settings: while recording, in `always` mode, or when
@@ -97,11 +107,26 @@ public actor RecordingPipeline {
         for await batch in events.batches {
             for event in batch { handle(event) }
         }
+        if samplesAfterShutdown > 0 {
+            logger.warning("\(samplesAfterShutdown) gyro samples arrived after the shutdown's seal and were not recorded")
+        }
+        boardEventsHaveEnded = true
+        streamingBoardsChangedContinuation.yield()
+    }
+
+    /// Whether a session records while a board still streams into it (whose last samples a
+    /// shutdown's seal should wait for): false once every board stopped streaming or the
+    /// boards' events ended.
+    public var isWaitingForBoardSamples: Bool {
+        !boardEventsHaveEnded && !attached.isEmpty && controller.state != .idle
     }
 
     /// Handles one board event.
     public func handle(_ event: BoardEvent) {
-        guard !isShutDown else { return }
+        guard !isShutDown else {
+            if case .sample(.gyro(let samples)) = event.kind { samplesAfterShutdown += samples.count }
+            return
+        }
         let key = event.board.rawValue
         switch event.kind {
         case .sample(let sample):
@@ -401,7 +426,10 @@ public actor RecordingPipeline {
     private func detach(_ key: String, now: Int64) {
         guard attached.remove(key) != nil else { return }
         controller.detach(board: key, now: now)
-        if attached.isEmpty { lastBoardDetachedAt = now }
+        if attached.isEmpty {
+            lastBoardDetachedAt = now
+            streamingBoardsChangedContinuation.yield()
+        }
     }
 
     func reportStoreErrorIfNew() {

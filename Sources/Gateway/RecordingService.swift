@@ -6,16 +6,24 @@ import ServiceLifecycle
 /// the pipeline down: a recording session is stopped with trigger `shutdown`, so every
 /// accepted sample is sealed and the session awaits its survey at the next start.
 ///
-/// Place it after the board and GNSS services in a `ServiceGroup` (services are shut down
-/// in reverse order) so recording is sealed before the board service ends (the daemon starts
-/// stopping the boards at the signal, ``BoardService/beginStopping()``: what their links
-/// deliver until they close is still recorded); services that read the buffer (sync) go
-/// after it.
+/// The seal begins at ``beginSealing()`` (the gateway calls it at the signal, beside
+/// ``BoardService/beginStopping()``) or at this service's own turn, and waits first for the
+/// last samples of the boards streaming into the session (until each has stopped), at most
+/// ``boardsStopLimit``: what a board delivers until its sensors are off is recorded, and the
+/// seal does not wait for the other services' shutdown. With no board streaming into a
+/// session (connecting, handshaking, idle) it seals at once. Place it after the board and GNSS
+/// services in a `ServiceGroup` (services are shut down in reverse order); services that
+/// read the buffer (sync) go after it.
 public struct RecordingService: Service, CustomStringConvertible {
+    /// The longest the seal waits for the boards to stop (they are bounded to about a
+    /// second themselves; the seal and the exit must fit in the 2 s after a SIGTERM).
+    public static let boardsStopLimit: Duration = .seconds(1)
+
     /// The pipeline ticked.
     public let pipeline: RecordingPipeline
     private let logger: Logger
     private let onRunning: (@Sendable () async -> Void)?
+    private let sealRequest = ShutdownRequest()
 
     /// A service ticking `pipeline`; `onRunning` is called once ticking started (where
     /// readiness is signalled, e.g. sd_notify READY=1).
@@ -27,12 +35,54 @@ public struct RecordingService: Service, CustomStringConvertible {
 
     public var description: String { "RecordingService" }
 
+    /// Starts the shutdown's seal now, ahead of this service's turn: it waits for the boards'
+    /// last samples, then seals.
+    public func beginSealing() {
+        sealRequest.request()
+    }
+
     public func run() async throws {
         let pipeline = pipeline
+        let sealRequest = sealRequest
         await pipeline.tick()
         await onRunning?()
-        await cancelWhenGracefulShutdown { await pipeline.runTicks() }
+        await withGracefulShutdownHandler {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await pipeline.runTicks() }
+                await sealRequest.awaitRequest()
+                if !Task.isCancelled, await !Self.boardsStopped(pipeline, within: Self.boardsStopLimit) {
+                    logger.warning("recording: the boards are still stopping after \(Self.boardsStopLimit); sealing without their last samples")
+                }
+                group.cancelAll()
+            }
+        } onGracefulShutdown: {
+            sealRequest.request()
+        }
         logger.info("recording: shutting down (sealing open chunks)")
         await pipeline.shutdown()
+        // Sealed early (beginSealing()): the service still ends only at its own turn, since a
+        // service that returns before it is asked to ends the group with an error.
+        try? await gracefulShutdown()
+    }
+
+    /// Whether every board that streams into the recording session has stopped streaming
+    /// within `limit` (at once when none does: connecting, handshaking, no session).
+    private static func boardsStopped(_ pipeline: RecordingPipeline, within limit: Duration) async -> Bool {
+        guard await pipeline.isWaitingForBoardSamples else { return true }
+        return await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                for await _ in pipeline.streamingBoardsChanged where await !pipeline.isWaitingForBoardSamples {
+                    return true
+                }
+                return false
+            }
+            group.addTask {
+                try? await Task.sleep(for: limit)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
     }
 }

@@ -65,4 +65,11 @@ public struct BoardStatus: Codable, Sendable, Equatable {
 
     /// How the board session words its idle state (`idle (sensors off; …)`).
     public static let idleStatePrefix = "idle ("
+
+    /// True once the gateway stopped the board on purpose (shutdown, or the board removed):
+    /// its session ended, which is no loss of the board.
+    public var isStopped: Bool { state == Self.stoppedState }
+
+    /// How the board session words its end (``isStopped``).
+    public static let stoppedState = "stopped"
 }

@@ -129,9 +129,10 @@ struct DaemonProcessTests {
         #expect(status == 0, "exit status \(status) after \(took); systemd kills after TimeoutStopSec=\(stopLimit)")
         #expect(took < stopLimit, "shutdown took \(took)")
         #expect(fixture.notify.messages.contains { $0.contains("STOPPING=1") })
-        // The boards start stopping at the signal, ahead of the seal rather than after it (the
-        // real-BlueZ VM: links closed 2 s and the exit 3.2 s after SIGTERM while recording,
-        // issue 18 asks for 2 s), and their stop is no "board lost".
+        // The boards start stopping at the signal and the seal waits for their last samples,
+        // instead of each at its service's turn, the boards last (the real-BlueZ VM: links
+        // closed 2 s and the exit 3.2 s after SIGTERM while recording, issue 18 asks for 2 s);
+        // their stop is no "board lost".
         let entries = fixture.journal.journalEntries
         let boardsStopping = entries.firstIndex { ($0["MESSAGE"] ?? "").hasPrefix("stopping the boards") }
         let sealing = entries.firstIndex { ($0["MESSAGE"] ?? "").hasPrefix("recording: shutting down") }

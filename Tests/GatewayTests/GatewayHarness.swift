@@ -133,4 +133,10 @@ extension BlueZSimulator {
         let model = try device(index).model
         return !model.gyro.isSampling && !model.accelerometer.isSampling
     }
+
+    /// Whether board `index` has a link, or one being made.
+    func hasLink(_ index: Int) throws -> Bool {
+        let device = try device(index)
+        return device.connected || device.connecting
+    }
 }

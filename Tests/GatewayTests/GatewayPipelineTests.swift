@@ -248,6 +248,28 @@ struct GatewayPipelineTests {
         }
     }
 
+    /// What the gateway does at a SIGTERM before any service's turn (``ShutdownStarter``):
+    /// ``BoardService/beginStopping()`` stops every board (sensors off, link closed) while the
+    /// group runs on, and the service still ends at its own turn without an error.
+    @Test func beginStoppingStopsTheBoardsAheadOfTheServiceTurn() async throws {
+        try await GatewayHarness.with(mode: .manual, gnss: false, streamBetweenSessions: true) { h in
+            try await h.eventually("both boards streaming") { s in
+                s.boards.count == 2 && s.boards.allSatisfy { $0.isStreaming && $0.gyroSamplesReceived > 20 }
+            }
+            h.gateway.boards.beginStopping()
+            #expect(try await h.sensorsTurnOff(0))
+            #expect(try await h.sensorsTurnOff(1))
+            try await waitUntil("both links closed", within: .seconds(10)) {
+                let first = try await h.simulator.hasLink(0), second = try await h.simulator.hasLink(1)
+                return !first && !second
+            }
+            // Nothing else stopped: the group runs on until its shutdown, which ends cleanly.
+            #expect(await !h.gateway.pipeline.health.isShutDown)
+            try await h.shutDown()
+            #expect(await h.gateway.pipeline.health.isShutDown)
+        }
+    }
+
     @Test func gracefulShutdownSealsTheOpenSessionAndTurnsTheSensorsOff() async throws {
         let h = try await GatewayHarness(mode: .manual)
         h.start()
@@ -262,11 +284,15 @@ struct GatewayPipelineTests {
             #expect(status.session.awaitingSurvey == [sessionID])
             let dataset = try h.gateway.store.dataset(sessionID: sessionID)
             #expect(dataset.state == "awaiting_survey")
-            for address in h.addresses {
+            for (index, address) in h.addresses.enumerated() {
                 let accepted = try #require(status.boards.first { $0.address == address.rawValue }).gyroSamplesInSession
                 let sealed = dataset.points.filter { $0.board == address.rawValue }.count
                 #expect(sealed == accepted, "board \(address): \(sealed) sealed of \(accepted) accepted")
                 #expect(accepted >= 150)
+                // The seal waits for the boards' stop: what a board delivered until its sensors
+                // went off is in the documents too (sealing first dropped the stop's last samples).
+                let delivered = try await h.simulator.deliveredRuns(index, sensor: .gyro).reduce(0) { $0 + Int($1.last - $1.first + 1) }
+                #expect(sealed == delivered, "board \(address): \(sealed) sealed of \(delivered) the board delivered")
             }
             #expect(!dataset.chunkNames.isEmpty)
             #expect(try await h.sensorsOff(0))

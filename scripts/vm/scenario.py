@@ -790,8 +790,12 @@ def group_faults(checks):
 
 
 def link_closed_and_sensor_stopped(address, since):
-    """After mwgated exited: the link is down within 2 s, and the board says its gyro stopped."""
-    closed = wait_link(address, False, 5)
+    """After mwgated exited: seconds from `since` (the signal) until the gateway's adapter saw
+    the link down (wait_link counts from its own start, after the exit), and whether the board
+    says its gyro stopped."""
+    waited_from = time.time()
+    down = wait_link(address, False, 5)
+    closed = None if down is None else waited_from - since + down
     with open(os.path.join(RESULTS, "mwsim.log")) as f:
         lines = [line for line in f if "link closed; gyro sampling" in line and float(line.split()[0]) >= since]
     stopped = bool(lines) and lines[-1].strip().endswith("no")
