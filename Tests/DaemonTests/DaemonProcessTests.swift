@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import ServiceSupport
+import StatusModel
 import TestSupport
 import Testing
 
@@ -112,6 +113,14 @@ struct DaemonProcessTests {
         // Let points accumulate, with an open (unsealed) chunk in the segment journal (over
         // 100 points of 21+ bytes), then stop the daemon.
         try await waitUntil("an open chunk with points") { Self.segmentJournalBytes(fixture.stateDirectory) > 2_100 }
+        // The journal's size alone no longer says 100 points (held and provisional records,
+        // files written over): the session's own count does.
+        let mwctl = try DaemonFixture.executable("mwctl")
+        try await waitUntil("over 100 samples in the session") {
+            let json = try await fixture.bus.run(mwctl, ["status", "--json"])
+            let status = try JSONDecoder().decode(GatewayStatus.self, from: Data(json.utf8))
+            return status.boards.reduce(0) { $0 + $1.gyroSamplesInSession } > 100
+        }
         // The promise is systemd's: after TimeoutStopSec it sends SIGKILL, and so does the test,
         // so a shutdown that hangs fails here (exit status 137) instead of hanging the suite.
         // How fast a stop is normally belongs to `make bench`, not here.
