@@ -46,7 +46,7 @@ struct SoakTests {
     }
 
     /// Runs the soak driver to its end; its exit status and output.
-    private static func runDriver(_ arguments: [String]) throws -> (Int32, String) {
+    static func runDriver(_ arguments: [String]) throws -> (Int32, String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         process.arguments = arguments

@@ -185,6 +185,13 @@ struct GatewayPipelineTests {
             }
             // The chunk sealed at the drop and the one after the reconnect are both kept.
             #expect(dataset.chunkNames.count >= 3)
+            // In time order, each board's samples are in the order the board took them, across
+            // the reconnect too (its link reopened on the kept GATT objects): none goes back.
+            for address in h.addresses {
+                let indices = dataset.points.filter { $0.board == address.rawValue }.map { BackfillEndToEndTests.index($0.point) }
+                let backwards = zip(indices, indices.dropFirst()).filter { ($1 - $0) & 0xFFFF == 0 || ($1 - $0) & 0xFFFF >= 0x8000 }
+                #expect(backwards.isEmpty, "board \(address): \(backwards.count) samples not after the one before, first \(backwards.prefix(3))")
+            }
         }
     }
 

@@ -9,6 +9,7 @@ gateway's user with the packaged D-Bus policy. Every check appends one line to
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,13 +18,14 @@ import time
 
 import dbus
 
-from board_signal import simulator_signal
+from document_check import check_documents, read_documents
 
 RESULTS = "/results"
+# The directory sink of every Gateway (its documents, one JSON file each).
+OUTBOX = "/var/lib/mwgate/outbox"
 # bluetoothd's log, in the VM's memory (vm-init.sh copies it to /results at the end).
 BLUETOOTHD_LOG = "/run/mwgate-vm/bluetoothd.log"
 SYSTEM_BUS = "unix:path=/run/dbus/system_bus_socket"
-GYRO_SCALE = 16.4  # LSB per °/s at ±2000 °/s (mwgated's default range)
 METAWEAR_NOTIFY = "326a9006-85cb-9195-d9dd-464cfbbae75a"
 BOARD_SEEDS = {0: 1, 1: 2}  # mwsim --peripheral: board N's signal seed is N + 1
 BOARD_MODELS = ("MetaMotion R", "MetaMotion S")  # mwsim --peripheral --model mixed
@@ -207,7 +209,7 @@ free_space_floor = "32 MB"
 type = "directory"
 
 [sink.directory]
-path = "/var/lib/mwgate/outbox"
+path = "{OUTBOX}"
 """
         with open("/etc/mwgate/mwgated.toml", "w") as f:
             f.write(config)
@@ -313,58 +315,29 @@ def notify_state(address):
 
 
 def documents():
-    outbox = "/var/lib/mwgate/outbox"
-    docs = []
-    for root, _, files in os.walk(outbox):
-        for name in files:
-            if name.endswith(".json"):
-                with open(os.path.join(root, name)) as f:
-                    try:
-                        docs.append(json.load(f))
-                    except ValueError:
-                        pass
-    return docs
+    return read_documents(OUTBOX)
 
 
 def check_samples(docs, address, seed, session_id=None, resets=False):
-    """Sample by sample against the model's signal: returns (count, duplicates, reordered,
-    mismatched, gaps) where gaps are (first missing index, how many). With `resets`, a board
-    whose numbering starts again near 0 (power cycle) begins a new run instead of counting as
-    reordered."""
-    mine = [d for d in docs if str(d.get("board", "")).upper() == address.upper()
-            and (session_id is None or d.get("session") == session_id)]
-    mine.sort(key=lambda d: (d.get("session", ""), d.get("seq", 0)))
-    points = [p for d in mine for p in d.get("data", []) if p.get("gyroscope")]
-    count = duplicates = reordered = mismatched = 0
-    gaps = []
-    previous = None
-    full = None
-    for p in points:
-        g = p["gyroscope"]
-        raw = tuple(round(g[k] * GYRO_SCALE) for k in ("x", "y", "z"))
-        low = raw[0] & 0xFFFF
-        if full is None:
-            full = low
-        else:
-            delta = (low - (previous & 0xFFFF)) & 0xFFFF
-            if delta == 0:
-                duplicates += 1
-                continue
-            if resets and low < 2000 and low < (previous & 0xFFFF):
-                full = low
-                delta = 1
-            elif delta >= 0x8000:
-                reordered += 1
-                continue
-            else:
-                full = previous + delta
-            if delta > 1:
-                gaps.append((previous + 1, delta - 1))
-        previous = full
-        count += 1
-        if raw != simulator_signal("gyro", seed, full):
-            mismatched += 1
-    return count, duplicates, reordered, mismatched, gaps
+    """Sample by sample against the model's signal, each session on its own
+    (document_check.py): returns (count, duplicates, reordered, mismatched, gaps) where gaps
+    are (first missing index, how many); logs where the first out-of-order sample and the
+    first point whose time goes back are."""
+    report = check_documents(docs, address, seed, session_id=session_id, resets=resets)
+    if report["first_out_of_order"]:
+        log(f"{address}: first sample out of order: {report['first_out_of_order']}")
+    if report["time_backwards"]:
+        log(f"{address}: {report['time_backwards']} points with a time before the previous point's")
+    return (report["count"], report["duplicates"], report["reordered"] + report["time_backwards"],
+            report["mismatched"], report["gaps"])
+
+
+def save_documents(name):
+    """Copies the outbox out of the VM (results/NAME), so a failed check can be looked at
+    again with document_check.py on the host."""
+    target = os.path.join(RESULTS, name)
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(OUTBOX, target)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -512,6 +485,7 @@ def group_session(checks):
                  for i, a in enumerate((first, second))),
              60)
     docs = documents()
+    save_documents("outbox")
     for index, address in enumerate((first, second)):
         count, duplicates, reordered, mismatched, gaps = check_samples(docs, address, BOARD_SEEDS[index])
         expected = seconds * GYRO_RATE
@@ -781,6 +755,7 @@ def group_faults(checks):
     wait_for("documents", lambda: documents(), 30)
     time.sleep(3)
     count, duplicates, reordered, mismatched, gaps = check_samples(documents(), address, BOARD_SEEDS[0], resets=True)
+    save_documents("outbox")
     checks.record("faults: documents have no duplicates, no reordering, values as sent",
                   count > 0 and not duplicates and not reordered and not mismatched,
                   f"{count} samples, {duplicates} duplicated, {reordered} out of order, {mismatched} differ; "
@@ -1007,6 +982,7 @@ def group_bench(checks):
     wait_for("documents", lambda: documents(), 30)
     time.sleep(3)
     count, duplicates, reordered, mismatched, gaps = check_samples(documents(), address, BOARD_SEEDS[0])
+    save_documents("outbox")
     unaided = [t for t in timings if t[1] is not None]
     checks.record(f"bench: {drops} link drops, every reconnect without an operator", len(unaided) == drops,
                   f"{len(unaided)} of {drops} streaming again within 30 s of the link coming back")
@@ -1287,6 +1263,7 @@ def group_startnotify(checks):
     wait_for("documents", lambda: documents(), 30)
     time.sleep(3)
     count, duplicates, reordered, mismatched, gaps = check_samples(documents(), address, BOARD_SEEDS[0])
+    save_documents("outbox")
     checks.record("StartNotify: every sample recorded once (another client's session, then alone)",
                   count > 0 and not duplicates and not reordered and not mismatched,
                   f"{count} samples, {duplicates} duplicated, {reordered} out of order, {mismatched} differ; "

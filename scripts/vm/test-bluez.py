@@ -25,7 +25,7 @@ OPEN_GROUPS = ["session", "stop"]
 # the session group's two boards without mwgated (does the stack alone carry them?). idle:
 # bench's first measure alone (issue 19 part 2: no notification while no session records).
 EXTRA_GROUPS = ["bench", "session-stack", "idle"]
-SCENARIO_FILES = ["scenario.py", "scenario.sh", "notify_observer.py", "bleak_probe.py", "dbus_boards.py"]
+SCENARIO_FILES = ["scenario.py", "scenario.sh", "document_check.py", "notify_observer.py", "bleak_probe.py", "dbus_boards.py"]
 
 
 def run_group(group, out):

@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Checks a board's gyro samples in the directory sink's documents against mwsim's signal:
+sample by sample, one session at a time.
+
+Used by the VM scenarios (scenario.py) and, on the host, on an outbox the bench copied out of
+the VM: document_check.py OUTBOX ADDRESS SEED [--resets] prints the report as JSON.
+
+Each session is checked on its own: its documents in `seq` order, its points in document order.
+`seq` counts from 0 in every session, so documents of two sessions ordered by `seq` alone
+interleave, and every point of the earlier-numbered session that lands after a later one counts
+as out of order: what the bench saw in two runs (682 and 2,433 samples, exactly the points of the
+short control session its idle measurement records before the link drops)."""
+import json
+import os
+import sys
+
+# In the VM board_signal.py sits beside this file; in the repository it is scripts/soak's.
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "soak"))
+from board_signal import simulator_signal  # noqa: E402
+
+GYRO_SCALE = 16.4  # LSB per °/s at ±2000 °/s (mwgated's default range)
+
+
+def read_documents(outbox):
+    """Every document (parsed JSON) under `outbox`; a half-written file is skipped."""
+    docs = []
+    for root, _, files in os.walk(outbox):
+        for name in sorted(files):
+            if name.endswith(".json"):
+                with open(os.path.join(root, name)) as f:
+                    try:
+                        docs.append(json.load(f))
+                    except ValueError:
+                        pass
+    return docs
+
+
+def _sessions(docs, address, session_id):
+    """The board's documents grouped by session, each in seq order; sessions in the order of
+    their first point's time."""
+    by_session = {}
+    for d in docs:
+        if str(d.get("board", "")).upper() != address.upper():
+            continue
+        session = d.get("session_id", "")
+        if session_id is not None and session != session_id:
+            continue
+        by_session.setdefault(session, []).append(d)
+    for session_docs in by_session.values():
+        session_docs.sort(key=lambda d: d.get("seq", 0))
+
+    def first_time(session):
+        for d in by_session[session]:
+            for p in d.get("data", []):
+                if p.get("gyroscope"):
+                    return p["gyroscope"].get("timestamp", 0)
+        return 0
+    return [(s, by_session[s]) for s in sorted(by_session, key=lambda s: (first_time(s), s))]
+
+
+def check_documents(docs, address, seed, session_id=None, resets=False):
+    """The report: count, duplicates, reordered (index behind the previous sample's),
+    time_backwards (a timestamp before the previous point's), mismatched (values not the
+    model's), gaps (first missing index, how many), sessions, and the first out-of-order
+    sample (session, seq, position in its document, previous index, its index). With `resets`,
+    a board whose numbering starts again near 0 (power cycle) begins a new run instead of
+    counting as reordered."""
+    report = {"count": 0, "duplicates": 0, "reordered": 0, "time_backwards": 0, "mismatched": 0, "gaps": [],
+              "sessions": 0, "first_out_of_order": None}
+    for session, session_docs in _sessions(docs, address, session_id):
+        report["sessions"] += 1
+        previous = previous_time = None
+        for d in session_docs:
+            for position, p in enumerate(d.get("data", [])):
+                g = p.get("gyroscope")
+                if not g:
+                    continue
+                time = g.get("timestamp")
+                if time is not None and previous_time is not None and time < previous_time:
+                    report["time_backwards"] += 1
+                if time is not None:
+                    previous_time = time if previous_time is None else max(previous_time, time)
+                raw = tuple(round(g[k] * GYRO_SCALE) for k in ("x", "y", "z"))
+                low = raw[0] & 0xFFFF
+                if previous is None:
+                    full = low
+                else:
+                    delta = (low - (previous & 0xFFFF)) & 0xFFFF
+                    if delta == 0:
+                        report["duplicates"] += 1
+                        continue
+                    if resets and low < 2000 and low < (previous & 0xFFFF):
+                        full = low
+                        delta = 1
+                    elif delta >= 0x8000:
+                        report["reordered"] += 1
+                        if report["first_out_of_order"] is None:
+                            report["first_out_of_order"] = {"session": session, "seq": d.get("seq"),
+                                                            "position": position, "previous_index": previous,
+                                                            "index_low16": low}
+                        continue
+                    else:
+                        full = previous + delta
+                    if delta > 1:
+                        report["gaps"].append((previous + 1, delta - 1))
+                previous = full
+                report["count"] += 1
+                if raw != simulator_signal("gyro", seed, full):
+                    report["mismatched"] += 1
+    return report
+
+
+def main(argv):
+    if len(argv) < 4:
+        print("usage: document_check.py OUTBOX ADDRESS SEED [--resets]", file=sys.stderr)
+        return 2
+    report = check_documents(read_documents(argv[1]), argv[2], int(argv[3]), resets="--resets" in argv[4:])
+    print(json.dumps(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
