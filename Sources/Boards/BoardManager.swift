@@ -113,8 +113,8 @@ public actor BoardManager {
     }
 
     /// Notes the length of `address`'s flash log (see ``BoardSession/markFlashLogForTrim()``).
-    public func markFlashLogForTrim(_ address: BluetoothAddress) async {
-        await sessions[address]?.markFlashLogForTrim()
+    public func markFlashLogForTrim(_ address: BluetoothAddress, askedAt: ContinuousClock.Instant) async {
+        await sessions[address]?.markFlashLogForTrim(askedAt: askedAt)
     }
 
     /// Drops what `address`'s flash log held at the last mark (see ``BoardSession/trimFlashLog()``).

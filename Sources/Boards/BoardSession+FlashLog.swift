@@ -46,7 +46,10 @@ extension BoardSession {
         let bytes = notification.bytes
         if current?.awaitingTrimLength == true, case .success(.length(let n))? = LogNotificationDecoder.decode(bytes) {
             current?.awaitingTrimLength = false
-            current?.trimMark = n
+            // Counted more than a second after the recorder asked: it may hold samples past
+            // the stretch the recorder will check (its margin is 2 s), so it is not used.
+            let askedAt = current?.trimMarkAskedAt ?? notification.receivedAt
+            current?.trimMark = notification.receivedAt - askedAt <= Self.trimMarkLatency ? n : nil
             return
         }
         guard var start = current?.flashStart else { return }
@@ -124,13 +127,19 @@ extension BoardSession {
     // MARK: Trim
 
     /// Notes how many entries the log holds now (`0B 85`): what ``trimFlashLog()`` may drop
-    /// once the recorder has stored every sample of that stretch. Nothing while a download runs.
-    public func markFlashLogForTrim() {
+    /// once the recorder has stored every sample of that stretch, which it measures from
+    /// `askedAt`; a count taken more than a second later is not kept. Nothing while a
+    /// download runs.
+    public func markFlashLogForTrim(askedAt: ContinuousClock.Instant = .now) {
         guard current?.flashLogging == true, current?.download == nil else { return }
         current?.trimMark = nil
         current?.awaitingTrimLength = true
+        current?.trimMarkAskedAt = askedAt
         write([LoggingCommands.readLength])
     }
+
+    /// Longest time from the recorder's request to the board's count for a mark to be kept.
+    static let trimMarkLatency = Duration.seconds(1)
 
     /// Drops the entries counted at the last mark (stored, so the next download after a gap
     /// covers about the gap). Nothing without a mark on this link or while a download runs.

@@ -22,6 +22,8 @@ struct LinkWork {
     /// whether its length read is awaited.
     var trimMark: UInt32?
     var awaitingTrimLength = false
+    /// When the recorder asked for the mark its stored stretch is measured from.
+    var trimMarkAskedAt: ContinuousClock.Instant?
     /// When the handshake ended (the board clock was read just before).
     var handshakeEndedAt: ContinuousClock.Instant?
     /// Tells the current reply timer from superseded ones.

@@ -226,7 +226,7 @@ public actor RecordingPipeline {
         controller.tick(now: now)
         for trim in controller.flashLogTrims(now: now) {
             switch trim {
-            case .mark(let board): backfillDemandContinuation.yield(.markFlashLog(board))
+            case .mark(let board): backfillDemandContinuation.yield(.markFlashLog(board, askedAt: .now))
             case .trim(let board): backfillDemandContinuation.yield(.trimFlashLog(board))
             }
         }
@@ -465,8 +465,8 @@ public enum BackfillDemand: Hashable, Sendable {
     case download(String)
     /// Delete the page it last reported: what the page holds is stored.
     case confirmPage(String)
-    /// Note how many entries it holds.
-    case markFlashLog(String)
+    /// Note how many entries it holds (the recorder measures the stored stretch from `askedAt`).
+    case markFlashLog(String, askedAt: ContinuousClock.Instant)
     /// Drop what the last mark counted: it is stored.
     case trimFlashLog(String)
 }

@@ -164,4 +164,25 @@ struct FlashLogSessionTests {
             #expect(transport.board.withModel { $0.flashLog.isLogging })
         }
     }
+
+    /// A count taken more than a second after the recorder asked may include samples past the
+    /// stretch it checked (a loaded gateway handing the mark on late): it is not used.
+    @Test func aMarkCountedLateIsNotTrimmed() async throws {
+        let transport = InMemoryBoardTransport()
+        try await withSession(transport) { session, recorder in
+            try await waitUntil("logging") { isLogging(recorder.flashLog(address).last) }
+            let first = try await link(transport, 0)
+            first.stream(milliseconds: 300)
+            await session.markFlashLogForTrim(askedAt: .now - .seconds(5))
+            try await waitUntil("the length read") { first.writes.contains([0x0B, 0x85]) }
+            // As long as a kept mark takes to be trimmed (aTrimDropsWhatTheMarkCounted) and more.
+            let stored = transport.board.withModel { $0.flashLog.storedCount }
+            for _ in 0..<40 {
+                await session.trimFlashLog()
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(!first.writes.contains { $0.count == 6 && $0[0] == 0x0B && $0[1] == 0x09 }, "nothing dropped")
+            #expect(transport.board.withModel { $0.flashLog.storedCount } == stored)
+        }
+    }
 }

@@ -39,6 +39,7 @@ struct BackfillEndToEndTests {
                 holes.append("\(Self.index(a))\(a.backfilled ? "b" : "")->\(Self.index(b))\(b.backfilled ? "b" : "") missed \(b.missedBefore)")
             }
             print("holes: \(holes)")
+            print("gap marks: \(points.filter { $0.missedBefore > 0 }.map { "\(Self.index($0))\($0.backfilled ? "b" : "") missed \($0.missedBefore) gap \($0.gapMilliseconds) ms" })")
             var seen: [Int: RecordedPoint] = [:]
             for p in points {
                 if let twin = seen[Self.index(p)] {
@@ -51,9 +52,12 @@ struct BackfillEndToEndTests {
             #expect(status.problems.filter { $0.area == "buffer" }.isEmpty, "\(status.problems)")
             #expect(Set(indices).count == indices.count, "no sample twice")
             #expect(zip(points, points.dropFirst()).allSatisfy { $0.gyroscope.timestamp < $1.gyroscope.timestamp }, "time order")
-            // 8 s at 50 Hz withheld (400 samples). Known defect: right after the watchdog's
-            // stream restart BackfillPlanner drops every third logged sample as a collision
-            // (21-31 in runs so far); those stay counted as missed, never silently lost.
+            // 8 s at 50 Hz withheld (400 samples). Known defect: the restarted stream's first
+            // timestamps are off by about 100 ms against the log (runs since the page-wise
+            // download: no sample missing, but 5-16 gap marks of 1-2 samples at 40-60 ms
+            // steps inside the backfilled stretch, where interpolation between the anchors
+            // spreads that offset); on a loaded machine every third sample of a backfilled
+            // stretch can still be dropped as a collision (some with no gap mark).
             #expect(backfilled.count >= 350, "backfilled \(backfilled.count)")
             #expect(missed <= 60, "still missing \(missed)")
             let span = (indices.max() ?? 0) - (indices.min() ?? 0) + 1
