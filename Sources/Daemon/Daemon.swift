@@ -18,9 +18,13 @@ public enum Daemon {
     /// Environment variable naming a journald-protocol datagram socket to log to instead of
     /// the automatic choice (tests and containers with a journal at a private path).
     public static let journalSocketVariable = "MWGATE_JOURNAL_SOCKET"
-    /// Longest graceful shutdown before the remaining services are cancelled (systemd's
-    /// TimeoutStopSec is longer; cancelled recording still seals).
-    public static let shutdownLimit: Duration = .milliseconds(4500)
+    /// Longest graceful shutdown before the remaining services are cancelled (cancelled
+    /// recording still seals, at once). Longer than the seal's wait for the boards' last
+    /// samples (`RecordingService.boardsStopSafetyLimit`, 15 s), which a shorter limit would
+    /// cut into and drop accepted samples; shorter than systemd's `TimeoutStopSec=30s`, so a
+    /// hung service is cancelled and the session sealed before systemd's SIGKILL. A normal
+    /// stop ends in about 1-2.5 s; this bounds only a hang.
+    public static let shutdownLimit: Duration = .seconds(20)
 
     /// What the command line asks for.
     public struct Options: Sendable {

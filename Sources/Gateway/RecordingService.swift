@@ -8,16 +8,26 @@ import ServiceLifecycle
 ///
 /// The seal begins at ``beginSealing()`` (the gateway calls it at the signal, beside
 /// ``BoardService/beginStopping()``) or at this service's own turn, and waits first for the
-/// last samples of the boards streaming into the session (until each has stopped), at most
-/// ``boardsStopLimit``: what a board delivers until its sensors are off is recorded, and the
-/// seal does not wait for the other services' shutdown. With no board streaming into a
+/// last samples of the boards streaming into the session: until the pipeline has taken each
+/// such board's final state change, which its events reach only after every sample the board
+/// delivered before it, so whatever is still queued in the boards' streams is drained into the
+/// session first (bounded by the streams' capacities, not by a time). ``boardsStopSafetyLimit``
+/// only ends the wait for a board that never acknowledges its stop. The seal does not wait for
+/// the other services' shutdown. With no board streaming into a
 /// session (connecting, handshaking, idle) it seals at once. Place it after the board and GNSS
 /// services in a `ServiceGroup` (services are shut down in reverse order); services that
 /// read the buffer (sync) go after it.
 public struct RecordingService: Service, CustomStringConvertible {
-    /// The longest the seal waits for the boards to stop (they are bounded to about a
-    /// second themselves; the seal and the exit must fit in the 2 s after a SIGTERM).
-    public static let boardsStopLimit: Duration = .seconds(1)
+    /// The longest the seal waits for the boards' last samples: a safety net for a board that
+    /// never acknowledges its stop, not a normal-path cut-off. A board's stop is bounded at
+    /// about 1.1 s on its link (`BlueZBoardTransport`: 700 ms for the stop commands, 400 ms
+    /// for the disconnect), but the pipeline may still be working through the samples queued
+    /// before it (a loaded debug VM needed 2.1 s; the fleet's stream holds ~20 s of four boards'
+    /// notifications), and every one of them was already accepted. 15 s covers that many times
+    /// over and, with the daemon's group limit (`Daemon.shutdownLimit`, 20 s), still seals and
+    /// exits well inside systemd's `TimeoutStopSec=30s` (systemd/mwgated.service), after which
+    /// a SIGKILL would leave the session to startup recovery from its checkpoints.
+    public static let boardsStopSafetyLimit: Duration = .seconds(15)
 
     /// The pipeline ticked.
     public let pipeline: RecordingPipeline
@@ -50,8 +60,8 @@ public struct RecordingService: Service, CustomStringConvertible {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await pipeline.runTicks() }
                 await sealRequest.awaitRequest()
-                if !Task.isCancelled, await !Self.boardsStopped(pipeline, within: Self.boardsStopLimit) {
-                    logger.warning("recording: the boards are still stopping after \(Self.boardsStopLimit); sealing without their last samples")
+                if !Task.isCancelled, await !Self.boardsStopped(pipeline, within: Self.boardsStopSafetyLimit) {
+                    logger.warning("recording: a board still streams \(Self.boardsStopSafetyLimit) after the seal began (it ignored its stop); sealing without its later samples")
                 }
                 group.cancelAll()
             }

@@ -1,4 +1,6 @@
+import Daemon
 import Foundation
+import Gateway
 import Glibc
 import ServiceSupport
 import StatusModel
@@ -49,6 +51,15 @@ struct DaemonProcessTests {
             throw TestBusError(message: "\(unit): no TimeoutStopSec=<seconds>s line")
         }
         return .seconds(seconds)
+    }
+
+    /// The seal's wait for the boards' last samples must end before the group's limit
+    /// cancels it (cancelled, it seals at once and drops what is still queued), and the group's
+    /// limit before systemd's SIGKILL (which leaves the session to startup recovery).
+    @Test func theShutdownsLimitsNestInsideSystemdsStopTimeout() throws {
+        let stopLimit = try Self.unitStopTimeout()
+        #expect(RecordingService.boardsStopSafetyLimit < Daemon.shutdownLimit)
+        #expect(Daemon.shutdownLimit + .seconds(5) <= stopLimit, "group limit \(Daemon.shutdownLimit), TimeoutStopSec=\(stopLimit)")
     }
 
     @Test func aBadConfigurationStopsTheStartWithExitStatus78AndNamesFileLineAndKey() throws {
@@ -135,6 +146,7 @@ struct DaemonProcessTests {
         let status = await Task.detached { daemon.wait() }.value
         killer.cancel()
         let took = ContinuousClock.now - stopAt
+        print("SIGTERM while recording: exit status \(status) after \(took)")
         #expect(status == 0, "exit status \(status) after \(took); systemd kills after TimeoutStopSec=\(stopLimit)")
         #expect(took < stopLimit, "shutdown took \(took)")
         #expect(fixture.notify.messages.contains { $0.contains("STOPPING=1") })

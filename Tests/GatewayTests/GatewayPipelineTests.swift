@@ -312,4 +312,29 @@ struct GatewayPipelineTests {
         }
         await h.tearDown()
     }
+
+    /// The VM's debug run: the boards' stop took 2.1 s while samples were queued, and the seal,
+    /// which waited at most 1 s, left 83 accepted samples out of the documents.
+    @Test func aSealWaitsForBoardsWhoseStopTakesLongerThanASecond() async throws {
+        try await GatewayHarness.with(mode: .manual) { h in
+            try await h.eventually("both boards connected") { s in s.boards.count == 2 && s.boards.allSatisfy(\.isConnected) }
+            let sessionID = try await h.gateway.pipeline.startSession()
+            try await h.eventually("samples from both boards") { s in s.boards.allSatisfy { $0.gyroSamplesInSession >= 50 } }
+            // The seal begins; the boards' stop only 1.5 s later, so they stream for longer
+            // than a second into a session that is about to be sealed.
+            h.gateway.recording.beginSealing()
+            try await Task.sleep(for: .milliseconds(1500))
+            try await h.shutDown()
+
+            let dataset = try h.gateway.store.dataset(sessionID: sessionID)
+            #expect(dataset.state == "awaiting_survey")
+            for (index, address) in h.addresses.enumerated() {
+                let sealed = dataset.points.filter { $0.board == address.rawValue }.count
+                let delivered = try await h.simulator.deliveredRuns(index, sensor: .gyro).reduce(0) { $0 + Int($1.last - $1.first + 1) }
+                #expect(sealed == delivered, "board \(address): \(sealed) sealed of \(delivered) the board delivered")
+            }
+            #expect(try await h.sensorsOff(0))
+            #expect(try await h.sensorsOff(1))
+        }
+    }
 }
