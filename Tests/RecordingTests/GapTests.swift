@@ -51,6 +51,40 @@ struct GapTests {
         #expect(points.allSatisfy { $0.missedBefore == 0 && $0.gapMilliseconds == 0 })
     }
 
+    @Test("a re-attached stream whose link is faster than the old one's never puts points before the last one")
+    func reattachedStreamKeepsTimeOrder() throws {
+        let store = MemoryStore()
+        let base = TimeBase(wallNanoseconds: 1_800_000_000_000_000_000, monotonicNanoseconds: 0, systemClockSynchronised: true)
+        let controller = SessionController(store: store, timeBase: base)
+        var board = SimulatedBoard(profile: .metaMotionR, seed: 1)
+        for p in Commands.startGyro(GyroConfiguration(rate: .hz100, range: .dps2000), mode: .single, chip: .bmi160) { _ = board.write(p.bytes) }
+        let decoder = NotificationDecoder(chip: .bmi160, gyroRange: .dps2000, accelerometerRange: .g4)
+        controller.attach(board: "B", gyroRateHertz: 100)
+        try controller.start(trigger: .controlAPI, now: 0)
+        // The old link delivers every sample 30 ms after the board took it, the new one at
+        // once; no sample is lost in between. The new stream's first three samples then get
+        // times at or before the old stream's last.
+        var delivered = 0
+        var now: Int64 = 0
+        func deliver(_ n: SimulatedBoard.TimedNotification, at receivedAt: Int64) {
+            let event = decoder.decode(n.bytes)
+            if case .gyro(let s) = event { delivered += s.count }
+            controller.ingest(board: "B", event: event, receivedAt: receivedAt)
+            controller.tick(now: receivedAt)
+        }
+        for n in board.advance(to: 3_000_000_000 - 1) { deliver(n, at: Int64(n.nanoseconds) + 30_000_000) }
+        now = 3_030_000_000
+        controller.detach(board: "B", now: now)
+        controller.attach(board: "B", gyroRateHertz: 100)
+        for n in board.advance(to: 6_000_000_000) { now = max(now, Int64(n.nanoseconds)); deliver(n, at: now) }
+        try controller.stop(trigger: .controlAPI, now: now + 10_000_000)
+        let points = try store.sealed.flatMap { try PointCodec.decode($0.chunk.bytes) }
+        #expect(points.count == delivered)
+        let backwards = zip(points, points.dropFirst()).filter { $1.gyroscope.timestamp <= $0.gyroscope.timestamp }
+        #expect(backwards.isEmpty, "\(backwards.count) points at or before the previous one: \(backwards.prefix(3).map { ($0.gyroscope.timestamp, $1.gyroscope.timestamp) })")
+        #expect(points.allSatisfy { $0.missedBefore == 0 }, "no sample was lost")
+    }
+
     @Test("the gap duration survives the point codec")
     func codecKeepsDuration() throws {
         let p = RecordedPoint(gyroscope: GyroReading(x: 1, y: 2, z: 3, timestamp: 1000), location: nil, missedBefore: 7, gapMilliseconds: 80)
