@@ -394,26 +394,33 @@ def dummy_link(adapter, address, timeout=60):
     return False
 
 
+def two_boards_on_one_air(checks, model, check_name):
+    """Two boards (hci1, hci2) whose links from hci0 get matching connection handles on both
+    sides: btvirt tells a second peripheral the central's handle instead of its own
+    (real-bluez-vm.md §6; emulator/btdev.c le_conn_complete), so a spare controller (hci3) first
+    holds a dummy link to board 1, and board 1 advertises only once board 0 is connected. The
+    dummy link is recorded as the check `check_name`."""
+    for name in ("hci0", "hci1", "hci2", "hci3"):
+        power(name)
+    spare = adapter_address("hci3")
+    boards = Boards(["hci1", "hci2"], "--ignore-central", spare, model=model)
+    second = boards.addresses[1]
+    dummy = dummy_link("hci3", second)
+    boards.command(1, "remove")
+    checks.record(check_name, dummy, f"hci3 -> {second}: {'connected' if dummy else 'not connected within 60 s'}")
+    return boards
+
+
 def two_boards_streaming(checks):
     """(1)-(3), (7) with two boards: both handshake; StartNotify on board 0, whose notify
     session another client (as bleak would) already holds, so bluetoothd refuses AcquireNotify;
     AcquireNotify on board 1; Device Information exported: boards named. Returns the boards, the
-    gateway (recording a session) and the session start's mwctl result.
-
-    btvirt tells a second peripheral the central's connection handle instead of its own
-    (real-bluez-vm.md §6; emulator/btdev.c le_conn_complete), so the handles must agree: a spare
-    controller (hci3) first holds a dummy link to board 1, and board 1 advertises only once
-    board 0 is connected. Then the gateway's link to board 1 is number 43 on both sides."""
-    adapters = ("hci0", "hci1", "hci2", "hci3")
-    for name in adapters:
-        power(name)
-    spare = adapter_address("hci3")
-    boards = Boards(["hci1", "hci2"], "--ignore-central", spare, model="mixed")
+    gateway (recording a session) and the session start's mwctl result. The boards come up
+    with btvirt's handle workaround (two_boards_on_one_air): the gateway's link to board 1 is
+    then number 43 on both sides."""
+    boards = two_boards_on_one_air(
+        checks, "mixed", "two boards: spare controller's dummy link to board 1 (btvirt handle workaround)")
     first, second = boards.addresses
-    dummy = dummy_link("hci3", second)
-    boards.command(1, "remove")
-    checks.record("two boards: spare controller's dummy link to board 1 (btvirt handle workaround)", dummy,
-                  f"hci3 -> {second}: {'connected' if dummy else 'not connected within 60 s'}")
     # Board 0 first gets a StartNotify session from another client.
     observer = subprocess.Popen(["python3", "/scenario/notify_observer.py", first],
                                 stdout=open(os.path.join(RESULTS, "observer.log"), "a"), stderr=subprocess.STDOUT)
@@ -561,17 +568,11 @@ def group_session_stack(checks):
     on btvirt carries two boards by itself (not in make test). The central is
     scripts/vm/dbus_boards.py (python3-dbus with AcquireNotify; bleak 0.22 returned from
     connect() with only the GATT service in its view of the second board here). Same handle
-    workaround as two_boards_streaming: a spare controller's dummy link to board 1, which
-    advertises only once board 0 is connected."""
+    workaround as two_boards_streaming (two_boards_on_one_air)."""
     seconds = float(os.environ.get("SESSION_SECONDS", "60"))
-    for name in ("hci0", "hci1", "hci2", "hci3"):
-        power(name)
-    spare = adapter_address("hci3")
-    boards = Boards(["hci1", "hci2"], "--ignore-central", spare, model="metamotion-r")
+    boards = two_boards_on_one_air(
+        checks, "metamotion-r", "two boards without mwgated: spare controller's dummy link to board 1")
     first, second = boards.addresses
-    dummy = dummy_link("hci3", second)
-    boards.command(1, "remove")
-    checks.record("two boards without mwgated: spare controller's dummy link to board 1", dummy, f"hci3 -> {second}")
     out = open(os.path.join(RESULTS, "central.json"), "w")
     err = open(os.path.join(RESULTS, "central.log"), "w")
     probe = subprocess.Popen(["python3", "/scenario/dbus_boards.py", str(seconds), first, second], stdout=out, stderr=err)
