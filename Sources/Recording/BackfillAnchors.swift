@@ -10,6 +10,7 @@ struct BackfillAnchors {
     /// Streamed time of each anchor, by position in `positions`.
     private(set) var times: [Int64] = []
     private let ticks: [Double]
+    private let runs: SamplingRuns
 
     /// Anchors found.
     var count: Int { positions.count }
@@ -28,7 +29,8 @@ struct BackfillAnchors {
     /// board's crystal 200 ppm of drift since the last anchor.
     static func find(_ boot: BootLog, in streamed: [BackfillPlanner.StreamedSample], index: StreamIndex, origin: Int64?,
                      tolerance: Int64, period: Double) -> BackfillAnchors {
-        var anchors = BackfillAnchors(streamedIndex: Array(repeating: nil, count: boot.samples.count), ticks: boot.ticks)
+        var anchors = BackfillAnchors(streamedIndex: Array(repeating: nil, count: boot.samples.count), ticks: boot.ticks,
+                                      runs: SamplingRuns(ticks: boot.ticks, period: period))
         var offset: Double?
         var lastAnchorTick = 0.0
         var lastStreamed = -1
@@ -126,37 +128,44 @@ struct BackfillAnchors {
         return before + 1 < positions.count ? before + 1 : nil
     }
 
-    /// Periods between anchors `a` and `b` on the stream, and the position step that gives.
-    /// When the log holds exactly one sample per period between them, a sample's position is
-    /// its index; otherwise (a half sample dropped) its tick, rounded to the period, is.
+    /// The time of log position `k` between anchors `a` and `b`. When the board sampled evenly
+    /// from one to the other, `k`'s position spreads it over the stream's span between them.
+    /// When the sensor was restarted between them (or an entry is missing), the samples of the
+    /// anchors' own runs lie on their anchor's pace, and those of runs in between where their
+    /// ticks put them: snapping them to the stream's grid of before the restart would move
+    /// them by up to half a period, onto each other.
     func interpolate(_ k: Int, between a: Int, and b: Int, _ boot: BootLog, period: Double) -> Int64 {
+        let pa = positions[a], pb = positions[b]
         let span = Double(times[b] - times[a])
-        let periods = max(1, (span / period).rounded())
-        let step = span / periods
-        let n: Double
-        if Double(positions[b] - positions[a]) == periods {
-            n = Double(k - positions[a])
-        } else {
-            let tickStep = (ticks[positions[b]] - ticks[positions[a]]) / periods
-            n = ((ticks[k] - ticks[positions[a]]) / tickStep).rounded()
+        if runs.sameRun(pa, pb) {
+            return times[a] + Int64((Double(k - pa) * span / Double(max(1, pb - pa))).rounded())
         }
-        return times[a] + Int64((n * step).rounded())
+        guard runs.resolvesPeriod else {
+            let periods = max(1, (span / period).rounded())
+            let tickStep = (ticks[pb] - ticks[pa]) / periods
+            let n = ((ticks[k] - ticks[pa]) / tickStep).rounded()
+            return times[a] + Int64((n * span / periods).rounded())
+        }
+        if runs.sameRun(k, pa) { return times[a] + Int64((Double(k - pa) * period).rounded()) }
+        if runs.sameRun(k, pb) { return times[b] - Int64((Double(pb - k) * period).rounded()) }
+        let tickPeriod = period * (ticks[pb] - ticks[pa]) / span
+        let from = runs.evenTick(pa, tickPeriod: tickPeriod), to = runs.evenTick(pb, tickPeriod: tickPeriod)
+        return times[a] + Int64(((runs.evenTick(k, tickPeriod: tickPeriod) - from) / (to - from) * span).rounded())
     }
 
-    /// Beyond the last (or before the first) anchor: the stream's period from anchor `a`, the
-    /// count of periods from the tick (its rate measured over up to 2,000 earlier anchors)
-    /// when ticks resolve the period, else from the position.
+    /// Beyond the last (or before the first) anchor: the stream's period from anchor `a` for the
+    /// samples of its run; the others (after a restart of the sensor) where their ticks put
+    /// them, at the tick rate measured over up to 2,000 earlier anchors.
     func extrapolate(_ k: Int, from a: Int, _ boot: BootLog, period: Double) -> Int64 {
+        let pa = positions[a]
+        guard runs.resolvesPeriod, !runs.sameRun(k, pa) else { return times[a] + Int64((Double(k - pa) * period).rounded()) }
         let other = a >= positions.count / 2 ? max(0, a - 2000) : min(positions.count - 1, a + 2000)
-        var tickStep = period
+        var tickPeriod = period
         if other != a {
             let periods = (Double(times[a] - times[other]) / period).rounded()
-            if periods != 0 { tickStep = (ticks[positions[a]] - ticks[positions[other]]) / periods }
+            if periods != 0 { tickPeriod = (ticks[pa] - ticks[positions[other]]) / periods }
         }
-        let byTick = ((ticks[k] - ticks[positions[a]]) / tickStep).rounded()
-        let byPosition = Double(k - positions[a])
-        let tickResolvesPeriod = period > 2 * BoardTicks.millisecondsPerTick * 1e6
-        let n = byTick == byPosition || !tickResolvesPeriod ? byPosition : byTick
+        let n = (runs.evenTick(k, tickPeriod: tickPeriod) - runs.evenTick(pa, tickPeriod: tickPeriod)) / tickPeriod
         return times[a] + Int64((n * period).rounded())
     }
 

@@ -14,9 +14,13 @@ struct FlashLogSessionTests {
     /// bytes, not timing, so they allow 10 s: in a full test pass on a loaded 2-core machine the
     /// in-memory board's replies came later than the real default of 1 s, the start gave up and
     /// the loggers were never made. The test of a board that never answers keeps 1 s.
+    /// For the same reason the stream watchdog stays out of the way: the in-memory board
+    /// streams only when a test says so, and a watchdog that fires while a test waits (200 ms
+    /// here before, seconds in a loaded full pass) moves the session to a new link, where the
+    /// write the test waits for on the old one goes (three tests timed out after 90 s).
     private func options(flashLogging: Bool, replyTimeout: Int = 10_000) throws -> BoardSessionOptions {
         var options = try testOptions(pauseAfterConnectionParameters: 0)
-        options.watchdogMinimum = .milliseconds(200)
+        options.watchdogMinimum = .seconds(600)
         options.flashLogging = flashLogging
         options.handshake.replyTimeoutMilliseconds = replyTimeout
         return options

@@ -18,9 +18,11 @@ private struct LoggingBoard {
     var tickIndex: [UInt8: [UInt32: Int]] = [:]
 
     /// `dropped(n)` loses streamed sample n; samples from `resetAt` on belong to a new boot whose
-    /// sensor only starts again at `resumeAt` (the gateway restarts it after reconnecting).
+    /// sensor only starts again at `resumeAt` (the gateway restarts it after reconnecting);
+    /// `pauses[n]` is how much later than its pace sample n comes, because the sensor was
+    /// stopped and started again before it (a stream restart), which moves every later sample.
     init(seed: UInt64, rate: Double = 100, seconds: Double, imuPPM: Double, tickPPM: Double,
-         dropped: @escaping (Int) -> Bool, reset: (at: Int, resumeAt: Int)? = nil) {
+         dropped: @escaping (Int) -> Bool, reset: (at: Int, resumeAt: Int)? = nil, pauses: [Int: Int64] = [:]) {
         var rng = SeededRandom(seed: seed ^ 0xABCD)
         let link = simulateLink(rate: rate, seconds: seconds, perNotification: 1, clockErrorPPM: imuPPM, seed: seed,
                                 drop: { n in dropped(n) || reset.map { (n >= $0.at && n < $0.resumeAt) } == true })
@@ -38,7 +40,8 @@ private struct LoggingBoard {
         // Lost samples, also those after the last streamed one, lie on the board's even pace.
         let period = 1e9 / rate * (1 + imuPPM * 1e-6)
         let t0 = Double(link[0].truth[0])
-        truth = (0..<Int(seconds * rate)).map { Int64(t0 + period * Double($0)) }
+        let shift = { (n: Int) in pauses.filter { $0.key <= n }.values.reduce(0, +) }
+        truth = (0..<Int(seconds * rate)).map { Int64(t0 + period * Double($0)) + shift($0) }
         // Mostly distinct counts, with stationary runs of one repeated value.
         values = truth.indices.map { n in
             n % 500 < 100 ? RawVector(x: 0, y: -3, z: 2048)
@@ -46,7 +49,7 @@ private struct LoggingBoard {
                             z: .random(in: .min ... .max, using: &rng))
         }
         for s in stamped {
-            streamed.append(.init(time: s.times[0], raw: values[s.payload]))
+            streamed.append(.init(time: s.times[0] + shift(s.payload), raw: values[s.payload]))
             streamedIndices.insert(s.payload)
         }
         boots[5] = Int64(t0) - 3_600_000_000_000
@@ -101,6 +104,26 @@ struct BackfillPlannerTests {
         #expect(percentile(errors, 0.99) < 3.0, "seed \(seed)")
         #expect((plan.medianAnchorError ?? .infinity) < 1_000_000, "seed \(seed): \(plan.medianAnchorError ?? -1) ns")
         print("fillsGaps seed \(seed): \(plan.backfilled.count) backfilled, median \(median) ms, leave-one-out \((plan.medianAnchorError ?? 0) / 1e6) ms")
+    }
+
+    @Test("the sensor restarted in the gap (stream restarts): every sample once, none dropped as a collision",
+          arguments: [UInt64(51), 52, 53])
+    func sensorRestartsInTheGap(seed: UInt64) {
+        print("BackfillPlannerTests.sensorRestartsInTheGap seed \(seed)")
+        // 8 s at 50 Hz lost; three restarts stop the sensor for 2.5, 3.5 and 6.5 periods, so the
+        // board's phase moves by half a period each time and the log holds fewer samples
+        // than the gap's periods.
+        let gap = 1000..<1400
+        let board = LoggingBoard(seed: seed, rate: 50, seconds: 60, imuPPM: 120, tickPPM: -30, dropped: { gap.contains($0) },
+                                 pauses: [1100: 50_000_000, 1200: 70_000_000, 1300: 130_000_000])
+        let plan = BackfillPlanner(nominalPeriod: 20_000_000).plan(streamed: board.streamed, logged: board.logged)
+        let errors = check(plan, board, seed: seed)
+        #expect(plan.backfilled.count == gap.count, "seed \(seed): \(plan.backfilled.count) backfilled")
+        #expect(plan.collisions == 0, "seed \(seed)")
+        let median = percentile(errors, 0.5)
+        #expect(median < 1.0, "seed \(seed): median \(median) ms")
+        #expect(percentile(errors, 0.99) < 3.0, "seed \(seed): p99 \(percentile(errors, 0.99)) ms")
+        print("sensorRestartsInTheGap seed \(seed): \(plan.backfilled.count) backfilled, \(plan.collisions) collisions, median \(median) ms")
     }
 
     @Test("the link never came back: the session's tail is extrapolated from the last anchors")
