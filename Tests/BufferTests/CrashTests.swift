@@ -36,7 +36,7 @@ private func waitForLine(startingWith prefix: String, in path: String, while pro
     while process.isRunning, Date() < deadline {
         if let text = try? String(contentsOfFile: path, encoding: .utf8),
            text.split(separator: "\n").contains(where: { $0.hasPrefix(prefix) }) { return }
-        Thread.sleep(forTimeInterval: 0.005)
+        Thread.sleep(forTimeInterval: 0.01)
     }
 }
 
@@ -120,7 +120,7 @@ struct CrashTests {
         waitForLine(startingWith: anchor, in: output, while: p)
         Thread.sleep(forTimeInterval: delay)
         kill(p.processIdentifier, SIGKILL)
-        p.waitUntilExit()
+        p.waitForExit()
         return (p.terminationReason == .uncaughtSignal, p.terminationStatus)
     }
 }

@@ -56,14 +56,14 @@ struct SoakTests {
         process.standardInput = FileHandle.nullDevice
         try Spawning.run(process)
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        process.waitForExit()
         return (process.terminationStatus, text)
     }
 }
 
 extension Process {
     fileprivate func waitUntilExitAndStatus() -> Int32 {
-        waitUntilExit()
+        waitForExit()
         return terminationStatus
     }
 }

@@ -157,7 +157,7 @@ import TestSupport
         try Spawning.run(mock)
         defer {
             kill(mock.processIdentifier, SIGKILL)
-            mock.waitUntilExit()
+            mock.waitForExit()
         }
         var owned = false
         for _ in 0..<300 where !owned {

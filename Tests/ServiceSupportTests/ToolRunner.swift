@@ -61,7 +61,7 @@ enum Tool {
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning, Date() < deadline { usleep(20_000) }
         if process.isRunning { process.terminate() }
-        process.waitUntilExit()
+        process.waitForExit()
         let outData = FileManager.default.contents(atPath: scratch + ".out") ?? Data()
         let errData = FileManager.default.contents(atPath: scratch + ".err") ?? Data()
         return Result(

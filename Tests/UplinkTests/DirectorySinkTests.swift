@@ -84,7 +84,7 @@ struct DirectorySinkTests {
             try Spawning.run(p)
             try await Task.sleep(for: .milliseconds(Int.random(in: 150...700, using: &rng)))
             kill(p.processIdentifier, SIGKILL)
-            p.waitUntilExit()
+            p.waitForExit()
             let printed = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             confirmed.formUnion(printed.split(separator: "\n").map(String.init))
         }

@@ -1,6 +1,7 @@
 import Buffer
 import Foundation
 import Testing
+import TestSupport
 import UpstreamFixtures
 @testable import Uplink
 
@@ -38,7 +39,7 @@ struct SyncThreadTests {
         /// Commits the holder's transaction and waits for it to exit.
         func release() {
             try? input.fileHandleForWriting.write(contentsOf: Data("go\n".utf8))
-            process.waitUntilExit()
+            process.waitForExit()
         }
     }
 

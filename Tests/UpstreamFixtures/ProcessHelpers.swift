@@ -25,7 +25,7 @@ public func run(_ executable: String, _ arguments: [String], environment: [Strin
     p.standardError = out
     p.standardInput = FileHandle.nullDevice
     try Spawning.run(p)
-    p.waitUntilExit()
+    p.waitForExit()
     try? out.close()
     let data = FileManager.default.contents(atPath: path) ?? Data()
     return (p.terminationStatus, String(decoding: data, as: UTF8.self))
