@@ -120,7 +120,8 @@ extension BoardSession {
         current?.awaitingTrimLength = false
         var downloader = LogDownloader(revision: capabilities.revision, loggers: loggers, confirmsPagesItself: false)
         current?.downloaded = []
-        write(downloader.begin())
+        // A MetaMotion S keeps its newest entries in an open page the readout does not see.
+        write(LoggingCommands.flushWhileLogging(revision: capabilities.revision, overwriteWhenFull: true) + downloader.begin())
         current?.download = downloader
     }
 

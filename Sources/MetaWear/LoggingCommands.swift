@@ -37,6 +37,16 @@ public enum LoggingCommands {
         revision == 3 ? [Packet(unchecked: .logging, 0x10, payload: [0x01])] : []
     }
 
+    /// Commits the open page while logging goes on, so a readout sees every entry: on revision 3
+    /// `0B 01 00`, `0B 10 01`, then the start again (`0B 0B 0x`, `0B 01 01`); nothing on other
+    /// revisions. Until the flush the open page (up to 512 entries) is neither counted by the
+    /// length read nor read out, and the board ignores a flush while logging (§5.1, P13), so
+    /// logging stops for the moment between the writes, as for a trim.
+    public static func flushWhileLogging(revision: UInt8, overwriteWhenFull: Bool) -> [Packet] {
+        guard revision == 3 else { return [] }
+        return [stop] + flushPage(revision: revision) + start(overwriteWhenFull: overwriteWhenFull)
+    }
+
     /// The writes before a readout: `0B 08 01` (progress), `0B 0D 01` on revision 2, `0B 07 01`,
     /// then the length read `0B 85` (§5.2 steps 1-4).
     public static func downloadPreamble(revision: UInt8) -> [Packet] {

@@ -128,6 +128,7 @@ final class EventRecorder: @unchecked Sendable {
         case state(BoardState)
         case button(ButtonEvent, togglesSession: Bool)
         case flashLog(FlashLogStatus)
+        case downloaded(FlashLogDownload)
         case marker(String)
         case other
     }
@@ -149,6 +150,7 @@ final class EventRecorder: @unchecked Sendable {
         case .state(let state): entry = .state(state)
         case .button(let button, let toggles): entry = .button(button, togglesSession: toggles)
         case .flashLog(let status): entry = .flashLog(status)
+        case .flashLogDownloaded(let download): entry = .downloaded(download)
         default: entry = .other
         }
         append(entry, for: event.board)
@@ -175,6 +177,11 @@ final class EventRecorder: @unchecked Sendable {
 
     func flashLog(_ board: BluetoothAddress) -> [FlashLogStatus] {
         entries(board).compactMap { if case .flashLog(let s) = $0 { s } else { nil } }
+    }
+
+    /// The flash log's downloaded pages, in order.
+    func downloads(_ board: BluetoothAddress) -> [FlashLogDownload] {
+        entries(board).compactMap { if case .downloaded(let d) = $0 { d } else { nil } }
     }
 
     func states(_ board: BluetoothAddress) -> [BoardState] {

@@ -189,4 +189,37 @@ struct FlashLogSessionTests {
             #expect(transport.board.withModel { $0.flashLog.storedCount } == stored)
         }
     }
+
+    /// A MetaMotion S (logging revision 3) keeps its newest entries, up to a 512-entry page, in
+    /// an open page that neither the length read nor the readout sees until it is flushed, and
+    /// it ignores a flush while logging (metawear-logging.md §5.1, P13): a download during a
+    /// session stops logging, flushes and starts again first, so a short gap is not read as empty.
+    @Test func aMetaMotionSFlushesItsOpenPageBeforeADownload() async throws {
+        let transport = InMemoryBoardTransport(profile: .metaMotionS)
+        try await withSession(transport) { session, recorder in
+            try await waitUntil("logging") { isLogging(recorder.flashLog(address).last) }
+            let first = try await link(transport, 0)
+            first.stream(milliseconds: 1000)
+            let stored = transport.board.withModel { $0.flashLog.storedCount }
+            #expect(stored >= 200 && stored < 512, "a second of gyro, all in the open page: \(stored)")
+            #expect(transport.board.withModel { $0.flashLog.readableCount } == 0)
+            let before = first.writes.count
+            await session.downloadFlashLog()
+            try await waitUntil("the length read") { first.writes.contains([0x0B, 0x85]) }
+            try await waitUntil("the download complete", within: .seconds(30)) {
+                first.stream(milliseconds: 20)
+                if recorder.downloads(address).last?.complete == true { return true }
+                await session.confirmFlashLogPage()
+                try? await Task.sleep(for: .milliseconds(20))
+                return false
+            }
+            let logging = first.writes.dropFirst(before).filter { isFlashLogWrite($0) }
+            #expect(Array(logging.prefix(5)) == [[0x0B, 0x01, 0x00], [0x0B, 0x10, 0x01], [0x0B, 0x0B, 0x01], [0x0B, 0x01, 0x01],
+                                                  [0x0B, 0x08, 0x01]], "stop, flush, start, then the readout (§8.2)")
+            let indices = recorder.downloads(address).flatMap(\.gyro).map { UInt16(bitPattern: $0.raw.x) }
+            let streamed = recorder.samples(address).map { UInt16(truncatingIfNeeded: sampleIndex($0)) }
+            #expect(indices.count == stored / 2, "what the board logged before the download: \(indices.count) of \(stored / 2)")
+            #expect(Set(streamed).isSuperset(of: indices), "the logged samples are the streamed ones")
+        }
+    }
 }

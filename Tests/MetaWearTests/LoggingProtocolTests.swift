@@ -18,6 +18,9 @@ import Testing
         #expect(LoggingCommands.stop.bytes == hex("0B 01 00"))
         #expect(bytes(LoggingCommands.flushPage(revision: 3)) == [hex("0B 10 01")])
         #expect(LoggingCommands.flushPage(revision: 2).isEmpty)
+        #expect(bytes(LoggingCommands.flushWhileLogging(revision: 3, overwriteWhenFull: true))
+                == [hex("0B 01 00"), hex("0B 10 01"), hex("0B 0B 01"), hex("0B 01 01")])
+        #expect(LoggingCommands.flushWhileLogging(revision: 2, overwriteWhenFull: true).isEmpty)
         // §5.2 download vectors: MMR and MMS, 414 entries, n_notifies 20, 0 and 100.
         #expect(bytes(LoggingCommands.downloadPreamble(revision: 2)) == hexLines(["0b 08 01", "0b 0d 01", "0b 07 01", "0b 85"]))
         #expect(bytes(LoggingCommands.downloadPreamble(revision: 3)) == hexLines(["0b 08 01", "0b 07 01", "0b 85"]))
