@@ -60,7 +60,7 @@ let package = Package(
             pkgConfig: "dbus-1",
             providers: [.apt(["libdbus-1-dev"])]
         ),
-        .target(name: "DBus", dependencies: ["CDBus"], swiftSettings: strict),
+        .target(name: "DBus", dependencies: ["Basics", "CDBus"], swiftSettings: strict),
         // A typed org.bluez client and the pure reconnection state machine (reference
         // bluez-dbus.md §2.3).
         .target(name: "BlueZ", dependencies: ["Basics", "DBus", "CDBus"], swiftSettings: strict),
@@ -75,11 +75,14 @@ let package = Package(
         // Time base, gyro+GNSS merge, sessions and the upstream document model. Pure: values
         // in, values out, clocks injected.
         .target(name: "Recording", dependencies: ["Basics", "MetaWear", "GNSS"], swiftSettings: strict),
+        // What the buffer's exporter shares with mwctl, which does not link the buffer: the export
+        // formats' names, the pictures' text helpers and the history's index page. No Foundation.
+        .target(name: "ExportFormats", dependencies: ["Basics"], swiftSettings: strict),
         // The durable SQLite buffer (GRDB on the system libsqlite3): sessions, chunks,
         // outbox, history index, export.
         .target(
             name: "Buffer",
-            dependencies: ["Basics", "Recording", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["Basics", "ExportFormats", "Recording", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict
         ),
         // Background sync of sealed chunks to Firestore (REST), PostgreSQL and a local
@@ -134,7 +137,7 @@ let package = Package(
         .target(
             name: "ControlServer",
             dependencies: [
-                "ControlAPI", "DBus", "Gateway", "Buffer", "Boards", "BlueZ", "Recording", "GNSS", "StatusModel",
+                "ControlAPI", "DBus", "Gateway", "Buffer", "ExportFormats", "Boards", "BlueZ", "Recording", "GNSS", "StatusModel",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -145,7 +148,7 @@ let package = Package(
         .target(
             name: "Daemon",
             dependencies: [
-                "Basics", "Gateway", "GatewayConfig", "ServiceSupport", "ControlServer", "ControlAPI", "Uplink", "Buffer", "StatusModel",
+                "Basics", "Gateway", "GatewayConfig", "ServiceSupport", "ControlServer", "ControlAPI", "DBus", "ExportFormats", "Uplink", "Buffer", "StatusModel",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -157,15 +160,17 @@ let package = Package(
             dependencies: ["Daemon", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: strict
         ),
+        // mwctl links no module that imports full Foundation (which brings ICU's data, about
+        // 40 MB): the buffer's reading for `--state-dir` is `mwgated buffer`, run as a child.
         .executableTarget(
             name: "mwctl",
             dependencies: [
+                "Basics",
                 "GNSS",
                 "ControlAPI",
                 "StatusModel",
                 "DBus",
-                // Only for the offline `--state-dir` fallback of history and export.
-                "Buffer",
+                "ExportFormats",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
@@ -271,7 +276,7 @@ let package = Package(
         ),
         .testTarget(
             name: "BufferTests",
-            dependencies: ["Basics", "Buffer", "Recording", "MetaWear", "GNSS", "TestSupport", "mwrecord-fixture"],
+            dependencies: ["Basics", "Buffer", "ExportFormats", "Recording", "MetaWear", "GNSS", "TestSupport", "mwrecord-fixture", "mwctl", "mwgated"],
             swiftSettings: strict
         ),
         .testTarget(
@@ -296,7 +301,7 @@ let package = Package(
             name: "ControlAPITests",
             dependencies: [
                 "ControlAPI", "ControlServer", "DBus", "Gateway", "BlueZ", "Buffer", "MetaWear", "Recording", "StatusModel",
-                "BlueZSimulator", "MetaWearBoardModel", "mwctl", "TestSupport", "GatewayTestSupport",
+                "BlueZSimulator", "MetaWearBoardModel", "mwctl", "mwgated", "TestSupport", "GatewayTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

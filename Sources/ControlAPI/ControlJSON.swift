@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The JSON coding every payload uses: camelCase keys as in the Swift types, sorted, compact.
 public enum ControlJSON {

@@ -49,12 +49,16 @@ public struct SessionListingPayload: Codable, Sendable, Equatable {
     /// `recording`, `awaiting_survey`, `submitted`...
     public var state: String
     public var points: Int
+    /// The history day the gateway filed the session under (`2026-11-27`, in the gateway's
+    /// day boundaries, not the reader's); absent from daemons before it was added.
+    public var day: String?
 
-    public init(sessionID: String, startedAt: Double, state: String, points: Int) {
+    public init(sessionID: String, startedAt: Double, state: String, points: Int, day: String? = nil) {
         self.sessionID = sessionID
         self.startedAt = startedAt
         self.state = state
         self.points = points
+        self.day = day
     }
 }
 

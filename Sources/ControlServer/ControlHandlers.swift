@@ -2,6 +2,7 @@ import BlueZ
 import Boards
 import Buffer
 import ControlAPI
+import ExportFormats
 import DBus
 import Foundation
 #if canImport(Glibc)
@@ -150,13 +151,7 @@ final class ControlHandlers: Sendable {
 
     /// Sessions in the buffer, newest first.
     func sessions(limit: Int) throws -> [SessionListingPayload] {
-        do {
-            return try store.sessions(limit: limit).map {
-                SessionListingPayload(sessionID: $0.id, startedAt: $0.startedAt / 1000, state: $0.state, points: $0.points)
-            }
-        } catch {
-            throw Self.error(E.failed, "cannot read the sessions: \(error)")
-        }
+        try BufferQueries(store: store).sessions(limit: limit)
     }
 
     func submitSurvey(sessionID: String, hazards: [String: Int32]?) async throws -> String {
@@ -218,29 +213,15 @@ final class ControlHandlers: Sendable {
     // MARK: History and export
 
     func historyJSON(days: UInt32) async throws -> String {
-        guard (1...3660).contains(days) else { throw Self.error(E.invalidArgument, "days must be 1 to 3660, got \(days)") }
-        let history: [HistoryDay]
-        do { history = try store.history(days: Int(days)) } catch { throw Self.error(E.failed, "cannot read the history: \(error)") }
-        return try ControlJSON.encode(history.map {
-            HistoryDayPayload(day: $0.day, sessions: $0.sessions, walkingMinutes: $0.walkingMinutes, distanceMetres: $0.distanceMetres,
-                              samples: $0.samples, hazards: $0.hazards, synced: $0.synced, unsynced: $0.unsynced, lost: $0.lost,
-                              missedSamples: $0.missedSamples)
-        })
+        try ControlJSON.encode(try BufferQueries(store: store).history(days: days))
     }
 
     func export(sessionID: String, format text: String, offset: UInt64, length: UInt32) async throws -> [DBusValue] {
-        guard let format = ExportFormat(rawValue: text.lowercased()) else {
-            throw Self.error(E.invalidArgument, "unknown export format '\(text)' (expected \(ExportFormat.spokenList))")
-        }
+        let format = try BufferQueries.exportFormat(text)
         guard length > 0 else { throw Self.error(E.invalidArgument, "length must be at least 1") }
-        let store = store
+        let queries = BufferQueries(store: store)
         let bytes = try await exports.rendering(sessionID: sessionID, format: format, fresh: offset == 0) {
-            do { return Array(SessionExporter.render(try store.dataset(sessionID: sessionID), format: format).utf8) } catch let error as BufferStore.StoreError {
-                switch error {
-                case .unknownSession, .expired: throw Self.error(E.unknownSession, error.description)
-                default: throw Self.error(E.failed, error.description)
-                }
-            }
+            try queries.export(sessionID: sessionID, format: format)
         }
         guard offset <= UInt64(bytes.count) else {
             throw Self.error(E.invalidArgument, "offset \(offset) is past the end of the export (\(bytes.count) bytes)")

@@ -1,8 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Basics
 import CDBus
-import Foundation
 import Synchronization
 
 /// The engine behind ``DBusConnection``: owns the libdbus connection, its I/O thread, the
@@ -46,7 +46,7 @@ final class ConnectionCore: @unchecked Sendable {
 
     /// The libdbus connection for senders on other threads; nil once shutting down, so no
     /// thread can use it after it is released.
-    private let connectionLock = NSLock()
+    private let connectionLock = PlainLock()
     private var liveConnection: OpaquePointer?
 
     // I/O thread.
@@ -65,9 +65,11 @@ final class ConnectionCore: @unchecked Sendable {
     static func open(_ target: Target) async throws -> ConnectionCore {
         let core = try ConnectionCore()
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let thread = Thread { core.threadMain(target, continuation) }
-            thread.name = "dbus-io"
-            thread.start()
+            do {
+                try DetachedThread.start(name: "dbus-io") { core.threadMain(target, continuation) }
+            } catch {
+                continuation.resume(throwing: DBusError(name: DBusError.Name.failed, message: "\(error)"))
+            }
         }
         return core
     }

@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import CDBus
-import Foundation
+import Basics
 import Synchronization
 
 /// A libdbus message pointer handed from a caller's thread to the I/O thread. libdbus
@@ -56,9 +56,9 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
     /// earliest deadline and fails the calls whose deadline has passed.
     let calls = PendingCalls()
     private let queue = Mutex(Queue())
-    // NSLock rather than Mutex: the tables hold raw libdbus pointers, which region-based
+    // A plain lock rather than Mutex: the tables hold raw libdbus pointers, which region-based
     // isolation checking cannot follow through Mutex's `sending` closures.
-    private let tablesLock = NSLock()
+    private let tablesLock = PlainLock()
     private var tablesStorage = Tables()
     private let wakeFD: Int32
     private var ioThread = pthread_self()

@@ -1,5 +1,3 @@
-import Foundation
-
 /// A bus match rule for signals, e.g. "PropertiesChanged from org.bluez under /org/bluez".
 ///
 /// The rule is registered with the bus (AddMatch) and also applied locally, so each
@@ -41,7 +39,7 @@ public struct DBusMatchRule: Sendable, Hashable, CustomStringConvertible {
         var parts = ["type='signal'"]
         func add(_ key: String, _ value: String?) {
             guard let value else { return }
-            parts.append("\(key)='\(value.replacingOccurrences(of: "'", with: "'\\''"))'")
+            parts.append("\(key)='\(value.replacing("'", with: "'\\''"))'")
         }
         add("sender", sender)
         add("interface", interface)

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Groups the sentences of one reporting cycle and merges them into one ``GNSSFix``.
 ///

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Anything that produces a live stream of fixes: a serial receiver, gpsd, a TCP NMEA
 /// stream or a replayed file. All of them run the same ``NMEADecoder``.

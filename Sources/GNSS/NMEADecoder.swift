@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Framer, parser and assembler in one: bytes in, fixes out. Every source uses it, so a
 /// fix means the same thing whether it came from a serial port, gpsd or a file.

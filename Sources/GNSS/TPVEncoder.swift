@@ -1,5 +1,9 @@
 import Basics
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Writes fixes as gpsd TPV JSON objects, one per line, with gpsd's field names and units
 /// (`class`, `time`, `mode`, `lat`, `lon`, `altMSL`, `speed`, `track`, `eph`, ...).

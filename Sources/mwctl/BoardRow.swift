@@ -1,5 +1,10 @@
+import Basics
 import ControlAPI
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import StatusModel
 
 /// `mwctl status`'s line for one board: address, model, state, rates, battery, samples and the
@@ -13,15 +18,15 @@ enum BoardRow {
         return rows.map { row in
             zip(row, widths).enumerated().map { index, cell in
                 index == row.count - 1 ? cell.0 : cell.0.padded(cell.1)
-            }.joined(separator: "  ").trimmingCharacters(in: .whitespaces)
+            }.joined(separator: "  ").trimmingBlanks
         }
     }
 
     static func columns(_ b: BoardStatus, at now: Double) -> [String] {
-        let accel = b.accelerometerRateHz.map { String(format: ", accel %.0f Hz", $0) } ?? ""
+        let accel = b.accelerometerRateHz.map { ", accel " + FixedDecimal.string($0, places: 0) + " Hz" } ?? ""
         let battery = b.batteryPercent.map { "battery \($0)%" } ?? "battery ?"
         let age = b.lastSampleAt.map { "last sample " + sampleAge(max(0, now - $0)) + " ago" } ?? "no sample yet"
-        return [b.address, model(b.model), state(b.state), String(format: "gyro %.0f Hz", b.gyroRateHz) + accel, battery,
+        return [b.address, model(b.model), state(b.state), "gyro " + FixedDecimal.string(b.gyroRateHz, places: 0) + " Hz" + accel, battery,
                 "\(b.gyroSamplesReceived) samples", age]
     }
 
@@ -29,7 +34,7 @@ enum BoardRow {
     /// revisions after them stay in `mwctl boards` and `--json`.
     static func model(_ description: String?) -> String {
         guard let description else { return "-" }
-        return description.range(of: ", gyro rev").map { String(description[..<$0.lowerBound]) } ?? description
+        return description.firstRange(of: ", gyro rev").map { String(description[..<$0.lowerBound]) } ?? description
     }
 
     /// The state without the board description a streaming board's state repeats.
@@ -38,6 +43,6 @@ enum BoardRow {
     }
 
     private static func sampleAge(_ seconds: Double) -> String {
-        seconds < 10 ? String(format: "%.1f s", seconds) : Format.duration(seconds)
+        seconds < 10 ? FixedDecimal.string(seconds, places: 1) + " s" : Format.duration(seconds)
     }
 }

@@ -1,6 +1,11 @@
 import ArgumentParser
+import Basics
 import ControlAPI
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import StatusModel
 
 /// `mwctl boards list|scan|add|remove`.
@@ -21,7 +26,7 @@ struct BoardsCommand: AsyncParsableCommand {
             for b in boards {
                 let battery = b.batteryPercent.map { "\($0)%" } ?? "?"
                 emitLine([b.address.padded(17), b.state.padded(11), (b.isStreaming ? "yes" : "no").padded(9), (b.model ?? "-").padded(25),
-                          battery.padded(7, left: true), String(format: "%8.0f  %7d", b.gyroRateHz, b.gyroSamplesReceived)]
+                          battery.padded(7, left: true), FixedDecimal.string(b.gyroRateHz, places: 0).padded(8, left: true) + "  " + String(b.gyroSamplesReceived).padded(7, left: true)]
                     .joined(separator: "  "))
             }
         }

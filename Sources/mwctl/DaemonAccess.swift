@@ -1,7 +1,15 @@
 import ArgumentParser
+import Basics
 import ControlAPI
 import DBus
+#if canImport(Glibc)
+import Glibc
+#endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Connects to the daemon and turns every failure into one line naming the problem and
 /// the fix, with the documented exit code.
@@ -69,20 +77,31 @@ enum Format {
             amount /= 1024
             unit += 1
         }
-        return unit == 0 ? "\(value) B" : String(format: "%.1f %@", amount, units[unit])
+        return unit == 0 ? "\(value) B" : FixedDecimal.string(amount, places: 1) + " " + units[unit]
     }
 
     static func duration(_ seconds: Double) -> String {
-        if seconds < 60 { return String(format: "%.0f s", seconds) }
-        if seconds < 3600 { return String(format: "%.0f min", seconds / 60) }
-        if seconds < 86_400 { return String(format: "%.1f h", seconds / 3600) }
-        return String(format: "%.1f d", seconds / 86_400)
+        if seconds < 60 { return FixedDecimal.string(seconds, places: 0) + " s" }
+        if seconds < 3600 { return FixedDecimal.string(seconds / 60, places: 0) + " min" }
+        if seconds < 86_400 { return FixedDecimal.string(seconds / 3600, places: 1) + " h" }
+        return FixedDecimal.string(seconds / 86_400, places: 1) + " d"
     }
 
-    static func time(_ epoch: Double) -> String {
-        let formatter = DateFormatter()
-        formatter.dateFormat = "yyyy-MM-dd HH:mm:ss"
-        return formatter.string(from: Date(timeIntervalSince1970: epoch))
+    /// `2026-11-27 18:40:05` in this machine's time zone (TZ, else /etc/localtime).
+    static func time(_ epoch: Double) -> String { localTime(epoch, "%Y-%m-%d %H:%M:%S") }
+
+    /// The local day of `epoch`, `2026-11-27`.
+    static func day(_ epoch: Double) -> String { localTime(epoch, "%Y-%m-%d") }
+
+    /// `epoch` (seconds) in the C library's local time, formatted by strftime: the time zone
+    /// database is read by the C library, not by ICU through Foundation's `DateFormatter`.
+    private static func localTime(_ epoch: Double, _ format: String) -> String {
+        var seconds = time_t(epoch.rounded(.down))
+        var parts = tm()
+        guard localtime_r(&seconds, &parts) != nil else { return String(epoch) }
+        var buffer = [CChar](repeating: 0, count: 64)
+        let count = strftime(&buffer, buffer.count, format, &parts)
+        return String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
 

@@ -1,7 +1,11 @@
 import ArgumentParser
 import ControlAPI
 import DBus
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import StatusModel
 #if canImport(Glibc)
 import Glibc

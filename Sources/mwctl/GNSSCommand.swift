@@ -1,5 +1,10 @@
 import ArgumentParser
+import Basics
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import GNSS
 
 /// `mwctl gnss ...`: decode captures and watch live receivers.
@@ -54,9 +59,9 @@ struct GNSSCommand: AsyncParsableCommand {
         func run() async throws {
             let bytes: [UInt8]
             do {
-                bytes = Array(try Data(contentsOf: URL(fileURLWithPath: file)))
+                bytes = try FileBytes.contents(ofPath: file)
             } catch {
-                throw MWCtlExit.fail("cannot read \(file): \(describe(error))", MWCtlExit.input)
+                throw MWCtlExit.fail("cannot read \(file): \(error)", MWCtlExit.input)
             }
             let options = weekRollover ? FixAssembler.Options.live : FixAssembler.Options()
             let (fixes, decoder) = NMEADecoder.decode(bytes, options: options)
@@ -64,16 +69,16 @@ struct GNSSCommand: AsyncParsableCommand {
             for fix in fixes {
                 text += (output.json ? TPVEncoder.encode(fix) : FixFormatter.line(fix)) + "\n"
             }
-            FileHandle.standardOutput.write(Data(text.utf8))
+            StandardStream.output.write(text)
             if summary {
                 let c = decoder.framer.counters
                 let s = decoder.assembler.statistics
-                FileHandle.standardError.write(Data("""
+                StandardStream.error.write("""
                     sentences \(c.sentences), bad checksums \(c.badChecksums), malformed \(c.malformed), \
                     overlong \(c.overlong), garbage bytes \(c.garbageBytes), proprietary \
                     \(decoder.proprietarySentences), without time \(s.sentencesWithoutTime), fixes \(s.fixes)
 
-                    """.utf8))
+                    """)
             }
         }
     }
@@ -115,7 +120,7 @@ struct GNSSCommand: AsyncParsableCommand {
             let configuration = FixSourceConfiguration(
                 assembler: options, reconnects: !noReconnect,
                 events: { event in
-                    FileHandle.standardError.write(Data("mwctl: \(event)\n".utf8))
+                    StandardStream.error.write("mwctl: \(event)\n")
                 })
             let source = spec.makeSource(configuration: configuration)
             var seen = 0
@@ -151,27 +156,16 @@ enum FixFormatter {
     }
 
     private static func format(_ value: Double, _ decimals: Int) -> String {
-        String(format: "%.\(decimals)f", value)
+        FixedDecimal.string(value, places: decimals)
     }
 
     private static func timeOfDay(_ time: NMEATimeOfDay) -> String {
         let millis = time.microseconds / 1000
         let seconds = millis / 1000
-        return String(format: "%02lld:%02lld:%02lld.%03lldZ", seconds / 3600, seconds / 60 % 60, seconds % 60, millis % 1000)
-    }
-}
-
-/// A short reason for a Foundation file error.
-func describe(_ error: any Error) -> String {
-    let nsError = error as NSError
-    if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError,
-        underlying.domain == NSPOSIXErrorDomain
-    {
-        return String(cString: strerror(Int32(underlying.code)))
-    }
-    switch nsError.code {
-    case NSFileReadNoSuchFileError: return "No such file or directory"
-    case NSFileReadNoPermissionError: return "Permission denied"
-    default: return nsError.localizedDescription
+        func digits(_ value: Int64, _ width: Int) -> String {
+            let text = String(value)
+            return String(repeating: "0", count: max(0, width - text.count)) + text
+        }
+        return digits(seconds / 3600, 2) + ":" + digits(seconds / 60 % 60, 2) + ":" + digits(seconds % 60, 2) + "." + digits(millis % 1000, 3) + "Z"
     }
 }

@@ -1,7 +1,12 @@
 import ArgumentParser
-import Buffer
+import Basics
+import ExportFormats
 import ControlAPI
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -36,9 +41,11 @@ struct HistoryCommand: AsyncParsableCommand {
             emitLine("DAY         SESSIONS  WALK(min)  DIST(km)  SAMPLES   SYNCED  UNSYNCED     LOST  EVICTED  HAZARDS")
             for d in history {
                 let hazards = d.hazards.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: ",")
-                emitLine(d.day + String(format: "  %8d  %9.1f  %8.2f  %7d  %7d  %8d  %7d  %7d  ", d.sessions, d.walkingMinutes,
-                                        d.distanceMetres / 1000, d.samples, d.synced, d.unsynced, d.missedSamples,
-                                        d.evictedSessions) + (hazards.isEmpty ? "-" : hazards))
+                let columns = [(String(d.sessions), 8), (FixedDecimal.string(d.walkingMinutes, places: 1), 9),
+                               (FixedDecimal.string(d.distanceMetres / 1000, places: 2), 8), (String(d.samples), 7),
+                               (String(d.synced), 7), (String(d.unsynced), 8), (String(d.missedSamples), 7),
+                               (String(d.evictedSessions), 7)]
+                emitLine(d.day + columns.map { "  " + $0.padded($1, left: true) }.joined() + "  " + (hazards.isEmpty ? "-" : hazards))
             }
             if history.isEmpty { emitLine("(no sessions in the last \(days) day(s))") }
         }
@@ -48,7 +55,8 @@ struct HistoryCommand: AsyncParsableCommand {
     /// A day's totals in words, for the pages' index.
     static func totals(_ d: HistoryDayPayload) -> String {
         let hazards = d.hazards.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
-        return "\(d.sessions) session(s), " + String(format: "%.1f min walked, %.2f km, ", d.walkingMinutes, d.distanceMetres / 1000)
+        return "\(d.sessions) session(s), " + FixedDecimal.string(d.walkingMinutes, places: 1) + " min walked, "
+            + FixedDecimal.string(d.distanceMetres / 1000, places: 2) + " km, "
             + "\(d.samples) samples; \(d.synced) synced, \(d.unsynced) not yet, \(d.evictedSessions) evicted; \(d.missedSamples) samples lost in gaps; hazards: " + (hazards.isEmpty ? "none" : hazards)
     }
 }
@@ -87,12 +95,12 @@ struct ExportCommand: AsyncParsableCommand {
         }
         bar.finish()
         if let output {
-            do { try Data(bytes).write(to: URL(fileURLWithPath: output), options: .atomic) } catch {
-                throw MWCtlExit.fail("cannot write \(output): \(error.localizedDescription)", MWCtlExit.failed)
+            do { try OutputFile.write(bytes, to: output) } catch {
+                throw MWCtlExit.fail("cannot write \(output): \(error)", MWCtlExit.failed)
             }
             if json { try emitJSON(ExportSummary(sessionID: session, format: format.lowercased(), bytes: bytes.count, file: output)) }
         } else {
-            FileHandle.standardOutput.write(Data(bytes))
+            StandardStream.output.write(bytes)
         }
     }
 
@@ -117,11 +125,11 @@ final class ProgressBar: @unchecked Sendable {
         let filled = Int(Double(width) * Double(done) / Double(total))
         let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
         let text = "\r[\(bar)] \(Format.bytes(Int64(done)))/\(Format.bytes(Int64(total)))"
-        FileHandle.standardError.write(Data(text.utf8))
+        StandardStream.error.write(text)
         drawn = true
     }
 
     func finish() {
-        if drawn { FileHandle.standardError.write(Data("\n".utf8)) }
+        if drawn { StandardStream.error.write("\n") }
     }
 }

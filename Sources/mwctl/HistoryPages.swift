@@ -1,8 +1,12 @@
 import ArgumentParser
-import Buffer
+import ExportFormats
 import ControlAPI
 import DBus
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// `mwctl history --html DIR`: the picture page of every session in the days shown
 /// (`session-ID.html`, as `mwctl export --format html` writes it) and `index.html` linking
@@ -19,6 +23,20 @@ struct HistoryPages {
         /// The history day the gateway filed the session under, when the source says; else the
         /// day of `startedAt` in this machine's time zone.
         var day: String? = nil
+
+        /// A session as the daemon (or `mwgated buffer`) lists it.
+        init(_ listing: SessionListingPayload) {
+            self.init(sessionID: listing.sessionID, startedAt: listing.startedAt, state: listing.state, points: listing.points,
+                      day: listing.day)
+        }
+
+        init(sessionID: String, startedAt: Double, state: String, points: Int, day: String? = nil) {
+            self.sessionID = sessionID
+            self.startedAt = startedAt
+            self.state = state
+            self.points = points
+            self.day = day
+        }
     }
 
     var directory: String
@@ -29,23 +47,21 @@ struct HistoryPages {
     func write(sessions: [Listed], render: (String) async throws -> Result<[UInt8], ExportRefusal>) async throws
         -> (index: String, sessions: Int, written: Int)
     {
-        do { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) } catch {
-            throw MWCtlExit.fail("cannot create \(directory): \(error.localizedDescription)", MWCtlExit.failed)
+        do { try OutputFile.createDirectory(directory) } catch {
+            throw MWCtlExit.fail("cannot create \(directory): \(error)", MWCtlExit.failed)
         }
-        let dayFormatter = DateFormatter()
-        dayFormatter.dateFormat = "yyyy-MM-dd"
         let shownDays = Set(history.map(\.day))
         var byDay: [String: [PictureIndexPage.Session]] = [:]
         var written = 0, listed = 0
         for s in sessions.sorted(by: { $0.startedAt < $1.startedAt }) {
-            let day = s.day ?? dayFormatter.string(from: Date(timeIntervalSince1970: s.startedAt))
+            let day = s.day ?? Format.day(s.startedAt)
             guard shownDays.contains(day) else { continue }
             listed += 1
             let file = PictureIndexPage.fileName(sessionID: s.sessionID)
             let path = directory + "/" + file
             var entry = PictureIndexPage.Session(sessionID: s.sessionID, startedAt: s.startedAt * 1000, state: s.state,
                                                  points: s.points, file: file)
-            if s.state != "submitted" || !FileManager.default.fileExists(atPath: path) {
+            if s.state != "submitted" || !OutputFile.exists(path) {
                 switch try await render(s.sessionID) {
                 case let .success(bytes):
                     try Self.write(bytes, to: path)
@@ -53,7 +69,7 @@ struct HistoryPages {
                 case let .failure(refusal):
                     entry.file = nil
                     entry.note = refusal.reason
-                    try? FileManager.default.removeItem(atPath: path)
+                    OutputFile.remove(path)
                 }
             }
             byDay[day, default: []].append(entry)
@@ -67,8 +83,8 @@ struct HistoryPages {
     }
 
     static func write(_ bytes: [UInt8], to path: String) throws {
-        do { try Data(bytes).write(to: URL(fileURLWithPath: path), options: .atomic) } catch {
-            throw MWCtlExit.fail("cannot write \(path): \(error.localizedDescription)", MWCtlExit.failed)
+        do { try OutputFile.write(bytes, to: path) } catch {
+            throw MWCtlExit.fail("cannot write \(path): \(error)", MWCtlExit.failed)
         }
     }
 
@@ -83,24 +99,12 @@ extension HistoryCommand {
     func writePages(to directory: String, history: [HistoryDayPayload]) async throws {
         let pages = HistoryPages(directory: directory, history: history)
         let result: (index: String, sessions: Int, written: Int)
-        if let stateDirectory = offline.stateDirectory {
-            let store = try offline.openBuffer(stateDirectory)
-            let sessions: [HistoryPages.Listed]
-            do {
-                sessions = try store.sessions(limit: 100_000).map { .init(sessionID: $0.id, startedAt: $0.startedAt / 1000, state: $0.state, points: $0.points, day: $0.day) }
-            } catch {
-                throw MWCtlExit.fail("cannot list sessions: \(error)", MWCtlExit.failed)
-            }
-            result = try await pages.write(sessions: sessions) { id in
-                do { return .success(Array(SessionExporter.render(try store.dataset(sessionID: id), format: .html).utf8)) } catch {
-                    return .failure(.init(reason: "\(error)"))
-                }
-            }
+        if let stateDirectory = offline.stateDirectory, let listed = try offline.sessions() {
+            let sessions = listed.map(HistoryPages.Listed.init)
+            result = try await pages.write(sessions: sessions) { offline.page(sessionID: $0, stateDirectory: stateDirectory) }
         } else {
             result = try await DaemonAccess.run { client in
-                let sessions = try await client.sessions(limit: 10_000).map {
-                    HistoryPages.Listed(sessionID: $0.sessionID, startedAt: $0.startedAt, state: $0.state, points: $0.points)
-                }
+                let sessions = try await client.sessions(limit: 10_000).map(HistoryPages.Listed.init)
                 return try await pages.write(sessions: sessions) { id in
                     do { return .success(try await client.export(sessionID: id, format: "html")) } catch let error as DBusError
                         where error.name == GatewayControl.ErrorName.unknownSession {
@@ -111,6 +115,6 @@ extension HistoryCommand {
         }
         let line = "pictures: \(result.index) (\(result.sessions) session page(s), \(result.written) written now)"
         // With --json the summary goes to stderr, so stdout stays one JSON document.
-        if output.json { FileHandle.standardError.write(Data((line + "\n").utf8)) } else { emitLine(line) }
+        if output.json { StandardStream.error.write(line + "\n") } else { emitLine(line) }
     }
 }

@@ -1,4 +1,9 @@
+import Basics
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// One line being edited at a prompt: the text, the cursor, this prompt's history and Tab
 /// completion of the first word against a list of names. Pure: keys in, what the terminal
@@ -103,7 +108,7 @@ struct LineEditState {
     }
 
     private mutating func remember(_ line: String) {
-        let trimmed = line.trimmingCharacters(in: .whitespaces)
+        let trimmed = line.trimmingBlanks
         if !trimmed.isEmpty, history.last != trimmed {
             history.append(trimmed)
             if history.count > Self.historyLimit { history.removeFirst(history.count - Self.historyLimit) }

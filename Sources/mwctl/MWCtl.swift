@@ -1,5 +1,12 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `mwctl`: the command-line client of the mwgate gateway. Each command group lives in
 /// its own file; everything but `gnss` talks to the daemon over D-Bus.
@@ -37,8 +44,8 @@ struct MWCtl: AsyncParsableCommand {
             }
         } catch {
             if exitCode(for: error) == .validationFailure {
-                FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
-                Foundation.exit(MWCtlExit.usage.rawValue)
+                StandardStream.error.write(fullMessage(for: error) + "\n")
+                Glibc.exit(MWCtlExit.usage.rawValue)
             }
             exit(withError: error)
         }
@@ -61,7 +68,7 @@ enum MWCtlExit {
 
     /// Prints one error line to stderr and returns the exit code to throw.
     static func fail(_ message: String, _ code: ExitCode) -> ExitCode {
-        FileHandle.standardError.write(Data("mwctl: error: \(message)\n".utf8))
+        StandardStream.error.write("mwctl: error: \(message)\n")
         return code
     }
 }
@@ -73,7 +80,7 @@ struct OutputOptions: ParsableArguments {
 
 /// Writes one line to stdout unbuffered, so live output reaches pipes at once.
 func emitLine(_ line: String) {
-    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    StandardStream.output.write(line + "\n")
 }
 
 /// Prints `value` as one line of JSON.

@@ -1,6 +1,11 @@
 import ArgumentParser
+import Basics
 import ControlAPI
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// `mwctl session start|stop|list`.
 struct SessionCommand: AsyncParsableCommand {
@@ -25,8 +30,8 @@ struct SessionCommand: AsyncParsableCommand {
         func run() async throws {
             let end = try await DaemonAccess.run { try await $0.stopSession() }
             if output.json { return try emitJSON(end) }
-            emitLine(String(format: "stopped %@: %d points from %d board(s), %.0f m; submit its survey with: mwctl survey",
-                            end.sessionID, end.points, end.boards.count, end.distanceMetres))
+            emitLine("stopped \(end.sessionID): \(end.points) points from \(end.boards.count) board(s), "
+                     + FixedDecimal.string(end.distanceMetres, places: 0) + " m; submit its survey with: mwctl survey")
         }
     }
 
@@ -45,7 +50,7 @@ struct SessionCommand: AsyncParsableCommand {
             if sessions.isEmpty { return emitLine("(no sessions)") }
             emitLine("SESSION                               STARTED              STATE            POINTS")
             for s in sessions {
-                emitLine([s.sessionID.padded(36), Format.time(s.startedAt), s.state.padded(15), String(format: "%6d", s.points)]
+                emitLine([s.sessionID.padded(36), Format.time(s.startedAt), s.state.padded(15), String(s.points).padded(6, left: true)]
                     .joined(separator: "  "))
             }
         }

@@ -1,6 +1,11 @@
 import ArgumentParser
+import Basics
 import ControlAPI
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -58,7 +63,7 @@ struct StatusCommand: AsyncParsableCommand {
                 emitLine(try await client.statusJSON())
             } else {
                 let text = StatusView.text(try await client.status())
-                FileHandle.standardOutput.write(Data(((interactive ? "\u{1B}[H\u{1B}[2J" : "---\n") + text).utf8))
+                StandardStream.output.write((interactive ? "\u{1B}[H\u{1B}[2J" : "---\n") + text)
             }
             shown += 1
         }
@@ -96,7 +101,7 @@ enum StatusView {
         if g.source == nil {
             fix += "no receiver configured"
         } else if let lat = g.latitude, let lon = g.longitude, g.hasPosition {
-            fix += String(format: "%@ fix %.5f, %.5f", g.mode ?? "?", lat, lon)
+            fix += (g.mode ?? "?") + " fix " + FixedDecimal.string(lat, places: 5) + ", " + FixedDecimal.string(lon, places: 5)
             if let sats = g.satellitesUsed { fix += ", \(sats) satellites" }
             if let age = g.fixAgeSeconds { fix += ", " + Format.duration(age) + " old" }
         } else {

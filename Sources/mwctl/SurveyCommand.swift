@@ -1,6 +1,11 @@
 import ArgumentParser
+import Basics
 import ControlAPI
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -79,7 +84,7 @@ struct SurveyCommand: AsyncParsableCommand {
                     case .endOfInput:
                         line = ""
                     case .line(let raw):
-                        line = raw.trimmingCharacters(in: .whitespaces)
+                        line = raw.trimmingBlanks
                     }
                     if line.lowercased() == "none" {
                         return try await client.submitNoHazard(sessionID: target)
@@ -90,7 +95,7 @@ struct SurveyCommand: AsyncParsableCommand {
                         // the walker confirms it, or goes back to entering hazards.
                         let problem = rejected == 0 ? "No hazard was entered." : "No valid hazard was entered (\(rejected) line(s) not understood)."
                         switch input.next("\(problem) Submit this walk as 'no hazard'? [y/N] ", question: true) {
-                        case .line(let answer) where ["y", "yes"].contains(answer.trimmingCharacters(in: .whitespaces).lowercased()):
+                        case .line(let answer) where ["y", "yes"].contains(answer.trimmingBlanks.lowercased()):
                             return try await client.submitNoHazard(sessionID: target)
                         case .line:
                             prompt("Not submitted. Enter NAME INTENSITY per line, or 'none'.")
@@ -121,7 +126,7 @@ struct SurveyCommand: AsyncParsableCommand {
 
         /// Prompts go to stderr so stdout stays the result (and --json stays parseable).
         private func prompt(_ text: String, newline: Bool = true) {
-            FileHandle.standardError.write(Data((text + (newline ? "\n" : "")).utf8))
+            StandardStream.error.write(text + (newline ? "\n" : ""))
         }
     }
 
@@ -141,7 +146,7 @@ enum HazardEntry {
 
     /// `NAME N` or `NAME=N`; NAME may be a unique prefix of a catalogue entry.
     static func parse(_ line: String, catalogue: [String]) -> Result<(String, Int32), Problem> {
-        let parts = line.replacingOccurrences(of: "=", with: " ").split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+        let parts = line.replacing("=", with: " ").split(separator: " ", omittingEmptySubsequences: true).map(String.init)
         guard parts.count == 2 else { return .failure(Problem(message: "expected NAME INTENSITY, e.g. \(catalogue.first ?? "pothole") 2")) }
         guard let intensity = Int32(parts[1]), intensity >= 1 else {
             return .failure(Problem(message: "intensity '\(parts[1])' must be a whole number of at least 1"))

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The survey prompt's earlier lines, kept between runs as a shell keeps its history:
 /// `$XDG_STATE_HOME/mwgate/survey-history` (default `~/.local/state/mwgate/survey-history`),

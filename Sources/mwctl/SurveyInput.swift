@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -24,7 +28,7 @@ struct SurveyInput {
     /// is not kept in the history.
     mutating func next(_ prompt: String, question: Bool = false) -> LineEditor.Result {
         if editor != nil { return editor!.readLine(prompt: prompt, keepInHistory: !question) }
-        FileHandle.standardError.write(Data(prompt.utf8))
+        StandardStream.error.write(prompt)
         return Swift.readLine().map(LineEditor.Result.line) ?? .endOfInput
     }
 }

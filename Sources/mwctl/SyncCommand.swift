@@ -1,6 +1,10 @@
 import ArgumentParser
 import ControlAPI
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import StatusModel
 
 /// `mwctl sync status|now|retry-dead`.

@@ -80,7 +80,8 @@ struct MWGated: AsyncParsableCommand {
             (optional: without it every default applies). State in $STATE_DIRECTORY (/var/lib/mwgate). \
             Exit status 78 (EX_CONFIG) when the configuration has errors, each printed as file:line: key: message. \
             SIGTERM stops cleanly (open chunks sealed), SIGHUP reloads what can be reloaded (docs/operations.md).
-            """)
+            """,
+        subcommands: [BufferCommand.self])
 
     @Option(name: .customLong("config"), help: "Configuration file (default: $CONFIGURATION_DIRECTORY/mwgated.toml).")
     var configurationPath: String?

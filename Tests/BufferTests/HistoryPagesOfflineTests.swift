@@ -1,5 +1,6 @@
 import Foundation
 import Recording
+import ExportFormats
 import TestSupport
 import Testing
 @testable import Buffer

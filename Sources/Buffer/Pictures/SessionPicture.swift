@@ -1,3 +1,4 @@
+import ExportFormats
 import Recording
 
 /// Pictures of a session for a researcher to look at before reading the data: per board the

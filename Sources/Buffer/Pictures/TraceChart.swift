@@ -1,3 +1,4 @@
+import ExportFormats
 import Foundation
 
 /// One board's gyro traces (x, y, z in °/s) against the session's elapsed time, with its gaps

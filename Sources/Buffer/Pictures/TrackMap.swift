@@ -1,3 +1,4 @@
+import ExportFormats
 import Foundation
 
 /// The GNSS track drawn to scale: a local equirectangular projection around the track's

@@ -1,5 +1,10 @@
 import Basics
+import Synchronization
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -7,12 +12,11 @@ import Darwin
 #endif
 
 /// A set-once flag shared between a consumer and a reader thread.
-final class StopFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stopped = false
+final class StopFlag: Sendable {
+    private let stopped = Atomic(false)
 
-    var isStopped: Bool { lock.withLock { stopped } }
-    func stop() { lock.withLock { stopped = true } }
+    var isStopped: Bool { stopped.load(ordering: .acquiring) }
+    func stop() { stopped.store(true, ordering: .releasing) }
 }
 
 /// An open descriptor plus bytes the opener already read while probing it.
@@ -41,12 +45,14 @@ enum ByteStreamPump {
             bufferingPolicy: .bufferingOldest(fixGauge.capacity))
         let stop = StopFlag()
         continuation.onTermination = { _ in stop.stop() }
-        let thread = Thread {
-            run(name: name, configuration: configuration, open: open, stop: stop,
-                continuation: continuation)
+        do {
+            try DetachedThread.start(name: "gnss \(name)") {
+                run(name: name, configuration: configuration, open: open, stop: stop,
+                    continuation: continuation)
+            }
+        } catch {
+            continuation.finish(throwing: FixSourceError("\(error)"))
         }
-        thread.name = "gnss \(name)"
-        thread.start()
         return stream
     }
 

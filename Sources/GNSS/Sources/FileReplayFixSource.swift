@@ -1,4 +1,9 @@
+import Basics
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Replays a capture (gpsd test-log format: NMEA lines, `#` comments skipped by the
 /// framer) either as fast as possible or paced in real time: the replay sleeps between
@@ -60,22 +65,10 @@ public struct FileReplayFixSource: FixSource {
 
     static func read(_ path: String) throws -> [UInt8] {
         do {
-            return Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+            return try FileBytes.contents(ofPath: path)
         } catch {
-            throw FixSourceError("cannot read \(path): \(Self.reason(error))")
+            throw FixSourceError("cannot read \(path): \(error)")
         }
-    }
-
-    private static func reason(_ error: any Error) -> String {
-        let nsError = error as NSError
-        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError,
-            underlying.domain == NSPOSIXErrorDomain
-        {
-            return String(cString: strerror(Int32(underlying.code)))
-        }
-        if nsError.code == NSFileReadNoSuchFileError { return "No such file or directory" }
-        if nsError.code == NSFileReadNoPermissionError { return "Permission denied" }
-        return nsError.localizedDescription
     }
 
     /// The time stamp of a line, if it is a timestamped sentence (no checksum check: this
