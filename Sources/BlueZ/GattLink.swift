@@ -24,6 +24,14 @@ public enum NotificationDelivery: Hashable, Sendable {
     case automatic
     /// Always `StartNotify` + `PropertiesChanged(Value)` (bleak's default since 2026).
     case propertiesChanged
+    /// `StartNotify`, with the session held through link drops: its owner keeps the link's
+    /// D-Bus connection open while the board is away, and bluetoothd 5.66 writes the board's
+    /// CCCD for every session it still holds as soon as the link is attached again
+    /// (src/gatt-client.c `btd_gatt_client_connected`), before its GATT client is ready, and
+    /// signals each value at once. An acquired socket, by contrast, is shut down at every
+    /// drop and handed out again only once the GATT client is ready. `GattLink` itself
+    /// treats it as ``propertiesChanged``; keeping the connection is the owner's part.
+    case sessionKeptOverDrops
 }
 
 /// GATT I/O for one BLE session on its own D-Bus connection (reference §1.6.1: closing it
@@ -222,6 +230,23 @@ public actor GattLink {
     public func groupNotifications(_ interval: Duration) {
         for grouper in groupers { grouper.setInterval(interval) }
         for reader in readers { reader.setCoalescing(interval) }
+    }
+
+    /// Hands on every `StartNotify` notification held by the grouping now, on the
+    /// connection's I/O thread (where the signals are read, so none overtakes another), and
+    /// returns once that is done: the link dropped and what it received goes to its consumer
+    /// before anything the next link brings. Returns at once when the connection has ended
+    /// (its end already handed everything on).
+    public func flushGroupedNotifications() async {
+        let groupers = groupers
+        guard !groupers.isEmpty else { return }
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            let scheduled = connection.schedule(after: .zero) {
+                for grouper in groupers { grouper.flush() }
+                done.resume()
+            }
+            if !scheduled { done.resume() }
+        }
     }
 
     /// How often a refused `AcquireNotify` (notify acquired or in progress) is retried.

@@ -162,7 +162,14 @@ extension BlueZSimulator {
         let device = try device(index)
         guard role == .notify else { return }  // battery level: accepted, never changes
         guard device.notifyPipe == nil else { throw BlueZError.notPermitted("Notify acquired") }
-        guard device.notifySessions.insert(sender).inserted else { return }
+        // One session per sender. bluetoothd 5.66 keeps a session through a link drop with
+        // its registration cleared and registers it again itself when the link is attached
+        // (src/gatt-client.c btd_gatt_client_disconnected / btd_gatt_client_connected): while
+        // the link is down a second StartNotify is InProgress, once it is back a success.
+        guard device.notifySessions.insert(sender).inserted else {
+            if !device.connected { throw BlueZError.inProgress() }
+            return
+        }
         log("mwsim: board \(index) StartNotify by \(sender)")
         // Not connected: BlueZ answers success and arms the session when GATT is ready.
         refreshNotifying(device)

@@ -6,6 +6,11 @@ import MetaWear
 /// it on its own, driving the pure ``ReconnectionMachine`` with what the ``BlueZClient``'s
 /// mirror shows, and opens a ``GattBoardLink`` whenever the machine says the link is ready.
 ///
+/// With ``NotificationDelivery/sessionKeptOverDrops`` the link's notify session (its D-Bus
+/// connection and `StartNotify`) outlives a link drop: bluetoothd turns the board's
+/// notifications on again itself as the link comes back, so the board's samples flow before
+/// `Connect` returns, and the next link takes the session over without a call.
+///
 /// One ``run()`` holds everything: the mirror's changes and every BlueZ call and timer the
 /// machine asks for are child tasks of its group, ended by ``stop(writing:)`` or cancellation.
 public actor BlueZBoardTransport: BoardTransport {
@@ -19,6 +24,9 @@ public actor BlueZBoardTransport: BoardTransport {
     private var machine: ReconnectionMachine
     private var facts: DeviceFacts?
     private var link: GattBoardLink?
+    /// The notify session held through link drops (``NotificationDelivery/sessionKeptOverDrops``),
+    /// nil until the first link opens one and after anything that ends it in bluetoothd.
+    private var keptSession: BoardNotifySession?
     /// Tells a link opened for an attempt that has since ended from the current one.
     private var linkAttempt = 0
     /// Tells the current wake-up from superseded ones.
@@ -57,6 +65,9 @@ public actor BlueZBoardTransport: BoardTransport {
     }
 
     public func linkFailed(_ reason: String) {
+        // The session gave up on the link (handshake failed, silent stream): the next link
+        // starts from a fresh notify session rather than trusting the kept one.
+        forgetKeptSession()
         feed(.sessionFailed(reason))
     }
 
@@ -84,8 +95,9 @@ public actor BlueZBoardTransport: BoardTransport {
                 }
             }
         }
-        let closing = link
+        let closing: BoardNotifySession? = link?.session ?? keptSession
         link = nil
+        keptSession = nil
         linkAttempt += 1
         let actions = machine.handle(.stop, at: now)
         // The link's close (its notifications drained, an acquired notify released before its
@@ -123,6 +135,8 @@ public actor BlueZBoardTransport: BoardTransport {
         let new = await client.facts(for: address, preferredAdapter: adapter)
         let old = facts
         facts = new
+        // bluetoothd restarted, or the device object went: its notify sessions went with them.
+        if keptSession != nil, !new.blueZAvailable || new.device != keptSession?.device { forgetKeptSession() }
         let adapterUp = new.adapter != nil && new.adapterPowered
         let oldAdapterUp = old.map { $0.adapter != nil && $0.adapterPowered }
         if old?.blueZAvailable == true, !new.blueZAvailable { feed(.blueZAvailable(false)) }
@@ -220,7 +234,12 @@ public actor BlueZBoardTransport: BoardTransport {
             // (its notification stream ends after the close has drained it) before it
             // reports the loss.
             continuation.yield(.linkLost(reason: reason.description))
-            if let closing { work.spawn { await closing.close() } }
+            guard let closing else { return }
+            if let keptSession, closing.session === keptSession {
+                work.spawn { await keptSession.detach() }
+            } else {
+                work.spawn { await closing.close() }
+            }
         }
     }
 
@@ -238,34 +257,60 @@ public actor BlueZBoardTransport: BoardTransport {
         let client = client
         let options = options
         let work = work
+        if let keptSession, keptSession.device == device {
+            // bluetoothd re-enabled the kept session when the link came back: no call needed.
+            work.spawn { [self] in
+                await keptSession.prepareForNewLink()
+                await linkOpened(GattBoardLink(session: keptSession, client: client), attempt: attempt)
+            }
+            return
+        }
         work.spawn { [self] in
             do {
-                let opened = try await GattBoardLink.open(device: device, client: client, options: options, onEnd: {
-                    work.spawn { [self] in await notificationsEnded(attempt: attempt) }
+                let session = try await BoardNotifySession.open(id: attempt, device: device, client: client, options: options, onEnd: {
+                    work.spawn { [self] in await notificationsEnded(session: attempt) }
                 })
-                await linkOpened(opened, attempt: attempt)
+                await sessionOpened(session, attempt: attempt)
             } catch {
                 await linkOpeningFailed("\(error)", attempt: attempt)
             }
         }
     }
 
+    private func sessionOpened(_ session: BoardNotifySession, attempt: Int) async {
+        guard attempt == linkAttempt, !stopped else {
+            await session.close()
+            return
+        }
+        if options.notificationDelivery == .sessionKeptOverDrops { keptSession = session }
+        await linkOpened(GattBoardLink(session: session, client: client), attempt: attempt)
+    }
+
     private func linkOpened(_ opened: GattBoardLink, attempt: Int) async {
         guard attempt == linkAttempt, !stopped else {
-            await opened.close()
+            if opened.session !== keptSession { await opened.close() } else { await opened.session.detach() }
             return
         }
         link = opened
         continuation.yield(.linkReady(opened))
     }
 
-    /// A link's notifications ended. Ours to close are superseded (``linkAttempt`` moved on)
-    /// before they are closed; the current link's ending means bluetoothd shut the channel,
-    /// which it does when the link drops, even when it never signals `Connected` (5.66's
-    /// connect race): without this the session waited for the device object to be removed
-    /// (31 s in the real-BlueZ VM).
-    private func notificationsEnded(attempt: Int) {
-        guard attempt == linkAttempt, link != nil, !stopped else { return }
+    /// Stops keeping the notify session; a link still using it closes it when it goes.
+    private func forgetKeptSession() {
+        guard let session = keptSession else { return }
+        keptSession = nil
+        if link?.session !== session { work.spawn { await session.close() } }
+    }
+
+    /// The notifications of the session opened for link attempt `id` ended. Links we close
+    /// are let go (``link`` cleared) before they are closed; the current link's ending means
+    /// bluetoothd shut the channel, which it does when the link drops, even when it never
+    /// signals `Connected` (5.66's connect race): without this the session waited for the
+    /// device object to be removed (31 s in the real-BlueZ VM). A kept session's
+    /// notifications end only when its connection does; the next link then opens a new one.
+    private func notificationsEnded(session id: Int) {
+        if keptSession?.id == id { keptSession = nil }
+        guard link?.session.id == id, !stopped else { return }
         feed(.notificationsClosed)
     }
 

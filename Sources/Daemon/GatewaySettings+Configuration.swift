@@ -39,7 +39,19 @@ extension GatewaySettings {
         live = LiveSettings(configuration)
         acceptDeadReckoning = configuration.gnss.acceptDeadReckoning
         backfill = configuration.boards.backfill
+        notificationDelivery = NotificationDelivery(configuration.boards.notifications)
         try validate()
+    }
+}
+
+extension NotificationDelivery {
+    /// The configuration's notification path.
+    public init(_ notifications: GatewayConfiguration.Boards.Notifications) {
+        switch notifications {
+        case .acquire: self = .automatic
+        case .startNotify: self = .propertiesChanged
+        case .keptSession: self = .sessionKeptOverDrops
+        }
     }
 }
 

@@ -75,7 +75,8 @@ public struct Gateway: Sendable {
             logger.notice("recovered \(recovered.count) interrupted session(s); they await their survey: \(recovered.joined(separator: ", "))")
         }
 
-        let options = BoardSessionOptions(configuration: settings.streaming, batteryInterval: settings.batteryInterval,
+        let options = BoardSessionOptions(configuration: settings.streaming, notificationDelivery: settings.notificationDelivery,
+                                          batteryInterval: settings.batteryInterval,
                                           sensorsOnConnect: RecordingPipeline.sensorsWanted(settings, recording: false),
                                           flashLogging: settings.backfill)
         let manager: BoardManager

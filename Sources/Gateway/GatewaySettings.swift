@@ -63,6 +63,8 @@ public struct GatewaySettings: Sendable {
     /// the gaps of the link can be filled from the board (`[boards] backfill`). Off by
     /// default until it is complete: see docs/configuration.md.
     public var backfill: Bool = false
+    /// How each board's notifications come through bluetoothd (`[boards] notifications`).
+    public var notificationDelivery: NotificationDelivery = .automatic
 
     /// Settings with defaults for everything but the boards, the stream and the state directory.
     public init(boards: BoardSelection, streaming: StreamingConfiguration, gnss: GNSSSourceSpec? = nil,

@@ -116,6 +116,12 @@ public enum ConfigurationLoader {
             }
         }
         if let backfill = reader.boolean("backfill") { boards.backfill = backfill }
+        if let text = reader.string("notifications") {
+            if let notifications = GatewayConfiguration.Boards.Notifications(rawValue: text) { boards.notifications = notifications } else {
+                reader.issue("notifications", "'\(text)' is not a notification path; use "
+                    + GatewayConfiguration.Boards.Notifications.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", "))
+            }
+        }
         // Only a combination of valid values is worth a link-budget verdict.
         if reader.issues.isEmpty { do {
             _ = try boards.streaming()

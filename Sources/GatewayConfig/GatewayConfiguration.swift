@@ -58,6 +58,21 @@ public struct GatewayConfiguration: Sendable, Equatable {
         /// so what the link misses can be filled from the board. Default false until the
         /// feature is complete (docs/configuration.md says what it lacks).
         public var backfill = false
+        /// How each board's notifications come through bluetoothd (`[boards] notifications`).
+        public var notifications = Notifications.acquire
+
+        /// The ways a board's notifications can come through bluetoothd.
+        public enum Notifications: String, Sendable, Equatable, CaseIterable {
+            /// `AcquireNotify` (a socket per link), falling back to `StartNotify` where
+            /// bluetoothd refuses it. The default.
+            case acquire
+            /// `StartNotify` on every link (a D-Bus signal per notification).
+            case startNotify = "start-notify"
+            /// One `StartNotify` session per board, held through link drops: bluetoothd turns
+            /// the board's notifications on again itself when the link comes back, before it
+            /// has re-checked the board's services (docs/operations.md).
+            case keptSession = "kept-session"
+        }
 
         public init() {}
 

@@ -142,6 +142,26 @@ struct FaultRecoveryTests {
         }
     }
 
+    /// With the notify session kept through drops, the reconnect makes no notify call at all:
+    /// the simulated bluetoothd re-enables the session it kept as the link comes back, and the
+    /// board's samples flow while its services are still being resolved (60 s late here).
+    @Test(.timeLimit(.minutes(2)))
+    func aKeptNotifySessionStreamsAfterADropWithoutANewNotifyCall() async throws {
+        try await withBoard(options: try testOptions(delivery: .sessionKeptOverDrops),
+                            configure: { $0.keptServicesResolveDelay = .seconds(60) }) { board in
+            try await board.waitForSamples()
+            board.recorder.mark(board.address, "drop")
+            try await board.rig.simulator.dropLink(0)
+            try await board.waitForSamples(after: "drop", count: 30, within: .seconds(20))
+            let calls = board.rig.simulatorLog.all.filter { $0.contains("StartNotify by") || $0.contains("AcquireNotify by") }
+            #expect(calls.count == 1, "one notify call for both links: \(calls)")
+            let facts = await board.rig.client.facts(for: board.address)
+            #expect(facts.connected && !facts.servicesResolved,
+                    "samples after the reconnect came before ServicesResolved (connected \(facts.connected), resolved \(facts.servicesResolved))")
+            #expect(try await board.rig.simulator.stats(0).connections == 2)
+        }
+    }
+
     /// A stall longer than the watchdog threshold (1 s here) is noticed, the stream restarted,
     /// and samples flow again once the board sends.
     @Test(.timeLimit(.minutes(1)))

@@ -142,6 +142,14 @@ let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         #expect(packed.boards.sampleMode == .packed)
     }
 
+    @Test func notificationPathIsAcquireUnlessChosen() throws {
+        #expect(try parse("").boards.notifications == .acquire)
+        #expect(try parse("[boards]\nnotifications = \"kept-session\"\n").boards.notifications == .keptSession)
+        #expect(try parse("[boards]\nnotifications = \"start-notify\"\n").boards.notifications == .startNotify)
+        #expect(issues("[boards]\nnotifications = \"kept\"\n") == [
+            "/etc/mwgate/mwgated.toml:2: boards.notifications: 'kept' is not a notification path; use \"acquire\", \"start-notify\", \"kept-session\""])
+    }
+
     @Test func backfillIsOffUnlessTurnedOn() throws {
         #expect(try parse("").boards.backfill == false)
         #expect(try parse("[boards]\nbackfill = true\n").boards.backfill)

@@ -7,7 +7,8 @@
 # link back to streaming and the samples lost against the time the link was down, then bleak
 # (PyPI, inside the VM) receiving the same stream with AcquireNotify and with StartNotify. First,
 # before the session: the ATT notifications the board sends in IDLE_SECONDS (60) with no session
-# recording (btmon on its adapter; issue 19 part 2: 0).
+# recording (btmon on its adapter; issue 19 part 2: 0). BENCH_NOTIFICATIONS=kept-session runs
+# mwgated with `[boards] notifications = "kept-session"` (default: acquire).
 # Needs root (the VM cache and qemu's 9p shares) and what make deps installs.
 set -euo pipefail
 out=${1:?usage: bluez.sh OUT.md}
@@ -47,8 +48,9 @@ drops=${LINK_DROPS:-20}
     echo
     echo "| measure | value |"
     echo "|---|---:|"
+    echo "| mwgated's notification path (\`[boards] notifications\`, BENCH_NOTIFICATIONS) | $(metric "mwgated notification path") |"
     echo "| the VM's two CPUs busy while measured | $(metric "VM CPUs busy while measured, %") % |"
-    echo "| mwgated CPU per 1,000 samples while recording (AcquireNotify) | $(metric "mwgated CPU ms per 1000 samples (recording, AcquireNotify)") ms |"
+    echo "| mwgated CPU per 1,000 samples while recording (the path above) | $(metric "mwgated CPU ms per 1000 samples (recording, AcquireNotify)") ms |"
     echo "| mwgated CPU per 1,000 samples while recording, after the link drops | $(metric "mwgated CPU ms per 1000 samples (recording, after the drops)") ms |"
     echo "| bluetoothd CPU per 1,000 samples, same window (both ends of the link) | $(metric "bluetoothd CPU ms per 1000 samples (both ends of the link)") ms |"
     echo "| bleak CPU per 1,000 notifications, AcquireNotify | $(metric "bleak CPU ms per 1000 notifications (AcquireNotify)") ms |"

@@ -905,7 +905,10 @@ def group_bench(checks):
         power(name)
     boards = Boards(["hci1"], model="metamotion-r")
     address = boards.addresses[0]
-    gateway = Gateway("bench", f'addresses = ["{address}"]')
+    # [boards] notifications: "acquire" (the default) or "kept-session" (docs/operations.md).
+    notifications = os.environ.get("BENCH_NOTIFICATIONS", "acquire")
+    checks.metric("mwgated notification path", notifications)
+    gateway = Gateway("bench", f'addresses = ["{address}"]\nnotifications = "{notifications}"')
     if not gateway.wait_connected(address, 120):
         checks.record("bench: board connected", False, f"{gateway.board(address)}")
         return

@@ -1,0 +1,68 @@
+import BlueZ
+import Synchronization
+
+/// Where a notify session's batches go: the stream of the link currently using the session,
+/// or, while there is none (a session kept through a link drop, before the next link is
+/// handed to the board's session), a bounded list handed to the next link's stream first.
+///
+/// A kept `StartNotify` session delivers from the moment bluetoothd attaches the new link,
+/// which is before `Connect` returns: without the list those first samples would be lost.
+final class NotificationSink: Sendable {
+    private struct State {
+        var stream: AsyncStream<[GattNotification]>.Continuation?
+        var waiting: [[GattNotification]] = []
+        var ended = false
+    }
+
+    private let state = Mutex(State())
+    /// Batches held between links; past it the oldest are kept and the newest counted lost
+    /// by ``GattBoardLink/notificationGauge`` (a link gone that long is not coming back soon).
+    private let limit: Int
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+
+    /// A batch from the session, in arrival order.
+    func deliver(_ batch: [GattNotification]) {
+        state.withLock { state in
+            if let stream = state.stream {
+                GattBoardLink.notificationGauge.record(stream.yield(batch))
+            } else if !state.ended, state.waiting.count < limit {
+                state.waiting.append(batch)
+            } else {
+                GattBoardLink.notificationGauge.record(AsyncStream<[GattNotification]>.Continuation.YieldResult.dropped(batch))
+            }
+        }
+    }
+
+    /// Sends everything from now on (after what waited, in order) to `stream`; a stream that
+    /// is still attached is finished first. When the session already ended, `stream` is
+    /// finished at once.
+    func attach(_ stream: AsyncStream<[GattNotification]>.Continuation) {
+        state.withLock { state in
+            state.stream?.finish()
+            for batch in state.waiting { GattBoardLink.notificationGauge.record(stream.yield(batch)) }
+            state.waiting.removeAll()
+            if state.ended { stream.finish() } else { state.stream = stream }
+        }
+    }
+
+    /// Finishes the attached stream; what comes later waits for the next ``attach(_:)``.
+    func detach() {
+        state.withLock { state in
+            state.stream?.finish()
+            state.stream = nil
+        }
+    }
+
+    /// The session is over: the attached stream finishes and nothing more is taken.
+    func end() {
+        state.withLock { state in
+            state.ended = true
+            state.stream?.finish()
+            state.stream = nil
+            state.waiting.removeAll()
+        }
+    }
+}
