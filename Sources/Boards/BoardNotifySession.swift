@@ -62,9 +62,9 @@ final class BoardNotifySession: Sendable {
     }
 
     /// Turns notifications off and closes the connection; the attached stream finishes after
-    /// its last notifications.
+    /// its last notifications (the subscription's end, on the connection's I/O thread, hands
+    /// on what the grouping held and then ends the sink).
     func close() async {
         await link.close()
-        sink.end()
     }
 }
