@@ -52,7 +52,9 @@ struct FlashLogSimulatorTests {
             }
             let n = try #require(length)
             #expect(entries.count == Int(n))
-            #expect(pages == 1, "under one 512-entry page")
+            // One page confirm per 512 entries begun: one page when the reconnect is quick, two
+            // when a loaded machine kept the link down past 2.56 s of logging.
+            #expect(pages == (entries.count + 511) / 512, "\(entries.count) entries in \(pages) pages")
             // 1.5 s or more at 100 Hz, two entries a sample, in sample order from sample 0, with
             // the checkable signal's values: nothing lost while the link was down.
             let samples = entries.count / 2
