@@ -14,7 +14,7 @@ extension RecordingPipeline {
     /// Starts a session now; returns its ID.
     @discardableResult
     public func startSession() throws(CommandError) -> String {
-        try refuseIfShutDown()
+        try beginCommand()
         checkClock(now: timeline.now)
         do {
             let id = try controller.start(trigger: .controlAPI, now: timeline.now)
@@ -31,7 +31,7 @@ extension RecordingPipeline {
     /// Stops the recording session: everything accepted is sealed and the session awaits its survey.
     @discardableResult
     public func stopSession() throws(CommandError) -> SessionEnd {
-        try refuseIfShutDown()
+        try beginCommand()
         return try stop(trigger: .controlAPI, now: timeline.now)
     }
 
@@ -39,7 +39,7 @@ extension RecordingPipeline {
     /// `sessionID` is nil). Hazards must come from the configured catalogue.
     @discardableResult
     public func submitSurvey(_ survey: HazardSurvey, sessionID: String? = nil) throws(CommandError) -> RecordsDocument {
-        try refuseIfShutDown()
+        try beginCommand()
         if case .hazards(let map) = survey, !settings.hazardCatalogue.isEmpty {
             let unknown = map.keys.filter { !settings.hazardCatalogue.contains($0) }.sorted()
             guard unknown.isEmpty else {
@@ -66,8 +66,11 @@ extension RecordingPipeline {
         }
     }
 
-    func refuseIfShutDown() throws(CommandError) {
+    /// Refuses a command after the shutdown; otherwise first takes the board events held
+    /// before it, so it acts on everything that arrived before it.
+    func beginCommand() throws(CommandError) {
         if isShutDown { throw CommandError("the gateway is shutting down") }
+        takeHeldEvents()
     }
 
     func stop(trigger: SessionTrigger, now: Int64) throws(CommandError) -> SessionEnd {

@@ -39,10 +39,12 @@ public actor RecordingPipeline {
     /// seal waiting for the boards' last samples looks at ``isWaitingForBoardSamples`` then.
     /// One reader (``RecordingService``).
     public nonisolated let streamingBoardsChanged: AsyncStream<Void>
-    private let streamingBoardsChangedContinuation: AsyncStream<Void>.Continuation
-    private var boardEventsHaveEnded = false
+    let streamingBoardsChangedContinuation: AsyncStream<Void>.Continuation
+    var boardEventsHaveEnded = false
     /// Gyro samples that arrived after ``shutdown()`` (not recorded; logged when the boards' events end).
-    private var samplesAfterShutdown = 0
+    var samplesAfterShutdown = 0
+    /// Board events not yet taken (see ``HeldBoardEvents``).
+    let heldEvents = HeldBoardEvents()
     /// Wakes ``runTicks()`` when periodic work appears (see `tickPeriod`).
     private let work: AsyncStream<Void>
     private let workContinuation: AsyncStream<Void>.Continuation
@@ -64,7 +66,7 @@ public actor RecordingPipeline {
 
     /// The pipeline runs on ``RecordingThread``: its synchronous SQLite commits wait there,
     /// not on a thread of the shared cooperative pool.
-    public nonisolated var unownedExecutor: UnownedSerialExecutor { RecordingThread.executor.asUnownedSerialExecutor() }
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { RecordingThread.shared.asUnownedSerialExecutor() }
 
     /// A pipeline writing into `store`. `timeline` maps event instants to the Recording clock.
     public init(settings: GatewaySettings, store: BufferStore, logger: Logger,
@@ -102,23 +104,12 @@ public actor RecordingPipeline {
 
     // MARK: Inputs
 
-    /// Feeds every event of `events` until the stream finishes (the board manager shut down).
-    public func consume(boardEvents events: BoardEventStream) async {
-        for await batch in events.batches {
-            for event in batch { handle(event) }
-        }
-        if samplesAfterShutdown > 0 {
-            logger.warning("\(samplesAfterShutdown) gyro samples arrived after the shutdown's seal and were not recorded")
-        }
-        boardEventsHaveEnded = true
-        streamingBoardsChangedContinuation.yield()
-    }
-
     /// Whether a session records while a board still streams into it (whose last samples a
     /// shutdown's seal should wait for): false once every board stopped streaming or the
     /// boards' events ended.
     public var isWaitingForBoardSamples: Bool {
-        !boardEventsHaveEnded && !attached.isEmpty && controller.state != .idle
+        takeHeldEvents()
+        return !boardEventsHaveEnded && !attached.isEmpty && controller.state != .idle
     }
 
     /// Handles one board event.
@@ -177,6 +168,7 @@ public actor RecordingPipeline {
     /// Feeds one fix received now.
     public func ingest(_ fix: GNSSFix) {
         guard !isShutDown else { return }
+        takeHeldEvents()
         controller.ingest(fix: fix, now: timeline.now)
         book.fixArrived(fix)
         publish()
@@ -220,6 +212,7 @@ public actor RecordingPipeline {
     /// `always` session.
     public func tick() {
         guard !isShutDown else { return }
+        takeHeldEvents()
         lastTickAt = ContinuousClock.now
         let now = timeline.now
         checkClock(now: now)
@@ -240,17 +233,24 @@ public actor RecordingPipeline {
     }
 
     /// Ticks while there is periodic work (`tickPeriod`) and otherwise waits, with no timer,
-    /// until work appears; returns when the calling task is cancelled.
+    /// until work appears; returns when the calling task is cancelled. While it ticks every
+    /// ``tickInterval``, the ticks take the held board events.
     public func runTicks() async {
+        await withTaskExecutorPreference(RecordingThread.shared) { await tickWhileWorkWaits() }
+    }
+
+    private func tickWhileWorkWaits() async {
+        defer { letTicksTakeHeldEvents(false) }
         let clock = ContinuousClock()
         for await _ in work {
             var next = clock.now
             while !Task.isCancelled {
                 tick()
+                letTicksTakeHeldEvents(tickPeriod == Self.tickInterval)
                 guard let period = tickPeriod else { break }
                 next += period
                 if next < clock.now { next = clock.now }
-                do { try await clock.sleep(until: next) } catch { return }
+                do { try await RecordingThread.sleep(until: next) } catch { return }
             }
         }
     }
@@ -300,6 +300,7 @@ public actor RecordingPipeline {
     /// The current snapshot. While idle nothing ticks, so the backlog (the sync service may
     /// have sent documents) and the clock are re-read here when stale.
     public var status: GatewayStatus {
+        takeHeldEvents()
         let now = timeline.now
         checkClock(now: now)
         readBacklog(now: now)
@@ -310,7 +311,8 @@ public actor RecordingPipeline {
     /// Snapshots on every change, starting with the current one. Only the newest undelivered
     /// snapshot is kept for a slow reader.
     public func statusUpdates() -> AsyncStream<GatewayStatus> {
-        statusReaders.subscribe(current: snapshot())
+        takeHeldEvents()
+        return statusReaders.subscribe(current: snapshot())
     }
 
     // MARK: Health and live settings
@@ -324,6 +326,7 @@ public actor RecordingPipeline {
     /// Applies settings changed while running (``LiveSettings``, a reload): the session mode
     /// and the boards' streaming between sessions take effect at once.
     public func apply(_ live: LiveSettings) {
+        takeHeldEvents()
         settings.live = live
         controller.setAlwaysMode(live.sessionMode == .always)
         updateSensorDemand()
@@ -338,6 +341,7 @@ public actor RecordingPipeline {
     /// events are ignored. Idempotent.
     public func shutdown() {
         guard !isShutDown else { return }
+        takeHeldEvents()
         let now = timeline.now
         controller.tick(now: now)
         if case .recording(let id) = controller.state {

@@ -154,16 +154,20 @@ def rollup(pid):
     return values
 
 
-def thread_names(pid):
-    names = {}
+def threads_by_name(pid):
+    """{thread name: (threads, voluntary context switches)}: each switch is a sleep, so a wake-up after it."""
+    threads = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
             with open(f"/proc/{pid}/task/{tid}/comm") as f:
                 name = f.read().strip()
-        except OSError:
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                switches = next(int(line.split()[1]) for line in f if line.startswith("voluntary_ctxt_switches:"))
+        except (OSError, StopIteration):
             continue
-        names[name] = names.get(name, 0) + 1
-    return names
+        count, total = threads.get(name, (0, 0))
+        threads[name] = (count + 1, total + switches)
+    return threads
 
 
 # 1. Start to READY=1, median of several starts (the first creates the state database).
@@ -213,17 +217,18 @@ while True:
     if steady_cpu is None and now >= steady_after:
         steady_samples, _ = samples_received()
         steady_cpu = cpu_seconds(pid)
+        steady_threads = threads_by_name(pid)
         steady_at = now
     if now >= seconds:
         break
     time.sleep(1.0)
 end_samples, streaming_end = samples_received()
 end_cpu = cpu_seconds(pid)
+end_threads = threads_by_name(pid)
 end_at = time.monotonic() - t_stream
 st = status_fields(pid)
 roll = rollup(pid)
 mappings = smaps_by_mapping(pid)
-threads = thread_names(pid)
 steady = [rss for t, rss, _ in timeline if t >= steady_after]
 print(f"window_s={end_at - steady_at:.1f}")
 print(f"rss_steady_kib={int(statistics.median(steady))}")
@@ -234,7 +239,7 @@ print(f"rss_file_kib={kib(st['RssFile'])}")
 print(f"pss_kib={roll.get('Pss', 0)}")
 print(f"private_dirty_kib={roll.get('Private_Dirty', 0)}")
 print(f"threads={st['Threads']}")
-print("thread_names=" + ", ".join(f"{name}×{count}" for name, count in sorted(threads.items())))
+print("thread_names=" + ", ".join(f"{name}×{count}" for name, (count, _) in sorted(end_threads.items())))
 samples = (end_samples or 0) - (steady_samples or 0)
 cpu = end_cpu - steady_cpu
 print(f"samples_in_window={samples}")
@@ -242,6 +247,13 @@ print(f"samples_per_s={samples / (end_at - steady_at):.1f}")
 print(f"cpu_s_in_window={cpu:.2f}")
 print(f"cpu_ms_per_1000_samples={cpu * 1000 / samples * 1000:.2f}" if samples > 0 else "cpu_ms_per_1000_samples=nan")
 print(f"boards_streaming_end={streaming_end}")
+# Wake-ups over the window (threads that ended meanwhile are left out): every hand-over
+# between the cooperative pool and a thread of mwgated's own costs one.
+window = end_at - steady_at
+wakeups = {name: max(0, switches - steady_threads.get(name, (0, 0))[1]) / window for name, (_, switches) in end_threads.items()}
+print(f"wakeups_per_s={sum(wakeups.values()):.1f}")
+print(f"wakeups_recording_per_s={sum(v for k, v in wakeups.items() if k.startswith('mwgate-recordin')):.1f}")
+print("wakeups_by_thread=" + ", ".join(f"{name} {rate:.1f}/s" for name, rate in sorted(wakeups.items(), key=lambda kv: -kv[1]) if rate >= 0.05))
 # What of mwgated's own binary is resident, by section and origin (readelf and nm needed).
 try:
     with open(os.path.join(data_dir, "footprint-resident.txt"), "w") as f:

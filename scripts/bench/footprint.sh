@@ -66,6 +66,8 @@ cpu=$(value cpu_ms_per_1000_samples)
     echo "| start to READY=1, median of $starts | $ready ms (first: $(value ready_first_ms) ms) | < 300 ms | $(met "$ready" 300) |"
     echo "| CPU per 1,000 samples end to end | $cpu ms | | |"
     echo "| samples/s received (all boards) | $(value samples_per_s) | 400 | |"
+    echo "| wake-ups/s (voluntary context switches over the window), all threads | $(value wakeups_per_s) | | |"
+    echo "| of them on the recording pipeline's thread | $(value wakeups_recording_per_s) | | |"
     echo "| threads | $(value threads) | | |"
     echo
     [[ -n "${FOOTPRINT_DAEMON_ENV:-}" ]] && echo "mwgated's environment had in addition: \`$FOOTPRINT_DAEMON_ENV\`." && echo
@@ -83,4 +85,4 @@ cpu=$(value cpu_ms_per_1000_samples)
     echo
     echo "</details>"
 } > "$out"
-echo "footprint: RSS $rss MiB (max $rss_max), READY $ready ms, CPU $cpu ms / 1,000 samples"
+echo "footprint: RSS $rss MiB (max $rss_max), READY $ready ms, CPU $cpu ms / 1,000 samples, wake-ups $(value wakeups_per_s)/s (recording thread $(value wakeups_recording_per_s)/s)"

@@ -1,0 +1,58 @@
+import Boards
+
+/// The boards' events into the pipeline: held on the feeder's side and taken on the
+/// pipeline's thread at its ticks or on a wake (``HeldBoardEvents``).
+extension RecordingPipeline {
+    /// Feeds every event of `events` until the stream finishes (the board manager shut down).
+    ///
+    /// The events are held (``HeldBoardEvents``) on the caller's thread, not handed to the
+    /// pipeline's thread one batch at a time: while a session records, each tick takes them;
+    /// otherwise the first one held wakes the pipeline.
+    public nonisolated func consume(boardEvents events: BoardEventStream) async {
+        let held = heldEvents
+        let (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask(executorPreference: RecordingThread.shared) { await self.takeHeldEvents(whenWoken: wakes) }
+            for await batch in events.batches {
+                switch held.hold(batch) {
+                case .held: break
+                case .wake: wake.yield()
+                case .full: await takeHeldEvents()
+                }
+            }
+            wake.finish()
+        }
+        await boardEventsEnded()
+    }
+
+    private func takeHeldEvents(whenWoken wakes: AsyncStream<Void>) async {
+        for await _ in wakes { takeHeldEvents() }
+    }
+
+    /// Handles the board events held so far, oldest first. Every input and command calls it
+    /// first, so the events that arrived before it are handled before it.
+    func takeHeldEvents() {
+        handle(batches: heldEvents.takeAll())
+    }
+
+    private func handle(batches: [[BoardEvent]]) {
+        for batch in batches {
+            for event in batch { handle(event) }
+        }
+    }
+
+    /// Whether the ticks take the held board events (while they come every ``tickInterval``)
+    /// or each event wakes the pipeline; taking them away from the ticks takes what is held.
+    func letTicksTakeHeldEvents(_ taken: Bool) {
+        handle(batches: heldEvents.setTakenByTicks(taken))
+    }
+
+    private func boardEventsEnded() {
+        takeHeldEvents()
+        if samplesAfterShutdown > 0 {
+            logger.warning("\(samplesAfterShutdown) gyro samples arrived after the shutdown's seal and were not recorded")
+        }
+        boardEventsHaveEnded = true
+        streamingBoardsChangedContinuation.yield()
+    }
+}
