@@ -250,8 +250,15 @@ final class ControlHandlers: Sendable {
             throw Self.error(E.unknownSession, "no session \(session) in the buffer")
         }
         do {
-            // Without an upstream the buffer is still requeued, ready for when one is configured.
-            let count = try await sync?.requeueDead(sessionID: session) ?? store.requeueDead(sessionID: session)
+            // Without an upstream the buffer is still requeued, ready for when one is configured
+            // (a FULL-synchronous write: off the cooperative pool, as the uploader's own is).
+            let count: Int
+            if let sync {
+                count = try await sync.requeueDead(sessionID: session)
+            } else {
+                let store = store
+                count = try await BufferWork.run { try store.requeueDead(sessionID: session) }
+            }
             return UInt32(clamping: count)
         } catch {
             throw Self.error(E.failed, "cannot requeue dead documents: \(error)")

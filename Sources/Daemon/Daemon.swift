@@ -125,12 +125,10 @@ public enum Daemon {
         let daemonService = DaemonService(pipeline: gateway.pipeline, reporter: reporter, notifier: notifier,
                                           reloader: reloader, journal: journal, logger: logger)
         let pipeline = gateway.pipeline
-        // Not a service: it must outlive the group's shutdown to report the session the
-        // shutdown ends; the stream finishes when the pipeline has shut down.
+        // The status reporter is not a service: it must outlive the group's shutdown to report
+        // the session the shutdown ends; the stream finishes when the pipeline has shut down,
+        // and the run waits for it (a child task beside the group).
         let updates = await pipeline.statusUpdates()
-        let reporting = Task {
-            for await status in updates { await reporter.observe(status) }
-        }
         let readiness = ReadinessGate(parts: ["pipeline", "control API"]) {
             let status = await pipeline.status
             let elapsed = ContinuousClock.now - started
@@ -151,14 +149,20 @@ public enum Daemon {
         groupConfiguration.gracefulShutdownSignals = [.sigterm, .sigint]
         groupConfiguration.maximumGracefulShutdownDuration = shutdownLimit
         let group = ServiceGroup(configuration: groupConfiguration)
-        do {
-            try await group.run()
-        } catch {
-            reporting.cancel()
-            logger.critical("stopped with an error: \(error)")
-            return exitStartFailure
+        let failed = await withTaskGroup(of: Void.self) { tasks in
+            tasks.addTask {
+                for await status in updates { await reporter.observe(status) }
+            }
+            do {
+                try await group.run()
+                return false
+            } catch {
+                tasks.cancelAll()
+                logger.critical("stopped with an error: \(error)")
+                return true
+            }
         }
-        await reporting.value
+        if failed { return exitStartFailure }
         logger.notice("stopped")
         journal.flushSuppressed()
         return 0

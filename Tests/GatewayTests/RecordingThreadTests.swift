@@ -29,12 +29,31 @@ struct RecordingThreadTests {
         // More blocked pipelines than the pool has threads: on the pool they would hold every one.
         let count = ProcessInfo.processInfo.activeProcessorCount * 2 + 2
         let pipelines = (0..<count).map { _ in RecordingPipeline(settings: settings, store: store, logger: Logger(label: "test")) }
+        let releasedInTime = await Self.releasedInTime(count) { index, release in
+            await Self.block(pipelines[index], until: release, limit: 20)
+        }
+        #expect(releasedInTime.allSatisfy { $0 }, "\(releasedInTime.filter { !$0 }.count) of \(count) pipelines waited 20 s: the pool was blocked")
+    }
+
+    /// The control API's blocking buffer work (a requeue with no uploader) waits on the same
+    /// thread, not on the pool.
+    @Test func blockingBufferWorkLeavesTheCooperativePoolFree() async throws {
+        let count = ProcessInfo.processInfo.activeProcessorCount * 2 + 2
+        let releasedInTime = await Self.releasedInTime(count) { _, release in
+            (try? await BufferWork.run { release.wait(timeout: .now() + 20) == .success }) ?? false
+        }
+        #expect(releasedInTime.allSatisfy { $0 }, "\(releasedInTime.filter { !$0 }.count) of \(count) pieces of buffer work waited 20 s: the pool was blocked")
+    }
+
+    /// Runs `count` pieces of `work` that each wait for one signal of a semaphore, and beside
+    /// them a task on the pool that signals it `count` times after 200 ms: it runs only if the
+    /// waiting work left the pool a thread. Whether each piece was released in time.
+    static func releasedInTime(_ count: Int, _ work: @escaping @Sendable (Int, DispatchSemaphore) async -> Bool) async -> [Bool] {
         let release = DispatchSemaphore(value: 0)
-        let releasedInTime = await withTaskGroup(of: Bool.self) { group in
-            for pipeline in pipelines {
-                group.addTask { await Self.block(pipeline, until: release, limit: 20) }
+        return await withTaskGroup(of: Bool.self) { group in
+            for index in 0..<count {
+                group.addTask { await work(index, release) }
             }
-            // Runs on the pool: only if the blocked pipelines left it a thread.
             group.addTask {
                 try? await Task.sleep(for: .milliseconds(200))
                 for _ in 0..<count { release.signal() }
@@ -42,6 +61,5 @@ struct RecordingThreadTests {
             }
             return await group.reduce(into: [Bool]()) { $0.append($1) }
         }
-        #expect(releasedInTime.allSatisfy { $0 }, "\(releasedInTime.filter { !$0 }.count) of \(count) pipelines waited 20 s: the pool was blocked")
     }
 }
