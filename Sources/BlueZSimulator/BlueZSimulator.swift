@@ -47,9 +47,6 @@ public actor BlueZSimulator {
     var backgroundTasks: [Task<Void, Never>] = []
     var random: SeededRandom
     var stopped = false
-    /// How much later than at once bluetoothd handles each `WriteValue` (see
-    /// ``setWriteValueDelay(_:)``).
-    var writeValueDelay: Duration = .zero
 
     /// A simulator for `configuration`; nothing happens until ``start()``.
     public init(configuration: SimulatorConfiguration) {
@@ -96,14 +93,6 @@ public actor BlueZSimulator {
         }
         log("mwsim: org.bluez on \(configuration.busAddress) with \(devices.count) board(s): "
             + devices.map { "\($0.index)=\($0.address) \($0.model.profile.name)" }.joined(separator: ", "))
-    }
-
-    /// From now on bluetoothd handles each `WriteValue` `delay` late, one call independently of
-    /// the others, as a busy bluetoothd did in the real-BlueZ VM (its one main loop relaying
-    /// streaming links on emulated CPUs, docs/bluez-vm.md): a client that waits for each
-    /// write's answer before the next pays the delay once per write.
-    public func setWriteValueDelay(_ delay: Duration) {
-        writeValueDelay = delay
     }
 
     /// Releases the names, drops every link and closes both connections.

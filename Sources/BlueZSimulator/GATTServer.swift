@@ -125,7 +125,6 @@ extension BlueZSimulator {
             guard case .uint16 = raw.unwrappingVariants else { throw BlueZError.invalidArguments() }
         }
         guard role == .command else { throw BlueZError.notPermitted("Write not permitted") }
-        if writeValueDelay > .zero { try? await Task.sleep(for: writeValueDelay) }
         guard device.connected else { throw BlueZError.failed("Not connected") }
         if type != "command" {
             // One acknowledged write in flight per characteristic; the response takes a
