@@ -53,6 +53,7 @@ drops=${LINK_DROPS:-20}
     echo "| mwgated CPU per 1,000 samples while recording (the path above) | $(metric "mwgated CPU ms per 1000 samples (recording, AcquireNotify)") ms |"
     echo "| mwgated CPU per 1,000 samples while recording, after the link drops | $(metric "mwgated CPU ms per 1000 samples (recording, after the drops)") ms |"
     echo "| bluetoothd CPU per 1,000 samples, same window (both ends of the link) | $(metric "bluetoothd CPU ms per 1000 samples (both ends of the link)") ms |"
+    echo "| dbus-daemon CPU per 1,000 samples, same window (routes a signal per notification on StartNotify) | $(metric "dbus-daemon CPU ms per 1000 samples") ms |"
     echo "| bleak CPU per 1,000 notifications, AcquireNotify | $(metric "bleak CPU ms per 1000 notifications (AcquireNotify)") ms |"
     echo "| bleak CPU per 1,000 notifications, StartNotify | $(metric "bleak CPU ms per 1000 notifications (StartNotify)") ms |"
     echo "| link down per drop (board's side), median | $(metric "link down per drop, median s") s |"
@@ -70,8 +71,8 @@ drops=${LINK_DROPS:-20}
     echo
     echo "Per link drop (the board's side: bluetoothd's Connected there, and the gateway's CCCD write as the board saw it; a board sends nothing between the link coming back and that write; lost: the samples missing in the documents around the drop, at 100 Hz):"
     echo
-    echo "| drop | link down s | link up -> notifications on s | link up -> first sample s | lost s | lost - down s | lost samples the board had sent |"
-    echo "|---:|---:|---:|---:|---:|---:|---:|"
+    echo "| drop | link down s | link up -> notifications on s | link up -> first sample s (status) | link up -> first recorded sample taken s (board's clock) | lost s | lost - down s | lost samples the board had sent |"
+    echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
     python3 - "$metrics" <<'PY'
 import json, sys
 rows = [m["value"] for m in map(json.loads, open(sys.argv[1])) if m["name"] == "per drop"]
@@ -80,7 +81,8 @@ def cell(value):
 for r in (rows[-1] if rows else []):
     over = None if r["lost s"] is None or r["down s"] is None else round(r["lost s"] - r["down s"], 2)
     print("| " + " | ".join(cell(v) for v in (r["drop"], r["down s"], r["link up -> notifications on s"],
-                                               r["link up -> first sample s"], r["lost s"], over,
+                                               r["link up -> first sample s"],
+                                               r.get("link up -> first recorded sample taken s"), r["lost s"], over,
                                                r.get("sent, not delivered"))) + " |")
 PY
     echo

@@ -51,6 +51,9 @@ def run_group(group, out):
             f.write("SAMPLE_PROCESSES=1\n")
         # 1: btmon -w inside the VM, an HCI trace of every controller in results/hci.btsnoop.
         f.write(f"BTMON='{'1' if os.environ.get('MWGATE_VM_BTMON', '') not in ('', '0') else ''}'\n")
+        # "Key=Value,...": settings of bluetoothd's main.conf (keys as main.conf spells them, e.g.
+        # "ExchangeMTU=23"), to measure what a gateway may set (docs/bluez-vm.md).
+        f.write(f"MAIN_CONF='{os.environ.get('MWGATE_VM_MAIN_CONF', '')}'\n")
     started = time.time()
     vm = subprocess.run([os.path.join(HERE, "run-vm.sh"), scenario, results])
     took = time.time() - started

@@ -57,6 +57,15 @@ done
 # reconnect, which no real board would cause.
 sed -i 's/^#Channels = 3$/Channels = 1/' /etc/bluetooth/main.conf
 grep -q '^Channels = 1$' /etc/bluetooth/main.conf || echo "vm: could not turn Enhanced ATT off in main.conf"
+# MWGATE_VM_MAIN_CONF on the host: further main.conf settings, "Key=Value" each, separated by
+# commas or blanks (every key of 5.66's main.conf is spelled once, commented out with its default).
+for setting in $(echo "$MAIN_CONF" | tr ',' ' '); do
+    key=${setting%%=*}
+    value=${setting#*=}
+    sed -i "s/^#\{0,1\}$key *=.*/$key = $value/" /etc/bluetooth/main.conf
+    grep -q "^$key = $value\$" /etc/bluetooth/main.conf && echo "vm: main.conf $key = $value" \
+        || echo "vm: could not set $key in main.conf"
+done
 # Its log goes to the VM's memory (copied to /results at the end): bluetoothd writes it
 # synchronously from its one event loop, and on the 9p share each line waited on the host;
 # when a central read its notify socket too slowly, bluetoothd logged every notification it
