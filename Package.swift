@@ -3,9 +3,10 @@
 // mwgate: a Linux gateway for MbientLab MetaWear boards.
 // The target list reads top-down as the data flow (docs/architecture.md draws it):
 // Basics under everything; DBus -> BlueZ -> MetaWear -> Boards; GNSS; -> Recording -> Buffer
-// -> Uplink; Gateway wires the data path; GatewayConfig, ServiceSupport, ControlAPI,
-// ControlServer and Daemon around it; thin executables. Then the simulator and fixtures the
-// tests and benchmarks use, then the test targets. Lower modules never import higher ones.
+// -> Uplink; ThreadExecutor (a thread of its own) under Uplink and Gateway; Gateway wires the
+// data path; GatewayConfig, ServiceSupport, ControlAPI, ControlServer and Daemon around it;
+// thin executables. Then the simulator and fixtures the tests and benchmarks use, then the
+// test targets. Lower modules never import higher ones.
 import PackageDescription
 
 let strict: [SwiftSetting] = [
@@ -78,6 +79,16 @@ let package = Package(
         // What the buffer's exporter shares with mwctl, which does not link the buffer: the export
         // formats' names, the pictures' text helpers and the history's index page. No Foundation.
         .target(name: "ExportFormats", dependencies: ["Basics"], swiftSettings: strict),
+        // A thread of its own as an executor (one NIO event loop), for the blocking SQLite work
+        // of the recording pipeline (Gateway) and the uploader (Uplink), off the shared pool.
+        .target(
+            name: "ThreadExecutor",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
         // The durable SQLite buffer (GRDB on the system libsqlite3): sessions, chunks,
         // outbox, history index, export.
         .target(
@@ -93,6 +104,7 @@ let package = Package(
                 "Basics",
                 "Buffer",
                 "Recording",
+                "ThreadExecutor",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -111,12 +123,11 @@ let package = Package(
             name: "Gateway",
             dependencies: [
                 "Basics", "Boards", "BlueZ", "GNSS", "MetaWear", "Recording", "Buffer", "StatusModel",
+                // The recording pipeline's own thread (RecordingThread).
+                "ThreadExecutor",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-                // The recording pipeline's own thread (RecordingThread), one NIO event loop.
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: strict
         ),

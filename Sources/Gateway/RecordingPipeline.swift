@@ -250,7 +250,7 @@ public actor RecordingPipeline {
                 guard let period = tickPeriod else { break }
                 next += period
                 if next < clock.now { next = clock.now }
-                do { try await RecordingThread.sleep(until: next) } catch { return }
+                do { try await RecordingThread.shared.sleep(until: next) } catch { return }
             }
         }
     }
