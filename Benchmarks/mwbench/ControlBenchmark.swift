@@ -24,27 +24,26 @@ enum ControlBenchmark {
     static func serve(address: String) async throws {
         var configuration = SimulatorConfiguration(busAddress: address, boards: 2, model: .mixed)
         configuration.log = { _ in }
-        let simulator = BlueZSimulator(configuration: configuration)
-        try await simulator.start()
-        var boards: [BluetoothAddress] = []
-        for index in 0..<2 {
-            let info = try await simulator.boardInfo(index)
-            if let board = BluetoothAddress(info.address) { boards.append(board) }
+        try await BlueZSimulator.withRunning(configuration) { simulator in
+            var boards: [BluetoothAddress] = []
+            for index in 0..<2 {
+                let info = try await simulator.boardInfo(index)
+                if let board = BluetoothAddress(info.address) { boards.append(board) }
+            }
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mwbench-control-\(UUID().uuidString.prefix(8))")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let streaming = try StreamingConfiguration(gyro: GyroConfiguration(rate: .hz50, range: .dps2000),
+                                                       accelerometer: AccelerometerConfiguration(rate: .hz50, range: .g4))
+            let settings = GatewaySettings(boards: .addresses(boards), streaming: streaming, stateDirectory: directory.path,
+                                           busAddress: address)
+            var logger = Logger(label: "mwbench.control")
+            logger.logLevel = .error
+            let gateway = try await Gateway.assemble(settings: settings, logger: logger, clockProbe: FixedClockSynchronisation(true))
+            let server = ControlServer(gateway: gateway, sync: nil, busAddress: address, logger: logger) { _ in
+                FileHandle.standardOutput.write(Data("ready\n".utf8))
+            }
+            let group = gateway.serviceGroup(adding: [server], gracefulShutdownSignals: [.sigterm, .sigint])
+            try await group.run()
         }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mwbench-control-\(UUID().uuidString.prefix(8))")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let streaming = try StreamingConfiguration(gyro: GyroConfiguration(rate: .hz50, range: .dps2000),
-                                                   accelerometer: AccelerometerConfiguration(rate: .hz50, range: .g4))
-        let settings = GatewaySettings(boards: .addresses(boards), streaming: streaming, stateDirectory: directory.path,
-                                       busAddress: address)
-        var logger = Logger(label: "mwbench.control")
-        logger.logLevel = .error
-        let gateway = try await Gateway.assemble(settings: settings, logger: logger, clockProbe: FixedClockSynchronisation(true))
-        let server = ControlServer(gateway: gateway, sync: nil, busAddress: address, logger: logger) { _ in
-            FileHandle.standardOutput.write(Data("ready\n".utf8))
-        }
-        let group = gateway.serviceGroup(adding: [server], gracefulShutdownSignals: [.sigterm, .sigint])
-        try await group.run()
-        await simulator.stop()
     }
 }

@@ -1,3 +1,4 @@
+import Basics
 import DBus
 
 /// A change seen on BlueZ, fanned out to every subscriber of ``BlueZClient/changes()``.

@@ -9,10 +9,14 @@ import MetaWearBoardModel
 /// serves the control interface `io.mwgate.Simulator1` (see ``SimulatorControlInterface``) on a
 /// second connection so it survives a simulated bluetoothd restart.
 ///
+/// It runs in a scope: ``withRunning(_:isolation:_:)`` (or ``run()``) owns everything it does
+/// over time (scanning, housekeeping, each link's connection events, stall timers, scheduled
+/// faults) as child tasks of one task group, and ends it all when the scope ends.
+///
 /// ```swift
-/// let simulator = BlueZSimulator(configuration: SimulatorConfiguration(busAddress: bus, boards: 2))
-/// try await simulator.start()
-/// defer { Task { await simulator.stop() } }
+/// try await BlueZSimulator.withRunning(SimulatorConfiguration(busAddress: bus, boards: 2)) { simulator in
+///     // org.bluez is owned here; a central can discover and connect the boards.
+/// }
 /// ```
 public actor BlueZSimulator {
     static let busName = "org.bluez"
@@ -32,8 +36,11 @@ public actor BlueZSimulator {
 
     var bluez: DBusConnection?
     var control: DBusConnection?
-    /// Bumped when bluetoothd "restarts", so tasks of the old instance stop.
-    var daemonGeneration = 0
+    /// Work that outlives the call that starts it (a link's timeline, a scan, a stall's end):
+    /// child tasks of the running scope (see ``spawn(_:_:)``).
+    let work = ChildTaskQueue()
+    /// Whether ``run()`` or ``withRunning(_:isolation:_:)`` has taken this simulator (once only).
+    var started = false
     var devices: [SimulatedDevice] = []
     /// Property values by path, interface and name: the single source for Get, GetAll,
     /// InterfacesAdded and PropertiesChanged.
@@ -43,12 +50,14 @@ public actor BlueZSimulator {
     var discoverySessions: [String: DiscoveryFilter] = [:]
     /// Filters set before StartDiscovery, by sender.
     var discoveryFilters: [String: DiscoveryFilter] = [:]
-    var scanTask: Task<Void, Never>?
-    var backgroundTasks: [Task<Void, Never>] = []
+    /// An advertising scan runs (bluetoothd's discovery, shared by every session).
+    var scanning = false
+    /// Bumped when a scan ends (or bluetoothd "restarts"), so the old scan's rounds stop.
+    var scanGeneration = 0
     var random: SeededRandom
     var stopped = false
 
-    /// A simulator for `configuration`; nothing happens until ``start()``.
+    /// A simulator for `configuration`; nothing happens until ``run()``.
     public init(configuration: SimulatorConfiguration) {
         self.configuration = configuration
         let start = ContinuousClock.now
@@ -63,50 +72,6 @@ public actor BlueZSimulator {
             device.advertisesServiceUUID = !configuration.advertisedWithoutServiceUUID.contains(index)
             return device
         }
-    }
-
-    /// Connects to the bus, takes `org.bluez` and the control name, exports the adapter and
-    /// schedules the configured faults.
-    public func start() async throws {
-        let control = try await DBusConnection(address: configuration.busAddress)
-        self.control = control
-        try await SimulatorControlInterface.export(on: control, simulator: self)
-        guard try await control.requestName(configuration.controlBusName) == .primaryOwner else {
-            throw DBusError(name: DBusError.Name.failed, message: "\(configuration.controlBusName) is already owned on this bus")
-        }
-        try await startDaemon()
-        let owners = try await control.nameOwnerChanged()
-        backgroundTasks.append(Task { [weak self] in
-            do {
-                for try await change in owners where change.newOwner.isEmpty && change.name.hasPrefix(":") {
-                    await self?.clientLeft(change.name)
-                }
-            } catch {}
-        })
-        backgroundTasks.append(Task { [weak self] in await self?.housekeeping() })
-        for step in configuration.faults.steps {
-            backgroundTasks.append(Task { [weak self, epoch] in
-                try? await Task.sleep(until: epoch + .milliseconds(Int64(step.at * 1000)), clock: .continuous)
-                guard !Task.isCancelled else { return }
-                await self?.apply(step)
-            })
-        }
-        log("mwsim: org.bluez on \(configuration.busAddress) with \(devices.count) board(s): "
-            + devices.map { "\($0.index)=\($0.address) \($0.model.profile.name)" }.joined(separator: ", "))
-    }
-
-    /// Releases the names, drops every link and closes both connections.
-    public func stop() {
-        guard !stopped else { return }
-        stopped = true
-        for device in devices { tearDownLink(device, announce: false) }
-        scanTask?.cancel()
-        for task in backgroundTasks { task.cancel() }
-        backgroundTasks.removeAll()
-        bluez?.close()
-        control?.close()
-        bluez = nil
-        control = nil
     }
 
     /// The unique bus name currently acting as bluetoothd.
@@ -128,7 +93,6 @@ public actor BlueZSimulator {
     /// process dies) and starts again with only the adapter; boards must be rediscovered.
     public func restartBluetoothd() async throws {
         log("mwsim: fault restart-bluetoothd")
-        daemonGeneration += 1
         for device in devices {
             tearDownLink(device, announce: false)
             device.deviceExported = false
@@ -137,8 +101,8 @@ public actor BlueZSimulator {
             device.modaliasKnown = false
             device.batteryInterfaceExported = false
         }
-        scanTask?.cancel()
-        scanTask = nil
+        scanning = false
+        scanGeneration += 1
         discoverySessions = [:]
         discoveryFilters = [:]
         properties = [:]

@@ -29,7 +29,7 @@ extension BlueZSimulator {
         }
         // Link establishment takes a few connection intervals.
         try? await Task.sleep(for: .milliseconds(20))
-        guard device.connecting, generation == device.linkGeneration, powered, !device.vanished else {
+        guard device.connecting, generation == device.linkGeneration, powered, !device.vanished, !stopped else {
             device.connecting = false
             throw BlueZError.failed("le-connection-abort-by-local")
         }
@@ -77,28 +77,35 @@ extension BlueZSimulator {
         let resolveDelay = device.gattExported
             ? configuration.keptServicesResolveDelay ?? configuration.servicesResolveDelay
             : configuration.servicesResolveDelay
-        device.linkTask = Task { [weak self] in
-            // bluetoothd's GATT client works on the link from the start, before ServicesResolved:
-            // connection events carry writes and notifications (a kept notify session's or an
-            // early AcquireNotify's) while the services are still being resolved.
-            let resolveAt = ContinuousClock.now.advanced(by: resolveDelay)
-            var resolved = false
-            var nextEvent = ContinuousClock.now
-            while !Task.isCancelled {
-                guard let self else { return }
-                let now = ContinuousClock.now
-                if !resolved, now >= resolveAt {
-                    guard await self.resolveServices(index, generation) else { return }
-                    resolved = true
-                }
-                if now >= nextEvent {
-                    guard let interval = await self.connectionEvent(index, generation) else { return }
-                    nextEvent = nextEvent.advanced(by: interval)
-                    // After a long scheduling delay, start a fresh event train instead of bursting.
-                    if nextEvent < now { nextEvent = now.advanced(by: interval) }
-                }
-                try? await Task.sleep(until: resolved ? nextEvent : min(nextEvent, resolveAt), clock: .continuous)
+        let started = spawn("board \(index)'s link") { [self] in
+            await linkTimeline(index, generation, resolveDelay: resolveDelay)
+        }
+        if !started { tearDownLink(device, announce: true) }
+    }
+
+    /// A link's life from Connect on: connection events that release queued notifications,
+    /// and ServicesResolved after `resolveDelay`. Ends when the link does (its generation is
+    /// stale by its next event) or with the running scope.
+    nonisolated func linkTimeline(_ index: Int, _ generation: Int, resolveDelay: Duration) async {
+        // bluetoothd's GATT client works on the link from the start, before ServicesResolved:
+        // connection events carry writes and notifications (a kept notify session's or an
+        // early AcquireNotify's) while the services are still being resolved.
+        let resolveAt = ContinuousClock.now.advanced(by: resolveDelay)
+        var resolved = false
+        var nextEvent = ContinuousClock.now
+        while !Task.isCancelled {
+            let now = ContinuousClock.now
+            if !resolved, now >= resolveAt {
+                guard await resolveServices(index, generation) else { return }
+                resolved = true
             }
+            if now >= nextEvent {
+                guard let interval = await connectionEvent(index, generation) else { return }
+                nextEvent = nextEvent.advanced(by: interval)
+                // After a long scheduling delay, start a fresh event train instead of bursting.
+                if nextEvent < now { nextEvent = now.advanced(by: interval) }
+            }
+            try? await Task.sleep(until: resolved ? nextEvent : min(nextEvent, resolveAt), clock: .continuous)
         }
     }
 
@@ -131,9 +138,8 @@ extension BlueZSimulator {
 
     func tearDownLink(_ device: SimulatedDevice, announce: Bool) {
         let wasConnected = device.connected
+        // The link's timeline sees the new generation at its next event and ends.
         device.linkGeneration += 1
-        device.linkTask?.cancel()
-        device.linkTask = nil
         device.connecting = false
         device.connected = false
         device.connectedAt = nil
@@ -293,16 +299,18 @@ extension BlueZSimulator {
         log("mwsim: fault stall board \(index) for \(seconds) s")
         advanceBoard(device)
         device.model.faults.streamStalled = true
-        device.stallTask?.cancel()
-        device.stallTask = Task { [weak self] in
+        // A new stall replaces the one running: the old one's end finds a newer generation.
+        device.stallGeneration += 1
+        let generation = device.stallGeneration
+        spawn("the end of board \(index)'s stall") { [self] in
             try? await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
             guard !Task.isCancelled else { return }
-            await self?.endStall(index)
+            await endStall(index, generation)
         }
     }
 
-    func endStall(_ index: Int) {
-        guard let device = try? device(index) else { return }
+    func endStall(_ index: Int, _ generation: Int) {
+        guard let device = try? device(index), generation == device.stallGeneration else { return }
         advanceBoard(device)
         device.model.faults.streamStalled = false
         device.stats.withheldByStall = device.model.droppedNotifications

@@ -126,13 +126,15 @@ extension BlueZSimulator {
         guard powered else { throw BlueZError.notReady() }
         guard discoverySessions[sender] == nil else { throw BlueZError.busy() }
         discoverySessions[sender] = discoveryFilters[sender] ?? DiscoveryFilter()
-        guard scanTask == nil else { return }
+        guard !scanning else { return }
+        scanning = true
+        scanGeneration += 1
         update(Self.adapterPath, Self.adapterInterface, ["Discovering": .boolean(true)])
-        let generation = daemonGeneration
-        scanTask = Task { [weak self, configuration] in
+        let generation = scanGeneration
+        spawn("scanning") { [self, configuration] in
             try? await Task.sleep(for: configuration.discoveryDelay)
             while !Task.isCancelled {
-                guard let self, await self.scanTick(generation) else { return }
+                guard await scanTick(generation) else { return }
                 try? await Task.sleep(for: configuration.rssiInterval)
             }
         }
@@ -145,8 +147,9 @@ extension BlueZSimulator {
     }
 
     func stopScanning() {
-        scanTask?.cancel()
-        scanTask = nil
+        // The scan's next round finds a newer generation and ends.
+        scanning = false
+        scanGeneration += 1
         guard properties[Self.adapterPath] != nil else { return }
         if case .boolean(true)? = properties[Self.adapterPath]?[Self.adapterInterface]?["Discovering"] {
             update(Self.adapterPath, Self.adapterInterface, ["Discovering": .boolean(false)])
@@ -164,7 +167,7 @@ extension BlueZSimulator {
 
     /// One advertising round: new boards appear, seen boards get a new RSSI.
     func scanTick(_ generation: Int) async -> Bool {
-        guard generation == daemonGeneration, !discoverySessions.isEmpty, powered, !stopped else { return false }
+        guard generation == scanGeneration, !discoverySessions.isEmpty, powered, !stopped else { return false }
         for device in devices where !device.vanished {
             // A connected board does not advertise.
             guard !device.connected else { continue }

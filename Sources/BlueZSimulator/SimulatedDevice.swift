@@ -42,14 +42,14 @@ final class SimulatedDevice {
     var notifyPipeOwner: String?
     /// Bumped on every link change so stale link tasks stop.
     var linkGeneration = 0
-    var linkTask: Task<Void, Never>?
     var connectedAt: ContinuousClock.Instant?
     /// Notifications waiting for a connection event.
     var linkQueue: [[UInt8]] = []
     var tokens = 0.0
     var lastEvent: ContinuousClock.Instant?
     var dropFraction = 0.0
-    var stallTask: Task<Void, Never>?
+    /// Bumped by every stall, so only the newest one's timer ends it.
+    var stallGeneration = 0
     var requestWriteInFlight = false
     var stats = BoardStats()
     /// Stream samples that reached a subscriber, by index (the soak's ground truth).

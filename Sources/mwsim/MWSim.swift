@@ -188,15 +188,20 @@ struct MWSim: AsyncParsableCommand {
             }
         }
         let simulator = BlueZSimulator(configuration: configuration)
-        try await simulator.start()
-        await waitForTermination(duration)
-        await simulator.stop()
+        // Whichever ends first ends both: a termination signal (or --duration) stops the
+        // simulator; a simulator that fails ends mwsim with its error.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await simulator.run() }
+            group.addTask { await waitForTermination(duration) }
+            try await group.next()
+            group.cancelAll()
+        }
         writeToStandardError("mwsim: stopped")
     }
 
-    /// Returns on SIGTERM, SIGINT or after `seconds`.
+    /// Returns on SIGTERM, SIGINT, after `seconds` or when the calling task is cancelled.
     func waitForTermination(_ seconds: Double?) async {
-        let (stream, continuation) = AsyncStream.makeStream(of: Void.self)
+        let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         var sources: [any DispatchSourceSignal] = []
         for signalNumber in [SIGTERM, SIGINT] {
             Glibc.signal(signalNumber, SIG_IGN)
@@ -205,13 +210,16 @@ struct MWSim: AsyncParsableCommand {
             source.resume()
             sources.append(source)
         }
-        if let seconds {
-            Task {
-                try? await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
-                continuation.yield()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await _ in stream { break }
             }
+            if let seconds {
+                group.addTask { try? await Task.sleep(for: .milliseconds(Int64(seconds * 1000))) }
+            }
+            await group.next()
+            group.cancelAll()
         }
-        for await _ in stream { break }
         sources.forEach { $0.cancel() }
     }
 }

@@ -124,25 +124,34 @@ struct FaultTests {
 
     @Test func stallSilencesTheStreamForThePeriod() async throws {
         try await SimulatorHarness.with { harness in
-            let path = try await harness.connect(0)
-            let values = try await harness.client.propertiesChanged(sender: "org.bluez", pathNamespace: try harness.notifyPath(path),
-                                                                     interface: "org.bluez.GattCharacteristic1")
-            _ = try await harness.call(try harness.notifyPath(path), "org.bluez.GattCharacteristic1", "StartNotify")
-            for command in gyroStart100HzBMI160 { try await harness.write(path, command) }
-            var times: [ContinuousClock.Instant] = []
-            var stalled = false
-            for try await change in values where change.changed["Value"] != nil {
-                times.append(.now)
-                if times.count == 20 && !stalled {
-                    stalled = true
-                    _ = try await harness.control("Stall", [.uint32(0), .double(1.0)])
-                }
-                if times.count == 60 { break }
-            }
-            let gaps = zip(times, times.dropFirst()).map { $1 - $0 }
-            #expect(gaps.max() ?? .zero >= .milliseconds(800), "expected a silent second, largest gap \(String(describing: gaps.max()))")
+            let gap = try await Self.largestGap(harness, stalling: [1.0])
+            #expect(gap >= .milliseconds(800), "expected a silent second, largest gap \(gap)")
             #expect(try await harness.stats(0)["WithheldByStall"]?.uint64Value ?? 0 >= 50)
         }
+    }
+
+    /// A stall given while another runs replaces it: the stream stays silent for the new
+    /// one's period, not until the first one's would have ended.
+    @Test func aNewStallReplacesTheOneRunning() async throws {
+        try await SimulatorHarness.with { harness in
+            let gap = try await Self.largestGap(harness, stalling: [0.2, 1.5])
+            #expect(gap >= .milliseconds(1200), "expected 1.5 silent seconds, largest gap \(gap)")
+        }
+    }
+
+    /// The largest gap between 60 notifications of board 0's 100 Hz gyro stream when the
+    /// `stalls` (seconds each) are given one after the other at the 20th.
+    static func largestGap(_ harness: SimulatorHarness, stalling stalls: [Double]) async throws -> Duration {
+        let values = try await harness.gyroStream(0).values
+        var times: [ContinuousClock.Instant] = []
+        for try await change in values where change.changed["Value"] != nil {
+            times.append(.now)
+            if times.count == 20 {
+                for seconds in stalls { _ = try await harness.control("Stall", [.uint32(0), .double(seconds)]) }
+            }
+            if times.count == 60 { break }
+        }
+        return zip(times, times.dropFirst()).map { $1 - $0 }.max() ?? .zero
     }
 
     @Test func buttonPressArrivesAsNotification() async throws {

@@ -33,11 +33,7 @@ struct LinkTests {
 
     @Test func statsMatchWhatTheClientReceived() async throws {
         try await SimulatorHarness.with { harness in
-            let path = try await harness.connect(0)
-            let values = try await harness.client.propertiesChanged(sender: "org.bluez", pathNamespace: try harness.notifyPath(path),
-                                                                     interface: "org.bluez.GattCharacteristic1")
-            _ = try await harness.call(try harness.notifyPath(path), "org.bluez.GattCharacteristic1", "StartNotify")
-            for command in gyroStart100HzBMI160 { try await harness.write(path, command) }
+            let (path, values) = try await harness.gyroStream(0)
             var lastIndex: UInt16 = 0
             var count = 0
             for try await change in values {

@@ -11,20 +11,13 @@ final class SimulatorHarness: @unchecked Sendable {
     let bus: TestBus
     let simulator: BlueZSimulator
     let client: DBusConnection
-    let logLines = LockedLines()
+    let logLines: LockedLines
 
-    init(boards: Int = 1, model: SimulatorConfiguration.Model = .metamotionR,
-         configure: (inout SimulatorConfiguration) -> Void = { _ in }) async throws {
-        bus = try TestBus()
-        var configuration = SimulatorConfiguration(busAddress: bus.address, boards: boards, model: model)
-        configuration.discoveryDelay = .milliseconds(50)
-        configuration.rssiInterval = .milliseconds(200)
-        let lines = logLines
-        configuration.log = { lines.append($0) }
-        configure(&configuration)
-        simulator = BlueZSimulator(configuration: configuration)
-        try await simulator.start()
-        client = try await DBusConnection(address: bus.address)
+    private init(bus: TestBus, simulator: BlueZSimulator, client: DBusConnection, logLines: LockedLines) {
+        self.bus = bus
+        self.simulator = simulator
+        self.client = client
+        self.logLines = logLines
     }
 
     /// Runs a command with the bus in its environment on its own thread (a blocking wait on
@@ -39,24 +32,24 @@ final class SimulatorHarness: @unchecked Sendable {
         }
     }
 
-    /// Runs `body` with a fresh harness and always stops it.
+    /// Runs `body` with a fresh harness (the simulator running on a private bus) and always
+    /// stops it.
     static func with(boards: Int = 1, model: SimulatorConfiguration.Model = .metamotionR,
                      configure: (inout SimulatorConfiguration) -> Void = { _ in },
                      _ body: (SimulatorHarness) async throws -> Void) async throws {
-        let harness = try await SimulatorHarness(boards: boards, model: model, configure: configure)
-        do {
-            try await body(harness)
-        } catch {
-            await harness.stop()
-            throw error
+        let bus = try TestBus()
+        defer { bus.stop() }
+        var configuration = SimulatorConfiguration(busAddress: bus.address, boards: boards, model: model)
+        configuration.discoveryDelay = .milliseconds(50)
+        configuration.rssiInterval = .milliseconds(200)
+        let lines = LockedLines()
+        configuration.log = { lines.append($0) }
+        configure(&configuration)
+        try await BlueZSimulator.withRunning(configuration) { simulator in
+            let client = try await DBusConnection(address: bus.address)
+            defer { client.close() }
+            try await body(SimulatorHarness(bus: bus, simulator: simulator, client: client, logLines: lines))
         }
-        await harness.stop()
-    }
-
-    func stop() async {
-        client.close()
-        await simulator.stop()
-        bus.stop()
     }
 
     static let timeout: Duration = .seconds(20)
@@ -100,6 +93,18 @@ final class SimulatorHarness: @unchecked Sendable {
             try await property(path, "org.bluez.Device1", "ServicesResolved") == .boolean(true)
         }
         return path
+    }
+
+    /// Connects board `index` (a BMI160 board), subscribes to its notify characteristic's
+    /// values with StartNotify and starts its gyro at 100 Hz: its device path and the value
+    /// changes from then on.
+    func gyroStream(_ index: Int) async throws -> (device: DBusObjectPath, values: AsyncThrowingStream<DBusPropertiesChanged, any Error>) {
+        let path = try await connect(index)
+        let values = try await client.propertiesChanged(sender: "org.bluez", pathNamespace: try notifyPath(path),
+                                                        interface: "org.bluez.GattCharacteristic1")
+        _ = try await call(try notifyPath(path), "org.bluez.GattCharacteristic1", "StartNotify")
+        for command in gyroStart100HzBMI160 { try await write(path, command) }
+        return (path, values)
     }
 
     /// Writes command bytes to the MetaWear command characteristic.

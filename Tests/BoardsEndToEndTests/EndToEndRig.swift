@@ -28,31 +28,26 @@ final class EndToEndRig: @unchecked Sendable {
                      configure: (inout SimulatorConfiguration) -> Void = { _ in },
                      _ body: (EndToEndRig) async throws -> Void) async throws {
         let bus = try TestBus()
+        defer { bus.stop() }
         var configuration = SimulatorConfiguration(busAddress: bus.address, boards: boards, model: model)
         configuration.discoveryDelay = .milliseconds(100)
         configuration.rssiInterval = .milliseconds(500)
         let lines = LockedLines()
         configuration.log = { lines.append($0) }
         configure(&configuration)
-        let simulator = BlueZSimulator(configuration: configuration)
-        try await simulator.start()
-        let client: BlueZClient
-        do {
-            client = try await BlueZClient.open(busAddress: bus.address, discoveryUUIDs: [MetaWearGATT.service])
-        } catch {
-            await simulator.stop()
-            bus.stop()
-            throw error
+        try await BlueZSimulator.withRunning(configuration) { simulator in
+            let client = try await BlueZClient.open(busAddress: bus.address, discoveryUUIDs: [MetaWearGATT.service])
+            let rig = EndToEndRig(bus: bus, simulator: simulator, client: client, simulatorLog: lines)
+            // The client follows BlueZ beside the body; closing it ends its run().
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await client.run() }
+                var failure: (any Error)?
+                do { try await body(rig) } catch { failure = error }
+                await client.close()
+                try await group.waitForAll()
+                if let failure { throw failure }
+            }
         }
-        let rig = EndToEndRig(bus: bus, simulator: simulator, client: client, simulatorLog: lines)
-        let following = Task { await client.run() }
-        var failure: (any Error)?
-        do { try await body(rig) } catch { failure = error }
-        await client.close()
-        await following.value
-        await simulator.stop()
-        bus.stop()
-        if let failure { throw failure }
     }
 
     /// Board `index`'s address as our stack names it.

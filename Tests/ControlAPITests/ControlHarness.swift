@@ -30,17 +30,8 @@ final class ControlHarness: @unchecked Sendable {
 
     static let repositoryRoot = SimulatedGatewayRig.repositoryRoot
 
-    init(hazards: [String] = ["pothole", "crack", "curb", "crowd"], withUpstream: Bool = true,
-         simulator: (inout SimulatorConfiguration) -> Void = { _ in }) async throws {
-        rig = try await SimulatedGatewayRig.start(label: "ctl", simulator: simulator) { addresses, stateDirectory, busAddress in
-            var settings = GatewaySettings(
-                boards: .addresses(addresses), streaming: SimulatedGatewayRig.streaming,
-                gnss: .file(path: SimulatedGatewayRig.nmeaCapture, pacing: .realtime),
-                sessionMode: .manual, hazardCatalogue: hazards, stateDirectory: stateDirectory, busAddress: busAddress)
-            // mwctl's live views (status, board counters) are checked with live data.
-            settings.streamBetweenSessions = true
-            return settings
-        }
+    private init(rig: SimulatedGatewayRig, withUpstream: Bool) {
+        self.rig = rig
         var logger = Logger(label: "mwgate.control-test")
         logger.logLevel = .warning
         sync = FakeSync()
@@ -67,20 +58,32 @@ final class ControlHarness: @unchecked Sendable {
             _ = try? await running.value
         }
         running = nil
-        await rig.stop()
     }
 
-    static func with(withUpstream: Bool = true, simulator: (inout SimulatorConfiguration) -> Void = { _ in },
+    /// Runs `body` with the simulator, the gateway and the control server running, and always
+    /// tears them down.
+    static func with(hazards: [String] = ["pothole", "crack", "curb", "crowd"], withUpstream: Bool = true,
+                     simulator: (inout SimulatorConfiguration) -> Void = { _ in },
                      _ body: (ControlHarness) async throws -> Void) async throws {
-        let harness = try await ControlHarness(withUpstream: withUpstream, simulator: simulator)
-        do {
-            try await harness.start()
-            try await body(harness)
-        } catch {
+        try await SimulatedGatewayRig.with(label: "ctl", simulator: simulator, settings: { addresses, stateDirectory, busAddress in
+            var settings = GatewaySettings(
+                boards: .addresses(addresses), streaming: SimulatedGatewayRig.streaming,
+                gnss: .file(path: SimulatedGatewayRig.nmeaCapture, pacing: .realtime),
+                sessionMode: .manual, hazardCatalogue: hazards, stateDirectory: stateDirectory, busAddress: busAddress)
+            // mwctl's live views (status, board counters) are checked with live data.
+            settings.streamBetweenSessions = true
+            return settings
+        }) { rig in
+            let harness = ControlHarness(rig: rig, withUpstream: withUpstream)
+            do {
+                try await harness.start()
+                try await body(harness)
+            } catch {
+                await harness.tearDown()
+                throw error
+            }
             await harness.tearDown()
-            throw error
         }
-        await harness.tearDown()
     }
 
     /// Runs mwctl against this bus.

@@ -13,18 +13,18 @@ import TestSupport
 /// caller's business (with or without a control server on top).
 ///
 /// ```swift
-/// let rig = try await SimulatedGatewayRig.start(label: "gw") { addresses, stateDirectory, bus in
+/// try await SimulatedGatewayRig.with(label: "gw", settings: { addresses, stateDirectory, bus in
 ///     GatewaySettings(boards: .addresses(addresses), streaming: SimulatedGatewayRig.streaming, ...)
+/// }) { rig in
+///     // ... run rig.gateway.serviceGroup(...) and let it end before returning
 /// }
-/// // ... run rig.gateway.serviceGroup(...), then
-/// await rig.stop()
 /// ```
 public struct SimulatedGatewayRig: Sendable {
     public let bus: TestBus
     public let simulator: BlueZSimulator
     /// The simulated boards' addresses, in simulator index order.
     public let addresses: [BluetoothAddress]
-    /// A fresh temporary state directory (removed by ``stop()``).
+    /// A fresh temporary state directory (removed when ``with(label:simulator:settings:_:)`` ends).
     public let stateDirectory: URL
     public let gateway: Gateway
 
@@ -46,26 +46,29 @@ public struct SimulatedGatewayRig: Sendable {
         }
     }()
 
-    /// Starts the bus and simulator, then assembles a gateway from `settings(addresses,
-    /// stateDirectory, busAddress)`. The clock probe says "not synchronised", as on a Pi
-    /// without NTP: the GNSS UTC offset corrects the clock (the capture is from 2026-08-05).
-    /// `simulator` shapes the simulated bluetoothd and boards (e.g. which world of Device
-    /// Information they show).
-    public static func start(
+    /// Starts the bus and simulator, assembles a gateway from `settings(addresses,
+    /// stateDirectory, busAddress)` and runs `body` with them; then stops the simulator and the
+    /// bus and removes the state directory (`body` lets the gateway's services end first).
+    /// The clock probe says "not synchronised", as on a Pi without NTP: the GNSS UTC offset
+    /// corrects the clock (the capture is from 2026-08-05). `simulator` shapes the simulated
+    /// bluetoothd and boards (e.g. which world of Device Information they show).
+    public static func with<Value>(
         label: String,
         simulator: (inout SimulatorConfiguration) -> Void = { _ in },
-        settings: ([BluetoothAddress], String, String) throws -> GatewaySettings
-    ) async throws -> SimulatedGatewayRig {
+        settings: ([BluetoothAddress], String, String) throws -> GatewaySettings,
+        isolation: isolated (any Actor)? = #isolation,
+        _ body: (SimulatedGatewayRig) async throws -> Value
+    ) async throws -> Value {
         let bus = try TestBus()
+        defer { bus.stop() }
         var configuration = SimulatorConfiguration(busAddress: bus.address, boards: 2, model: .mixed)
         configuration.discoveryDelay = .milliseconds(50)
         configuration.log = { _ in }
         simulator(&configuration)
-        let simulator = BlueZSimulator(configuration: configuration)
         let stateDirectory = FileManager.default.temporaryDirectory
             .appendingPathComponent("mwgate-\(label)-\(UUID().uuidString.prefix(8))")
-        do {
-            try await simulator.start()
+        defer { try? FileManager.default.removeItem(at: stateDirectory) }
+        return try await BlueZSimulator.withRunning(configuration) { simulator in
             var addresses: [BluetoothAddress] = []
             for index in 0..<2 {
                 let info = try await simulator.boardInfo(index)
@@ -77,21 +80,8 @@ public struct SimulatedGatewayRig: Sendable {
             let gateway = try await Gateway.assemble(
                 settings: try settings(addresses, stateDirectory.path, bus.address), logger: logger,
                 clockProbe: FixedClockSynchronisation(false))
-            return SimulatedGatewayRig(bus: bus, simulator: simulator, addresses: addresses,
-                                       stateDirectory: stateDirectory, gateway: gateway)
-        } catch {
-            await simulator.stop()
-            bus.stop()
-            try? FileManager.default.removeItem(at: stateDirectory)
-            throw error
+            return try await body(SimulatedGatewayRig(bus: bus, simulator: simulator, addresses: addresses,
+                                                      stateDirectory: stateDirectory, gateway: gateway))
         }
-    }
-
-    /// Stops the simulator and the bus and removes the state directory (after the gateway's
-    /// services have ended).
-    public func stop() async {
-        await simulator.stop()
-        bus.stop()
-        try? FileManager.default.removeItem(at: stateDirectory)
     }
 }

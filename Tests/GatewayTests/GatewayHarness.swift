@@ -30,18 +30,8 @@ final class GatewayHarness: @unchecked Sendable {
     static let nmeaCapture = SimulatedGatewayRig.nmeaCapture
     static let streaming = SimulatedGatewayRig.streaming
 
-    init(mode: GatewaySettings.SessionMode, gnss: Bool = true, streamBetweenSessions: Bool = false,
-         backfill: Bool = false) async throws {
-        rig = try await SimulatedGatewayRig.start(label: "gw") { addresses, stateDirectory, busAddress in
-            var settings = GatewaySettings(
-                boards: .addresses(addresses), streaming: SimulatedGatewayRig.streaming,
-                gnss: gnss ? .file(path: SimulatedGatewayRig.nmeaCapture, pacing: .realtime) : nil,
-                sessionMode: mode, stateDirectory: stateDirectory, busAddress: busAddress,
-                alwaysModeIdleStop: .seconds(30))
-            settings.streamBetweenSessions = streamBetweenSessions
-            settings.backfill = backfill
-            return settings
-        }
+    private init(rig: SimulatedGatewayRig) {
+        self.rig = rig
         group = rig.gateway.serviceGroup(gracefulShutdownSignals: [])
     }
 
@@ -57,23 +47,33 @@ final class GatewayHarness: @unchecked Sendable {
         running = nil
     }
 
-    /// Stops everything (also after a failed test).
+    /// Shuts the services down if they still run (also after a failed test).
     func tearDown() async {
         if running != nil { try? await shutDown() }
-        await rig.stop()
     }
 
-    /// Runs `body` with a started harness and always tears it down.
+    /// Runs `body` with a started harness and always tears it down (the services, then the
+    /// simulator and the bus).
     static func with(mode: GatewaySettings.SessionMode, gnss: Bool = true, streamBetweenSessions: Bool = false,
                      backfill: Bool = false, _ body: (GatewayHarness) async throws -> Void) async throws {
-        let harness = try await GatewayHarness(mode: mode, gnss: gnss, streamBetweenSessions: streamBetweenSessions,
-                                               backfill: backfill)
-        harness.start()
-        do { try await body(harness) } catch {
+        try await SimulatedGatewayRig.with(label: "gw", settings: { addresses, stateDirectory, busAddress in
+            var settings = GatewaySettings(
+                boards: .addresses(addresses), streaming: SimulatedGatewayRig.streaming,
+                gnss: gnss ? .file(path: SimulatedGatewayRig.nmeaCapture, pacing: .realtime) : nil,
+                sessionMode: mode, stateDirectory: stateDirectory, busAddress: busAddress,
+                alwaysModeIdleStop: .seconds(30))
+            settings.streamBetweenSessions = streamBetweenSessions
+            settings.backfill = backfill
+            return settings
+        }) { rig in
+            let harness = GatewayHarness(rig: rig)
+            harness.start()
+            do { try await body(harness) } catch {
+                await harness.tearDown()
+                throw error
+            }
             await harness.tearDown()
-            throw error
         }
-        await harness.tearDown()
     }
 
     /// Polls the pipeline's status until `condition` holds (generous: a loaded 2-core machine).

@@ -278,9 +278,7 @@ struct GatewayPipelineTests {
     }
 
     @Test func gracefulShutdownSealsTheOpenSessionAndTurnsTheSensorsOff() async throws {
-        let h = try await GatewayHarness(mode: .manual)
-        h.start()
-        do {
+        try await GatewayHarness.with(mode: .manual) { h in
             try await h.eventually("both boards connected") { s in s.boards.count == 2 && s.boards.allSatisfy(\.isConnected) }
             let sessionID = try await h.gateway.pipeline.startSession()
             try await h.eventually("a few seconds of samples") { s in s.boards.allSatisfy { $0.gyroSamplesInSession >= 150 } }
@@ -306,11 +304,7 @@ struct GatewayPipelineTests {
             #expect(try await h.sensorsOff(1))
             // Commands after shutdown are refused with a reason, never a crash.
             await #expect(throws: RecordingPipeline.CommandError.self) { try await h.gateway.pipeline.startSession() }
-        } catch {
-            await h.tearDown()
-            throw error
         }
-        await h.tearDown()
     }
 
     /// The VM's debug run: the boards' stop took 2.1 s while samples were queued, and the seal,
