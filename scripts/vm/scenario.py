@@ -1111,6 +1111,14 @@ def report_drops(checks, rows, gaps, runs):
     if subscribe:
         checks.metric("link up -> notifications on (board's side), median s", subscribe[len(subscribe) // 2])
         checks.metric("link up -> notifications on (board's side), worst s", subscribe[-1])
+    taken = sorted(r["link up -> first recorded sample taken s"] for r in rows
+                   if r.get("link up -> first recorded sample taken s") is not None)
+    if taken:
+        checks.metric("link up -> first recorded sample taken, median s", taken[len(taken) // 2])
+        checks.record("bench: first recorded sample taken within 1 s of the link coming back (board's clock)",
+                      len(taken) == len(rows) and taken[-1] <= 1.0,
+                      f"{len(taken)} of {len(rows)} drops placed; median {taken[len(taken) // 2]:.2f} s, "
+                      f"worst {taken[-1]:.2f} s")
     name = "bench: samples lost per link drop <= link down time + 100 ms"
     if runs is None or any(r["down s"] is None for r in rows):
         checks.record(name, False, f"cannot tell: sent runs {'missing' if runs is None else 'found'}, "
