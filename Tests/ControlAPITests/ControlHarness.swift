@@ -19,8 +19,6 @@ import TestSupport
 final class ControlHarness: @unchecked Sendable {
     let rig: SimulatedGatewayRig
     let sync: FakeSync
-    private let group: ServiceGroup
-    private var running: Task<Void, any Error>?
 
     var bus: TestBus { rig.bus }
     var simulator: BlueZSimulator { rig.simulator }
@@ -30,38 +28,13 @@ final class ControlHarness: @unchecked Sendable {
 
     static let repositoryRoot = SimulatedGatewayRig.repositoryRoot
 
-    private init(rig: SimulatedGatewayRig, withUpstream: Bool) {
+    private init(rig: SimulatedGatewayRig, sync: FakeSync) {
         self.rig = rig
-        var logger = Logger(label: "mwgate.control-test")
-        logger.logLevel = .warning
-        sync = FakeSync()
-        let server = ControlServer(gateway: rig.gateway, sync: withUpstream ? sync : nil, busAddress: rig.bus.address, logger: logger)
-        group = rig.gateway.serviceGroup(adding: [server], gracefulShutdownSignals: [])
+        self.sync = sync
     }
 
-    func start() async throws {
-        let group = group
-        running = Task { try await group.run() }
-        // Ready when the name has an owner.
-        let connection = try await DBusConnection(address: bus.address)
-        defer { connection.close() }
-        let deadline = ContinuousClock.now + .seconds(30)
-        while try await connection.nameOwner(GatewayControl.busName) == nil {
-            guard ContinuousClock.now < deadline else { throw TestBusError(message: "the control server never owned its name") }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-    }
-
-    func tearDown() async {
-        if let running {
-            await group.triggerGracefulShutdown()
-            _ = try? await running.value
-        }
-        running = nil
-    }
-
-    /// Runs `body` with the simulator, the gateway and the control server running, and always
-    /// tears them down.
+    /// Runs `body` once the control server owns its name, with the simulator, the gateway and
+    /// the control server running, and always ends them (the services gracefully).
     static func with(hazards: [String] = ["pothole", "crack", "curb", "crowd"], withUpstream: Bool = true,
                      simulator: (inout SimulatorConfiguration) -> Void = { _ in },
                      _ body: (ControlHarness) async throws -> Void) async throws {
@@ -74,15 +47,26 @@ final class ControlHarness: @unchecked Sendable {
             settings.streamBetweenSessions = true
             return settings
         }) { rig in
-            let harness = ControlHarness(rig: rig, withUpstream: withUpstream)
-            do {
-                try await harness.start()
-                try await body(harness)
-            } catch {
-                await harness.tearDown()
-                throw error
+            var logger = Logger(label: "mwgate.control-test")
+            logger.logLevel = .warning
+            let sync = FakeSync()
+            let server = ControlServer(gateway: rig.gateway, sync: withUpstream ? sync : nil, busAddress: rig.bus.address, logger: logger)
+            let group = rig.gateway.serviceGroup(adding: [server], gracefulShutdownSignals: [])
+            try await RunningServices.with(run: { try await group.run() }, shutDown: { await group.triggerGracefulShutdown() }) { _ in
+                try await waitForControlName(on: rig.bus)
+                try await body(ControlHarness(rig: rig, sync: sync))
             }
-            await harness.tearDown()
+        }
+    }
+
+    /// Returns once the control server's bus name has an owner.
+    static func waitForControlName(on bus: TestBus) async throws {
+        let connection = try await DBusConnection(address: bus.address)
+        defer { connection.close() }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while try await connection.nameOwner(GatewayControl.busName) == nil {
+            guard ContinuousClock.now < deadline else { throw TestBusError(message: "the control server never owned its name") }
+            try await Task.sleep(for: .milliseconds(50))
         }
     }
 

@@ -16,10 +16,9 @@ import Testing
 /// A private bus with an in-process BlueZ simulator (one MetaMotion R / BMI160 and one
 /// MetaMotion S / BMI270), a temporary state directory and a gateway assembled on them,
 /// running in a `ServiceGroup`.
-final class GatewayHarness: @unchecked Sendable {
+final class GatewayHarness: Sendable {
     let rig: SimulatedGatewayRig
-    let group: ServiceGroup
-    private(set) var running: Task<Void, any Error>?
+    let services: RunningServices
 
     var bus: TestBus { rig.bus }
     var simulator: BlueZSimulator { rig.simulator }
@@ -30,30 +29,18 @@ final class GatewayHarness: @unchecked Sendable {
     static let nmeaCapture = SimulatedGatewayRig.nmeaCapture
     static let streaming = SimulatedGatewayRig.streaming
 
-    private init(rig: SimulatedGatewayRig) {
+    private init(rig: SimulatedGatewayRig, services: RunningServices) {
         self.rig = rig
-        group = rig.gateway.serviceGroup(gracefulShutdownSignals: [])
-    }
-
-    func start() {
-        let group = group
-        running = Task { try await group.run() }
+        self.services = services
     }
 
     /// Triggers a graceful shutdown and waits for every service to end.
     func shutDown() async throws {
-        await group.triggerGracefulShutdown()
-        try await running?.value
-        running = nil
+        try await services.shutDown()
     }
 
-    /// Shuts the services down if they still run (also after a failed test).
-    func tearDown() async {
-        if running != nil { try? await shutDown() }
-    }
-
-    /// Runs `body` with a started harness and always tears it down (the services, then the
-    /// simulator and the bus).
+    /// Runs `body` with the gateway's services running and always ends them (gracefully),
+    /// then the simulator and the bus.
     static func with(mode: GatewaySettings.SessionMode, gnss: Bool = true, streamBetweenSessions: Bool = false,
                      backfill: Bool = false, _ body: (GatewayHarness) async throws -> Void) async throws {
         try await SimulatedGatewayRig.with(label: "gw", settings: { addresses, stateDirectory, busAddress in
@@ -66,13 +53,10 @@ final class GatewayHarness: @unchecked Sendable {
             settings.backfill = backfill
             return settings
         }) { rig in
-            let harness = GatewayHarness(rig: rig)
-            harness.start()
-            do { try await body(harness) } catch {
-                await harness.tearDown()
-                throw error
+            let group = rig.gateway.serviceGroup(gracefulShutdownSignals: [])
+            try await RunningServices.with(run: { try await group.run() }, shutDown: { await group.triggerGracefulShutdown() }) { services in
+                try await body(GatewayHarness(rig: rig, services: services))
             }
-            await harness.tearDown()
         }
     }
 
