@@ -114,52 +114,43 @@ struct ControlAPIFuzzTests {
                 try await connection.call(destination: GatewayControl.busName, path: GatewayControl.objectPath,
                                           interface: GatewayControl.interface, member: member, arguments: arguments, timeout: timeout)
             }
+            defer { connection.close() }
             // The services run beside the fuzzing and are shut down after it, whatever it found.
-            try await withThrowingTaskGroup(of: Void.self) { services in
-                services.addTask { try await group.run() }
-                var failure: (any Error)?
-                do {
-                    let deadline = ContinuousClock.now + .seconds(60)
-                    while try await connection.nameOwner(GatewayControl.busName) == nil {
-                        guard ContinuousClock.now < deadline else { throw TestBusError(message: "the control server never owned its name") }
-                        try await Task.sleep(for: .milliseconds(50))
-                    }
-                    // Data accepted before the bad input: one recorded, stopped session.
-                    let session = try await Self.recordOneSession(rig: rig, call: call)
-                    let before = try rig.gateway.store.dataset(sessionID: session.id).points
-                    try #require(!before.isEmpty)
-
-                    // Regression (make fuzz, seed 0xea6327973306bbb0): an empty hazard name was refused
-                    // as "unknown hazard  (known: …)", naming nothing.
-                    do {
-                        _ = try await call("SubmitSurvey", [.string(""), .dictionary(key: .string, value: .int32,
-                                                                                     [DBusDictionaryEntry(key: .string(""), value: .int32(2))])])
-                        Issue.record("a survey with an empty hazard name was accepted")
-                    } catch let error as DBusError {
-                        #expect(error.name == GatewayControl.ErrorName.invalidArgument && error.message.contains("hazard name is empty"), "\(error)")
-                    }
-
-                    var tally = FuzzTally(parser: "control API")
-                    for seed in Fuzz.seeds("control API", count: Fuzz.count(500)) {
-                        var c = FuzzCase(parser: "control API", seed: seed)
-                        await Self.oneCall(&c, sessions: [session.id], call: call)
-                        tally.add(c)
-                    }
-                    tally.report()
-                    #expect(tally.failures == 0)
-
-                    // Still serving, the buffer intact, the earlier session's points all there.
-                    _ = try await call("GetStatus")
-                    #expect(try rig.gateway.store.integrityCheck() == "ok")
-                    let after = try rig.gateway.store.dataset(sessionID: session.id).points
-                    #expect(after == before, "the session recorded before the fuzzing changed: \(before.count) points before, \(after.count) after")
-                } catch {
-                    failure = error
+            try await RunningServices.with(run: { try await group.run() }, shutDown: { await group.triggerGracefulShutdown() }) { _ in
+                let deadline = ContinuousClock.now + .seconds(60)
+                while try await connection.nameOwner(GatewayControl.busName) == nil {
+                    guard ContinuousClock.now < deadline else { throw TestBusError(message: "the control server never owned its name") }
+                    try await Task.sleep(for: .milliseconds(50))
                 }
-                connection.close()
-                await group.triggerGracefulShutdown()
-                try? await services.waitForAll()
-                if let failure { throw failure }
+                // Data accepted before the bad input: one recorded, stopped session.
+                let session = try await Self.recordOneSession(rig: rig, call: call)
+                let before = try rig.gateway.store.dataset(sessionID: session.id).points
+                try #require(!before.isEmpty)
+
+                // Regression (make fuzz, seed 0xea6327973306bbb0): an empty hazard name was refused
+                // as "unknown hazard  (known: …)", naming nothing.
+                do {
+                    _ = try await call("SubmitSurvey", [.string(""), .dictionary(key: .string, value: .int32,
+                                                                                 [DBusDictionaryEntry(key: .string(""), value: .int32(2))])])
+                    Issue.record("a survey with an empty hazard name was accepted")
+                } catch let error as DBusError {
+                    #expect(error.name == GatewayControl.ErrorName.invalidArgument && error.message.contains("hazard name is empty"), "\(error)")
+                }
+
+                var tally = FuzzTally(parser: "control API")
+                for seed in Fuzz.seeds("control API", count: Fuzz.count(500)) {
+                    var c = FuzzCase(parser: "control API", seed: seed)
+                    await Self.oneCall(&c, sessions: [session.id], call: call)
+                    tally.add(c)
+                }
+                tally.report()
+                #expect(tally.failures == 0)
+
+                // Still serving, the buffer intact, the earlier session's points all there.
+                _ = try await call("GetStatus")
+                #expect(try rig.gateway.store.integrityCheck() == "ok")
+                let after = try rig.gateway.store.dataset(sessionID: session.id).points
+                #expect(after == before, "the session recorded before the fuzzing changed: \(before.count) points before, \(after.count) after")
             }
         }
     }
