@@ -54,6 +54,10 @@ struct MWSim: AsyncParsableCommand {
             ticks and reset UIDs, paced readout with pages, clearing, resets); it logs while its
             link is down. --flash-capacity N shrinks the flash to test a full log, --readout-rate
             paces downloads; GetStats reports FlashEntriesStored/Refused/Overwritten and ResetUID.
+
+            Lifetime: mwsim runs until SIGTERM/SIGINT or --duration, then gives up its names and
+            exits 0; if its connection to the bus is lost it exits 1 with that error, as
+            bluetoothd exits when the system bus goes.
             """
     )
 
