@@ -131,14 +131,17 @@ extension BufferStore: RecordingStore {
         // `liveSessionColumns`) and stored when it stops; its summary and day row do not count
         // its samples (history adds them live). So a seal into a recording session writes no
         // session, summary or day page. A seal into any other session updates them here.
+        // A recovered session ends with its last point: a correction chunk of its restart gap
+        // (see `restartGaps(sessionIDs:)`) moves its end.
         if !found.live {
             try db.execute(sql: """
                 UPDATE sessions SET point_count = point_count + ?1, missed = missed + ?4,
                     boards = CASE WHEN EXISTS (SELECT 1 FROM json_each(boards) WHERE value = ?2) THEN boards
                              ELSE (SELECT json_group_array(value) FROM
-                                   (SELECT value FROM json_each(boards) UNION SELECT ?2 ORDER BY 1)) END
+                                   (SELECT value FROM json_each(boards) UNION SELECT ?2 ORDER BY 1)) END,
+                    ended_at = CASE WHEN stop_trigger = 'recovered' THEN max(coalesce(ended_at, ?5), ?5) ELSE ended_at END
                 WHERE id = ?3
-                """, arguments: [chunk.pointCount, chunk.board, chunk.sessionID, chunk.missedSamples])
+                """, arguments: [chunk.pointCount, chunk.board, chunk.sessionID, chunk.missedSamples, chunk.lastTimestamp])
             try refreshSummary(db, sessionID: chunk.sessionID)
         }
         return name

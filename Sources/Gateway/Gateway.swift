@@ -84,7 +84,15 @@ public struct Gateway: Sendable {
             throw GatewayError("cannot reach BlueZ on \(settings.busAddress ?? "the system bus"): \(error)")
         }
 
-        let pipeline = RecordingPipeline(settings: settings, store: store, logger: logger, clockProbe: clockProbe)
+        // What the boards logged while no gateway ran is in their flash logs.
+        var restartGaps: [RestartGap] = []
+        if settings.backfill, !recovered.isEmpty {
+            do { restartGaps = try store.restartGaps(sessionIDs: recovered) } catch {
+                logger.warning("the recovered sessions' restart gaps cannot be read, they stay unfilled: \(error)")
+            }
+        }
+        let pipeline = RecordingPipeline(settings: settings, store: store, logger: logger, clockProbe: clockProbe,
+                                         restartGaps: restartGaps)
         let gnssLogger = logger
         let source = settings.gnss?.makeSource(configuration: FixSourceConfiguration(events: { gnssLogger.info("gnss: \($0)") }))
 

@@ -69,9 +69,12 @@ public actor RecordingPipeline {
     public nonisolated var unownedExecutor: UnownedSerialExecutor { RecordingThread.shared.asUnownedSerialExecutor() }
 
     /// A pipeline writing into `store`. `timeline` maps event instants to the Recording clock.
+    /// `restartGaps` are the gaps a restart left in the sessions startup recovery closed
+    /// (``BufferStore/restartGaps(sessionIDs:)``): each board's flash log fills its gap when
+    /// it streams again.
     public init(settings: GatewaySettings, store: BufferStore, logger: Logger,
                 clockProbe: any ClockSynchronisationProbe = KernelClockSynchronisation(),
-                timeline: MonotonicTimeline = MonotonicTimeline()) {
+                timeline: MonotonicTimeline = MonotonicTimeline(), restartGaps: [RestartGap] = []) {
         self.settings = settings
         self.logger = logger
         self.timeline = timeline
@@ -87,6 +90,7 @@ public actor RecordingPipeline {
         book = StatusBook(gnssSource: settings.gnss?.description, gyroRateHz: settings.gyroRateHertz,
                           accelerometerRateHz: settings.accelerometerRateHertz)
         try? controller.adoptAwaitingSurveyFromStore()
+        controller.expectRestartBackfill(restartGaps)
         backlog = BacklogWatch(read: { try store.backlogStats() })
         (sensorDemand, sensorDemandContinuation) = AsyncStream.makeStream(of: Bool.self, bufferingPolicy: .bufferingNewest(1))
         (backfillDemand, backfillDemandContinuation) = AsyncStream.makeStream(of: BackfillDemand.self, bufferingPolicy: .bufferingNewest(64))

@@ -37,6 +37,7 @@ extension SessionController {
     public func expectBackfill(board: String, _ expected: Bool) {
         if expected { backfillBoards.insert(board) } else { backfillBoards.remove(board) }
         boards[board]?.backfillExpected = expected
+        if expected { requestRestartBackfill(board: board) }
         if !expected { releaseHold(board: board, backfilled: []) }
     }
 
@@ -54,6 +55,7 @@ extension SessionController {
     /// readout, or (`complete`) the last one. Those inside the gap its held points wait on are
     /// merged before them once the readout is complete; the held points are then committed.
     /// A page before the last is placed provisionally and journaled with the held points.
+    /// Those in a restart gap (``expectRestartBackfill(_:)``) are sealed into its session.
     /// `bootOrigins` are where each boot's tick 0 lies on the monotonic clock (the board clock
     /// read at connect), by reset UID.
     ///
@@ -63,10 +65,12 @@ extension SessionController {
     public func backfill(board: String, logged: [LoggedSample], bootOrigins: [UInt8: Int64], complete: Bool = true,
                          now: Int64? = nil) -> BackfillOutcome {
         var outcome = BackfillOutcome()
+        let restartGapStored = backfillRestartGap(board: board, page: logged, bootOrigins: bootOrigins, complete: complete,
+                                                  outcome: &outcome)
         guard boards[board]?.hold != nil else {
-            // Nothing waits for it (the gap was committed when the wait ended, or no gap): what
-            // the page holds is streamed, or can no longer be placed.
-            outcome.durable = writeSegments(now: now, force: true)
+            // Nothing else waits for it (the gap was committed when the wait ended, or no gap):
+            // what the page holds is streamed, or can no longer be placed.
+            outcome.durable = writeSegments(now: now, force: true) && restartGapStored
             return outcome
         }
         let fresh = boards[board]?.hold?.add(logged) ?? []
@@ -74,13 +78,13 @@ extension SessionController {
         guard let hold = boards[board]?.hold else { return outcome }
         let points = place(board: board, logged: hold.logged, bootOrigins: hold.bootOrigins, outcome: &outcome)
         if complete {
-            outcome.filled = points.count
-            outcome.stillMissing = releaseHold(board: board, backfilled: points.map(\.point))
+            outcome.filled += points.count
+            outcome.stillMissing += releaseHold(board: board, backfilled: points.map(\.point))
         } else {
             let freshSet = Set(fresh.map { BackfillKey(resetUID: $0.resetUID, tick: $0.tick) })
             boards[board]?.hold?.unjournaledBackfill += points.filter { freshSet.contains($0.key) }.map(\.point)
         }
-        outcome.durable = writeSegments(now: now, force: true)
+        outcome.durable = writeSegments(now: now, force: true) && restartGapStored
         return outcome
     }
 

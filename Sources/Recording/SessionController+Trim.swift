@@ -5,7 +5,7 @@
 /// mark, what the previous one counted is dropped if every sample of that stretch is stored:
 /// no gap was noticed since, no points wait for a backfill, the stream went on at least 2 s
 /// past the mark (a stall spanning it would show as a gap first), and the segments are
-/// written. Samples of a gap whose wait ended unfilled go with the trim (nothing fetches them
+/// written, and no restart gap waits for the log. Samples of a gap whose wait ended unfilled go with the trim (nothing fetches them
 /// later).
 extension SessionController {
     /// What to do with a board's flash log now.
@@ -33,6 +33,8 @@ extension SessionController {
 
     private func trimmable(board: String, since mark: TrimMark, now: Int64) -> Bool {
         guard let stream = boards[board], stream.hold == nil, gapsNoticed[board, default: 0] == mark.gaps else { return false }
+        // The log holds a restart gap not stored yet (between sessions too).
+        guard restartGaps[board] == nil else { return false }
         // Between sessions nothing is stored, and nothing logged is wanted.
         guard session != nil else { return true }
         guard let last = stream.previousPointTime, last >= timeBase.epochMilliseconds(monotonic: mark.at) + 2000 else { return false }

@@ -112,6 +112,8 @@ public final class SessionController {
     var gapsNoticed: [String: Int] = [:]
     /// Per board: the last flash log length mark.
     var trimMarks: [String: TrimMark] = [:]
+    /// Per board: the gap a gateway restart left in a recovered session, until its log fills it.
+    var restartGaps: [String: PendingRestartGap] = [:]
     /// Sessions stopped and awaiting their hazard survey, oldest first.
     public private(set) var awaitingSurvey: [String] = []
     /// Stopped sessions that recorded no point (no records document can be written for them).
@@ -119,7 +121,7 @@ public final class SessionController {
     /// The last store error (recording goes on; failed seals are retried on `tick`).
     public internal(set) var lastStoreError: String?
     /// Chunks sealed by this controller, in order (name, session, board, seq, points).
-    public private(set) var sealedCount = 0
+    public internal(set) var sealedCount = 0
 
     /// A controller writing into `store`; `makeID` names sessions (UUIDs by default).
     public init(store: any RecordingStore, timeBase: TimeBase, configuration: Configuration = Configuration(),
@@ -330,6 +332,7 @@ public final class SessionController {
         let source = timeBase.source
         var released: [LocationMerger<GyroItem>.Located] = []
         rememberStreamed(board: board, stamped)
+        if let first = stamped.first?.times.first { restartStreamResumed(board: board, at: first) }
         for s in stamped {
             for (k, t) in s.times.enumerated() {
                 let item = GyroItem(sample: s.payload[k], missedBefore: k == 0 ? s.missedBefore : 0, source: source)

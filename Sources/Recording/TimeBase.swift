@@ -68,6 +68,12 @@ public struct TimeBase: Sendable {
         Double(monotonic + wallMinusMonotonic) / 1e6 + correction * 1000
     }
 
+    /// The monotonic time of epoch milliseconds (the inverse of ``epochMilliseconds(monotonic:)``
+    /// with today's correction): where a stored time lies on this process's clock.
+    public func monotonic(epochMilliseconds: Double) -> Int64 {
+        Int64(((epochMilliseconds - correction * 1000) * 1e6).rounded()) - wallMinusMonotonic
+    }
+
     /// Epoch milliseconds of a system-clock date (with the same correction).
     public func epochMilliseconds(system date: Date) -> Double {
         date.timeIntervalSince1970 * 1000 + correction * 1000

@@ -1,0 +1,215 @@
+import Basics
+import Buffer
+import Foundation
+import MetaWear
+import MetaWearBoardModel
+import Recording
+import Testing
+
+/// The gap a gateway restart leaves (kill -9, power loss) is filled from the board's flash log
+/// (issue 21): a board model logs and streams its 100 Hz gyro into a session on a real buffer
+/// (SQLite and segment journal); the gateway is killed (recorder and store dropped without a
+/// stop) while the board goes on logging; a new process recovers the session, the board links
+/// again and streams into an always-mode session, its log is read in the background (its flash
+/// log trimmed as `BoardSession` does) and every sample the board took is stored once, in
+/// order, the gap's marked backfilled in the interrupted session.
+@Suite("Flash log: the restart gap")
+struct RestartGapTests {
+    static func index(_ p: RecordedPoint) -> Int { Int(UInt16(bitPattern: Int16((Double(p.gyroscope.x) * 16.4).rounded()))) }
+
+    struct Run {
+        /// The points of the documents the interrupted session's records document names (the
+        /// recovered chunks and the corrections), in its order; then the new session's.
+        var interrupted: [RecordedPoint]
+        var resumed: [RecordedPoint]
+        /// Chunks the records document names, and chunks the interrupted session has.
+        var namedChunks: Int
+        var chunks: Int
+        /// Entries still on the board.
+        var onBoard: Int
+        /// The interrupted session's end as stored.
+        var interruptedEnd: Double?
+    }
+
+    // swiftlint:disable:next function_body_length
+    /// The gateway dies `killAt` s into the session and is back `down` s later; the board's
+    /// log is read when the recorder asks, or `downloadAfter` s after the restart at the
+    /// earliest (the log's trims go on meanwhile).
+    func record(profile: BoardProfile, seed: UInt64, killAt: Double = 10, down: Double, downloadAfter: Double = 0) throws -> Run {
+        print("RestartGapTests seed \(seed)")
+        let dir = NSTemporaryDirectory() + "mwgate-restart-gap-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = BufferStore.path(inStateDirectory: dir)
+        let storeConfiguration = BufferStore.Configuration(userID: "00000000-0000-4000-8000-000000000001")
+        var store = try BufferStore(path: path, configuration: storeConfiguration)
+        // CLOCK_MONOTONIC and the wall clock go on through a process restart: one time base.
+        let base = TimeBase(wallNanoseconds: 1_800_000_000_000_000_000, monotonicNanoseconds: 0, systemClockSynchronised: true)
+        var controller = SessionController(store: store, timeBase: base)
+        let chip: IMUChip = profile.chip == .bmi160 ? .bmi160 : .bmi270
+        var board = SimulatedBoard(profile: profile, seed: 7)
+        board.tickAtPowerOn = 654_321
+        board.flashLog.pageEntries = 128
+        let revision: UInt8 = profile.chip == .bmi160 ? 2 : 3
+        let ids = LoggingCommands.triggers(.gyro, chip: chip).flatMap { board.write($0.bytes).notifications }.compactMap { reply -> UInt8? in
+            guard case .success(.triggerAllocated(let id))? = LogNotificationDecoder.decode(reply) else { return nil }
+            return id
+        }
+        let loggers: [MotionSensor: LoggerIDs] = [.gyro: LoggerIDs(xy: ids[0], z: ids[1])]
+        let gyro = GyroConfiguration(rate: .hz100, range: .dps2000)
+        // A link's handshake: the clock read, logging (re)started, the gyro started (a new run).
+        var origins: [UInt8: Int64] = [:]
+        func handshake() {
+            if let reply = board.write([0x0B, 0x84]).notifications.first, reply.count == 7 {
+                let tick = UInt32(reply[2]) | UInt32(reply[3]) << 8 | UInt32(reply[4]) << 16 | UInt32(reply[5]) << 24
+                origins[reply[6] & 7] = Int64(board.nanoseconds) - Int64(BoardTicks.milliseconds(UInt64(tick)) * 1e6)
+            }
+            for p in LoggingCommands.start(overwriteWhenFull: true) + Commands.startGyro(gyro, mode: .single, chip: chip) {
+                _ = board.write(p.bytes)
+            }
+        }
+        handshake()
+        controller.expectBackfill(board: "B", true)
+        controller.attach(board: "B", gyroRateHertz: 100)
+        let sessionID = try controller.start(trigger: .controlAPI, now: 0)
+        let decoder = NotificationDecoder(chip: chip, gyroRange: .dps2000, accelerometerRange: .g4)
+        var rng = SeededRandom(seed: seed)
+        var now: Int64 = 0
+        var downloader: LogDownloader?
+        var page: [LoggedSample] = []
+        var trimMark: UInt32?
+        var restarted = false
+        let killTime = Int64(killAt * 1e9), restartTime = Int64((killAt + down) * 1e9)
+
+        func send(_ packets: [Packet]) {
+            for packet in packets {
+                for reply in board.write(packet.bytes).notifications { feed(reply) }
+            }
+        }
+        func feed(_ bytes: [UInt8]) {
+            guard var d = downloader else { return }
+            let step = d.receive(bytes, at: Int64(board.nanoseconds))
+            downloader = d
+            page += step.samples.filter { $0.sensor == .gyro }.map(\.sample)
+            send(step.writes)
+            let finished = d.state == .finished
+            guard step.pageReady || finished else { return }
+            let outcome = controller.backfill(board: "B", logged: page, bootOrigins: origins, complete: finished, now: now)
+            page = []
+            if outcome.durable {
+                let confirm = d.confirmPage()
+                downloader = d
+                send(confirm)
+            }
+            if finished { downloader = nil }
+        }
+
+        while now < restartTime + 30_000_000_000 {
+            now += Int64(Double.random(in: 7.5e6...30e6, using: &rng))
+            let alive = now < killTime || now >= restartTime
+            if now >= restartTime, !restarted {
+                // A new process: recovery, the restart gaps, the board's next link.
+                restarted = true
+                store = try BufferStore(path: path, configuration: storeConfiguration)
+                #expect(try store.recoverInterruptedSessions() == [sessionID])
+                var configuration = SessionController.Configuration()
+                configuration.alwaysMode = true
+                controller = SessionController(store: store, timeBase: base, configuration: configuration)
+                try controller.adoptAwaitingSurveyFromStore()
+                controller.expectRestartBackfill(try store.restartGaps(sessionIDs: [sessionID]))
+                handshake()
+                controller.expectBackfill(board: "B", true)
+                controller.attach(board: "B", gyroRateHertz: 100)
+                trimMark = nil
+            }
+            for n in board.advance(to: UInt64(now)) {
+                if n.bytes.first == 0x0B {
+                    if alive { feed(n.bytes) }
+                    continue
+                }
+                if alive { controller.ingest(board: "B", event: decoder.decode(n.bytes), receivedAt: now) }
+            }
+            if now >= killTime, !restarted {
+                // kill -9: nothing more is written, the link is gone.
+                if downloader != nil { downloader = nil }
+                board.linkLost()
+                continue
+            }
+            controller.tick(now: now)
+            for trim in controller.flashLogTrims(now: now) where downloader == nil {
+                switch trim {
+                case .mark:
+                    for reply in board.write(LoggingCommands.readLength.bytes).notifications {
+                        if case .success(.length(let n))? = LogNotificationDecoder.decode(reply) { trimMark = n }
+                    }
+                case .trim:
+                    if let count = trimMark { for p in LoggingCommands.trim(entries: count, overwriteWhenFull: true) { _ = board.write(p.bytes) } }
+                    trimMark = nil
+                }
+            }
+            if downloader == nil, now >= restartTime + Int64(downloadAfter * 1e9), controller.takeBackfillRequests().contains("B") {
+                trimMark = nil
+                downloader = LogDownloader(revision: revision, loggers: loggers, confirmsPagesItself: false)
+                send(LoggingCommands.flushWhileLogging(revision: revision, overwriteWhenFull: true) + downloader!.begin())
+            }
+        }
+        #expect(downloader == nil, "the readout finished")
+        #expect(!controller.isWaitingForRestartBackfill(board: "B"), "the restart gap is filled")
+        let resumedID: String
+        guard case .recording(let id) = controller.state else {
+            Issue.record("no session after the restart")
+            return Run(interrupted: [], resumed: [], namedChunks: 0, chunks: 0, onBoard: 0, interruptedEnd: nil)
+        }
+        resumedID = id
+        try controller.stop(trigger: .controlAPI, now: now)
+        func documentPoints(_ id: String, at second: Double) throws -> (points: [RecordedPoint], names: Int) {
+            let record = try controller.submitSurvey(.noHazard, sessionID: id, submittedAt: Date(timeIntervalSince1970: second))
+            let points = try record.gscopeData.flatMap { try store.realtimeDocument(name: $0)?.points ?? [] }
+            return (points, record.gscopeData.count)
+        }
+        let interrupted = try documentPoints(sessionID, at: 1_800_000_100)
+        let dataset = try store.dataset(sessionID: sessionID)
+        return Run(interrupted: interrupted.points, resumed: try documentPoints(resumedID, at: 1_800_000_200).points,
+                   namedChunks: interrupted.names, chunks: dataset.chunkNames.count, onBoard: board.flashLog.storedCount,
+                   interruptedEnd: dataset.endedAt)
+    }
+
+    func expectEverySampleOnce(_ run: Run, down: Double, sourceLocation: SourceLocation = #_sourceLocation) {
+        let points = run.interrupted + run.resumed
+        let indices = points.map(Self.index)
+        var holes: [String] = []
+        for (a, b) in zip(points, points.dropFirst()) where Self.index(b) != Self.index(a) + 1 {
+            holes.append("\(Self.index(a))\(a.backfilled ? "b" : "")->\(Self.index(b))\(b.backfilled ? "b" : "")")
+        }
+        let backfilled = run.interrupted.filter(\.backfilled)
+        print("restart gap \(down) s: interrupted session \(run.interrupted.count) points (\(backfilled.count) backfilled), "
+              + "resumed \(run.resumed.count), chunks \(run.chunks) (record names \(run.namedChunks)), on board \(run.onBoard), "
+              + "holes \(holes.prefix(10))")
+        #expect(Set(indices).count == indices.count, "no sample twice", sourceLocation: sourceLocation)
+        #expect(zip(points, points.dropFirst()).allSatisfy { $0.gyroscope.timestamp < $1.gyroscope.timestamp }, "time order",
+                sourceLocation: sourceLocation)
+        #expect(holes.isEmpty, "every sample the board took is stored: \(holes.prefix(10))", sourceLocation: sourceLocation)
+        #expect(Double(backfilled.count) >= down * 100 - 5, "the \(down) s are backfilled", sourceLocation: sourceLocation)
+        #expect(run.resumed.allSatisfy { !$0.backfilled }, sourceLocation: sourceLocation)
+        #expect(run.namedChunks == run.chunks, "the records document names the correction chunks", sourceLocation: sourceLocation)
+        #expect(run.interruptedEnd == run.interrupted.last?.gyroscope.timestamp, "the interrupted session ends with its gap",
+                sourceLocation: sourceLocation)
+    }
+
+    @Test func aMetaMotionRKilledForEightSecondsLosesNothing() throws {
+        let run = try record(profile: .metaMotionR, seed: 41, down: 8)
+        expectEverySampleOnce(run, down: 8)
+    }
+
+    /// The log's first trims after the restart (a mark, and 5 s later the drop of what it
+    /// counted) come before the readout here: they must not delete the gap.
+    @Test func trimsBeforeTheReadoutKeepTheGap() throws {
+        let run = try record(profile: .metaMotionR, seed: 43, down: 5, downloadAfter: 12)
+        expectEverySampleOnce(run, down: 5)
+    }
+
+    @Test func aMetaMotionSKilledForThreeSecondsLosesNothing() throws {
+        let run = try record(profile: .metaMotionS, seed: 42, down: 3)
+        expectEverySampleOnce(run, down: 3)
+    }
+}
