@@ -61,8 +61,9 @@ mwctl-static: deps
 demo: build
 	scripts/demo.sh
 
-# packaging/mwgated.order: the daemon's link order (its executed code packed together, for
-# resident memory), from a run of the packaged mwgated under callgrind (scripts/orderfile/).
+# packaging/mwgated.order and mwgated-unnamed.ld: the daemon's link order (its executed code
+# packed together, for resident memory), from a run of the packaged mwgated under callgrind
+# (scripts/orderfile/).
 orderfile: deps
 	SWIFT_FLAGS="$(SWIFT_FLAGS)" scripts/orderfile/profile.sh
 

@@ -29,6 +29,10 @@
 #   windows, so code spread among cold functions keeps the cold ones resident too. Made by
 #   `make orderfile` (scripts/orderfile/); names it does not find are skipped, so a stale
 #   order costs memory, never a failed link. MWGATE_NO_ORDER=1 links without it (to compare).
+#   The Swift compiler's unnamed helper functions (outlined copies, objectdestroy: no symbol
+#   for the order to name) that the daemon runs are placed by packaging/mwgated-unnamed.ld, a
+#   linker script naming their object files and sections, in an output section of their own
+#   just before .text; made by `make orderfile` too, unmatched entries are ignored.
 # - libstdc++ linked in (libstdc++.a, GCC's runtime library exception) instead of loaded: the
 #   shared libstdc++.so kept 1.4 MB resident in mwgated (its scattered code brought in 64 kB at
 #   a time, its 450 kB of symbol tables read by the loader) for the few parts the Swift runtime,
@@ -58,8 +62,17 @@ elif [[ "${1:-}" != --bin-path ]]; then
     fi
 fi
 order=$PWD/packaging/mwgated.order
+unnamed=$PWD/packaging/mwgated-unnamed.ld
 if [[ -s "$order" && -z "${MWGATE_NO_ORDER:-}" ]]; then
     flags+=(-Xlinker "--symbol-ordering-file=$order" -Xlinker --no-warn-symbol-ordering)
+fi
+if [[ -s "$unnamed" && -z "${MWGATE_NO_ORDER:-}" ]]; then
+    flags+=(-Xlinker "--script=$unnamed")
+fi
+# MWGATE_LINK_MAP=FILE: lld's link map of mwgated in FILE (make orderfile finds the unnamed
+# functions' sections in it); mwgated is linked again to write it.
+if [[ -n "${MWGATE_LINK_MAP:-}" ]]; then
+    flags+=(-Xlinker "-Map=$MWGATE_LINK_MAP")
 fi
 if [[ "${1:-}" == --bin-path ]]; then
     swift build "${flags[@]}" --show-bin-path
@@ -86,6 +99,9 @@ products=("$@")
 [[ ${#products[@]} -gt 0 ]] || products=(mwgated mwctl)
 for product in "${products[@]}"; do
     [[ "$had_static_cxx" == "$([[ -e "$static_cxx" ]] && echo yes || true)" ]] || rm -f "$bin_path/$product"
-    [[ ! -s "$order" || -n "${MWGATE_NO_ORDER:-}" || "$order" -ot "$bin_path/$product" ]] || rm -f "$bin_path/$product"
+    for layout in "$order" "$unnamed"; do
+        [[ ! -s "$layout" || -n "${MWGATE_NO_ORDER:-}" || "$layout" -ot "$bin_path/$product" ]] || rm -f "$bin_path/$product"
+    done
+    [[ -z "${MWGATE_LINK_MAP:-}" || "$product" != mwgated ]] || rm -f "$bin_path/$product"
     swift build "${flags[@]}" --product "$product" ${SWIFT_FLAGS:-}
 done

@@ -47,6 +47,9 @@ if [[ -s "$order" ]]; then
     order_found=$(nm --defined-only "$mwgated" 2>/dev/null | awk 'NR == FNR { want[$1]; next } ($NF in want) { found[$NF] } END { print length(found) }' "$order" -)
     order_note="code laid out by packaging/mwgated.order: $order_found of its $order_total names are in this binary"
 fi
+# The unnamed helpers packaging/mwgated-unnamed.ld placed before .text (no such section: none).
+unnamed_size=$(readelf -SW "$mwgated" 2>/dev/null | awk '{ for (i = 1; i < NF; i++) if ($i == ".text.unnamed") print $(i + 4) }')
+[[ -z "$unnamed_size" ]] || order_note="$order_note, and $((16#$unnamed_size)) bytes of unnamed helper functions placed next to them by packaging/mwgated-unnamed.ld"
 sink_note="directory sink"
 [[ -z "${FOOTPRINT_SINK_TOML:-}" ]] || sink_note="the sink of $FOOTPRINT_SINK_TOML ($(sed -n 's/^type *= *//p' "$FOOTPRINT_SINK_TOML" | head -1))"
 rss=$(mib "$(value rss_steady_kib)"); rss_max=$(mib "$(value rss_max_kib)")

@@ -17,8 +17,12 @@
 # still links and runs, it only lands among cold code (resident memory creeps up, which the
 # footprint benchmark shows). The order names symbols only; stale names are ignored by the link.
 #
+# With the order it writes packaging/mwgated-unnamed.ld: the Swift compiler's unnamed helper
+# functions that ran (no symbol for the order to name), by object file and section, found in
+# the profiled binary's link map.
+#
 # Env: PROFILE_SECONDS (streaming time of the restart under callgrind, default 120), ORDER_OUT (default
-# packaging/mwgated.order), PROFILE_UPSTREAM_SECONDS (each upstream's run, default 60), MWSIM,
+# packaging/mwgated.order), UNNAMED_OUT (default packaging/mwgated-unnamed.ld), PROFILE_UPSTREAM_SECONDS (each upstream's run, default 60), MWSIM,
 # MWCTL (default: the debug build's), PROFILE_KEEP (a directory to keep the profiles and the
 # profiled binary in).
 set -euo pipefail
@@ -27,9 +31,12 @@ root=$(cd "$here/../.." && pwd)
 cd "$root"
 seconds=${PROFILE_SECONDS:-120}
 out=${ORDER_OUT:-$root/packaging/mwgated.order}
+unnamed_out=${UNNAMED_OUT:-$root/packaging/mwgated-unnamed.ld}
 command -v valgrind > /dev/null || { echo "profile.sh: valgrind missing (make deps installs it)" >&2; exit 1; }
 
-scripts/build-static.sh mwgated
+# The link map (where each unnamed function's section landed) stays beside the binary.
+work_map=$(scripts/build-static.sh --bin-path)/mwgated.map
+MWGATE_LINK_MAP=$work_map scripts/build-static.sh mwgated
 built=$(scripts/build-static.sh --bin-path)/mwgated
 if [[ -z "${MWSIM:-}" || -z "${MWCTL:-}" ]]; then
     swift build --product mwsim ${SWIFT_FLAGS:-} > /dev/null
@@ -164,7 +171,9 @@ else
     echo "profile.sh: the Firestore emulator or java is missing: its sink is not in the order" >&2
 fi
 
-[[ -z "${PROFILE_KEEP:-}" ]] || cp "$mwgated" "$PROFILE_KEEP/"
-/usr/bin/python3 "$here/callgrind_order.py" "$mwgated" "${profiles[@]}" > "$out.tmp"
+[[ -z "${PROFILE_KEEP:-}" ]] || cp "$mwgated" "$work_map" "$PROFILE_KEEP/"
+/usr/bin/python3 "$here/callgrind_order.py" --map "$work_map" --unnamed-out "$unnamed_out.tmp" \
+    "$mwgated" "${profiles[@]}" > "$out.tmp"
 mv "$out.tmp" "$out"
-echo "profile.sh: wrote $out ($(wc -l < "$out") symbols, ${#profiles[@]} profiled runs)" >&2
+mv "$unnamed_out.tmp" "$unnamed_out"
+echo "profile.sh: wrote $out ($(wc -l < "$out") symbols, ${#profiles[@]} profiled runs) and $unnamed_out" >&2
