@@ -77,10 +77,14 @@ extension BlueZSimulator {
         }
     }
 
-    /// The running scope: watches clients leave the bus, does the housekeeping, applies the
-    /// configured faults on time and runs spawned work, each a child task, until cancelled.
+    /// The running scope: handles the control interface's calls, watches clients leave the
+    /// bus, does the housekeeping, applies the configured faults on time and runs spawned work
+    /// (among it the handling of bluetoothd's calls), each a child task, until cancelled.
     func serve(clientsLeaving: AsyncThrowingStream<DBusNameOwnerChanged, any Error>) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
+            if let control {
+                group.addTask { try await control.serveCalls() }
+            }
             group.addTask {
                 for try await change in clientsLeaving where change.newOwner.isEmpty && change.name.hasPrefix(":") {
                     await self.clientLeft(change.name)

@@ -83,6 +83,8 @@ public actor BlueZSimulator {
         let connection = try await DBusConnection(address: configuration.busAddress)
         connection.exportObjectManager(at: .root)
         bluez = connection
+        // Its calls wait for the running scope (bounded) if it has not started yet.
+        spawn("handling bluetoothd's calls") { try? await connection.serveCalls() }
         try await exportAdapter()
         guard try await connection.requestName(Self.busName) == .primaryOwner else {
             throw DBusError(name: DBusError.Name.failed, message: "org.bluez is already owned on this bus")

@@ -98,15 +98,17 @@ public actor GATTPeripheral {
         let bus = try await DBusConnection(address: address)
         self.bus = bus
         defer { bus.close() }
-        try await exportApplication(on: bus)
-        let owners = try await bus.nameOwnerChanged(name: "org.bluez")
-        try await registerApplication()
-        let links = try await bus.signals(matching: DBusMatchRule(sender: "org.bluez", interface: DBusStandardInterface.properties,
-                                                                 member: "PropertiesChanged", pathNamespace: adapterPath,
-                                                                 arguments: [0: Self.deviceInterface]))
-        log("registered \(options.profile.name) on \(options.adapter) (service UUID advertised: "
-            + "\(options.advertisesServiceUUID), Device Information: \(options.offersDeviceInformation))")
-        await withTaskGroup(of: Void.self) { group in
+        try await withThrowingDiscardingTaskGroup { group in
+            // bluetoothd reads the application (GetManagedObjects) while registering it.
+            group.addTask { try await bus.serveCalls() }
+            try await exportApplication(on: bus)
+            let owners = try await bus.nameOwnerChanged(name: "org.bluez")
+            try await registerApplication()
+            let links = try await bus.signals(matching: DBusMatchRule(sender: "org.bluez", interface: DBusStandardInterface.properties,
+                                                                     member: "PropertiesChanged", pathNamespace: adapterPath,
+                                                                     arguments: [0: Self.deviceInterface]))
+            log("registered \(options.profile.name) on \(options.adapter) (service UUID advertised: "
+                + "\(options.advertisesServiceUUID), Device Information: \(options.offersDeviceInformation))")
             group.addTask { await self.stream() }
             group.addTask { await self.advertise() }
             group.addTask {

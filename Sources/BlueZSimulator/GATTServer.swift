@@ -40,11 +40,10 @@ extension BlueZSimulator {
                         let bytes = try await simulator.readValue(index, role, path: path, options: options)
                         return [.array(element: .byte, bytes.map { .byte($0) })]
                     },
-                    method("WriteValue", in: [.array(.byte), .dictionary(key: .string, value: .variant)],
-                           inNames: ["value", "options"]) { simulator, call in
+                    answeringMethod("WriteValue", in: [.array(.byte), .dictionary(key: .string, value: .variant)],
+                                    inNames: ["value", "options"]) { simulator, call in
                         let (bytes, options) = try call.decode([UInt8].self, [String: DBusValue].self)
-                        try await simulator.writeValue(index, role, bytes, options: options)
-                        return []
+                        return try await simulator.writeValue(index, role, bytes, options: options, received: call.received)
                     },
                 ]
                 if notifies {
@@ -55,10 +54,9 @@ extension BlueZSimulator {
                         method("StopNotify") { simulator, call in
                             try await simulator.stopNotify(index, role, sender: call.sender); return []
                         },
-                        method("AcquireNotify", in: [.dictionary(key: .string, value: .variant)], out: [.unixFD, .uint16],
-                               inNames: ["options"], outNames: ["fd", "mtu"]) { simulator, call in
-                            let fd = try await simulator.acquireNotify(index, role, sender: call.sender)
-                            return [.unixFD(fd), .uint16(Self.mtu)]
+                        answeringMethod("AcquireNotify", in: [.dictionary(key: .string, value: .variant)], out: [.unixFD, .uint16],
+                                        inNames: ["options"], outNames: ["fd", "mtu"]) { simulator, call in
+                            try await simulator.acquireNotify(index, role, sender: call.sender)
                         },
                     ]
                 }
@@ -112,7 +110,11 @@ extension BlueZSimulator {
         return result
     }
 
-    func writeValue(_ index: Int, _ role: GATTLayout.Role, _ bytes: [UInt8], options: [String: DBusValue]) async throws {
+    /// The board takes the bytes here, in the order bluetoothd's loop handles the writes; an
+    /// acknowledged write (`request`) is answered a connection event later, beside the calls
+    /// that follow.
+    func writeValue(_ index: Int, _ role: GATTLayout.Role, _ bytes: [UInt8], options: [String: DBusValue],
+                    received: ContinuousClock.Instant) async throws -> DBusMethodResult {
         let device = try device(index)
         var type = "request"
         if let raw = options["type"] {
@@ -126,15 +128,11 @@ extension BlueZSimulator {
         }
         guard role == .command else { throw BlueZError.notPermitted("Write not permitted") }
         guard device.connected else { throw BlueZError.failed("Not connected") }
-        if type != "command" {
-            // One acknowledged write in flight per characteristic; the response takes a
-            // connection event.
+        let acknowledged = type != "command"
+        if acknowledged {
+            // One acknowledged write in flight per characteristic.
             guard !device.requestWriteInFlight else { throw BlueZError.inProgress() }
             device.requestWriteInFlight = true
-            let generation = device.linkGeneration
-            try? await Task.sleep(for: .milliseconds(Int64(configuration.connectionIntervalMilliseconds)))
-            guard device.connected, generation == device.linkGeneration else { throw BlueZError.failed("Not connected") }
-            device.requestWriteInFlight = false
         }
         log("mwsim: write \(device.address) board=\(index) type=\(type) \(hexString(bytes))")
         advanceBoard(device)
@@ -143,14 +141,31 @@ extension BlueZSimulator {
             device.stats.notificationsEmitted += 1
             enqueue(device, reply)
         }
+        let generation = device.linkGeneration
+        var answer = DBusMethodResult.reply([])
+        if acknowledged {
+            answer = .later { [weak self] in
+                try await self?.acknowledgeWrite(index, generation)
+                return []
+            }
+        }
         if let effect = result.linkEffect {
             // The board ends the link after the write is acknowledged.
-            let generation = device.linkGeneration
-            Task { [weak self] in
+            answer = answer.then { [weak self] in
                 try? await Task.sleep(for: .milliseconds(20))
                 await self?.boardEndedLink(index, generation, effect)
             }
         }
+        return answer
+    }
+
+    /// The response to an acknowledged write: one connection event after the request, unless
+    /// the link went meanwhile.
+    func acknowledgeWrite(_ index: Int, _ generation: Int) async throws {
+        try? await Task.sleep(for: .milliseconds(Int64(configuration.connectionIntervalMilliseconds)))
+        let device = try device(index)
+        guard device.connected, generation == device.linkGeneration else { throw BlueZError.failed("Not connected") }
+        device.requestWriteInFlight = false
     }
 
     func boardEndedLink(_ index: Int, _ generation: Int, _ effect: SimulatedBoard.LinkEffect) {
@@ -183,35 +198,48 @@ extension BlueZSimulator {
         refreshNotifying(device)
     }
 
-    func acquireNotify(_ index: Int, _ role: GATTLayout.Role, sender: String) async throws -> DBusFileDescriptor {
+    func acquireNotify(_ index: Int, _ role: GATTLayout.Role, sender: String) throws -> DBusMethodResult {
         let device = try device(index)
         guard role == .notify else { throw BlueZError.notSupported() }
         guard device.connected else { throw BlueZError.notConnected() }
         // bluetoothd 5.66 writes the CCCD at once but hands out the socket only when its GATT
         // client is ready (ServicesResolved), dropping what the board sends meanwhile
         // (src/gatt-client.c register_notify_io_cb, notify_io_cb).
-        let generation = device.linkGeneration
-        if !device.servicesResolved {
+        guard device.servicesResolved else {
             log("mwsim: board \(index) AcquireNotify by \(sender) before ServicesResolved: answered once resolved")
+            let generation = device.linkGeneration
+            return .later { [weak self] in
+                guard let self else { throw DBusError.disconnected() }
+                return try await self.notifyChannelOnceResolved(index, generation, sender: sender)
+            }
         }
+        return .reply(try handOutNotifyPipe(device, sender: sender))
+    }
+
+    private func notifyChannelOnceResolved(_ index: Int, _ generation: Int, sender: String) async throws -> [DBusValue] {
+        let device = try device(index)
         while !device.servicesResolved {
             try? await Task.sleep(for: .milliseconds(5))
             guard device.connected, generation == device.linkGeneration else { throw BlueZError.failed("Not connected") }
         }
+        return try handOutNotifyPipe(device, sender: sender)
+    }
+
+    private func handOutNotifyPipe(_ device: SimulatedDevice, sender: String) throws -> [DBusValue] {
         guard device.notifyPipe == nil else {
-            log("mwsim: board \(index) AcquireNotify refused: notify already acquired")
+            log("mwsim: board \(device.index) AcquireNotify refused: notify already acquired")
             throw BlueZError.notPermitted("Notify acquired")
         }
         guard device.notifySessions.isEmpty else {
-            log("mwsim: board \(index) AcquireNotify refused: StartNotify sessions \(device.notifySessions.sorted())")
+            log("mwsim: board \(device.index) AcquireNotify refused: StartNotify sessions \(device.notifySessions.sorted())")
             throw BlueZError.inProgress()
         }
         let pipe = try NotifyPipe()
         device.notifyPipe = pipe
         device.notifyPipeOwner = sender
-        log("mwsim: board \(index) AcquireNotify by \(sender)")
+        log("mwsim: board \(device.index) AcquireNotify by \(sender)")
         update(device.notifyCharacteristicPath, Self.characteristicInterface, ["NotifyAcquired": .boolean(true), "Notifying": .boolean(true)])
-        return try pipe.takeClientEnd()
+        return [.unixFD(try pipe.takeClientEnd()), .uint16(Self.mtu)]
     }
 
     func isNotifying(_ index: Int, _ role: GATTLayout.Role) throws -> Bool {

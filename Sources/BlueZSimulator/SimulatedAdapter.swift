@@ -214,8 +214,9 @@ extension BlueZSimulator {
             ("WakeAllowed", .boolean(false)),
         ] + (device.modaliasKnown ? device.modalias.map { [("Modalias", DBusValue.string($0))] } ?? [] : []),
         absent: device.modaliasKnown ? [] : [("Modalias", .string)], writable: ["Alias", "Trusted", "Blocked", "WakeAllowed"], methods: [
-            method("Connect") { simulator, call in try await simulator.connect(index); return [] },
-            method("Disconnect") { simulator, _ in try await simulator.disconnect(index); return [] },
+            // bluetoothd answers these once the link is up or gone, its loop on to the next call.
+            answeringMethod("Connect") { simulator, _ in .later { try await simulator.connect(index); return [] } },
+            answeringMethod("Disconnect") { simulator, _ in .later { try await simulator.disconnect(index); return [] } },
             method("Pair") { _, _ in throw DBusError(name: "org.bluez.Error.AuthenticationFailed", message: "Authentication Failed") },
             method("CancelPairing") { _, _ in throw BlueZError.doesNotExist() },
             method("ConnectProfile", in: [.string], inNames: ["UUID"]) { _, _ in throw BlueZError.notSupported() },

@@ -6,9 +6,19 @@ import DBus
 enum ControlInterface {
     static func object(handlers h: ControlHandlers, live: LiveProperties) -> DBusExportedObject {
         typealias P = GatewayControl.Property
+        // Every method answers later, beside the calls after it: the calls come from clients
+        // that do not wait for each other (mwctl, a watch, the web page), and a scan of several
+        // seconds or an export's chunk must not hold a status query.
+        func method(_ name: String, in signature: DBusSignature = [], out outSignature: DBusSignature = [],
+                    inNames: [String] = [], outNames: [String] = [],
+                    _ body: @escaping @Sendable (DBusMethodCall) async throws -> [DBusValue]) -> DBusMethod {
+            DBusMethod(name, in: signature, out: outSignature, inNames: inNames, outNames: outNames) { call in
+                .later { try await body(call) }
+            }
+        }
         func json(_ name: String, in signature: DBusSignature = [], inNames: [String] = [],
                   _ body: @escaping @Sendable (DBusMethodCall) async throws -> String) -> DBusMethod {
-            DBusMethod(name, in: signature, out: [.string], inNames: inNames, outNames: ["json"]) { call in
+            method(name, in: signature, out: [.string], inNames: inNames, outNames: ["json"]) { call in
                 [.string(try await body(call))]
             }
         }
@@ -27,15 +37,15 @@ enum ControlInterface {
             json("ScanBoards", in: [.uint32], inNames: ["seconds"]) { call in
                 try await h.scan(seconds: try call.decode(UInt32.self))
             },
-            DBusMethod("AddBoard", in: [.string], inNames: ["address"]) { call in
+            method("AddBoard", in: [.string], inNames: ["address"]) { call in
                 try await h.addBoard(try call.decode(String.self))
                 return []
             },
-            DBusMethod("RemoveBoard", in: [.string], inNames: ["address"]) { call in
+            method("RemoveBoard", in: [.string], inNames: ["address"]) { call in
                 try await h.removeBoard(try call.decode(String.self))
                 return []
             },
-            DBusMethod("StartSession", out: [.string], outNames: ["session_id"]) { _ in
+            method("StartSession", out: [.string], outNames: ["session_id"]) { _ in
                 [.string(try await h.startSession())]
             },
             json("StopSession") { _ in try await h.stopSession() },
@@ -52,14 +62,14 @@ enum ControlInterface {
             json("History", in: [.uint32], inNames: ["days"]) { call in
                 try await h.historyJSON(days: try call.decode(UInt32.self))
             },
-            DBusMethod("Export", in: [.string, .string, .uint64, .uint32], out: [.uint64, .array(.byte)],
+            method("Export", in: [.string, .string, .uint64, .uint32], out: [.uint64, .array(.byte)],
                        inNames: ["session_id", "format", "offset", "length"], outNames: ["total", "data"]) { call in
                 let (session, format, offset, length) = try call.decode(String.self, String.self, UInt64.self, UInt32.self)
                 return try await h.export(sessionID: session, format: format, offset: offset, length: length)
             },
             json("SyncStatus") { _ in try await h.syncStatusJSON() },
             json("SyncNow") { _ in try await h.syncNow() },
-            DBusMethod("RetryDead", in: [.string], out: [.uint32], inNames: ["session_id"], outNames: ["requeued"]) { call in
+            method("RetryDead", in: [.string], out: [.uint32], inNames: ["session_id"], outNames: ["requeued"]) { call in
                 [.uint32(try await h.retryDead(sessionID: try call.decode(String.self)))]
             },
         ]

@@ -50,6 +50,14 @@ public struct ControlServer: Service, CustomStringConvertible {
             throw StartError(description: "control API: cannot connect to \(busAddress ?? "the system bus"): \(error)")
         }
         defer { connection.close() }
+        try await withThrowingDiscardingTaskGroup { group in
+            group.addTask { try await connection.serveCalls() }
+            try await serve(on: connection)
+            group.cancelAll()
+        }
+    }
+
+    private func serve(on connection: DBusConnection) async throws {
         let handlers = ControlHandlers(gateway: gateway, sync: sync)
         let live = LiveProperties(initial: StatusMapping.properties(await gateway.pipeline.status))
         try await connection.export(ControlInterface.object(handlers: handlers, live: live), at: GatewayControl.objectPath)

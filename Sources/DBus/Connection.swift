@@ -26,10 +26,10 @@ public enum DBusReleaseNameReply: UInt32, Sendable {
 /// A private connection to a D-Bus bus, driven by its own I/O thread.
 ///
 /// Everything is safe to use from any task. Method calls are `async` with an explicit
-/// timeout; signals arrive as `AsyncThrowingStream`s; exported objects answer calls from
-/// handler tasks. The connection never exits the process when the bus goes away (libdbus's
-/// default): calls fail with ``DBusError/Name/disconnected`` and signal streams end with
-/// that error instead. Call ``close()`` when done; releasing the last reference also closes.
+/// timeout; signals arrive as `AsyncThrowingStream`s; exported objects answer calls, in
+/// arrival order, while ``serveCalls()`` runs. The connection never exits the process when
+/// the bus goes away (libdbus's default): calls fail with ``DBusError/Name/disconnected``
+/// and signal streams end with that error instead. Call ``close()`` when done; releasing the last reference also closes.
 public final class DBusConnection: Sendable {
     let core: ConnectionCore
 
@@ -212,6 +212,17 @@ public final class DBusConnection: Sendable {
     }
 
     // MARK: Exporting objects
+
+    /// Handles the method calls to this connection's exported objects until the connection
+    /// ends or the task is cancelled: one after another, in the order they arrived, as
+    /// bluetoothd's main loop handles one connection's calls (a handler starts once the one
+    /// before it has returned; answers that come later run beside, see ``DBusMethodResult``).
+    /// Run it as a child task of the scope that owns the connection, once per connection;
+    /// calls that arrive before it runs wait for it (up to a bound; past it a call gets
+    /// `LimitsExceeded` at once), and calls that arrive after it ended get `Failed`.
+    public func serveCalls() async throws {
+        try await core.incoming.serve(core.registry, core: core)
+    }
 
     /// Exports `object` at `path` (adding its interfaces to any already there). If an
     /// ObjectManager is registered above `path`, it emits InterfacesAdded.

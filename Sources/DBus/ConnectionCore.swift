@@ -39,6 +39,8 @@ final class ConnectionCore: @unchecked Sendable {
 
     let loop: EventLoop
     let registry = ObjectRegistry()
+    /// Calls to the exported objects, waiting for the handler loop.
+    let incoming = IncomingCalls()
     private(set) var uniqueName = ""
     private(set) var canPassFileDescriptors = false
     private let connected = Atomic<Bool>(false)
@@ -147,6 +149,7 @@ final class ConnectionCore: @unchecked Sendable {
             entry.subscription.sink.finish(throwing: closedByUser ? nil : DBusError.disconnected("the D-Bus connection was lost"))
         }
         subscriptions.removeAll()
+        incoming.finish()
         dbus_connection_unref(connection)
     }
 
@@ -337,7 +340,7 @@ final class ConnectionCore: @unchecked Sendable {
             return DBUS_HANDLER_RESULT_HANDLED
         case CDBUS_MESSAGE_TYPE_METHOD_CALL:
             guard let message = try? MessageReader.read(raw) else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
-            registry.handle(message, core: self)
+            incoming.accept(message, core: self)
             return DBUS_HANDLER_RESULT_HANDLED
         default:
             return DBUS_HANDLER_RESULT_NOT_YET_HANDLED

@@ -34,6 +34,7 @@ public struct DBusError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let nameHasNoOwner = "org.freedesktop.DBus.Error.NameHasNoOwner"
         public static let accessDenied = "org.freedesktop.DBus.Error.AccessDenied"
         public static let noMemory = "org.freedesktop.DBus.Error.NoMemory"
+        public static let limitsExceeded = "org.freedesktop.DBus.Error.LimitsExceeded"
     }
 
     /// True for the errors that mean "no answer came in time or the peer went away".

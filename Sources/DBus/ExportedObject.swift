@@ -8,6 +8,13 @@ public struct DBusMethodCall: Sendable {
     public var path: DBusObjectPath { message.path ?? .root }
     /// The call's arguments, already checked against the method's input signature.
     public var arguments: [DBusValue] { message.body }
+    /// When the connection read the call (it may be handled later, after the calls before it).
+    public let received: ContinuousClock.Instant
+
+    init(message: DBusMessage, received: ContinuousClock.Instant) {
+        self.message = message
+        self.received = received
+    }
 
     /// Decodes the arguments into typed values (see ``DBusMessage/decode(_:)``).
     public func decode<each T: DBusRepresentable>(_ types: repeat (each T).Type) throws(DBusTypeMismatch)
@@ -18,8 +25,14 @@ public struct DBusMethodCall: Sendable {
 }
 
 /// A method of an exported interface.
+///
+/// A connection handles the calls to its objects one after another, in arrival order (see
+/// ``DBusMethodResult``): a handler holds the calls after it until it returns.
 public struct DBusMethod: Sendable {
+    /// Answers with the values it returns.
     public typealias Handler = @Sendable (DBusMethodCall) async throws -> [DBusValue]
+    /// Answers at once or later (see ``DBusMethodResult``).
+    public typealias Answering = @Sendable (DBusMethodCall) async throws -> DBusMethodResult
 
     public let name: String
     /// Input signature; calls with other arguments get `InvalidArgs` before the handler runs.
@@ -31,17 +44,27 @@ public struct DBusMethod: Sendable {
     public let outNames: [String]
     /// The handler. Throwing ``DBusError`` produces that error reply; ``DBusTypeMismatch``
     /// produces `InvalidArgs`; any other error produces `org.freedesktop.DBus.Error.Failed`.
-    public let handler: Handler
+    public let answer: Answering
 
-    /// A method `name` taking `inSignature` and answering `outSignature`, run by `handler`.
+    /// A method `name` taking `inSignature` and answering `outSignature` with what `handler`
+    /// returns, once it returns.
     public init(_ name: String, in inSignature: DBusSignature = .empty, out outSignature: DBusSignature = .empty,
                 inNames: [String] = [], outNames: [String] = [], handler: @escaping Handler) {
+        self.init(name, in: inSignature, out: outSignature, inNames: inNames, outNames: outNames) { call in
+            .reply(try await handler(call))
+        }
+    }
+
+    /// A method `name` taking `inSignature` and answering `outSignature` as `answer` says: at
+    /// once, or later while the calls after it are handled (``DBusMethodResult/later(_:)``).
+    public init(_ name: String, in inSignature: DBusSignature = .empty, out outSignature: DBusSignature = .empty,
+                inNames: [String] = [], outNames: [String] = [], answer: @escaping Answering) {
         self.name = name
         self.inSignature = inSignature
         self.outSignature = outSignature
         self.inNames = inNames
         self.outNames = outNames
-        self.handler = handler
+        self.answer = answer
     }
 }
 

@@ -3,8 +3,9 @@ import Synchronization
 /// The exported objects of one connection and the dispatcher for incoming method calls:
 /// user interfaces plus Introspectable, Properties and the ObjectManager server.
 ///
-/// Each incoming call runs its handler in its own task, so a slow handler never blocks the
-/// I/O thread or other calls.
+/// Calls are handled one after another in arrival order by the connection's handler loop
+/// (``IncomingCalls``), never on the I/O thread; a handler that answers later
+/// (``DBusMethodResult/later(_:)``) does not hold the calls after it.
 final class ObjectRegistry: Sendable {
     private struct State {
         var objects: [DBusObjectPath: DBusExportedObject] = [:]
@@ -134,31 +135,60 @@ final class ObjectRegistry: Sendable {
 
     // MARK: Dispatch
 
-    /// I/O thread: starts handling an incoming call; the reply is sent when ready.
-    func handle(_ call: DBusMessage, core: ConnectionCore) {
+    /// Handler loop (``IncomingCalls/serve(_:core:)``): handles `call` as far as its handler
+    /// does before answering (the part that keeps the calls' order) and sends an answer that
+    /// is ready; returns what is left (an answer that comes later, work after the answer) for
+    /// the loop to run beside the calls that follow.
+    func begin(_ call: DBusMessage, received: ContinuousClock.Instant, core: ConnectionCore) async
+        -> (@Sendable () async -> Void)?
+    {
         let path = call.path ?? .root
         if call.member == "GetManagedObjects",
            call.interface == nil || call.interface == DBusStandardInterface.objectManager,
            state.withLock({ $0.managers.contains(path) }) {
-            Task { await self.sendManagedObjectsReply(to: call, under: path, core: core) }
-            return
+            await sendManagedObjectsReply(to: call, under: path, core: core)
+            return nil
         }
-        Task {
-            var reply = await self.reply(to: call, core: core)
-            guard !call.noReplyExpected else { return }
-            reply.destination = call.sender
-            reply.replySerial = call.serial
-            do {
-                try core.send(reply)
-            } catch {
-                // The handler's result could not be encoded (e.g. a string with NUL).
-                let failure = Self.errorReply(DBusError(name: DBusError.Name.failed,
-                                                        message: "cannot encode the reply: \(error)"))
-                var fallback = failure
-                fallback.destination = call.sender
-                fallback.replySerial = call.serial
-                try? core.send(fallback)
+        let result: DBusMethodResult
+        do {
+            result = try await dispatch(DBusMethodCall(message: call, received: received), core: core)
+        } catch {
+            Self.send(Self.errorReply(Self.dbusError(from: error)), answering: call, core: core)
+            return nil
+        }
+        let followUp = result.followUp
+        switch result.answer {
+        case .values(let values):
+            Self.send(Self.returnReply(values), answering: call, core: core)
+            return followUp
+        case .later(let work):
+            return {
+                let reply: DBusMessage
+                do {
+                    reply = Self.returnReply(try await work())
+                } catch {
+                    reply = Self.errorReply(Self.dbusError(from: error))
+                }
+                Self.send(reply, answering: call, core: core)
+                await followUp?()
             }
+        }
+    }
+
+    /// Sends `reply` to `call` unless the caller asked for none.
+    private static func send(_ reply: DBusMessage, answering call: DBusMessage, core: ConnectionCore) {
+        guard !call.noReplyExpected else { return }
+        var reply = reply
+        reply.destination = call.sender
+        reply.replySerial = call.serial
+        do {
+            try core.send(reply)
+        } catch {
+            // The handler's result could not be encoded (e.g. a string with NUL).
+            var fallback = errorReply(DBusError(name: DBusError.Name.failed, message: "cannot encode the reply: \(error)"))
+            fallback.destination = call.sender
+            fallback.replySerial = call.serial
+            try? core.send(fallback)
         }
     }
 
@@ -180,14 +210,6 @@ final class ObjectRegistry: Sendable {
         }
     }
 
-    private func reply(to call: DBusMessage, core: ConnectionCore) async -> DBusMessage {
-        do {
-            return Self.returnReply(try await dispatch(call, core: core))
-        } catch {
-            return Self.errorReply(Self.dbusError(from: error))
-        }
-    }
-
     private func children(of path: DBusObjectPath, in state: State) -> [String] {
         let prefix = path.rawValue == "/" ? "/" : path.rawValue + "/"
         var names = Set<String>()
@@ -199,7 +221,8 @@ final class ObjectRegistry: Sendable {
         return names.sorted()
     }
 
-    private func dispatch(_ call: DBusMessage, core: ConnectionCore) async throws -> [DBusValue] {
+    private func dispatch(_ methodCall: DBusMethodCall, core: ConnectionCore) async throws -> DBusMethodResult {
+        let call = methodCall.message
         let path = call.path ?? .root
         let member = call.member ?? ""
         let (object, isManager, children) = state.withLock { state in
@@ -211,10 +234,10 @@ final class ObjectRegistry: Sendable {
         case (DBusStandardInterface.introspectable?, "Introspect"), (nil, "Introspect"):
             guard object != nil || isManager || !children.isEmpty || path == .root else { throw unknownObject }
             try call.expect(signature: .empty)
-            return [.string(Introspection.xml(object: object, isObjectManager: isManager, children: children))]
+            return .reply([.string(Introspection.xml(object: object, isObjectManager: isManager, children: children))])
         case (DBusStandardInterface.properties?, _):
             guard let object else { throw unknownObject }
-            return try await properties(call, object: object, core: core)
+            return .reply(try await properties(call, object: object, core: core))
         default:
             break
         }
@@ -238,13 +261,16 @@ final class ObjectRegistry: Sendable {
             throw DBusError(name: DBusError.Name.invalidArgs,
                             message: "\(interface.name).\(member) expects arguments '\(method.inSignature)', got '\(call.signature)'")
         }
-        let result = try await method.handler(DBusMethodCall(message: call))
-        let produced = DBusSignature(types: result.map(\.type))
-        guard produced == method.outSignature else {
-            throw DBusError(name: DBusError.Name.failed,
-                            message: "\(interface.name).\(member) produced '\(produced)' but declares '\(method.outSignature)'")
+        let interfaceName = interface.name
+        let declared = method.outSignature
+        return try await method.answer(methodCall).mapValues { values in
+            let produced = DBusSignature(types: values.map(\.type))
+            guard produced == declared else {
+                throw DBusError(name: DBusError.Name.failed,
+                                message: "\(interfaceName).\(member) produced '\(produced)' but declares '\(declared)'")
+            }
+            return values
         }
-        return result
     }
 
     private func properties(_ call: DBusMessage, object: DBusExportedObject, core: ConnectionCore) async throws -> [DBusValue] {

@@ -3,13 +3,18 @@ import Foundation
 import TestSupport
 import Testing
 
-/// Runs `body` with a fresh private bus and a connection to it; stops both afterwards.
+/// Runs `body` with a fresh private bus and a connection to it that serves the calls to its
+/// exported objects; stops both afterwards.
 func withBus<T>(_ body: (TestBus, DBusConnection) async throws -> T) async throws -> T {
     let bus = try TestBus()
     defer { bus.stop() }
     let connection = try await DBusConnection(address: bus.address)
     defer { connection.close() }
-    return try await body(bus, connection)
+    return try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask { try await connection.serveCalls() }
+        defer { group.cancelAll() }
+        return try await body(bus, connection)
+    }
 }
 
 /// An exported test service: echo, slow, failing and fd methods, plus a property.
@@ -22,17 +27,22 @@ actor TestService {
             DBusMethod("EchoVariant", in: [.variant], out: [.variant]) { call in call.arguments },
             DBusMethod("EchoMany", in: try! DBusSignature("yanqiuxtdsogha{sv}(iay)aa{s(bv)}"),
                        out: try! DBusSignature("yanqiuxtdsogha{sv}(iay)aa{s(bv)}")) { call in call.arguments },
+            // The slow ones answer later, beside the calls after them.
             DBusMethod("Sleep", in: [.uint32]) { call in
                 let milliseconds = try call.decode(UInt32.self)
-                try await Task.sleep(for: .milliseconds(Int(milliseconds)))
-                return []
+                return .later {
+                    try await Task.sleep(for: .milliseconds(Int(milliseconds)))
+                    return []
+                }
             },
             DBusMethod("SleepThenEcho", in: [.uint32, .uint32], out: [.uint32]) { call in
                 let (milliseconds, value) = try call.decode(UInt32.self, UInt32.self)
-                try await Task.sleep(for: .milliseconds(Int(milliseconds)))
-                return [.uint32(value)]
+                return .later {
+                    try await Task.sleep(for: .milliseconds(Int(milliseconds)))
+                    return [.uint32(value)]
+                }
             },
-            DBusMethod("Fail") { _ in throw DBusError(name: "org.mwgate.Error.Boom", message: "it broke") },
+            DBusMethod("Fail") { _ -> [DBusValue] in throw DBusError(name: "org.mwgate.Error.Boom", message: "it broke") },
             DBusMethod("WrongType", out: [.uint32]) { _ in [.string("not a number")] },
             DBusMethod("WriteToFD", in: [.unixFD, .string]) { call in
                 let (fd, text) = try call.decode(DBusFileDescriptor.self, String.self)
