@@ -325,12 +325,19 @@ public actor BlueZClient {
     }
 
     /// `GattCharacteristic1.WriteValue` with `type=command` on this client's own connection,
-    /// for the few writes made without a ``GattLink`` (a stop while the link is being opened).
-    public func writeCommand(_ bytes: [UInt8], to characteristic: DBusObjectPath, timeout: Duration) async throws {
+    /// for the few writes made without a ``GattLink`` (a stop while the link is being opened):
+    /// sent at once, in order (see ``GattLink/writeCommandsInOrder(_:to:)``); throws the first
+    /// failure once every write was answered.
+    public func writeCommandsInOrder(_ values: [[UInt8]], to characteristic: DBusObjectPath, timeout: Duration) async throws {
+        let results = await connection.callInOrder(values.map { Self.writeCommandMessage($0, to: characteristic) }, timeout: timeout)
+        for result in results { _ = try result.get() }
+    }
+
+    /// `GattCharacteristic1.WriteValue(bytes, {type: command})`: write without response.
+    static func writeCommandMessage(_ bytes: [UInt8], to characteristic: DBusObjectPath) -> DBusMessage {
         let options: [String: DBusValue] = ["type": .string("command")]
-        _ = try await connection.call(destination: BlueZNames.service, path: characteristic, interface: BlueZNames.gattCharacteristic,
-                                      member: "WriteValue",
-                                      arguments: [.array(element: .byte, bytes.map { .byte($0) }), options.dbusValue], timeout: timeout)
+        return .methodCall(destination: BlueZNames.service, path: characteristic, interface: BlueZNames.gattCharacteristic,
+                           member: "WriteValue", body: [.array(element: .byte, bytes.map { .byte($0) }), options.dbusValue])
     }
 
     /// `Device1.Disconnect`; also cancels a pending `Connect`.

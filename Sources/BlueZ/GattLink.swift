@@ -80,15 +80,49 @@ public actor GattLink {
     /// Writes `bytes` to `characteristic`: `type=command` (write without response) unless
     /// `withResponse`. Returns once BlueZ accepted the write; writes leave in call order.
     public func write(_ bytes: [UInt8], to characteristic: DBusObjectPath, withResponse: Bool = false) async throws {
-        // The actor is reentrant: while one write awaits BlueZ, later calls queue here and
-        // are handed the slot one at a time, oldest first.
+        await takeWriteSlot()
+        defer { passWriteSlot() }
+        try await performWrite(bytes, to: characteristic, withResponse: withResponse)
+    }
+
+    /// Writes `values` to `characteristic` with write-without-response (`type=command`), in
+    /// order, without waiting for bluetoothd's answer to one before sending the next: one
+    /// round trip instead of one per value. bluetoothd answers such a write as soon as it has
+    /// queued the ATT Write Command (no write is then in flight on the characteristic, so no
+    /// `InProgress`), handles one connection's calls in the order sent, and sends the queued
+    /// commands in that order (bluez-dbus.md). Under load its answers come late (a busy
+    /// main loop under TCG), which made a stop's few commands take most of a second one after
+    /// another. Meant for a short sequence that must reach the board quickly (a stop's dozen
+    /// commands at most); everything else goes through ``write(_:to:withResponse:)``, paced,
+    /// as MbientLab's SDKs pace their writes (metawear-protocol.md §9.2). Takes the link's
+    /// write slot like it; throws the first failure once every value was answered.
+    public func writeCommandsInOrder(_ values: [[UInt8]], to characteristic: DBusObjectPath) async throws {
+        await takeWriteSlot()
+        defer { passWriteSlot() }
+        try await awaitWriteTurn()
+        let results = await connection.callInOrder(values.map { BlueZClient.writeCommandMessage($0, to: characteristic) },
+                                                   timeout: callTimeout)
+        lastWrite = .now
+        for result in results { _ = try result.get() }
+    }
+
+    /// Takes the link's single write slot. The actor is reentrant: while one write awaits
+    /// BlueZ, later calls queue here and are handed the slot one at a time, oldest first.
+    private func takeWriteSlot() async {
         if writing {
             await withCheckedContinuation { waitingWrites.append($0) }
         } else {
             writing = true
         }
-        defer { passWriteSlot() }
-        try await performWrite(bytes, to: characteristic, withResponse: withResponse)
+    }
+
+    /// Throws when the link is closed; else waits out the minimum gap after the last write.
+    private func awaitWriteTurn() async throws {
+        guard !closed else { throw DBusError.disconnected("the GATT link is closed") }
+        if let lastWrite {
+            let due = lastWrite.advanced(by: minimumWriteInterval)
+            if due > .now { try await Task.sleep(until: due, clock: .continuous) }
+        }
     }
 
     /// Hands the write slot to the oldest waiting write, or frees it.
@@ -101,11 +135,7 @@ public actor GattLink {
     }
 
     private func performWrite(_ bytes: [UInt8], to characteristic: DBusObjectPath, withResponse: Bool) async throws {
-        guard !closed else { throw DBusError.disconnected("the GATT link is closed") }
-        if let lastWrite {
-            let due = lastWrite.advanced(by: minimumWriteInterval)
-            if due > .now { try await Task.sleep(until: due, clock: .continuous) }
-        }
+        try await awaitWriteTurn()
         let options: [String: DBusValue] = ["type": .string(withResponse ? "request" : "command")]
         var attempts = 0
         while true {
@@ -286,10 +316,13 @@ public actor GattLink {
     public func close() async {
         guard !closed else { return }
         closed = true
+        // Waited for no longer than the release below: a StartNotify session whose StopNotify
+        // a busy bluetoothd has not answered by then ends with this connection anyway (only an
+        // acquired notify must be released first, the 5.66 crash), and a stop has 2 s in all.
         for path in notifyPaths {
             _ = try? await connection.call(destination: BlueZNames.service, path: path,
                                            interface: BlueZNames.gattCharacteristic, member: "StopNotify",
-                                           timeout: .seconds(2))
+                                           timeout: Self.releaseWait)
         }
         readers.forEach { $0.stop() }
         for reader in readers { await reader.closed() }

@@ -56,6 +56,9 @@ public actor BlueZSimulator {
     var scanGeneration = 0
     var random: SeededRandom
     var stopped = false
+    /// How much later than at once bluetoothd handles each `WriteValue` (see
+    /// ``setWriteValueDelay(_:)``).
+    var writeValueDelay: Duration = .zero
 
     /// A simulator for `configuration`; nothing happens until ``run()``.
     public init(configuration: SimulatorConfiguration) {
@@ -72,6 +75,14 @@ public actor BlueZSimulator {
             device.advertisesServiceUUID = !configuration.advertisedWithoutServiceUUID.contains(index)
             return device
         }
+    }
+
+    /// From now on bluetoothd handles each `WriteValue` `delay` after it arrived, as a busy
+    /// bluetoothd did in the real-BlueZ VM (its one main loop relaying streaming links on
+    /// emulated CPUs, docs/bluez-vm.md): the calls behind a late one wait with it, so a client
+    /// that waits for each write's answer before sending the next pays the delay once per write.
+    public func setWriteValueDelay(_ delay: Duration) {
+        writeValueDelay = delay
     }
 
     /// The unique bus name currently acting as bluetoothd.

@@ -127,6 +127,9 @@ extension BlueZSimulator {
             guard case .uint16 = raw.unwrappingVariants else { throw BlueZError.invalidArguments() }
         }
         guard role == .command else { throw BlueZError.notPermitted("Write not permitted") }
+        // A busy bluetoothd reaches the call late (counted from its arrival); the calls behind
+        // it wait with it.
+        if writeValueDelay > .zero { try? await Task.sleep(until: received + writeValueDelay, clock: .continuous) }
         guard device.connected else { throw BlueZError.failed("Not connected") }
         let acknowledged = type != "command"
         if acknowledged {

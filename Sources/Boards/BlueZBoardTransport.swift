@@ -80,19 +80,14 @@ public actor BlueZBoardTransport: BoardTransport {
         stopped = true
         if let link {
             await link.prepareForStop()
-            await withTimeLimit(Self.stopCommandsLimit) {
-                for packet in commands {
-                    do { try await link.write(packet) } catch { break }
-                }
-            }
+            await Self.writeStopCommands(commands) { try await link.writeInOrder($0) }
         } else if facts?.connected == true, let device = facts?.device {
             // Connected but the link is still being opened (early handshake): the commands go
             // through the shared connection instead.
             let client = client
-            await withTimeLimit(Self.stopCommandsLimit) {
-                guard let command = await client.characteristic(MetaWearGATT.command, under: device) else { return }
-                for packet in commands {
-                    do { try await client.writeCommand(packet.bytes, to: command.path, timeout: Self.stopCommandsLimit) } catch { break }
+            if let command = await client.characteristic(MetaWearGATT.command, under: device) {
+                await Self.writeStopCommands(commands) {
+                    try await client.writeCommandsInOrder($0.map(\.bytes), to: command.path, timeout: Self.stopCommandsLimit)
                 }
             }
         }
@@ -117,6 +112,29 @@ public actor BlueZBoardTransport: BoardTransport {
         continuation.finish()
         work.finish()
     }
+
+    /// Writes a stop's commands in two round trips instead of one each (a busy bluetoothd
+    /// under TCG answered each of them late: one after another, a stop's first few commands
+    /// used up its time and the rest, `FE 06` among them, were never sent): every command
+    /// but the last at once, then the last, which is the board's `FE 06` (``BoardSession``'s
+    /// stop ends with it) and ends the link. It goes once bluetoothd answered the others, so
+    /// the sensors are off before the link ends even where a peer handles concurrent calls in
+    /// any order (mwsim's D-Bus server does), or once ``sensorCommandsLimit`` passed: the
+    /// others are on the bus by then, and bluetoothd handles one connection's calls in the
+    /// order sent. The others may reach the board in any order: each turns one thing off.
+    /// Within ``stopCommandsLimit`` in all.
+    private static func writeStopCommands(_ commands: [Packet],
+                                          _ write: @escaping @Sendable ([Packet]) async throws -> Void) async {
+        guard let last = commands.last else { return }
+        let others = Array(commands.dropLast())
+        if !others.isEmpty {
+            await withTimeLimit(sensorCommandsLimit) { try? await write(others) }
+        }
+        await withTimeLimit(stopCommandsLimit - sensorCommandsLimit) { try? await write([last]) }
+    }
+
+    /// Of ``stopCommandsLimit``, the time the commands before `FE 06` may wait for their answers.
+    static let sensorCommandsLimit = Duration.milliseconds(500)
 
     /// Time allowed for the stop commands, and for bluetoothd's answer to `Disconnect` (the
     /// board was already asked to end the link itself, and bluetoothd carries a `Disconnect`

@@ -34,6 +34,16 @@ final class GattBoardLink: BoardLink {
         try await session.link.write(packet.bytes, to: session.command, withResponse: packet.requiresWriteWithResponse)
     }
 
+    /// Writes `packets` in order; write-without-response ones all at once, without waiting
+    /// for bluetoothd's answer to each (``GattLink/writeCommandsInOrder(_:to:)``).
+    func writeInOrder(_ packets: [Packet]) async throws {
+        if packets.contains(where: \.requiresWriteWithResponse) {
+            for packet in packets { try await write(packet) }
+        } else {
+            try await session.link.writeCommandsInOrder(packets.map(\.bytes), to: session.command)
+        }
+    }
+
     func readDeviceInformation(_ field: DeviceInformationField) async -> DeviceInformationRead {
         guard let characteristic = await client.characteristic(field.uuid, under: session.device) else { return .notExported }
         guard let bytes = try? await session.link.read(characteristic.path) else { return .failed }

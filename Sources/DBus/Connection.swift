@@ -128,6 +128,16 @@ public final class DBusConnection: Sendable {
         try await core.call(message, timeout: timeout)
     }
 
+    /// Sends several method calls at once, in the order given, without waiting for one
+    /// call's reply before sending the next, then waits for every reply: one round trip
+    /// instead of one per call. The bus delivers one connection's messages in order, so a
+    /// peer that handles its calls one after another (bluetoothd's main loop) handles these
+    /// in this order too. Returns each call's outcome (as ``call(_:timeout:)`` would throw or
+    /// return it) in the order given; `timeout` counts for each call from the start.
+    public func callInOrder(_ messages: [DBusMessage], timeout: Duration) async -> [Result<DBusMessage, any Error>] {
+        await core.callInOrder(messages, timeout: timeout)
+    }
+
     /// Sends any message without waiting for a reply (a method call is flagged no-reply).
     public func send(_ message: DBusMessage) throws {
         var message = message

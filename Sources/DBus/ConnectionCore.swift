@@ -202,6 +202,47 @@ final class ConnectionCore: @unchecked Sendable {
         }
     }
 
+    /// Sends every message as a method call at once, in order, then waits for all their
+    /// replies; each call's outcome in the same order. Cancellation ends every call that is
+    /// still waiting.
+    func callInOrder(_ messages: [DBusMessage], timeout: Duration) async -> [Result<DBusMessage, any Error>] {
+        let deadline = EventLoop.now() + Self.nanoseconds(timeout)
+        let calls = loop.calls
+        let waiters = messages.map { _ in ReplyWaiter(serial: calls.nextSerial()) }
+        let cancelAll: @Sendable () -> Void = {
+            for waiter in waiters {
+                waiter.finish(.failure(CancellationError()))
+                _ = calls.take(waiter.serial)
+            }
+        }
+        return await withTaskCancellationHandler {
+            if Task.isCancelled { cancelAll() }
+            // All sent from this thread before any reply is awaited: libdbus queues them in
+            // this order, and the bus delivers one connection's messages in the order sent.
+            for (message, waiter) in zip(messages, waiters) {
+                var message = message
+                message.kind = .methodCall
+                message.noReplyExpected = false
+                do {
+                    startCall(RawMessage(pointer: try MessageWriter.make(message)), deadline, waiter)
+                } catch {
+                    waiter.finish(.failure(error))
+                }
+            }
+            var results: [Result<DBusMessage, any Error>] = []
+            for waiter in waiters {
+                do {
+                    results.append(.success(try await withUnsafeThrowingContinuation { waiter.install($0) }))
+                } catch {
+                    results.append(.failure(error))
+                }
+            }
+            return results
+        } onCancel: {
+            cancelAll()
+        }
+    }
+
     /// A call's timeout in nanoseconds: at least 1 ms, as libdbus rounds, and far from overflow.
     private static func nanoseconds(_ duration: Duration) -> UInt64 {
         let (seconds, attoseconds) = duration.components

@@ -136,6 +136,18 @@ struct BoundedStopTests {
 
     @Test(.timeLimit(.minutes(2)), arguments: Moment.allCases)
     func stopIsBoundedWithSensorsOffAndLinkClosed(at moment: Moment) async throws {
+        try await stop(at: moment, writeValueDelay: .zero)
+    }
+
+    /// A busy bluetoothd answers each `WriteValue` late (the real-BlueZ VM: SEE_VM ms while it
+    /// relayed a streaming link): the stop's commands must not wait for each other's answers,
+    /// or the last of them miss the stop's 700 ms for writes and leave the sensors on.
+    @Test(.timeLimit(.minutes(2)), arguments: [Moment.streaming, .rehandshake])
+    func stopCommandsReachTheBoardThoughBluetoothdAnswersLate(at moment: Moment) async throws {
+        try await stop(at: moment, writeValueDelay: .milliseconds(300))
+    }
+
+    private func stop(at moment: Moment, writeValueDelay: Duration) async throws {
         try await EndToEndRig.with(boards: 1, configure: { $0.disconnectReplyDelay = .seconds(3) }) { rig in
             let address = try await rig.address(0)
             let session = BoardSession(address: address, client: rig.client, options: try testOptions())
@@ -156,6 +168,7 @@ struct BoundedStopTests {
                 try await rig.simulator.dropLink(0)
                 try await waitUntil("handshaking again") { recorder.states(address).filter { $0 == .handshaking }.count >= 2 }
             }
+            await rig.simulator.setWriteValueDelay(writeValueDelay)
             let started = ContinuousClock.now
             await session.stop()
             let took = ContinuousClock.now - started
@@ -163,7 +176,7 @@ struct BoundedStopTests {
             #expect(took < .seconds(2), "stop took \(took) at \(moment)")
             #expect(recorder.states(address).last == .stopped)
             try await waitUntil("the link closed", within: .seconds(1)) { try await !rig.simulator.isConnected(0) }
-            #expect(try await rig.sensorsIdle(0), "sensors still on after a stop at \(moment)")
+            #expect(try await rig.sensorsIdle(0), "sensors still on after a stop at \(moment) (WriteValue answered \(writeValueDelay) late)")
         }
     }
 }

@@ -291,6 +291,24 @@ func exportTestService(on server: DBusConnection) async throws -> TestService {
         }
     }
 
+    @Test func cancellationEndsEveryCallSentInOrder() async throws {
+        try await withBus { bus, server in
+            try await exportTestService(on: server)
+            let client = try await DBusConnection(address: bus.address)
+            defer { client.close() }
+            let sleep = DBusMessage.methodCall(destination: service, path: path, interface: "org.mwgate.Test", member: "Sleep",
+                                               body: [.uint32(60_000)])
+            let task = Task { await client.callInOrder([sleep, sleep, sleep], timeout: .seconds(120)) }
+            try await Task.sleep(for: .milliseconds(100))
+            task.cancel()
+            let results = await task.value
+            #expect(results.count == 3)
+            for result in results {
+                #expect(throws: CancellationError.self) { try result.get() }
+            }
+        }
+    }
+
     @Test func closingFailsPendingCallsAndLaterCalls() async throws {
         try await withBus { bus, server in
             try await exportTestService(on: server)

@@ -108,6 +108,37 @@ private let peerPath: DBusObjectPath = "/org/mwgate/PyPeer"
         }
     }
 
+    /// callInOrder sends every call before any reply is awaited, and a peer with one main loop
+    /// (python3-dbus, as bluetoothd) handles them in the order given; each call gets its own
+    /// outcome.
+    @Test(.enabled(if: PythonPeer.isAvailable)) func callsInOrderAreInFlightTogetherAndHandledInOrder() async throws {
+        try await withBus { bus, client in
+            let python = try PythonPeer.start(on: bus)
+            defer { python.terminate() }
+            func message(_ member: String, _ arguments: [DBusValue] = []) -> DBusMessage {
+                .methodCall(destination: peer, path: peerPath, interface: peer, member: member, body: arguments)
+            }
+            // Gather(3) answers only once three such calls wait at the peer at the same time:
+            // one call after another, the first would never be answered.
+            let gathered = await client.callInOrder((0..<3).map { _ in message("Gather", [.uint32(3)]) }, timeout: eventually)
+            let answers = try gathered.map { try $0.get().decode(UInt32.self) }
+            #expect(answers == [0, 1, 2])
+            var calls = (0..<20).map { message("Append", [.uint32(UInt32($0))]) }
+            calls.insert(message("Fail"), at: 7)
+            let results = await client.callInOrder(calls, timeout: eventually)
+            #expect(results.count == 21)
+            for (index, result) in results.enumerated() {
+                if index == 7 {
+                    #expect(throws: DBusError.self) { try result.get() }
+                } else {
+                    #expect(throws: Never.self) { try result.get() }
+                }
+            }
+            let appended = try await client.call(message("Appended"), timeout: eventually).decode([UInt32].self)
+            #expect(appended == (0..<20).map { UInt32($0) })
+        }
+    }
+
     @Test(.enabled(if: PythonPeer.isAvailable)) func pythonCallsOurPropertiesBack() async throws {
         try await withBus { bus, server in
             let implementation = try await exportTestService(on: server)

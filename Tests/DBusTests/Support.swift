@@ -104,6 +104,29 @@ enum PythonPeer {
         def Hang(self, ok, err):
             pass
 
+        # Append/Appended: the order in which one main loop handled a client's calls.
+        appended = []
+
+        @dbus.service.method(IFACE, in_signature="u", out_signature="")
+        def Append(self, value):
+            Peer.appended.append(int(value))
+
+        @dbus.service.method(IFACE, in_signature="", out_signature="au")
+        def Appended(self):
+            return dbus.Array(Peer.appended, signature="u")
+
+        # Gather(n): answered once n Gather calls are waiting, so only calls that are in
+        # flight together are ever answered.
+        gathering = []
+
+        @dbus.service.method(IFACE, in_signature="u", out_signature="u", async_callbacks=("ok", "err"))
+        def Gather(self, count, ok, err):
+            Peer.gathering.append(ok)
+            if len(Peer.gathering) >= count:
+                waiting, Peer.gathering = Peer.gathering, []
+                for index, answer in enumerate(waiting):
+                    answer(dbus.UInt32(index))
+
         @dbus.service.method(IFACE, in_signature="", out_signature="")
         def Fail(self):
             raise dbus.exceptions.DBusException("python says no", name="org.mwgate.Error.Python")

@@ -778,34 +778,54 @@ def link_closed_and_sensor_stopped(address, since):
     return closed, stopped, (lines[-1].strip() if lines else "no link-closed line from the board")
 
 
+def shutdown_timeline(gateway_name, since):
+    """Where a SIGTERM's time went, from mwgated's log (seconds after `since`, the signal):
+    the boards' stop done, the session sealed, the process's last line."""
+    marks = {"boards stopped": "boards stopped", "sealed": "shutdown: session", "last line": "<5>stopped"}
+    found = {}
+    with open(os.path.join(RESULTS, f"mwgated-{gateway_name}.log")) as f:
+        for line in f:
+            at = float(line.split(" ", 1)[0])
+            if at < since:
+                continue
+            for name, marker in marks.items():
+                if marker in line and name not in found:
+                    found[name] = at - since
+    return ", ".join(f"{name} {found[name]:.2f} s" for name in marks if name in found) or "no shutdown lines"
+
+
 def group_stop(checks):
     """(5) SIGTERM during connect, during the handshake and while recording: exit within 2 s,
-    sensors stopped and links closed."""
+    sensors stopped and links closed. STOP_ROUNDS (default 1) repeats the three moments."""
     for name in ("hci0", "hci1"):
         power(name)
     boards = Boards(["hci1"], model="metamotion-r")
     address = boards.addresses[0]
-    for moment, wanted in (("connect", ("connecting",)), ("handshake", ("handshaking", "configuring")),
-                           ("recording", ("streaming",))):
-        wait_link(address, False, 10)
-        gateway = Gateway(f"stop-{moment}", f'addresses = ["{address}"]',
-                          session_mode="always" if moment == "recording" else "manual")
-        state = wait_for(f"state {wanted}", lambda: (lambda b: b["state"] if b and any(
-            w in b["state"] for w in wanted) else None)(gateway.board(address)), 60, interval=0.25)
-        if moment == "recording":
-            time.sleep(3)
-        t0 = time.time()
-        took = gateway.stop(grace=10)
-        closed, stopped, evidence = link_closed_and_sensor_stopped(address, t0)
-        ok = took is not None and took <= 2.0 and closed is not None and closed <= 2.0
-        if moment == "recording":
-            ok = ok and stopped
-        checks.record(f"SIGTERM during {moment}: exit within 2 s, link closed"
-                      + (", sensors stopped" if moment == "recording" else ""), ok,
-                      f"state when signalled: {state!r}; exited after "
-                      f"{f'{took:.2f} s' if took is not None else 'more than 10 s (killed)'}; link "
-                      f"{f'closed {closed:.2f} s after the signal' if closed is not None else 'still up 5 s later'}; "
-                      f"board: {evidence}")
+    rounds = int(os.environ.get("STOP_ROUNDS", "1"))
+    for round_number in range(1, rounds + 1):
+        for moment, wanted in (("connect", ("connecting",)), ("handshake", ("handshaking", "configuring")),
+                               ("recording", ("streaming",))):
+            wait_link(address, False, 10)
+            name = f"stop-{moment}" + (f"-{round_number}" if rounds > 1 else "")
+            gateway = Gateway(name, f'addresses = ["{address}"]',
+                              session_mode="always" if moment == "recording" else "manual")
+            state = wait_for(f"state {wanted}", lambda: (lambda b: b["state"] if b and any(
+                w in b["state"] for w in wanted) else None)(gateway.board(address)), 60, interval=0.25)
+            if moment == "recording":
+                time.sleep(3)
+            t0 = time.time()
+            took = gateway.stop(grace=10)
+            closed, stopped, evidence = link_closed_and_sensor_stopped(address, t0)
+            ok = took is not None and took <= 2.0 and closed is not None and closed <= 2.0
+            if moment == "recording":
+                ok = ok and stopped
+            checks.record(f"SIGTERM during {moment}: exit within 2 s, link closed"
+                          + (", sensors stopped" if moment == "recording" else "")
+                          + (f" (round {round_number})" if rounds > 1 else ""), ok,
+                          f"state when signalled: {state!r}; exited after "
+                          f"{f'{took:.2f} s' if took is not None else 'more than 10 s (killed)'}; link "
+                          f"{f'closed {closed:.2f} s after the signal' if closed is not None else 'still up 5 s later'}; "
+                          f"board: {evidence}; mwgated's log: {shutdown_timeline(name, t0)}")
     boards.stop()
 
 
