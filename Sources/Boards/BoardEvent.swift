@@ -104,11 +104,13 @@ public enum FlashLogStatus: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// The gyro samples one page of a flash log download delivered (or the last ones of the
-/// download), with what places them in time.
+/// The gyro (and accelerometer) samples one page of a flash log download delivered (or the
+/// last ones of the download), with what places them in time.
 public struct FlashLogDownload: Sendable {
     /// Logged gyro samples in readout order.
     public var gyro: [LoggedSample]
+    /// Logged accelerometer samples in readout order (when the accelerometer streams).
+    public var accelerometer: [LoggedSample] = []
     /// The readout ended with these: every sample it had is delivered.
     public var complete = true
     /// The board clock read at the start of the link, and when its reply was handled: where

@@ -101,7 +101,7 @@ extension BoardSession {
     // MARK: Download
 
     /// Downloads the flash log in the background while logging and streaming go on, and
-    /// reports the gyro samples of each page as it completes
+    /// reports the gyro (and accelerometer) samples of each page as it completes
     /// (``BoardEvent/Kind/flashLogDownloaded(_:)``, the last with `complete`). The board
     /// waits at each page's end and deletes the page only on ``confirmFlashLogPage()``, so
     /// nothing is cleared before it is stored; a lost link ends the readout and the next one
@@ -120,6 +120,7 @@ extension BoardSession {
         current?.awaitingTrimLength = false
         var downloader = LogDownloader(revision: capabilities.revision, loggers: loggers, confirmsPagesItself: false)
         current?.downloaded = []
+        current?.downloadedAccelerometer = []
         // A MetaMotion S keeps its newest entries in an open page the readout does not see.
         write(LoggingCommands.flushWhileLogging(revision: capabilities.revision, overwriteWhenFull: true) + downloader.begin())
         current?.download = downloader
@@ -163,6 +164,7 @@ extension BoardSession {
         let step = downloader.receive(notification.bytes, at: nanoseconds)
         current?.download = downloader
         current?.downloaded += step.samples.filter { $0.sensor == .gyro }.map(\.sample)
+        current?.downloadedAccelerometer += step.samples.filter { $0.sensor == .accelerometer }.map(\.sample)
         write(step.writes)
         let progress = downloader.progress
         let finished = downloader.state == .finished
@@ -171,7 +173,9 @@ extension BoardSession {
                                         clockReadAt: current?.handshakeEndedAt, duplicatesDropped: downloader.duplicatesDropped,
                                         orphanedEntries: downloader.orphanedEntries)
             page.complete = finished
+            page.accelerometer = current?.downloadedAccelerometer ?? []
             current?.downloaded = []
+            current?.downloadedAccelerometer = []
             if finished {
                 // The last page waits for its confirm only when the board ended it with 0B 0D.
                 if !downloader.awaitsConfirm { current?.download = nil }

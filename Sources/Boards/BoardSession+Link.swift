@@ -18,6 +18,7 @@ struct LinkWork {
     /// The flash log's download in progress on this link, with the gyro samples so far.
     var download: LogDownloader?
     var downloaded: [LoggedSample] = []
+    var downloadedAccelerometer: [LoggedSample] = []
     /// Entries the log held at the last mark (``BoardSession/markFlashLogForTrim()``), and
     /// whether its length read is awaited.
     var trimMark: UInt32?

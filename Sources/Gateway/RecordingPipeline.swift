@@ -197,7 +197,8 @@ public actor RecordingPipeline {
         if let clock = download.clock, let readAt = download.clockReadAt {
             origins[clock.resetUID & 0x07] = timeline.nanoseconds(readAt) - Int64(BoardTicks.milliseconds(UInt64(clock.tick)) * 1e6)
         }
-        let outcome = controller.backfill(board: key, logged: download.gyro, bootOrigins: origins, complete: download.complete,
+        let outcome = controller.backfill(board: key, logged: download.gyro, accelerometer: download.accelerometer,
+                                          bootOrigins: origins, complete: download.complete,
                                           now: timeline.now)
         if outcome.durable { backfillDemandContinuation.yield(.confirmPage(key)) }
         guard download.complete else { return }

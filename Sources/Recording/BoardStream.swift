@@ -113,15 +113,23 @@ struct BackfillHold {
     }
 }
 
-/// A board's streamed gyro samples of the last two minutes (monotonic nanoseconds and raw
-/// counts), kept across its links: what logged samples are matched against.
+/// A board's streamed samples of one sensor of the last two minutes (monotonic nanoseconds and
+/// raw counts), kept across its links: what logged samples are matched against.
 struct StreamedWindow {
     /// How much of the stream is kept, nanoseconds.
     static let span: Int64 = 120_000_000_000
 
     var samples: [BackfillPlanner.StreamedSample] = []
-    /// LSB per °/s of the streamed gyro (the range in force).
-    var gyroScale: Double?
+    /// LSB per unit (°/s, g) of the streamed sensor (the range in force).
+    var scale: Double?
+
+    /// Adds stamped samples (raw counts at their monotonic times) with their scale.
+    mutating func append(_ stamped: [SampleTimestamper<MotionSamples>.Stamped]) {
+        for s in stamped {
+            scale = s.payload.scale
+            for (k, t) in s.times.enumerated() { append(BackfillPlanner.StreamedSample(time: t, raw: s.payload.raw(k))) }
+        }
+    }
 
     /// Adds samples in time order, forgetting those older than ``span``.
     mutating func append(_ sample: BackfillPlanner.StreamedSample) {

@@ -51,7 +51,8 @@ extension SessionController {
     /// Whether `board`'s points are held waiting for a backfill.
     public func isWaitingForBackfill(board: String) -> Bool { boards[board]?.hold != nil }
 
-    /// Gyro samples downloaded from `board`'s flash log, in readout order: one page of a
+    /// Gyro (and `accelerometer`) samples downloaded from `board`'s flash log, in readout
+    /// order: one page of a
     /// readout, or (`complete`) the last one. Those inside the gap its held points wait on are
     /// merged before them once the readout is complete; the held points are then committed.
     /// A page before the last is placed provisionally and journaled with the held points.
@@ -62,9 +63,11 @@ extension SessionController {
     /// ``BackfillOutcome/durable`` says whether what the page holds is now in the store (the
     /// points it fills, and every streamed point so far): only then may the board delete it.
     @discardableResult
-    public func backfill(board: String, logged: [LoggedSample], bootOrigins: [UInt8: Int64], complete: Bool = true,
-                         now: Int64? = nil) -> BackfillOutcome {
+    public func backfill(board: String, logged: [LoggedSample], accelerometer: [LoggedSample] = [], bootOrigins: [UInt8: Int64],
+                         complete: Bool = true, now: Int64? = nil) -> BackfillOutcome {
         var outcome = BackfillOutcome()
+        loggedAccelerometer[board, default: LoggedAccelerometer()].add(accelerometer, bootOrigins: bootOrigins)
+        defer { if boards[board]?.hold == nil, restartGaps[board] == nil { loggedAccelerometer[board] = nil } }
         let restartGapStored = backfillRestartGap(board: board, page: logged, bootOrigins: bootOrigins, complete: complete,
                                                   outcome: &outcome)
         guard boards[board]?.hold != nil else {
@@ -92,7 +95,7 @@ extension SessionController {
     /// points wait on, as backfilled points.
     private func place(board: String, logged: [LoggedSample], bootOrigins: [UInt8: Int64],
                        outcome: inout BackfillOutcome) -> [(key: BackfillKey, point: RecordedPoint)] {
-        guard let stream = boards[board], let hold = stream.hold, let window = streamed[board], let scale = window.gyroScale else { return [] }
+        guard let stream = boards[board], let hold = stream.hold, let window = streamed[board], let scale = window.scale else { return [] }
         let period = 1e9 / stream.gyroRate
         let planner = BackfillPlanner(nominalPeriod: period, bootOrigins: bootOrigins)
         let plan = planner.plan(streamed: window.samples, logged: logged)
@@ -103,6 +106,7 @@ extension SessionController {
         let until = hold.points.last?.point.gyroscope.timestamp ?? after
         let halfPeriod = 500 / stream.gyroRate
         var points: [(key: BackfillKey, point: RecordedPoint)] = []
+        let accelerometer = backfilledAccelerometer(board: board)
         for sample in plan.backfilled {
             let time = timeBase.epochMilliseconds(monotonic: sample.time)
             guard time > after + halfPeriod, time < until - halfPeriod else { outcome.outsideGap += 1; continue }
@@ -110,7 +114,9 @@ extension SessionController {
             let located = stream.merger.locate(GyroItem(sample: value, missedBefore: 0, source: timeBase.source), time)
             points.append((BackfillKey(resetUID: sample.resetUID, tick: sample.tick),
                            RecordedPoint(gyroscope: GyroReading(value, timestamp: time), location: located.location,
-                                         missingLocation: located.missing, backfilled: true)))
+                                         missingLocation: located.missing,
+                                         accelerometer: accelerometer.nearest(time),
+                                         backfilled: true)))
         }
         return points
     }
@@ -200,12 +206,7 @@ extension SessionController {
     /// Keeps the streamed samples (raw counts at their monotonic times) for matching.
     func rememberStreamed(board: String, _ stamped: [SampleTimestamper<MotionSamples>.Stamped]) {
         guard backfillBoards.contains(board) else { return }
-        var window = streamed[board] ?? StreamedWindow()
-        for s in stamped {
-            window.gyroScale = s.payload.scale
-            for (k, t) in s.times.enumerated() { window.append(BackfillPlanner.StreamedSample(time: t, raw: s.payload.raw(k))) }
-        }
-        streamed[board] = window
+        streamed[board, default: StreamedWindow()].append(stamped)
     }
 }
 

@@ -48,11 +48,12 @@ extension SessionController {
             restartGaps[board] = nil
             return true
         }
-        guard let stream = boards[board], let window = streamed[board], let scale = window.gyroScale else { return false }
+        guard let stream = boards[board], let window = streamed[board], let scale = window.scale else { return false }
         let until = timeBase.epochMilliseconds(monotonic: resumed)
         let periodMs = 1000 / stream.gyroRate
         var points: [RecordedPoint] = []
         var previous = pending.sealedThrough ?? after
+        let accelerometer = backfilledAccelerometer(board: board, stored: pending.gap.tail)
         for sample in placeRestartGap(pending, window: window, scale: scale, rate: stream.gyroRate) {
             let time = timeBase.epochMilliseconds(monotonic: sample.time)
             guard time > previous + periodMs / 2, time < until - periodMs / 2 else { continue }
@@ -60,7 +61,8 @@ extension SessionController {
             let located = stream.merger.locate(GyroItem(sample: value, missedBefore: 0, source: timeBase.source), time)
             let missed = max(0, Int(((time - previous) / periodMs).rounded()) - 1)
             points.append(RecordedPoint(gyroscope: GyroReading(value, timestamp: time), location: located.location,
-                                        missingLocation: located.missing, missedBefore: missed,
+                                        missingLocation: located.missing,
+                                        accelerometer: accelerometer.nearest(time), missedBefore: missed,
                                         gapMilliseconds: Int((time - previous).rounded()), backfilled: true))
             previous = time
         }
@@ -79,7 +81,7 @@ extension SessionController {
                                  rate: Double) -> [BackfillPlanner.Backfilled] {
         let tail = pending.gap.tail.map { p in
             BackfillPlanner.StreamedSample(time: timeBase.monotonic(epochMilliseconds: p.gyroscope.timestamp),
-                                           raw: RawVector(counts: p.gyroscope, scale: scale))
+                                           raw: RawVector(counts: (p.gyroscope.x, p.gyroscope.y, p.gyroscope.z), scale: scale))
         }
         let streamed = (tail + window.samples).sorted { $0.time < $1.time }
         let planner = BackfillPlanner(nominalPeriod: 1e9 / rate, bootOrigins: pending.bootOrigins)
@@ -115,7 +117,7 @@ extension SessionController {
 
 extension RawVector {
     /// The counts a stored reading was scaled from (`scale` LSB per unit).
-    init(counts reading: GyroReading, scale: Double) {
+    init(counts reading: (x: Float, y: Float, z: Float), scale: Double) {
         func count(_ value: Float) -> Int16 { Int16(clamping: Int((Double(value) * scale).rounded())) }
         self.init(x: count(reading.x), y: count(reading.y), z: count(reading.z))
     }

@@ -106,6 +106,9 @@ public final class SessionController {
     var backfillBoards: Set<String> = []
     /// Each board's recent stream, kept across its links (what logged samples are matched with).
     var streamed: [String: StreamedWindow] = [:]
+    /// The same for each board's accelerometer stream, and its logged samples of the readout.
+    var streamedAccelerometer: [String: StreamedWindow] = [:]
+    var loggedAccelerometer: [String: LoggedAccelerometer] = [:]
     /// Boards whose points started waiting for a backfill since the last ``takeBackfillRequests()``.
     var backfillRequests: Set<String> = []
     /// Per board: points after a gap appended in this process (kept across links).
@@ -351,11 +354,12 @@ public final class SessionController {
                 boards[board]?.accelerometerStampedUntil = time
             }
         }
+        rememberStreamedAccelerometer(board: board, stamped)
         releaseWaitingForAccelerometer(board: board, force: false)
     }
 
     /// The accelerometer sample nearest `time` within half an accelerometer period.
-    private func nearestAccelerometer(board: String, time: Double) -> AccelerometerReading? {
+    func nearestAccelerometer(board: String, time: Double) -> AccelerometerReading? {
         guard let rate = boards[board]?.accelerometerRate else { return nil }
         // Samples older than a second before this gyro sample can never match again.
         let stale = boards[board]?.recentAccelerometer.prefix(while: { $0.timestamp < time - 1000 }).count ?? 0

@@ -35,7 +35,9 @@ struct RestartGapTests {
     /// The gateway dies `killAt` s into the session and is back `down` s later; the board's
     /// log is read when the recorder asks, or `downloadAfter` s after the restart at the
     /// earliest (the log's trims go on meanwhile).
-    func record(profile: BoardProfile, seed: UInt64, killAt: Double = 10, down: Double, downloadAfter: Double = 0) throws -> Run {
+    /// With `accelerometer` the board streams and logs its accelerometer too (100 Hz, ±4 g).
+    func record(profile: BoardProfile, seed: UInt64, killAt: Double = 10, down: Double, downloadAfter: Double = 0,
+                accelerometer: Bool = false) throws -> Run {
         print("RestartGapTests seed \(seed)")
         let dir = NSTemporaryDirectory() + "mwgate-restart-gap-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -51,11 +53,16 @@ struct RestartGapTests {
         board.tickAtPowerOn = 654_321
         board.flashLog.pageEntries = 128
         let revision: UInt8 = profile.chip == .bmi160 ? 2 : 3
-        let ids = LoggingCommands.triggers(.gyro, chip: chip).flatMap { board.write($0.bytes).notifications }.compactMap { reply -> UInt8? in
+        let sensors: [MotionSensor] = accelerometer ? [.gyro, .accelerometer] : [.gyro]
+        let ids = sensors.flatMap { LoggingCommands.triggers($0, chip: chip) }.flatMap { board.write($0.bytes).notifications }.compactMap { reply -> UInt8? in
             guard case .success(.triggerAllocated(let id))? = LogNotificationDecoder.decode(reply) else { return nil }
             return id
         }
-        let loggers: [MotionSensor: LoggerIDs] = [.gyro: LoggerIDs(xy: ids[0], z: ids[1])]
+        var loggers: [MotionSensor: LoggerIDs] = [.gyro: LoggerIDs(xy: ids[0], z: ids[1])]
+        if accelerometer { loggers[.accelerometer] = LoggerIDs(xy: ids[2], z: ids[3]) }
+        let accelerometerRate: Double? = accelerometer ? 100 : nil
+        let accelerometerStart = accelerometer
+            ? Commands.startAccelerometer(AccelerometerConfiguration(rate: .hz100, range: .g4), mode: .single, chip: chip) : []
         let gyro = GyroConfiguration(rate: .hz100, range: .dps2000)
         // A link's handshake: the clock read, logging (re)started, the gyro started (a new run).
         var origins: [UInt8: Int64] = [:]
@@ -64,19 +71,20 @@ struct RestartGapTests {
                 let tick = UInt32(reply[2]) | UInt32(reply[3]) << 8 | UInt32(reply[4]) << 16 | UInt32(reply[5]) << 24
                 origins[reply[6] & 7] = Int64(board.nanoseconds) - Int64(BoardTicks.milliseconds(UInt64(tick)) * 1e6)
             }
-            for p in LoggingCommands.start(overwriteWhenFull: true) + Commands.startGyro(gyro, mode: .single, chip: chip) {
+            for p in LoggingCommands.start(overwriteWhenFull: true) + Commands.startGyro(gyro, mode: .single, chip: chip) + accelerometerStart {
                 _ = board.write(p.bytes)
             }
         }
         handshake()
         controller.expectBackfill(board: "B", true)
-        controller.attach(board: "B", gyroRateHertz: 100)
+        controller.attach(board: "B", gyroRateHertz: 100, accelerometerRateHertz: accelerometerRate)
         let sessionID = try controller.start(trigger: .controlAPI, now: 0)
         let decoder = NotificationDecoder(chip: chip, gyroRange: .dps2000, accelerometerRange: .g4)
         var rng = SeededRandom(seed: seed)
         var now: Int64 = 0
         var downloader: LogDownloader?
         var page: [LoggedSample] = []
+        var accelerometerPage: [LoggedSample] = []
         var trimMark: UInt32?
         var restarted = false
         let killTime = Int64(killAt * 1e9), restartTime = Int64((killAt + down) * 1e9)
@@ -91,11 +99,14 @@ struct RestartGapTests {
             let step = d.receive(bytes, at: Int64(board.nanoseconds))
             downloader = d
             page += step.samples.filter { $0.sensor == .gyro }.map(\.sample)
+            accelerometerPage += step.samples.filter { $0.sensor == .accelerometer }.map(\.sample)
             send(step.writes)
             let finished = d.state == .finished
             guard step.pageReady || finished else { return }
-            let outcome = controller.backfill(board: "B", logged: page, bootOrigins: origins, complete: finished, now: now)
+            let outcome = controller.backfill(board: "B", logged: page, accelerometer: accelerometerPage, bootOrigins: origins,
+                                              complete: finished, now: now)
             page = []
+            accelerometerPage = []
             if outcome.durable {
                 let confirm = d.confirmPage()
                 downloader = d
@@ -119,7 +130,7 @@ struct RestartGapTests {
                 controller.expectRestartBackfill(try store.restartGaps(sessionIDs: [sessionID]))
                 handshake()
                 controller.expectBackfill(board: "B", true)
-                controller.attach(board: "B", gyroRateHertz: 100)
+                controller.attach(board: "B", gyroRateHertz: 100, accelerometerRateHertz: accelerometerRate)
                 trimMark = nil
             }
             for n in board.advance(to: UInt64(now)) {
@@ -196,6 +207,32 @@ struct RestartGapTests {
                 sourceLocation: sourceLocation)
     }
 
+    /// Accelerometer sample index of a point (the checkable signal's x at ±4 g: 8,192 counts per g).
+    static func accelerometerIndex(_ p: RecordedPoint) -> Int? {
+        p.accelerometer.map { Int(UInt16(bitPattern: Int16((Double($0.x) * 8192).rounded()))) }
+    }
+
+    /// The backfilled points have the accelerometer sample the board took with them: the
+    /// accelerometer and gyro indices step together (same rate, started together), so the offset
+    /// between them is the one of the streamed points after the restart, within one sample. A
+    /// point at a page's end may miss it (its accelerometer entries come with the next page,
+    /// after the point was stored): at most two a page.
+    func expectAccelerometerBackfilled(_ run: Run, sourceLocation: SourceLocation = #_sourceLocation) {
+        let streamed = run.resumed.prefix(200)
+        let offsets = streamed.compactMap { p in Self.accelerometerIndex(p).map { $0 - Self.index(p) } }.sorted()
+        let backfilled = run.interrupted.filter(\.backfilled)
+        let without = backfilled.filter { $0.accelerometer == nil }.count
+        guard let offset = offsets.isEmpty ? nil : offsets[offsets.count / 2] else {
+            Issue.record("no streamed accelerometer readings", sourceLocation: sourceLocation)
+            return
+        }
+        let off = backfilled.compactMap { p in Self.accelerometerIndex(p).map { $0 - Self.index(p) } }.filter { abs($0 - offset) > 1 }
+        print("accelerometer: \(backfilled.count) backfilled points, \(without) without a reading, \(off.count) off the streamed offset \(offset): \(off.prefix(5))")
+        #expect(without * 20 <= backfilled.count, "backfilled points have their accelerometer reading", sourceLocation: sourceLocation)
+        #expect(without < backfilled.count, sourceLocation: sourceLocation)
+        #expect(off.isEmpty, "the reading is the one the board took with it", sourceLocation: sourceLocation)
+    }
+
     @Test func aMetaMotionRKilledForEightSecondsLosesNothing() throws {
         let run = try record(profile: .metaMotionR, seed: 41, down: 8)
         expectEverySampleOnce(run, down: 8)
@@ -206,6 +243,18 @@ struct RestartGapTests {
     @Test func trimsBeforeTheReadoutKeepTheGap() throws {
         let run = try record(profile: .metaMotionR, seed: 43, down: 5, downloadAfter: 12)
         expectEverySampleOnce(run, down: 5)
+    }
+
+    @Test func theAccelerometerIsBackfilledOnABMI160() throws {
+        let run = try record(profile: .metaMotionR, seed: 44, down: 4, accelerometer: true)
+        expectEverySampleOnce(run, down: 4)
+        expectAccelerometerBackfilled(run)
+    }
+
+    @Test func theAccelerometerIsBackfilledOnABMI270() throws {
+        let run = try record(profile: .metaMotionS, seed: 45, down: 4, accelerometer: true)
+        expectEverySampleOnce(run, down: 4)
+        expectAccelerometerBackfilled(run)
     }
 
     @Test func aMetaMotionSKilledForThreeSecondsLosesNothing() throws {
