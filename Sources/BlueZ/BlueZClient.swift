@@ -94,7 +94,8 @@ public actor BlueZClient {
                 } catch {}
             }
         }
-        let events = mirror.events
+        let (mirror, events) = (mirror, mirror.events)
+        work.spawn { await mirror.run() }
         work.spawn { [weak self] in
             for await event in events { await self?.forward(.object(event)) }
         }

@@ -168,10 +168,18 @@ public final class DBusConnection: Sendable {
     /// Subscribes to signals matching `rule`. Returns after the bus has installed the match,
     /// so every matching signal sent afterwards is delivered, in order. The stream ends when
     /// the connection closes (normally after ``close()``, with `Disconnected` when lost);
-    /// dropping or cancelling the iteration removes the match.
-    public func signals(matching rule: DBusMatchRule) async throws -> AsyncThrowingStream<DBusSignal, any Error> {
-        try await core.subscribe([rule])
+    /// dropping or cancelling the iteration removes the match. At most `backlogLimit` signals
+    /// wait unread: one more ends the stream with ``DBusSignalBacklogFull`` (after the ones
+    /// waiting), so a stuck reader neither loses a signal unnoticed nor holds memory without bound.
+    public func signals(matching rule: DBusMatchRule, backlogLimit: Int = signalBacklogLimit) async throws
+        -> AsyncThrowingStream<DBusSignal, any Error>
+    {
+        try await core.subscribe([rule], backlogLimit: backlogLimit)
     }
+
+    /// How many signals a subscription's stream holds unread by default: far more than any
+    /// burst a reader that keeps up sees (a BlueZ scan of hundreds of devices).
+    public static let signalBacklogLimit = 16_384
 
     /// Calls `handler` for every signal matching any of `rules`, on the connection's I/O
     /// thread, as each is read, in bus order; returns after the bus has installed the
@@ -216,9 +224,11 @@ public final class DBusConnection: Sendable {
 
     /// Signals matching any of `rules`, each delivered once, in the order the bus sent them.
     /// Several narrow rules (e.g. `arg0` per interface) let the bus drop what no rule wants
-    /// before it is ever sent to this connection.
-    public func signals(matchingAny rules: [DBusMatchRule]) async throws -> AsyncThrowingStream<DBusSignal, any Error> {
-        try await core.subscribe(rules)
+    /// before it is ever sent to this connection. `backlogLimit` as for ``signals(matching:backlogLimit:)``.
+    public func signals(matchingAny rules: [DBusMatchRule], backlogLimit: Int = signalBacklogLimit) async throws
+        -> AsyncThrowingStream<DBusSignal, any Error>
+    {
+        try await core.subscribe(rules, backlogLimit: backlogLimit)
     }
 
     // MARK: Exporting objects

@@ -17,16 +17,16 @@ final class ConnectionCore: @unchecked Sendable {
 
     /// Where a subscription's signals go.
     enum SignalSink: Sendable {
-        /// Yielded into a stream, consumed by a task.
-        case stream(AsyncThrowingStream<DBusSignal, any Error>.Continuation)
+        /// Decoded and handed to a stream's continuation (`yield`), consumed by a task;
+        /// `finish` ends the stream.
+        case stream(yield: @Sendable (DBusSignal) -> Void, finish: @Sendable ((any Error)?) -> Void)
         /// Called on the I/O thread during dispatch with the signal as read; `end` once when
         /// the connection goes (nil: closed by the user).
         case handler(@Sendable (borrowing DBusSignalView) -> Void, end: @Sendable ((any Error)?) -> Void)
 
         func finish(throwing error: (any Error)?) {
             switch self {
-            case .stream(let continuation):
-                if let error { continuation.finish(throwing: error) } else { continuation.finish() }
+            case .stream(_, let finish): finish(error)
             case .handler(_, let end): end(error)
             }
         }
@@ -285,9 +285,30 @@ final class ConnectionCore: @unchecked Sendable {
     /// Registers a subscription locally, then with the bus (AddMatch), and returns once the
     /// bus has acknowledged it: signals sent after this returns are delivered. A signal that
     /// matches several of `rules` is delivered once, and all arrive in bus order.
-    func subscribe(_ rules: [DBusMatchRule]) async throws -> AsyncThrowingStream<DBusSignal, any Error> {
-        let (stream, continuation) = AsyncThrowingStream.makeStream(of: DBusSignal.self, bufferingPolicy: .unbounded)
-        let id = try await subscribe(rules, sink: .stream(continuation))
+    /// At most `backlogLimit` signals wait unread; one more ends the stream with
+    /// ``DBusSignalBacklogFull`` (after the ones waiting).
+    func subscribe(_ rules: [DBusMatchRule], backlogLimit: Int) async throws -> AsyncThrowingStream<DBusSignal, any Error> {
+        try await subscribe(rules, backlogLimit: backlogLimit) { $0 }
+    }
+
+    /// The same, each signal mapped by `transform` as it is routed (nil: skipped), so a typed
+    /// stream needs no task of its own between the connection and its reader.
+    func subscribe<Value: Sendable>(_ rules: [DBusMatchRule], backlogLimit: Int = DBusConnection.signalBacklogLimit,
+                                    transform: @escaping @Sendable (DBusSignal) -> Value?) async throws
+        -> AsyncThrowingStream<Value, any Error>
+    {
+        let limit = max(1, backlogLimit)
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: Value.self, bufferingPolicy: .bufferingOldest(limit))
+        let full = DBusSignalBacklogFull(limit: limit, rules: rules.map(\.description))
+        let sink = SignalSink.stream(
+            yield: { signal in
+                guard let value = transform(signal) else { return }
+                if case .dropped = continuation.yield(value) { continuation.finish(throwing: full) }
+            },
+            finish: { error in
+                if let error { continuation.finish(throwing: error) } else { continuation.finish() }
+            })
+        let id = try await subscribe(rules, sink: sink)
         continuation.onTermination = { [weak self] _ in self?.unsubscribe(id) }
         return stream
     }
@@ -406,9 +427,9 @@ final class ConnectionCore: @unchecked Sendable {
             switch subscription.sink {
             case .handler(let handler, _):
                 handler(view)
-            case .stream(let continuation):
+            case .stream(let yield, _):
                 if decoded == nil { decoded = try? view.signal() }
-                if let decoded { continuation.yield(decoded) }
+                if let decoded { yield(decoded) }
             }
         }
     }

@@ -67,3 +67,18 @@ public struct DBusTypeMismatch: Error, Sendable, Hashable, CustomStringConvertib
         return "D-Bus type mismatch\(place): expected '\(expected)', got '\(actual)'"
     }
 }
+
+/// A signal subscription whose reader fell behind: more than `limit` signals waited unread.
+/// The subscription ends with this error instead of dropping a signal or growing without
+/// bound; the reader subscribes again and re-reads the state the signals would have reported.
+public struct DBusSignalBacklogFull: Error, Sendable, Hashable, CustomStringConvertible {
+    /// How many signals may wait unread.
+    public let limit: Int
+    /// The subscription's match rules.
+    public let rules: [String]
+
+    public var description: String {
+        "more than \(limit) signals waited unread for the subscription to \(rules.joined(separator: " or ")): "
+            + "its reader fell behind, and the subscription ended rather than drop one"
+    }
+}

@@ -1,3 +1,5 @@
+import Basics
+
 /// A live mirror of a remote ObjectManager (e.g. BlueZ's on `/`): objects, their
 /// interfaces and property values, kept current by InterfacesAdded/Removed and
 /// PropertiesChanged.
@@ -5,7 +7,8 @@
 /// ``start()`` subscribes first and only then takes the GetManagedObjects snapshot, so no
 /// change is lost; signals that the service sent before its snapshot reply (lower serial)
 /// are already in the snapshot and skipped. When the service leaves the bus every object is
-/// reported removed; when it comes back a fresh snapshot is taken.
+/// reported removed; when it comes back a fresh snapshot is taken. Changes are followed while
+/// ``run()`` runs, as child tasks of it, until ``stop()`` or cancellation.
 public actor DBusObjectManagerClient {
     /// Interface name → property name → value.
     public typealias Interfaces = [String: [String: DBusValue]]
@@ -26,7 +29,14 @@ public actor DBusObjectManagerClient {
     /// The current objects.
     public private(set) var objects: [DBusObjectPath: Interfaces] = [:]
     private var owner: String?
-    private var tasks: [Task<Void, Never>] = []
+    /// The subscriptions ``start()`` made, followed by ``run()``.
+    private var rules: [DBusMatchRule] = []
+    private var signals: AsyncThrowingStream<DBusSignal, any Error>?
+    /// How many signals may wait for ``run()`` before the subscription is taken again.
+    private let signalBacklogLimit: Int
+    private var owners: AsyncThrowingStream<DBusNameOwnerChanged, any Error>?
+    private var started = false
+    private let work = ChildTaskQueue(limit: 2)
     private let eventContinuation: AsyncStream<Event>.Continuation
     /// Every change, starting with `interfacesAdded` for each object of the first snapshot.
     public nonisolated let events: AsyncStream<Event>
@@ -40,6 +50,13 @@ public actor DBusObjectManagerClient {
     /// follows every interface.
     public init(connection: DBusConnection, service: String, managerPath: DBusObjectPath = .root,
                 timeout: Duration = .seconds(25), followedInterfaces: [String]? = nil) {
+        self.init(connection: connection, service: service, managerPath: managerPath, timeout: timeout,
+                  followedInterfaces: followedInterfaces, signalBacklogLimit: DBusConnection.signalBacklogLimit)
+    }
+
+    init(connection: DBusConnection, service: String, managerPath: DBusObjectPath, timeout: Duration,
+         followedInterfaces: [String]?, signalBacklogLimit: Int) {
+        self.signalBacklogLimit = signalBacklogLimit
         self.connection = connection
         self.service = service
         self.managerPath = managerPath
@@ -48,11 +65,12 @@ public actor DBusObjectManagerClient {
         (events, eventContinuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)
     }
 
-    /// Subscribes, takes the snapshot and starts following changes. Throws if the service
-    /// cannot be reached (the subscriptions stay, so a later start of the service is seen).
+    /// Subscribes and takes the snapshot; ``run()`` follows changes from then on (what the
+    /// service sends meanwhile waits for it, in order). Throws if the service cannot be reached
+    /// (the subscriptions stay, so a later start of the service is seen once ``run()`` runs).
     public func start() async throws {
-        guard tasks.isEmpty else { return }
-        var rules: [DBusMatchRule]
+        guard !started else { return }
+        started = true
         if let followedInterfaces {
             // Object lifecycle from the manager, property changes only for followed interfaces.
             rules = [DBusMatchRule(sender: service, interface: DBusStandardInterface.objectManager, path: managerPath)]
@@ -65,25 +83,58 @@ public actor DBusObjectManagerClient {
         }
         // One subscription stream per rule would reorder signals across rules; merge them in
         // arrival order on one stream instead.
-        let signals = try await connection.signals(matchingAny: rules)
-        let owners = try await connection.nameOwnerChanged(name: service)
-        tasks.append(Task { [weak self] in
-            do {
-                for try await signal in signals { await self?.apply(signal) }
-            } catch {}
-        })
-        tasks.append(Task { [weak self] in
-            do {
-                for try await change in owners { await self?.ownerChanged(change.newOwner) }
-            } catch {}
-        })
+        signals = try await connection.signals(matchingAny: rules, backlogLimit: signalBacklogLimit)
+        owners = try await connection.nameOwnerChanged(name: service)
         try await refresh()
     }
 
-    /// Stops following changes and ends ``events``.
+    /// Follows the service's changes and its owner until ``stop()``, cancellation or the
+    /// connection's end. Call once, after ``start()``.
+    public func run() async {
+        if let signals {
+            self.signals = nil
+            work.spawn { [weak self] in await self?.follow(signals) }
+        }
+        if let owners {
+            self.owners = nil
+            work.spawn { [weak self] in
+                do {
+                    for try await change in owners { await self?.ownerChanged(change.newOwner) }
+                } catch {}
+            }
+        }
+        await work.run()
+    }
+
+    /// Applies `signals` until they end. When the reader fell behind (the subscription ended
+    /// with ``DBusSignalBacklogFull``), it subscribes again and takes a fresh snapshot, whose
+    /// differences are reported as events: what the lost signals changed is not lost.
+    private func follow(_ first: AsyncThrowingStream<DBusSignal, any Error>) async {
+        var signals = first
+        while !Task.isCancelled {
+            do {
+                for try await signal in signals { apply(signal) }
+                return
+            } catch is DBusSignalBacklogFull {
+                do {
+                    signals = try await connection.signals(matchingAny: rules, backlogLimit: signalBacklogLimit)
+                } catch {
+                    return
+                }
+                // A service that is not on the bus now is snapshotted when it comes (owner change).
+                try? await refresh()
+            } catch {
+                return
+            }
+        }
+    }
+
+    /// Stops following changes (ending ``run()``, which drops the subscriptions) and ends
+    /// ``events``.
     public func stop() {
-        tasks.forEach { $0.cancel() }
-        tasks.removeAll()
+        work.finish()
+        signals = nil
+        owners = nil
         eventContinuation.finish()
     }
 

@@ -62,7 +62,7 @@ extension DBusConnection {
     {
         let rule = DBusMatchRule(sender: sender, interface: DBusStandardInterface.properties, member: "PropertiesChanged",
                                  pathNamespace: pathNamespace, arguments: interface.map { [0: $0] } ?? [:])
-        return Self.typed(try await signals(matching: rule)) { try? DBusPropertiesChanged($0) }
+        return try await core.subscribe([rule]) { try? DBusPropertiesChanged($0) }
     }
 
     /// InterfacesAdded from `sender`'s ObjectManager.
@@ -71,7 +71,7 @@ extension DBusConnection {
     {
         let rule = DBusMatchRule(sender: sender, interface: DBusStandardInterface.objectManager,
                                  member: "InterfacesAdded", path: managerPath)
-        return Self.typed(try await signals(matching: rule)) { try? DBusInterfacesAdded($0) }
+        return try await core.subscribe([rule]) { try? DBusInterfacesAdded($0) }
     }
 
     /// InterfacesRemoved from `sender`'s ObjectManager.
@@ -80,7 +80,7 @@ extension DBusConnection {
     {
         let rule = DBusMatchRule(sender: sender, interface: DBusStandardInterface.objectManager,
                                  member: "InterfacesRemoved", path: managerPath)
-        return Self.typed(try await signals(matching: rule)) { try? DBusInterfacesRemoved($0) }
+        return try await core.subscribe([rule]) { try? DBusInterfacesRemoved($0) }
     }
 
     /// NameOwnerChanged from the bus, for one name or (nil) all names.
@@ -88,26 +88,6 @@ extension DBusConnection {
         let rule = DBusMatchRule(sender: DBusStandardInterface.bus, interface: DBusStandardInterface.bus,
                                  member: "NameOwnerChanged", path: "/org/freedesktop/DBus",
                                  arguments: name.map { [0: $0] } ?? [:])
-        return Self.typed(try await signals(matching: rule)) { try? DBusNameOwnerChanged($0) }
-    }
-
-    /// Maps a signal stream to typed values, dropping signals that do not decode.
-    static func typed<T: Sendable>(_ stream: AsyncThrowingStream<DBusSignal, any Error>,
-                                   _ transform: @escaping @Sendable (DBusSignal) -> T?)
-        -> AsyncThrowingStream<T, any Error>
-    {
-        let (output, continuation) = AsyncThrowingStream.makeStream(of: T.self, bufferingPolicy: .unbounded)
-        let task = Task {
-            do {
-                for try await signal in stream {
-                    if let value = transform(signal) { continuation.yield(value) }
-                }
-                continuation.finish()
-            } catch {
-                continuation.finish(throwing: error)
-            }
-        }
-        continuation.onTermination = { _ in task.cancel() }
-        return output
+        return try await core.subscribe([rule]) { try? DBusNameOwnerChanged($0) }
     }
 }

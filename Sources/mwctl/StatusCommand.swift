@@ -41,22 +41,6 @@ struct StatusCommand: AsyncParsableCommand {
     private func watchLoop(_ client: GatewayControlClient) async throws {
         let changes = try await client.propertyChanges()
         let interactive = isatty(STDOUT_FILENO) == 1 && !output.json
-        let ticks = AsyncStream<Void> { continuation in
-            let task = Task {
-                for try await _ in changes { continuation.yield() }
-                continuation.finish()
-            }
-            let timer = Task {
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: .seconds(interval))
-                    continuation.yield()
-                }
-            }
-            continuation.onTermination = { _ in
-                task.cancel()
-                timer.cancel()
-            }
-        }
         var shown = 0
         func draw() async throws {
             if output.json {
@@ -69,9 +53,31 @@ struct StatusCommand: AsyncParsableCommand {
         }
         try await draw()
         if let count, shown >= count { return }
-        for await _ in ticks {
-            try await draw()
-            if let count, shown >= count { return }
+        // A redraw is due when the daemon announces a change or `interval` passes; changes
+        // that come while one is drawn make one redraw. The two watchers are children of this
+        // scope and end with it; the watch ends when the daemon's announcements do.
+        let (due, dueContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let interval = interval
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                do {
+                    for try await _ in changes { dueContinuation.yield() }
+                    dueContinuation.finish()
+                } catch {
+                    // The connection failed: the timer's next redraw reports it.
+                }
+            }
+            group.addTask {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .seconds(interval))
+                    dueContinuation.yield()
+                }
+            }
+            defer { group.cancelAll() }
+            for await _ in due {
+                try await draw()
+                if let count, shown >= count { return }
+            }
         }
     }
 }

@@ -21,6 +21,9 @@ enum MWGatedMain {
         // reflection over the command's properties, its help and error machinery) runs only
         // for anything else, so it prints help and errors as before.
         let plain = PlainCommandLine.options(Array(CommandLine.arguments.dropFirst()))
+        // The process's root task, the one an async main would start: there is no scope above
+        // it to join (the main thread only parks), everything the daemon runs is structured
+        // below it (Daemon.run's service group), and it never returns: it ends the process.
         Task.detached {
             guard let options = plain else {
                 await MWGated.main()  // exits itself with the right status on help or errors

@@ -57,6 +57,21 @@ private let path: DBusObjectPath = "/org/mwgate/test"
         ]))
     }
 
+    /// Starts `mirror`, runs `body` while the mirror's `run()` follows changes beside it, then
+    /// stops the mirror and waits for its run to end.
+    private func following(_ mirror: DBusObjectManagerClient, _ body: () async throws -> Void) async throws {
+        try await mirror.start()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await mirror.run() }
+            do { try await body() } catch {
+                await mirror.stop()
+                throw error
+            }
+            await mirror.stop()
+            try await group.waitForAll()
+        }
+    }
+
     @Test func clientFollowsOurServer() async throws {
         try await withBus { bus, server in
             server.exportObjectManager(at: "/org/mwgate")
@@ -65,24 +80,105 @@ private let path: DBusObjectPath = "/org/mwgate/test"
             let client = try await DBusConnection(address: bus.address)
             defer { client.close() }
             let mirror = DBusObjectManagerClient(connection: client, service: "org.mwgate.Manager", managerPath: "/org/mwgate")
+            try await following(mirror) {
+                #expect(try await first(mirror.events) == .interfacesAdded("/org/mwgate/dev_1", ["org.mwgate.Device": ["Name": .string("first")]]))
+                try await server.export(device("second"), at: "/org/mwgate/dev_2")
+                #expect(try await first(mirror.events) == .interfacesAdded("/org/mwgate/dev_2", ["org.mwgate.Device": ["Name": .string("second")]]))
+                try server.emitPropertiesChanged(path: "/org/mwgate/dev_2", interface: "org.mwgate.Device",
+                                                 changed: ["Name": .string("renamed")])
+                #expect(try await first(mirror.events) == .propertiesChanged("/org/mwgate/dev_2", interface: "org.mwgate.Device",
+                                                                  changed: ["Name": .string("renamed")], invalidated: []))
+                try server.unexport("/org/mwgate/dev_1")
+                #expect(try await first(mirror.events) == .interfacesRemoved("/org/mwgate/dev_1", ["org.mwgate.Device"]))
+                #expect(await mirror.paths(implementing: "org.mwgate.Device") == ["/org/mwgate/dev_2"])
+                #expect(await mirror.object(at: "/org/mwgate/dev_2")?["org.mwgate.Device"]?["Name"] == .string("renamed"))
+                // The service leaving the bus removes everything.
+                server.close()
+                let gone = try await first(mirror.events)
+                #expect(gone == .interfacesRemoved("/org/mwgate/dev_2", ["org.mwgate.Device"]))
+                #expect(await mirror.objects.isEmpty)
+            }
+        }
+    }
+
+    /// Changes are applied only while `run()` runs (what comes before waits, in order), and
+    /// cancelling the scope that runs it ends the following.
+    @Test(.timeLimit(.minutes(1))) func changesAreFollowedWhileRunRunsAndStopWithItsScope() async throws {
+        try await withBus { bus, server in
+            server.exportObjectManager(at: "/")
+            #expect(try await server.requestName("org.mwgate.Scoped") == .primaryOwner)
+            let client = try await DBusConnection(address: bus.address)
+            defer { client.close() }
+            let added = try await client.interfacesAdded(sender: "org.mwgate.Scoped", managerPath: "/")
+            let mirror = DBusObjectManagerClient(connection: client, service: "org.mwgate.Scoped")
             try await mirror.start()
-                        #expect(try await first(mirror.events) == .interfacesAdded("/org/mwgate/dev_1", ["org.mwgate.Device": ["Name": .string("first")]]))
-            try await server.export(device("second"), at: "/org/mwgate/dev_2")
-            #expect(try await first(mirror.events) == .interfacesAdded("/org/mwgate/dev_2", ["org.mwgate.Device": ["Name": .string("second")]]))
-            try server.emitPropertiesChanged(path: "/org/mwgate/dev_2", interface: "org.mwgate.Device",
-                                             changed: ["Name": .string("renamed")])
-            #expect(try await first(mirror.events) == .propertiesChanged("/org/mwgate/dev_2", interface: "org.mwgate.Device",
-                                                              changed: ["Name": .string("renamed")], invalidated: []))
-            try server.unexport("/org/mwgate/dev_1")
-            #expect(try await first(mirror.events) == .interfacesRemoved("/org/mwgate/dev_1", ["org.mwgate.Device"]))
-            #expect(await mirror.paths(implementing: "org.mwgate.Device") == ["/org/mwgate/dev_2"])
-            #expect(await mirror.object(at: "/org/mwgate/dev_2")?["org.mwgate.Device"]?["Name"] == .string("renamed"))
-            // The service leaving the bus removes everything.
-            server.close()
-            let gone = try await first(mirror.events)
-            #expect(gone == .interfacesRemoved("/org/mwgate/dev_2", ["org.mwgate.Device"]))
-            #expect(await mirror.objects.isEmpty)
-            await mirror.stop()
+            try await server.export(device("early"), at: "/dev_early")
+            #expect(try await first(added).path == "/dev_early")
+            #expect(await mirror.object(at: "/dev_early") == nil)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await mirror.run() }
+                #expect(try await first(mirror.events) == .interfacesAdded("/dev_early", ["org.mwgate.Device": ["Name": .string("early")]]))
+                group.cancelAll()
+                try await group.waitForAll()
+            }
+            try await server.export(device("late"), at: "/dev_late")
+            #expect(try await first(added).path == "/dev_late")
+            #expect(await mirror.object(at: "/dev_late") == nil)
+        }
+    }
+
+    /// A subscription whose reader does not keep up holds at most its backlog limit, then ends
+    /// with an error that says so: no signal goes missing unnoticed, no memory grows unbounded.
+    @Test func aReaderThatFallsBehindGetsAnErrorNotAGap() async throws {
+        try await withBus { bus, server in
+            server.exportObjectManager(at: "/")
+            #expect(try await server.requestName("org.mwgate.Flood") == .primaryOwner)
+            let client = try await DBusConnection(address: bus.address)
+            defer { client.close() }
+            let rule = DBusMatchRule(sender: "org.mwgate.Flood", interface: DBusStandardInterface.objectManager,
+                                     member: "InterfacesAdded", path: "/")
+            let slow = try await client.signals(matching: rule, backlogLimit: 4)
+            // Routed after `slow` for every signal: once it has the sixth, so has `slow`.
+            let observer = try await client.interfacesAdded(sender: "org.mwgate.Flood", managerPath: "/")
+            for index in 0..<6 { try await server.export(device("d\(index)"), at: try DBusObjectPath("/dev_\(index)")) }
+            #expect(try await first(observer) { $0.path == "/dev_5" }.path == "/dev_5")
+            var paths: [String] = []
+            let error = await #expect(throws: DBusSignalBacklogFull.self) {
+                for try await signal in slow { paths.append(try DBusInterfacesAdded(signal).path.description) }
+            }
+            #expect(paths == ["/dev_0", "/dev_1", "/dev_2", "/dev_3"])
+            #expect(error?.limit == 4)
+            #expect(error?.description.contains("reader fell behind") == true, "\(String(describing: error))")
+        }
+    }
+
+    /// A mirror whose subscription overflowed while nothing ran it subscribes again and takes
+    /// a new snapshot: every object is mirrored and reported.
+    @Test func aMirrorThatFellBehindCatchesUpFromASnapshot() async throws {
+        try await withBus { bus, server in
+            server.exportObjectManager(at: "/")
+            #expect(try await server.requestName("org.mwgate.Behind") == .primaryOwner)
+            let client = try await DBusConnection(address: bus.address)
+            defer { client.close() }
+            let observer = try await client.interfacesAdded(sender: "org.mwgate.Behind", managerPath: "/")
+            let expected = try (0..<5).map { try DBusObjectPath("/dev_\($0)") }
+            let late = DBusObjectManagerClient(connection: client, service: "org.mwgate.Behind", managerPath: .root,
+                                               timeout: eventually, followedInterfaces: nil, signalBacklogLimit: 2)
+            try await late.start()
+            // Its run() is not running yet: the five signals wait and overflow its limit of 2.
+            for path in expected { try await server.export(device(path.description), at: path) }
+            #expect(try await first(observer) { $0.path == "/dev_4" }.path == "/dev_4")
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await late.run() }
+                var reported: Set<DBusObjectPath> = []
+                while reported.count < expected.count {
+                    if case .interfacesAdded(let path, _) = try await first(late.events) { reported.insert(path) }
+                }
+                #expect(reported == Set(expected))
+                #expect(await late.paths(implementing: "org.mwgate.Device") == expected)
+                await late.stop()
+                try await group.waitForAll()
+            }
         }
     }
 
@@ -101,19 +197,19 @@ private let path: DBusObjectPath = "/org/mwgate/test"
                 }
             }
             let mirror = DBusObjectManagerClient(connection: client, service: "org.mwgate.Busy")
-            try await mirror.start()
-            try await churn.value
-            let expected = Set((0..<200).filter { $0 % 3 != 0 }.map { try! DBusObjectPath("/dev_\($0)") })
-            // The last change is /dev_199's InterfacesAdded; once it is mirrored, all are.
-            let deadline = ContinuousClock.now + eventually
-            while await mirror.object(at: "/dev_199") == nil, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
+            try await following(mirror) {
+                try await churn.value
+                let expected = Set((0..<200).filter { $0 % 3 != 0 }.map { try! DBusObjectPath("/dev_\($0)") })
+                // The last change is /dev_199's InterfacesAdded; once it is mirrored, all are.
+                let deadline = ContinuousClock.now + eventually
+                while await mirror.object(at: "/dev_199") == nil, ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                #expect(Set(await mirror.paths(implementing: "org.mwgate.Device")) == expected)
+                #expect(try await first(added).path == "/dev_0")
+                let firstRemoval = try await first(removed)
+                #expect(firstRemoval.path == "/dev_0" && firstRemoval.interfaces == ["org.mwgate.Device"])
             }
-            #expect(Set(await mirror.paths(implementing: "org.mwgate.Device")) == expected)
-            #expect(try await first(added).path == "/dev_0")
-            let firstRemoval = try await first(removed)
-            #expect(firstRemoval.path == "/dev_0" && firstRemoval.interfaces == ["org.mwgate.Device"])
-            await mirror.stop()
         }
     }
 
@@ -124,47 +220,47 @@ private let path: DBusObjectPath = "/org/mwgate/test"
             let owners = try await client.nameOwnerChanged(name: "org.mwgate.Mock")
             if try await client.nameOwner("org.mwgate.Mock") == nil { _ = try await first(owners) }
             let mirror = DBusObjectManagerClient(connection: client, service: "org.mwgate.Mock")
-            try await mirror.start()
-                        _ = try await client.call(destination: "org.mwgate.Mock", path: "/", interface: "org.freedesktop.DBus.Mock",
-                                      member: "AddObject", arguments: [
-                                          .string("/org/mwgate/dev_9"), .string("org.mwgate.Device"),
-                                          ["Name": DBusValue.string("py"), "RSSI": .int16(-60)].dbusValue,
-                                          .array(element: .structure([.string, .string, .string, .string]), []),
-                                      ], timeout: eventually)
-            // dbusmock leaves emitting InterfacesAdded/Removed to its user (see its AddObject docs).
-            let properties: DBusValue = ["org.mwgate.Device": ["Name": DBusValue.string("py"), "RSSI": .int16(-60)]].dbusValue
-            _ = try await client.call(destination: "org.mwgate.Mock", path: "/", interface: "org.freedesktop.DBus.Mock",
-                                      member: "EmitSignal", arguments: [
-                                          .string("org.freedesktop.DBus.ObjectManager"), .string("InterfacesAdded"),
-                                          .signature(try DBusSignature("oa{sa{sv}}")),
-                                          .array(element: .variant, [.variant(.objectPath("/org/mwgate/dev_9")), .variant(properties)]),
-                                      ], timeout: eventually)
-            var added = try await first(mirror.events)
-            // dbusmock's own root object may be announced first.
-            while case .interfacesAdded(let path, _) = added, path != "/org/mwgate/dev_9" { added = try await first(mirror.events) }
-            guard case .interfacesAdded(_, let interfaces) = added else {
-                Issue.record("no InterfacesAdded from dbusmock: \(String(describing: added))")
-                return
+            try await following(mirror) {
+                _ = try await client.call(destination: "org.mwgate.Mock", path: "/", interface: "org.freedesktop.DBus.Mock",
+                                          member: "AddObject", arguments: [
+                                              .string("/org/mwgate/dev_9"), .string("org.mwgate.Device"),
+                                              ["Name": DBusValue.string("py"), "RSSI": .int16(-60)].dbusValue,
+                                              .array(element: .structure([.string, .string, .string, .string]), []),
+                                          ], timeout: eventually)
+                // dbusmock leaves emitting InterfacesAdded/Removed to its user (see its AddObject docs).
+                let properties: DBusValue = ["org.mwgate.Device": ["Name": DBusValue.string("py"), "RSSI": .int16(-60)]].dbusValue
+                _ = try await client.call(destination: "org.mwgate.Mock", path: "/", interface: "org.freedesktop.DBus.Mock",
+                                          member: "EmitSignal", arguments: [
+                                              .string("org.freedesktop.DBus.ObjectManager"), .string("InterfacesAdded"),
+                                              .signature(try DBusSignature("oa{sa{sv}}")),
+                                              .array(element: .variant, [.variant(.objectPath("/org/mwgate/dev_9")), .variant(properties)]),
+                                          ], timeout: eventually)
+                var added = try await first(mirror.events)
+                // dbusmock's own root object may be announced first.
+                while case .interfacesAdded(let path, _) = added, path != "/org/mwgate/dev_9" { added = try await first(mirror.events) }
+                guard case .interfacesAdded(_, let interfaces) = added else {
+                    Issue.record("no InterfacesAdded from dbusmock: \(String(describing: added))")
+                    return
+                }
+                #expect(interfaces["org.mwgate.Device"]?["RSSI"] == .int16(-60))
+                _ = try await client.call(destination: "org.mwgate.Mock", path: "/", interface: "org.freedesktop.DBus.Mock",
+                                          member: "RemoveObject", arguments: [.objectPath("/org/mwgate/dev_9")], timeout: eventually)
+                _ = try await client.call(destination: "org.mwgate.Mock", path: "/", interface: "org.freedesktop.DBus.Mock",
+                                          member: "EmitSignal", arguments: [
+                                              .string("org.freedesktop.DBus.ObjectManager"), .string("InterfacesRemoved"),
+                                              .signature(try DBusSignature("oas")),
+                                              .array(element: .variant, [.variant(.objectPath("/org/mwgate/dev_9")),
+                                                                         .variant(.array(element: .string, [.string("org.mwgate.Device")]))]),
+                                          ], timeout: eventually)
+                var removed = try await first(mirror.events)
+                while case .propertiesChanged = removed { removed = try await first(mirror.events) }
+                guard case .interfacesRemoved(let path, let names) = removed else {
+                    Issue.record("no InterfacesRemoved from dbusmock: \(String(describing: removed))")
+                    return
+                }
+                #expect(path == "/org/mwgate/dev_9" && names.contains("org.mwgate.Device"))
+                #expect(await mirror.object(at: "/org/mwgate/dev_9") == nil)
             }
-            #expect(interfaces["org.mwgate.Device"]?["RSSI"] == .int16(-60))
-            _ = try await client.call(destination: "org.mwgate.Mock", path: "/", interface: "org.freedesktop.DBus.Mock",
-                                      member: "RemoveObject", arguments: [.objectPath("/org/mwgate/dev_9")], timeout: eventually)
-            _ = try await client.call(destination: "org.mwgate.Mock", path: "/", interface: "org.freedesktop.DBus.Mock",
-                                      member: "EmitSignal", arguments: [
-                                          .string("org.freedesktop.DBus.ObjectManager"), .string("InterfacesRemoved"),
-                                          .signature(try DBusSignature("oas")),
-                                          .array(element: .variant, [.variant(.objectPath("/org/mwgate/dev_9")),
-                                                                     .variant(.array(element: .string, [.string("org.mwgate.Device")]))]),
-                                      ], timeout: eventually)
-            var removed = try await first(mirror.events)
-            while case .propertiesChanged = removed { removed = try await first(mirror.events) }
-            guard case .interfacesRemoved(let path, let names) = removed else {
-                Issue.record("no InterfacesRemoved from dbusmock: \(String(describing: removed))")
-                return
-            }
-            #expect(path == "/org/mwgate/dev_9" && names.contains("org.mwgate.Device"))
-            #expect(await mirror.object(at: "/org/mwgate/dev_9") == nil)
-            await mirror.stop()
         }
     }
 }

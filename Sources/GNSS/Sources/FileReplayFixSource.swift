@@ -1,4 +1,5 @@
 import Basics
+import Synchronization
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -23,43 +24,56 @@ public struct FileReplayFixSource: FixSource {
 
     public var description: String { GNSSSourceSpec.file(path: path, pacing: pacing).description }
 
+    /// The replay runs in the consuming task, one step per fix asked for: nothing reads ahead
+    /// of the consumer, and cancelling the consumer (or dropping the stream) ends it.
     public func fixes() -> AsyncThrowingStream<GNSSFix, any Error> {
-        let path = path
-        let pacing = pacing
-        let options = configuration.assembler
-        return AsyncThrowingStream { continuation in
-            let task = Task {
-                let bytes: [UInt8]
-                do {
-                    bytes = try Self.read(path)
-                } catch {
-                    continuation.finish(throwing: error)
-                    return
+        let replay = Replay(path: path, pacing: pacing, options: configuration.assembler)
+        return AsyncThrowingStream {
+            while true {
+                switch try replay.step() {
+                case .fix(let fix): return fix
+                case .end: return nil
+                case .pause(let pause):
+                    do { try await ContinuousClock().sleep(until: replay.wakeTime(after: pause)) } catch { return nil }
                 }
-                var decoder = NMEADecoder(options: options)
-                let emit: (GNSSFix) -> Void = { continuation.yield($0) }
-                switch pacing {
-                case .fast:
-                    decoder.feed(bytes, arrival: Date(), emit: emit)
-                case .realtime:
-                    var previous: NMEATimeOfDay?
-                    for line in bytes.split(separator: 0x0A, omittingEmptySubsequences: false) {
-                        if Task.isCancelled { break }
-                        if let time = Self.timeOfDay(line) {
-                            if let previous, !previous.sameCycle(as: time) {
-                                let gap = time.microseconds - previous.microseconds
-                                let pause = min(max(gap, 0), 2_000_000)
-                                try? await Task.sleep(for: .microseconds(pause))
-                            }
-                            previous = time
-                        }
-                        decoder.feed(Array(line) + [0x0A], arrival: Date(), emit: emit)
-                    }
-                }
-                decoder.finish(arrival: Date(), emit: emit)
-                continuation.finish()
             }
-            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    /// One replay's cursor, made when the first fix is asked for (reading the file then).
+    private final class Replay: Sendable {
+        private let path: String
+        private let pacing: GNSSSourceSpec.ReplayPacing
+        private let options: FixAssembler.Options
+        private let cursor = Mutex<FileReplayCursor?>(nil)
+        /// When the last pause ended (the replay's start before the first): pauses count from
+        /// there, so the time the consumer takes between two fixes does not add to them.
+        private let paceMark = Mutex<ContinuousClock.Instant?>(nil)
+
+        init(path: String, pacing: GNSSSourceSpec.ReplayPacing, options: FixAssembler.Options) {
+            self.path = path
+            self.pacing = pacing
+            self.options = options
+        }
+
+        /// The end of a pause of `pause` that follows the previous one.
+        func wakeTime(after pause: Duration) -> ContinuousClock.Instant {
+            paceMark.withLock { mark in
+                let wake = (mark ?? .now) + pause
+                mark = wake
+                return wake
+            }
+        }
+
+        func step() throws -> FileReplayCursor.Step {
+            try cursor.withLock { cursor throws -> FileReplayCursor.Step in
+                if cursor == nil { paceMark.withLock { $0 = .now } }
+                // Taken out, not copied: a copy would duplicate its buffers at the first change.
+                var current = try cursor.take()
+                    ?? FileReplayCursor(bytes: try FileReplayFixSource.read(path), pacing: pacing, options: options)
+                defer { cursor = current }
+                return current.step(now: { Date() })
+            }
         }
     }
 
@@ -68,20 +82,6 @@ public struct FileReplayFixSource: FixSource {
             return try FileBytes.contents(ofPath: path)
         } catch {
             throw FixSourceError("cannot read \(path): \(error)")
-        }
-    }
-
-    /// The time stamp of a line, if it is a timestamped sentence (no checksum check: this
-    /// only paces the replay).
-    private static func timeOfDay(_ line: ArraySlice<UInt8>) -> NMEATimeOfDay? {
-        guard line.first == UInt8(ascii: "$") else { return nil }
-        var trimmed = Array(line)
-        while let last = trimmed.last, last == 0x0D || last == 0x0A { trimmed.removeLast() }
-        return trimmed.withUnsafeBufferPointer { buffer -> NMEATimeOfDay? in
-            var end = buffer.count
-            if end >= 4 && buffer[end - 3] == UInt8(ascii: "*") { end -= 3 }
-            guard end > 1 else { return nil }
-            return NMEAParser.parse(body: UnsafeBufferPointer(rebasing: buffer[1..<end])).time
         }
     }
 }
