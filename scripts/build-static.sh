@@ -66,7 +66,9 @@ unnamed=$PWD/packaging/mwgated-unnamed.ld
 if [[ -s "$order" && -z "${MWGATE_NO_ORDER:-}" ]]; then
     flags+=(-Xlinker "--symbol-ordering-file=$order" -Xlinker --no-warn-symbol-ordering)
 fi
-if [[ -s "$unnamed" && -z "${MWGATE_NO_ORDER:-}" ]]; then
+# MWGATE_NO_UNNAMED=1 leaves the script out: make orderfile profiles such a binary, since
+# valgrind attributes code outside .text to no object and the profile would miss it.
+if [[ -s "$unnamed" && -z "${MWGATE_NO_ORDER:-}" && -z "${MWGATE_NO_UNNAMED:-}" ]]; then
     flags+=(-Xlinker "--script=$unnamed")
 fi
 # MWGATE_LINK_MAP=FILE: lld's link map of mwgated in FILE (make orderfile finds the unnamed

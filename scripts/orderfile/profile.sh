@@ -36,7 +36,9 @@ command -v valgrind > /dev/null || { echo "profile.sh: valgrind missing (make de
 
 # The link map (where each unnamed function's section landed) stays beside the binary.
 work_map=$(scripts/build-static.sh --bin-path)/mwgated.map
-MWGATE_LINK_MAP=$work_map scripts/build-static.sh mwgated
+# Linked without packaging/mwgated-unnamed.ld: in .text.unnamed valgrind would attribute the
+# unnamed functions to no object ("???"), and they would drop out of the new script.
+MWGATE_NO_UNNAMED=1 MWGATE_LINK_MAP=$work_map scripts/build-static.sh mwgated
 built=$(scripts/build-static.sh --bin-path)/mwgated
 if [[ -z "${MWSIM:-}" || -z "${MWCTL:-}" ]]; then
     swift build --product mwsim ${SWIFT_FLAGS:-} > /dev/null
