@@ -80,7 +80,7 @@ struct FlashLogPageSafetyTests {
         var pagesHanded = 0, pagesConfirmed = 0, pagesRefused = 0
         var linkDownUntil: Int64?
         var killed = false
-        var trimMark: UInt32?
+        var trimmer = BoardLogTrimmer()
         var entriesToRead: UInt32 = 0
         var closedAt: Int64?
 
@@ -159,19 +159,11 @@ struct FlashLogPageSafetyTests {
             guard !killed, let c = controller else { break }
             c.tick(now: now)
             for trim in trims ? c.flashLogTrims(now: now) : [] where downloader == nil && linkUp {
-                switch trim {
-                case .mark:
-                    for reply in board.write(LoggingCommands.readLength.bytes).notifications {
-                        if case .success(.length(let n))? = LogNotificationDecoder.decode(reply) { trimMark = n }
-                    }
-                case .trim:
-                    if let count = trimMark { for p in LoggingCommands.trim(entries: count, overwriteWhenFull: true) { _ = board.write(p.bytes) } }
-                    trimMark = nil
-                }
+                trimmer.apply(trim, to: &board)
             }
             if !downloadStarted, c.isWaitingForBackfill(board: "B") {
                 downloadStarted = true
-                trimMark = nil
+                trimmer.forgetMark()
                 downloader = LogDownloader(revision: 2, loggers: [.gyro: LoggerIDs(xy: ids[0], z: ids[1])], confirmsPagesItself: false)
                 send(downloader!.begin())
                 entriesToRead = downloader!.progress.total

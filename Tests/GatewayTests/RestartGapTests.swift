@@ -85,7 +85,7 @@ struct RestartGapTests {
         var downloader: LogDownloader?
         var page: [LoggedSample] = []
         var accelerometerPage: [LoggedSample] = []
-        var trimMark: UInt32?
+        var trimmer = BoardLogTrimmer()
         var restarted = false
         let killTime = Int64(killAt * 1e9), restartTime = Int64((killAt + down) * 1e9)
 
@@ -131,7 +131,7 @@ struct RestartGapTests {
                 handshake()
                 controller.expectBackfill(board: "B", true)
                 controller.attach(board: "B", gyroRateHertz: 100, accelerometerRateHertz: accelerometerRate)
-                trimMark = nil
+                trimmer.forgetMark()
             }
             for n in board.advance(to: UInt64(now)) {
                 if n.bytes.first == 0x0B {
@@ -148,18 +148,10 @@ struct RestartGapTests {
             }
             controller.tick(now: now)
             for trim in controller.flashLogTrims(now: now) where downloader == nil {
-                switch trim {
-                case .mark:
-                    for reply in board.write(LoggingCommands.readLength.bytes).notifications {
-                        if case .success(.length(let n))? = LogNotificationDecoder.decode(reply) { trimMark = n }
-                    }
-                case .trim:
-                    if let count = trimMark { for p in LoggingCommands.trim(entries: count, overwriteWhenFull: true) { _ = board.write(p.bytes) } }
-                    trimMark = nil
-                }
+                trimmer.apply(trim, to: &board)
             }
             if downloader == nil, now >= restartTime + Int64(downloadAfter * 1e9), controller.takeBackfillRequests().contains("B") {
-                trimMark = nil
+                trimmer.forgetMark()
                 downloader = LogDownloader(revision: revision, loggers: loggers, confirmsPagesItself: false)
                 send(LoggingCommands.flushWhileLogging(revision: revision, overwriteWhenFull: true) + downloader!.begin())
             }
