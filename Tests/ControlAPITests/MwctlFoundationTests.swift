@@ -7,8 +7,8 @@ import Testing
 /// (its own, `DBus`, `ControlAPI`, `StatusModel`, `GNSS`, `ExportFormats`, `Basics`, a package
 /// dependency) would bring it all back without a word. Such an import makes the compiler ask
 /// the linker for `libFoundation`, so the built mwctl's dynamic section names it. (After such
-/// an import is removed, an incremental build can keep objects that still ask for it: touch
-/// `Sources/mwctl/*.swift` and build again; docs/operations.md, Size.)
+/// an import is removed, an incremental build keeps the module's unchanged objects, which
+/// still ask for it: touch that module's sources and build again; docs/operations.md, Size.)
 @Suite("mwctl without full Foundation")
 struct MwctlFoundationTests {
     /// The libraries of full Foundation and of its ICU, as the debug build links them.
@@ -23,7 +23,10 @@ struct MwctlFoundationTests {
             mwctl links \(full.joined(separator: ", ")): a module it links imports full Foundation. \
             Find it with: grep -rn '^import Foundation$' Sources/mwctl Sources/ControlAPI Sources/StatusModel \
             Sources/DBus Sources/GNSS Sources/ExportFormats Sources/Basics (use FoundationEssentials; \
-            docs/operations.md, Size)
+            docs/operations.md, Size). If none does, an object built before such an import was removed \
+            still names it (an incremental build keeps a module's unchanged objects): find it with \
+            readelf -p .swift1_autolink_entries on the objects in .build/debug/mwctl.product/Objects.LinkFileList \
+            and touch its module's sources.
             """)
     }
 }
