@@ -90,12 +90,8 @@ struct BackfillHold {
     var startIndex: Int
     /// The held points in order, with their time source.
     var points: [(point: RecordedPoint, source: TimeSource)] = []
-    /// Logged samples downloaded so far (pages of one or more readouts), in readout order,
-    /// each once.
-    var logged: [LoggedSample] = []
-    var loggedSeen: Set<LoggedSample> = []
-    /// Where each boot's tick 0 lies (board clock reads), by reset UID.
-    var bootOrigins: [UInt8: Int64] = [:]
+    /// Logged samples downloaded so far (pages of one or more readouts).
+    var logged = LoggedSamples()
     /// Backfilled points placed from the pages so far and not yet journaled.
     var unjournaledBackfill: [RecordedPoint] = []
     /// How many of the board's points after the gap (held, then still provisional, in sample
@@ -104,11 +100,23 @@ struct BackfillHold {
 
     /// Time of the first held point, epoch ms.
     var since: Double { points.first?.point.gyroscope.timestamp ?? 0 }
+}
 
-    /// Adds a page's samples, skipping those a restarted readout sends again; returns the new ones.
-    mutating func add(_ page: [LoggedSample]) -> [LoggedSample] {
-        let fresh = page.filter { loggedSeen.insert($0).inserted }
-        logged += fresh
+/// Logged samples downloaded from a board's flash log (pages of one or more readouts), in
+/// readout order, each once, with where each boot's tick 0 lies.
+struct LoggedSamples {
+    private(set) var samples: [LoggedSample] = []
+    private var seen: Set<LoggedSample> = []
+    /// Where each boot's tick 0 lies (board clock reads), by reset UID.
+    private(set) var bootOrigins: [UInt8: Int64] = [:]
+
+    /// Adds a page's samples, skipping those a restarted readout sends again, and the boot
+    /// origins read with it; returns the new samples.
+    @discardableResult
+    mutating func add(_ page: [LoggedSample], bootOrigins origins: [UInt8: Int64]) -> [LoggedSample] {
+        let fresh = page.filter { seen.insert($0).inserted }
+        samples += fresh
+        for (uid, origin) in origins { bootOrigins[uid] = origin }
         return fresh
     }
 }

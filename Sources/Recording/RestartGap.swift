@@ -34,10 +34,8 @@ struct PendingRestartGap {
     var gap: RestartGap
     /// Monotonic time of the first sample of the board's new stream: the gap ends before it.
     var streamResumedAt: Int64?
-    /// Logged samples downloaded so far, each once, in readout order.
-    var logged: [LoggedSample] = []
-    var loggedSeen: Set<LoggedSample> = []
-    var bootOrigins: [UInt8: Int64] = [:]
+    /// Logged samples downloaded so far.
+    var logged = LoggedSamples()
     /// Time of the last point sealed into the session, epoch ms (the tail's at first).
     var sealedThrough: Double?
     /// Backfilled points sealed so far, and the chunks they went into.

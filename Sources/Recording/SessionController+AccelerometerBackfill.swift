@@ -34,18 +34,6 @@ extension SessionController {
     }
 }
 
-/// A board's logged accelerometer samples of the current readout, each once.
-struct LoggedAccelerometer {
-    var samples: [LoggedSample] = []
-    private var seen: Set<LoggedSample> = []
-    var bootOrigins: [UInt8: Int64] = [:]
-
-    mutating func add(_ page: [LoggedSample], bootOrigins origins: [UInt8: Int64]) {
-        samples += page.filter { seen.insert($0).inserted }
-        for (uid, origin) in origins { bootOrigins[uid] = origin }
-    }
-}
-
 /// Backfilled accelerometer readings in time order, and the streamed ones: what a backfilled
 /// gyro point pairs with.
 struct BackfilledAccelerometer {
@@ -58,15 +46,27 @@ struct BackfilledAccelerometer {
     /// The reading nearest `time`, backfilled or streamed, within half a period (and 1 ms).
     func nearest(_ time: Double) -> AccelerometerReading? {
         var best = streamed?(time)
-        var low = 0, high = readings.count
-        while low < high {
-            let mid = (low + high) / 2
-            if readings[mid].timestamp < time { low = mid + 1 } else { high = mid }
-        }
-        for i in [low - 1, low] where i >= 0 && i < readings.count {
-            if best == nil || abs(readings[i].timestamp - time) < abs(best!.timestamp - time) { best = readings[i] }
+        if let logged = readings.nearest(to: time), best.map({ abs(logged.timestamp - time) < abs($0.timestamp - time) }) ?? true {
+            best = logged
         }
         guard let best, rate > 0, abs(best.timestamp - time) <= 500 / rate + 1 else { return nil }
+        return best
+    }
+}
+
+extension Array where Element == AccelerometerReading {
+    /// The reading nearest `time` in these readings (in time order), the earlier of two as near;
+    /// nil when there are none.
+    func nearest(to time: Double) -> AccelerometerReading? {
+        var low = 0, high = count
+        while low < high {
+            let mid = (low + high) / 2
+            if self[mid].timestamp < time { low = mid + 1 } else { high = mid }
+        }
+        var best: AccelerometerReading?
+        for i in [low - 1, low] where i >= 0 && i < count {
+            if best == nil || abs(self[i].timestamp - time) < abs(best!.timestamp - time) { best = self[i] }
+        }
         return best
     }
 }

@@ -66,7 +66,7 @@ extension SessionController {
     public func backfill(board: String, logged: [LoggedSample], accelerometer: [LoggedSample] = [], bootOrigins: [UInt8: Int64],
                          complete: Bool = true, now: Int64? = nil) -> BackfillOutcome {
         var outcome = BackfillOutcome()
-        loggedAccelerometer[board, default: LoggedAccelerometer()].add(accelerometer, bootOrigins: bootOrigins)
+        loggedAccelerometer[board, default: LoggedSamples()].add(accelerometer, bootOrigins: bootOrigins)
         defer { if boards[board]?.hold == nil, restartGaps[board] == nil { loggedAccelerometer[board] = nil } }
         let restartGapStored = backfillRestartGap(board: board, page: logged, bootOrigins: bootOrigins, complete: complete,
                                                   outcome: &outcome)
@@ -76,10 +76,9 @@ extension SessionController {
             outcome.durable = writeSegments(now: now, force: true) && restartGapStored
             return outcome
         }
-        let fresh = boards[board]?.hold?.add(logged) ?? []
-        for (uid, origin) in bootOrigins { boards[board]?.hold?.bootOrigins[uid] = origin }
+        let fresh = boards[board]?.hold?.logged.add(logged, bootOrigins: bootOrigins) ?? []
         guard let hold = boards[board]?.hold else { return outcome }
-        let points = place(board: board, logged: hold.logged, bootOrigins: hold.bootOrigins, outcome: &outcome)
+        let points = place(board: board, logged: hold.logged.samples, bootOrigins: hold.logged.bootOrigins, outcome: &outcome)
         if complete {
             outcome.filled += points.count
             outcome.stillMissing += releaseHold(board: board, backfilled: points.map(\.point))

@@ -38,8 +38,7 @@ extension SessionController {
     func backfillRestartGap(board: String, page: [LoggedSample], bootOrigins: [UInt8: Int64], complete: Bool,
                             outcome: inout BackfillOutcome) -> Bool {
         guard var pending = restartGaps[board], let resumed = pending.streamResumedAt, let after = pending.gap.after else { return true }
-        pending.logged += page.filter { pending.loggedSeen.insert($0).inserted }
-        for (uid, origin) in bootOrigins { pending.bootOrigins[uid] = origin }
+        pending.logged.add(page, bootOrigins: bootOrigins)
         restartGaps[board] = pending
         guard awaitingSurvey.contains(pending.gap.sessionID) else {
             // Its survey was submitted meanwhile: the records document is written and names
@@ -84,8 +83,8 @@ extension SessionController {
                                            raw: RawVector(counts: (p.gyroscope.x, p.gyroscope.y, p.gyroscope.z), scale: scale))
         }
         let streamed = (tail + window.samples).sorted { $0.time < $1.time }
-        let planner = BackfillPlanner(nominalPeriod: 1e9 / rate, bootOrigins: pending.bootOrigins)
-        return planner.plan(streamed: streamed, logged: pending.logged).backfilled
+        let planner = BackfillPlanner(nominalPeriod: 1e9 / rate, bootOrigins: pending.logged.bootOrigins)
+        return planner.plan(streamed: streamed, logged: pending.logged.samples).backfilled
     }
 
     /// Seals `points` (in time order) into the restart gap's session as chunks after its last.

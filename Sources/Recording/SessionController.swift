@@ -108,7 +108,7 @@ public final class SessionController {
     var streamed: [String: StreamedWindow] = [:]
     /// The same for each board's accelerometer stream, and its logged samples of the readout.
     var streamedAccelerometer: [String: StreamedWindow] = [:]
-    var loggedAccelerometer: [String: LoggedAccelerometer] = [:]
+    var loggedAccelerometer: [String: LoggedSamples] = [:]
     /// Boards whose points started waiting for a backfill since the last ``takeBackfillRequests()``.
     var backfillRequests: Set<String> = []
     /// Per board: points after a gap appended in this process (kept across links).
@@ -364,17 +364,7 @@ public final class SessionController {
         // Samples older than a second before this gyro sample can never match again.
         let stale = boards[board]?.recentAccelerometer.prefix(while: { $0.timestamp < time - 1000 }).count ?? 0
         if stale > 256 { boards[board]?.recentAccelerometer.removeFirst(stale) }
-        let recent = boards[board]?.recentAccelerometer ?? []
-        var lo = 0, hi = recent.count
-        while lo < hi {
-            let mid = (lo + hi) / 2
-            if recent[mid].timestamp < time { lo = mid + 1 } else { hi = mid }
-        }
-        var best: AccelerometerReading?
-        for i in [lo - 1, lo] where i >= 0 && i < recent.count {
-            if best == nil || abs(recent[i].timestamp - time) < abs(best!.timestamp - time) { best = recent[i] }
-        }
-        guard let b = best, abs(b.timestamp - time) <= 500 / rate + 1 else { return nil }
+        guard let b = boards[board]?.recentAccelerometer.nearest(to: time), abs(b.timestamp - time) <= 500 / rate + 1 else { return nil }
         return b
     }
 
