@@ -191,9 +191,8 @@ public actor BlueZSimulator {
     func method(_ name: String, in inSignature: DBusSignature = .empty, out outSignature: DBusSignature = .empty,
                 inNames: [String] = [], outNames: [String] = [],
                 _ body: @escaping @Sendable (BlueZSimulator, DBusMethodCall) async throws -> [DBusValue]) -> DBusMethod {
-        DBusMethod(name, in: inSignature, out: outSignature, inNames: inNames, outNames: outNames) { [weak self] call in
-            guard let self else { throw DBusError.disconnected() }
-            return try await body(self, call)
+        answeringMethod(name, in: inSignature, out: outSignature, inNames: inNames, outNames: outNames) { simulator, call in
+            .reply(try await body(simulator, call))
         }
     }
 

@@ -37,11 +37,7 @@ final class IncomingCalls: Sendable {
         @unknown default:
             return
         }
-        guard !call.noReplyExpected else { return }
-        var reply = ObjectRegistry.errorReply(refusal)
-        reply.destination = call.sender
-        reply.replySerial = call.serial
-        try? core.send(reply)
+        ObjectRegistry.send(ObjectRegistry.errorReply(refusal), answering: call, core: core)
     }
 
     /// The connection ended: the handler loop ends once it has handled what was read.

@@ -176,19 +176,19 @@ final class ObjectRegistry: Sendable {
     }
 
     /// Sends `reply` to `call` unless the caller asked for none.
-    private static func send(_ reply: DBusMessage, answering call: DBusMessage, core: ConnectionCore) {
+    static func send(_ reply: DBusMessage, answering call: DBusMessage, core: ConnectionCore) {
         guard !call.noReplyExpected else { return }
-        var reply = reply
-        reply.destination = call.sender
-        reply.replySerial = call.serial
+        func addressed(_ reply: DBusMessage) -> DBusMessage {
+            var reply = reply
+            reply.destination = call.sender
+            reply.replySerial = call.serial
+            return reply
+        }
         do {
-            try core.send(reply)
+            try core.send(addressed(reply))
         } catch {
             // The handler's result could not be encoded (e.g. a string with NUL).
-            var fallback = errorReply(DBusError(name: DBusError.Name.failed, message: "cannot encode the reply: \(error)"))
-            fallback.destination = call.sender
-            fallback.replySerial = call.serial
-            try? core.send(fallback)
+            try? core.send(addressed(errorReply(DBusError(name: DBusError.Name.failed, message: "cannot encode the reply: \(error)"))))
         }
     }
 
