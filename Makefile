@@ -73,9 +73,11 @@ SOAK_SECONDS ?= 600
 SOAK_SINK ?= both
 SOAK_SEED ?=
 SOAK_OUT ?= soak-results/soak.md
+# on: mwgated backfills from the boards' flash logs and nothing may be lost (docs/soak.md).
+SOAK_BACKFILL ?= off
 soak: build
 	/usr/bin/python3 scripts/soak/soak.py --seconds $(SOAK_SECONDS) --sink $(SOAK_SINK) --out $(SOAK_OUT) \
-		$(if $(SOAK_SEED),--seed $(SOAK_SEED))
+		$(if $(filter on,$(SOAK_BACKFILL)),--backfill,--no-backfill) $(if $(SOAK_SEED),--seed $(SOAK_SEED))
 
 # dist/mwgate_<version>_<arch>.deb: static-stdlib release binaries, units, sysusers, tmpfiles,
 # D-Bus policy, udev rule, default configuration.

@@ -33,6 +33,8 @@ public actor BlueZSimulator {
     public nonisolated let configuration: SimulatorConfiguration
     let clock = ContinuousClock()
     let epoch: ContinuousClock.Instant
+    /// The wall clock (µs since the Unix epoch) at `epoch`, to give board times to other processes.
+    let epochWallMicroseconds: UInt64
 
     var bluez: DBusConnection?
     var control: DBusConnection?
@@ -65,6 +67,7 @@ public actor BlueZSimulator {
         self.configuration = configuration
         let start = ContinuousClock.now
         epoch = start
+        epochWallMicroseconds = DeliveredSampleLog.nowMicroseconds()
         random = SeededRandom(seed: configuration.seed, skipping: 1)
         devices = configuration.profiles.enumerated().map { index, profile in
             let device = SimulatedDevice(index: index, profile: profile, seed: configuration.seed, signal: configuration.signal,

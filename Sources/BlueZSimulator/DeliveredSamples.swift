@@ -6,6 +6,8 @@ import MetaWearBoardModel
 /// A run of consecutive stream samples of one sensor that reached a subscriber (StartNotify
 /// or AcquireNotify), with the wall-clock times the first and the last of them were handed
 /// over. The soak compares these, sample by sample, with what reached the upstream.
+/// ``BlueZSimulator/measuredRuns(_:sensor:)`` gives the samples a board took in the same form,
+/// timed when they were taken.
 public struct DeliveredRun: Sendable, Hashable {
     /// Board-side index of the first sample of the run.
     public var first: UInt64

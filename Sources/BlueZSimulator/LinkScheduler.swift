@@ -383,6 +383,18 @@ extension BlueZSimulator {
         try device(index).delivered.runs[sensor] ?? []
     }
 
+    /// The runs of `sensor` samples board `index` measured (streamed, logged, or neither: while
+    /// its link was down or stalled too), oldest first, timed on the wall clock like
+    /// ``deliveredRuns(_:sensor:)``.
+    public func measuredRuns(_ index: Int, sensor: SimulatedSensorKind) throws -> [DeliveredRun] {
+        let device = try device(index)
+        advanceBoard(device)
+        return (device.model.measured.runs[sensor] ?? []).map {
+            DeliveredRun(first: $0.first, last: $0.last, firstMicroseconds: epochWallMicroseconds + $0.firstNanoseconds / 1_000,
+                         lastMicroseconds: epochWallMicroseconds + $0.lastNanoseconds / 1_000)
+        }
+    }
+
     /// Connection events of the current link that released notifications.
     public func linkReleases(_ index: Int) throws -> [LinkRelease] { try device(index).releases }
 

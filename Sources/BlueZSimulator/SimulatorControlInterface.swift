@@ -22,6 +22,9 @@ import MetaWearBoardModel
 ///   or `accelerometer`) that reached a subscriber, as runs of consecutive board-side indices:
 ///   first index, last index, and the wall-clock µs (Unix epoch) the first and last were handed
 ///   over (see ``DeliveredRun``).
+/// - `GetMeasuredRuns(u board, s sensor) → a(tttt)`: every sample of `sensor` the board took,
+///   streamed or not (while its link was down, stalled or out of range too), as runs with the
+///   wall-clock µs the first and last were taken: what backfill from the flash log can recover.
 /// - `ListBoards() → a(uoss)`: index, Device1 path, address, profile name.
 public enum SimulatorControlInterface {
     /// Interface name.
@@ -37,6 +40,22 @@ public enum SimulatorControlInterface {
     @Sendable static func boardAnd<T: DBusRepresentable>(_ call: DBusMethodCall, _ type: T.Type) throws -> (Int, T) {
         let (index, value) = try call.decode(UInt32.self, T.self)
         return (Int(index), value)
+    }
+
+    /// `name(u board, s sensor) → a(tttt)`: a board's runs of samples of one sensor, from `runs`.
+    static func runsMethod(_ name: String, _ simulator: BlueZSimulator,
+                           _ runs: @escaping @Sendable (BlueZSimulator, Int, SimulatedSensorKind) async throws -> [DeliveredRun]) -> DBusMethod {
+        DBusMethod(name, in: [.uint32, .string], out: [.array(.structure([.uint64, .uint64, .uint64, .uint64]))],
+                   inNames: ["board", "sensor"], outNames: ["runs"]) { [weak simulator] call in
+            guard let simulator else { throw DBusError.disconnected() }
+            let (index, sensorName) = try boardAnd(call, String.self)
+            guard let sensor = SimulatedSensorKind(rawValue: sensorName) else {
+                throw DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", message: "unknown sensor '\(sensorName)' (gyro or accelerometer)")
+            }
+            return [.array(element: .structure([.uint64, .uint64, .uint64, .uint64]), try await runs(simulator, index, sensor).map {
+                .structure([.uint64($0.first), .uint64($0.last), .uint64($0.firstMicroseconds), .uint64($0.lastMicroseconds)])
+            })]
+        }
     }
 
     static func export(on connection: DBusConnection, simulator: BlueZSimulator) async throws {
@@ -83,18 +102,8 @@ public enum SimulatorControlInterface {
                 guard let simulator else { throw DBusError.disconnected() }
                 return [try await simulator.stats(try board(call)).dbusValue]
             },
-            DBusMethod("GetDeliveredRuns", in: [.uint32, .string], out: [.array(.structure([.uint64, .uint64, .uint64, .uint64]))],
-                       inNames: ["board", "sensor"], outNames: ["runs"]) { [weak simulator] call in
-                guard let simulator else { throw DBusError.disconnected() }
-                let (index, name) = try boardAnd(call, String.self)
-                guard let sensor = SimulatedSensorKind(rawValue: name) else {
-                    throw DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", message: "unknown sensor '\(name)' (gyro or accelerometer)")
-                }
-                let runs = try await simulator.deliveredRuns(index, sensor: sensor)
-                return [.array(element: .structure([.uint64, .uint64, .uint64, .uint64]), runs.map {
-                    .structure([.uint64($0.first), .uint64($0.last), .uint64($0.firstMicroseconds), .uint64($0.lastMicroseconds)])
-                })]
-            },
+            runsMethod("GetDeliveredRuns", simulator) { try await $0.deliveredRuns($1, sensor: $2) },
+            runsMethod("GetMeasuredRuns", simulator) { try await $0.measuredRuns($1, sensor: $2) },
             DBusMethod("ListBoards", out: [.array(.structure([.uint32, .objectPath, .string, .string]))], outNames: ["boards"]) { [weak simulator] _ in
                 guard let simulator else { throw DBusError.disconnected() }
                 let boards = await simulator.boardList()

@@ -101,6 +101,8 @@ public struct SimulatedBoard: Sendable {
     public var flashLog: SimulatedFlashLog
     /// Tick of the board clock at power-on (until the next reset); near 2^32 tests rollover (P11).
     public var tickAtPowerOn: UInt32 = 0
+    /// Every sample the sensors took, streamed, logged or neither (an observation for tests).
+    public private(set) var measured = MeasuredSampleLog()
 
     private var clockOrigin: UInt64 = 0
     private var streamedNotifications = 0
@@ -421,6 +423,7 @@ public struct SimulatedBoard: Sendable {
             state.samplesSinceOrigin = k
             let index = state.nextSampleIndex
             state.nextSampleIndex += 1
+            measured.record(sensor, index: index, at: due)
             let vector = state.singleNotify || flashLog.isLogging ? vectorBytes(sensor, index) : []
             if flashLog.isLogging {
                 flashLog.record(module: sensor.module, register: dataRegister, payload: vector, tick: tick(at: due), resetUID: resetUID)

@@ -33,7 +33,8 @@ struct MWSim: AsyncParsableCommand {
             PowerCycleAdapter(), DropNotifications(u,d fraction), PressButton(u), ResetBoard(u),
             GetCommandLog(u) -> aay, GetStats(u) -> a{sv}, GetDeliveredRuns(u,s sensor) -> a(tttt)
             (samples that reached a subscriber: first, last index, first, last epoch µs),
-            ListBoards() -> a(uoss).
+            GetMeasuredRuns(u,s sensor) -> a(tttt) (every sample the board took, streamed or
+            not: first, last index, first, last epoch µs taken), ListBoards() -> a(uoss).
 
             Fault grammar (--fault, repeatable, or ';'-separated): KIND@TIME[,key=value...]
               TIME: seconds since start: 10s, 1.5s, 250ms or a bare number

@@ -37,3 +37,43 @@ struct DeliveredSamplesTests {
         ])
     }
 }
+
+/// The board model's record of every sample it took, streamed or not: what the soak with
+/// backfill requires upstream (the delivered runs miss what a stall or a link drop withheld).
+struct MeasuredSamplesTests {
+    private func gyroOn(_ board: inout SimulatedBoard) {
+        for bytes: [UInt8] in [[0x13, 0x03, 0x28, 0x00], [0x13, 0x05, 0x01], [0x13, 0x02, 0x01, 0x00], [0x13, 0x01, 0x01]] {
+            _ = board.write(bytes)
+        }
+    }
+
+    @Test func samplesWithheldByAStallAreMeasuredInOneRun() {
+        var board = SimulatedBoard(profile: .metaMotionR, seed: 2)
+        gyroOn(&board)
+        let start = board.nanoseconds
+        var streamed = board.advance(to: start + 500_000_000).count
+        board.faults.streamStalled = true
+        streamed += board.advance(to: start + 1_500_000_000).count
+        board.faults.streamStalled = false
+        streamed += board.advance(to: start + 2_000_000_000).count
+        #expect(streamed == 100, "the stall withheld a second of notifications")
+        let runs = board.measured.runs[.gyro] ?? []
+        #expect(runs.map { [$0.first, $0.last, $0.firstNanoseconds, $0.lastNanoseconds] }
+            == [[0, 199, start + 10_000_000, start + 2_000_000_000]])
+    }
+
+    /// Sensors stopped and started again continue the counter; the pause splits the run so
+    /// that times interpolated within a run stay true.
+    @Test func sensorsStoppedAndStartedAgainStartANewRun() {
+        var board = SimulatedBoard(profile: .metaMotionS, seed: 2)
+        gyroOn(&board)
+        _ = board.advance(to: 1_000_000_000)
+        _ = board.write([0x13, 0x01, 0x00])
+        _ = board.advance(to: 3_000_000_000)
+        gyroOn(&board)
+        _ = board.advance(to: 3_500_000_000)
+        let runs = board.measured.runs[.gyro] ?? []
+        #expect(runs.map { [$0.first, $0.last] } == [[0, 99], [100, 149]])
+        #expect(runs.last?.firstNanoseconds == 3_010_000_000)
+    }
+}

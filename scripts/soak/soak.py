@@ -6,11 +6,14 @@ served over TCP, a real upstream (Google's Firestore emulator and/or PostgreSQL 
 fault proxy, and mwgated under a supervisor with systemd's Restart=on-failure semantics. While
 sessions are recorded through mwctl, faults chosen by a seeded generator are injected: board
 link drops and stalls, a bluetoothd restart, GNSS unplug and return, upstream outage and
-dropped responses, kill -9 of mwgated. At the end every gyro sample the simulated boards
-handed to mwgated (mwsim's io.mwgate.Simulator1.GetDeliveredRuns) is looked up in the
-upstream: lost samples must each be explained by a fault window, duplicates must be 0, the
-buffer must pass PRAGMA integrity_check and mwgated's RSS must not grow. Exit status 0 only
-when every check passes. See docs/soak.md.
+dropped responses, a board out of range, kill -9 of mwgated. At the end every gyro sample
+the simulated boards took while a session recorded (mwsim's
+io.mwgate.Simulator1.GetMeasuredRuns: streamed, or withheld by a stall or a link that was
+down) is looked up in the upstream, streamed or backfilled from the board's flash log. With
+backfill on (`--backfill`) nothing may be lost; with it off each lost sample must be explained
+by a fault window. Duplicates must be 0, every value the board's signal, the buffer must pass
+PRAGMA integrity_check and mwgated's RSS must not grow. Exit status 0 only when every check
+passes. See docs/soak.md.
 
 Runs with Debian's python3 (python3-dbus): /usr/bin/python3 scripts/soak/soak.py --help
 """
@@ -108,7 +111,8 @@ class Soak:
 
     # --- the run --------------------------------------------------------------------------------
     def run(self):
-        log(f"{self.sink_kind}: seed {self.seed}, {self.seconds:.0f} s, {self.args.boards} boards at 100 Hz, work {self.work}")
+        log(f"{self.sink_kind}: seed {self.seed}, {self.seconds:.0f} s, {self.args.boards} boards at 100 Hz, "
+            f"backfill {'on' if self.args.backfill else 'off'}, work {self.work}")
         self.start_bus()
         self.start_mwsim()
         self.gnss = NMEAServer(self.args.nmea)
@@ -120,7 +124,7 @@ class Soak:
             f.write("unused-trust-auth\n")
         config = f"{self.work}/etc/mwgated.toml"
         with open(config, "w") as f:
-            f.write(f'[boards]\ngyro_rate = 100\n\n[gnss]\nsource = "tcp://127.0.0.1:{self.gnss.port}"\n\n'
+            f.write(f'[boards]\ngyro_rate = 100\nbackfill = {"true" if self.args.backfill else "false"}\n\n[gnss]\nsource = "tcp://127.0.0.1:{self.gnss.port}"\n\n'
                     f'[session]\nmode = "manual"\nbutton_toggles = false\n\n' + self.upstream.sink_config(self.proxy.port))
         env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=self.bus_address, STATE_DIRECTORY=f"{self.work}/state",
                    RUNTIME_DIRECTORY=f"{self.work}/run", CONFIGURATION_DIRECTORY=f"{self.work}/etc",
@@ -153,7 +157,7 @@ class Soak:
     def make_plan(self):
         """The faults of the whole run, from the seed alone (replayable)."""
         kinds = [("link-drop", 5), ("stall", 4), ("restart-bluetoothd", 1), ("gnss-unplug", 2),
-                 ("upstream-outage", 2), ("drop-responses", 3), ("kill-9", 2)]
+                 ("upstream-outage", 2), ("drop-responses", 3), ("kill-9", 2), ("out-of-range", 2)]
         weights = [w for _, w in kinds]
         plan, t = [], 8.0
         quiet_tail = max(10.0, self.seconds * 0.1)
@@ -165,7 +169,7 @@ class Soak:
             if kind == "kill-9" and t > self.seconds * KILL_BEFORE:
                 kind = "link-drop"  # the last daemon lives long enough for an RSS trend
             step = {"kind": kind, "offset": round(t, 2)}
-            if kind in ("link-drop", "stall"):
+            if kind in ("link-drop", "stall", "out-of-range"):
                 step["board"] = self.rng.randrange(self.args.boards)
             if kind == "stall":
                 step["seconds"] = round(self.rng.uniform(0.5, 4.0), 2)
@@ -175,6 +179,8 @@ class Soak:
                 step["seconds"] = round(self.rng.uniform(5, 25), 2)
             if kind == "drop-responses":
                 step["count"] = self.rng.randint(1, 3)
+            if kind == "out-of-range":
+                step["seconds"] = round(self.rng.uniform(5, 15), 2)
             plan.append(step)
         # Every kind at least once in a run long enough for it.
         present = {s["kind"] for s in plan}
@@ -184,7 +190,7 @@ class Soak:
                 if kind == "kill-9":
                     offset = round(min(offset, self.seconds * KILL_BEFORE), 2)
                 step = {"kind": kind, "offset": offset}
-                if kind in ("link-drop", "stall"):
+                if kind in ("link-drop", "stall", "out-of-range"):
                     step["board"] = i % self.args.boards
                 if kind == "stall":
                     step["seconds"] = 2.0
@@ -194,6 +200,8 @@ class Soak:
                     step["seconds"] = 10.0
                 if kind == "drop-responses":
                     step["count"] = 2
+                if kind == "out-of-range":
+                    step["seconds"] = 8.0
                 plan.append(step)
         plan.sort(key=lambda s: s["offset"])
         # Session lengths, also from the seed.
@@ -301,6 +309,17 @@ class Soak:
                 self.proxy.drop_responses(step["count"])
             elif kind == "kill-9":
                 step["pid"] = self.supervisor.kill9()
+            elif kind == "out-of-range":
+                # The board keeps measuring (and logging) while nobody hears it.
+                sim.VanishDevice(self.dbus.UInt32(step["board"]))
+
+                def back(step=step):
+                    step["back_at"] = time.time()
+                    try:
+                        self.simulator().RestoreDevice(self.dbus.UInt32(step["board"]))
+                    except Exception as error:
+                        self.notes.append(f"board {step['board']} not restored: {error}")
+                return [(time.time() + step["seconds"], back)]
         except Exception as error:  # a fault that could not be applied is reported, not fatal
             step["error"] = str(error)
             self.notes.append(f"fault {kind} not applied: {error}")
@@ -332,14 +351,18 @@ class Soak:
             self.failures.append(f"the upload backlog did not drain within {self.args.drain_timeout} s")
         sim = self.simulator()
         self.delivered = {}
+        self.measured = {}
         self.link_stats = {}
         for index, _, address, profile in self.boards:
-            runs = sim.GetDeliveredRuns(self.dbus.UInt32(index), "gyro")
-            self.delivered[address] = [(int(a), int(b), int(c) / 1e6, int(d) / 1e6) for a, b, c, d in runs]
-            with open(f"{self.work}/delivered-{index}.txt", "w") as f:
-                # mwsim's delivered runs of this board (first..last index, seconds since the start).
-                for a, b, c, d in self.delivered[address]:
-                    f.write(f"{a}..{b} {c - self.started:+.3f}..{d - self.started:+.3f}\n")
+            for kind, method, runs_by_board in (("delivered", sim.GetDeliveredRuns, self.delivered),
+                                                ("measured", sim.GetMeasuredRuns, self.measured)):
+                runs = method(self.dbus.UInt32(index), "gyro")
+                runs_by_board[address] = [(int(a), int(b), int(c) / 1e6, int(d) / 1e6) for a, b, c, d in runs]
+                with open(f"{self.work}/{kind}-{index}.txt", "w") as f:
+                    # mwsim's runs of this board (first..last index, seconds since the start):
+                    # handed to mwgated (delivered) or taken by the sensor (measured).
+                    for a, b, c, d in runs_by_board[address]:
+                        f.write(f"{a}..{b} {c - self.started:+.3f}..{d - self.started:+.3f}\n")
             stats = sim.GetStats(self.dbus.UInt32(index))
             self.link_stats[address] = {k: int(stats.get(k, 0)) for k in
                                         ("DroppedByRateCap", "UndeliveredNoSubscriber", "Connections", "Disconnections")}
@@ -369,16 +392,26 @@ class Soak:
         self.compare()
 
     def compare(self):
+        """Every sample a board took while a session recorded, looked up upstream."""
         by_board = {}
         for d in self.documents:
             by_board.setdefault(d["board"], []).append(d)
         self.per_board = {}
+        self.per_window = {}      # (board index, cause) -> {required, streamed, backfilled, lost}
         self.loss_runs = []
+        # Required: taken while a session recorded (away from its edges).
+        windows = []
+        for s in self.sessions:
+            if s.get("start") is None or s.get("end") is None:
+                continue
+            end_edge = 0.0 if s.get("ended_by") == "kill-9" else SESSION_EDGE
+            windows.append((s["start"] + SESSION_EDGE, s["end"] - end_edge))
+        session_start = {s["id"]: s["start"] for s in self.sessions if s.get("id")}
         for index, _, address, profile in self.boards:
-            runs = self.delivered.get(address, [])
+            runs = self.measured.get(address, [])
             seed = index + 1
 
-            def delivery_time(i, runs=runs):
+            def taken_at(i, runs=runs):
                 for a, b, ta, tb in runs:
                     if a <= i <= b:
                         return ta if b == a else ta + (tb - ta) * (i - a) / (b - a)
@@ -390,9 +423,9 @@ class Soak:
             for d in docs:
                 sessions.setdefault(d["session"], []).append(d)
             counts = {}
+            backfilled = set()
             mismatches = 0
             unanchored = 0
-            session_start = {s["id"]: s["start"] for s in self.sessions if s.get("id")}
             for sid, sdocs in sessions.items():
                 points = [p for d in sdocs for p in d["data"]]
                 if not points:
@@ -401,13 +434,13 @@ class Soak:
                 for p in points:
                     g = p["gyroscope"]
                     raw = [round(g[k] * GYRO_SCALE) for k in ("x", "y", "z")]
-                    lows.append((raw[0] & 0xFFFF, raw))
+                    lows.append((raw[0] & 0xFFFF, raw, bool(p.get("backfilled"))))
                 anchor_time = session_start.get(sid)
                 first_low = lows[0][0]
                 candidates = [i for a, b, _, _ in runs for i in
                               range(a + ((first_low - a) & 0xFFFF), b + 1, 0x10000)]
                 if anchor_time is not None and candidates:
-                    full = min(candidates, key=lambda i: abs(delivery_time(i) - anchor_time))
+                    full = min(candidates, key=lambda i: abs(taken_at(i) - anchor_time))
                 elif candidates:
                     full = candidates[0]
                     unanchored += 1
@@ -415,51 +448,56 @@ class Soak:
                     full = first_low
                     unanchored += 1
                 previous = None
-                for low, raw in lows:
+                for low, raw, marked in lows:
                     if previous is not None:
                         delta = (low - previous) & 0xFFFF
                         full = previous_full + (delta if delta < 0x8000 else delta - 0x10000)
                     previous, previous_full = low, full
                     counts[full] = counts.get(full, 0) + 1
+                    if marked:
+                        backfilled.add(full)
                     x, y, z = simulator_signal("gyro", seed, full)
                     if (raw[0], raw[1], raw[2]) != (x, y, z):
                         mismatches += 1
-            delivered = {i for a, b, _, _ in runs for i in range(a, b + 1)}
+            measured = {i for a, b, _, _ in runs for i in range(a, b + 1)}
+            delivered = {i for a, b, _, _ in self.delivered.get(address, []) for i in range(a, b + 1)}
             duplicates = sum(c - 1 for c in counts.values() if c > 1)
-            phantom = sum(1 for i in counts if i not in delivered)
-            # Required: delivered while a session recorded (away from its edges).
-            windows = []
-            for s in self.sessions:
-                if s.get("start") is None or s.get("end") is None:
-                    continue
-                end_edge = 0.0 if s.get("ended_by") == "kill-9" else SESSION_EDGE
-                windows.append((s["start"] + SESSION_EDGE, s["end"] - end_edge))
+            phantom = sum(1 for i in counts if i not in measured)
+            fault_windows = self.fault_windows(index, address)
             causes = {}
             edge = 0
+            required = 0
             loss_runs = []
             for a, b, ta, tb in runs:
                 for i in range(a, b + 1):
-                    if i in counts:
-                        continue
                     t = ta if b == a else ta + (tb - ta) * (i - a) / (b - a)
                     if not any(w0 <= t <= w1 for w0, w1 in windows):
-                        if any(s["start"] - SESSION_EDGE <= t <= s["end"] + SESSION_EDGE for s in self.sessions if s.get("end")):
+                        if i not in counts and any(s["start"] - SESSION_EDGE <= t <= s["end"] + SESSION_EDGE
+                                                   for s in self.sessions if s.get("end")):
                             edge += 1
                         continue
-                    cause = self.explain(index, address, t)
+                    required += 1
+                    cause = next((c for w0, w1, c in fault_windows if w0 <= t <= w1), "no fault")
+                    row = self.per_window.setdefault((index, cause), {"required": 0, "streamed": 0, "backfilled": 0, "lost": 0})
+                    row["required"] += 1
+                    if i in counts:
+                        row["backfilled" if i in backfilled else "streamed"] += 1
+                        continue
+                    row["lost"] += 1
+                    if cause == "no fault":
+                        cause = "unexplained"
                     causes[cause] = causes.get(cause, 0) + 1
                     # Losses as runs of consecutive indices with one cause, for the report.
                     if loss_runs and loss_runs[-1][1] == i - 1 and loss_runs[-1][4] == cause:
                         loss_runs[-1][1], loss_runs[-1][3] = i, t
                     else:
                         loss_runs.append([i, i, t, t, cause])
-            required = sum(1 for a, b, ta, tb in runs for i in range(a, b + 1)
-                           if any(w0 <= (ta if b == a else ta + (tb - ta) * (i - a) / (b - a)) <= w1 for w0, w1 in windows))
             for a, b, ta, tb, cause in loss_runs:
                 self.loss_runs.append((index, a, b, ta - self.started, tb - self.started, cause))
             self.per_board[address] = {
-                "index": index, "profile": profile, "emitted": len(delivered), "runs": len(runs),
-                "upstream_points": sum(counts.values()), "delivered_unique": len(counts), "duplicates": duplicates,
+                "index": index, "profile": profile, "measured": len(measured), "emitted": len(delivered),
+                "upstream_points": sum(counts.values()), "backfilled_upstream": len(backfilled),
+                "delivered_unique": len(counts), "duplicates": duplicates,
                 "phantom": phantom, "mismatches": mismatches, "unanchored": unanchored, "required": required,
                 "lost": causes, "edge_not_required": edge, "documents": len(docs),
                 "received_by_daemon": self.samples_received.get(address),
@@ -467,36 +505,43 @@ class Soak:
             if duplicates:
                 self.failures.append(f"board {index}: {duplicates} duplicated sample(s)")
             if phantom:
-                self.failures.append(f"board {index}: {phantom} upstream sample(s) the board never delivered")
+                self.failures.append(f"board {index}: {phantom} upstream sample(s) the board never took")
             if mismatches:
                 self.failures.append(f"board {index}: {mismatches} sample value(s) differ from what the board sent")
             if causes.get("unexplained"):
                 self.failures.append(f"board {index}: {causes['unexplained']} sample(s) lost with no fault to explain them")
+            if self.args.backfill:
+                for cause, n in sorted(causes.items()):
+                    if cause != "unexplained":
+                        self.failures.append(f"board {index}: {n} sample(s) lost in {cause} windows with backfill on")
         names = [d["name"] for d in self.documents]
         if len(names) != len(set(names)):
             self.failures.append("a document name appears twice upstream")
         self.check_rss()
 
-    def explain(self, board, address, t):
-        """The fault whose window holds a sample delivered at `t` and never upstream, or
-        "unexplained". A link fault's window runs from just before it until the daemon's
-        handshake with the board is complete again (samples a board streams from before the
-        reconnect, while the handshake runs, are not for anyone: Boards' BoardSession.receive)."""
+    def fault_windows(self, board, address):
+        """The faults' windows that may hold samples of `board` the stream could not carry,
+        as (from, to, cause), checked in this order. A link fault's window runs from just
+        before it until the daemon's handshake with the board is complete again (samples a
+        board streams from before the reconnect, while the handshake runs, are not for anyone:
+        Boards' BoardSession.receive); only backfill from the board's log can fill them."""
         handshake_end = lambda at: (self.supervisor.streaming_after(address, at) or at) + 0.3
+        windows = []
         for f in self.faults:
             at, kind = f["at"], f["kind"]
             if kind == "kill-9":
-                if at - CRASH_BEFORE <= t <= at + CRASH_AFTER:
-                    return "kill-9 crash window"
-                if at < t <= handshake_end(at + self.args.restart_delay):
-                    return "kill-9 restart handshake"
-            if kind == "link-drop" and f.get("board") == board and at - LINK_BEFORE <= t <= max(at + LINK_AFTER, handshake_end(at)):
-                return "link-drop gap"
-            if kind == "restart-bluetoothd" and at - LINK_BEFORE <= t <= max(at + LINK_AFTER, handshake_end(at)):
-                return "bluetoothd restart gap"
-            if kind == "stall" and f.get("board") == board and at - LINK_BEFORE <= t <= max(at + f["seconds"] + STALL_AFTER, handshake_end(at)):
-                return "stall reconnect gap"
-        return "unexplained"
+                windows.append((at - CRASH_BEFORE, at + CRASH_AFTER, "kill-9 crash window"))
+                windows.append((at, handshake_end(at + self.args.restart_delay), "kill-9 restart handshake"))
+            if kind == "link-drop" and f.get("board") == board:
+                windows.append((at - LINK_BEFORE, max(at + LINK_AFTER, handshake_end(at)), "link-drop gap"))
+            if kind == "restart-bluetoothd":
+                windows.append((at - LINK_BEFORE, max(at + LINK_AFTER, handshake_end(at)), "bluetoothd restart gap"))
+            if kind == "stall" and f.get("board") == board:
+                windows.append((at - LINK_BEFORE, max(at + f["seconds"] + STALL_AFTER, handshake_end(at)), "stall reconnect gap"))
+            if kind == "out-of-range" and f.get("board") == board:
+                back = f.get("back_at", at + f["seconds"])
+                windows.append((at - LINK_BEFORE, max(back + LINK_AFTER, handshake_end(back)), "out-of-range gap"))
+        return windows
 
     def check_rss(self):
         """Growth: within each mwgated process that lived long enough, after a warm-up."""
@@ -532,6 +577,8 @@ class Soak:
         w(f"- replay: `make soak SOAK_SECONDS={self.seconds:.0f} SOAK_SEED={self.seed} SOAK_SINK={self.sink_kind}`")
         w(f"- duration {self.seconds:.0f} s of faults and sessions, {self.args.boards} boards "
           f"({', '.join(sorted({b[3] for b in self.boards}))}) at 100 Hz, NMEA replay of `{os.path.basename(self.args.nmea)}` over TCP")
+        w(f"- backfill from the boards' flash logs: **{'on' if self.args.backfill else 'off'}**"
+          + (" (nothing may be lost)" if self.args.backfill else " (each loss must fall in a fault's window)"))
         w(f"- mwgated starts: {len(self.supervisor.starts)} (restart delay {self.args.restart_delay} s) at "
           + ", ".join(f"{t - self.started:+.1f} s (pid {pid})" for t, pid in self.supervisor.starts) + "; exits: "
           + ", ".join(f"{t - self.started:+.1f} s pid {pid} {'SIGKILL' if c == -9 else ('exit ' + str(c) if c >= 0 else 'signal ' + str(-c))}"
@@ -549,20 +596,35 @@ class Soak:
         for k, n in sorted(kinds.items()):
             w(f"| {k} | {n} |")
         w(f"| (responses dropped by the proxy) | {self.proxy.drops_done} |\n")
-        w("| board | profile | emitted (delivered to mwgated) | required (in a session) | upstream | duplicated | lost | lost by cause | at session edges (not required) |")
-        w("|---|---|---:|---:|---:|---:|---:|---|---:|")
-        tot = {"emitted": 0, "required": 0, "up": 0, "dup": 0, "lost": 0}
+        w("| board | profile | measured (taken by the sensor) | emitted (delivered to mwgated) | required (in a session) | upstream | backfilled upstream | duplicated | lost | lost by cause | at session edges (not required) |")
+        w("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|")
+        tot = {"measured": 0, "emitted": 0, "required": 0, "up": 0, "back": 0, "dup": 0, "lost": 0}
         for address, r in sorted(self.per_board.items(), key=lambda kv: kv[1]["index"]):
             lost = sum(r["lost"].values())
-            w(f"| {r['index']} {address} | {r['profile']} | {r['emitted']} | {r['required']} | {r['upstream_points']} | "
-              f"{r['duplicates']} | {lost} | {', '.join(f'{k}: {v}' for k, v in sorted(r['lost'].items())) or '-'} | "
-              f"{r['edge_not_required']} |")
+            w(f"| {r['index']} {address} | {r['profile']} | {r['measured']} | {r['emitted']} | {r['required']} | {r['upstream_points']} | "
+              f"{r['backfilled_upstream']} | {r['duplicates']} | {lost} | "
+              f"{', '.join(f'{k}: {v}' for k, v in sorted(r['lost'].items())) or '-'} | {r['edge_not_required']} |")
+            tot["measured"] += r["measured"]
             tot["emitted"] += r["emitted"]
             tot["required"] += r["required"]
             tot["up"] += r["upstream_points"]
+            tot["back"] += r["backfilled_upstream"]
             tot["dup"] += r["duplicates"]
             tot["lost"] += lost
-        w(f"| **all** | | **{tot['emitted']}** | **{tot['required']}** | **{tot['up']}** | **{tot['dup']}** | **{tot['lost']}** | | |\n")
+        w(f"| **all** | | **{tot['measured']}** | **{tot['emitted']}** | **{tot['required']}** | **{tot['up']}** | "
+          f"**{tot['back']}** | **{tot['dup']}** | **{tot['lost']}** | | |\n")
+        w("Required samples by the fault window they were taken in (the first window that holds them), "
+          "and how they reached the upstream: streamed, backfilled from the board's flash log, or not at all.\n")
+        w("| board | window | required | streamed | backfilled | lost |\n|---|---|---:|---:|---:|---:|")
+        by_cause = {}
+        for (board, cause), row in sorted(self.per_window.items()):
+            w(f"| {board} | {cause} | {row['required']} | {row['streamed']} | {row['backfilled']} | {row['lost']} |")
+            total = by_cause.setdefault(cause, {"required": 0, "streamed": 0, "backfilled": 0, "lost": 0})
+            for k in total:
+                total[k] += row[k]
+        for cause, row in sorted(by_cause.items()):
+            w(f"| **all** | **{cause}** | **{row['required']}** | **{row['streamed']}** | **{row['backfilled']}** | **{row['lost']}** |")
+        w("")
         w("mwsim's link counters (not counted as emitted: these never reached mwgated): "
           + "; ".join(f"board {r['index']}: {self.link_stats.get(a, {}).get('Connections', 0)} connections, "
                       f"{self.link_stats.get(a, {}).get('DroppedByRateCap', 0)} notifications dropped by a full notify socket, "
@@ -645,6 +707,10 @@ def main():
     parser.add_argument("--nmea", default=os.path.join(ROOT, "..", "shared", "testdata", "nmea", "quectel-l76k-nmea.log"))
     parser.add_argument("--out", default=os.path.join(ROOT, "soak-results", "soak.md"))
     parser.add_argument("--keep", action="store_true", help="keep the work directories")
+    parser.add_argument("--backfill", action=argparse.BooleanOptionalAction, default=False,
+                        help="[boards] backfill of mwgated: on, every sample the boards took in a session must "
+                             "reach the upstream (streamed or backfilled from their flash logs); off, each loss "
+                             "must fall in a fault's window (default: off)")
     args = parser.parse_args()
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1, 2**31)
