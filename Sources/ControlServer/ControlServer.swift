@@ -86,6 +86,11 @@ public struct ControlServer: Service, CustomStringConvertible {
                 logger.warning("control API: cannot emit PropertiesChanged: \(error)")
             }
         }
+        // The updates also end when the pipeline has shut down, which at a SIGTERM happens
+        // before this service's turn (the seal starts at the signal; with no session it is done
+        // at once): the API keeps answering until its turn, since a service that returns before
+        // it is asked to ends the group with an error (mwgated exited 1 after an idle SIGTERM).
+        try? await gracefulShutdown()
         _ = try? await connection.releaseName(busName)
     }
 }

@@ -83,6 +83,18 @@ final class DaemonFixture: @unchecked Sendable {
         journal.journalEntries.filter { $0["MESSAGE_ID"] == id }
     }
 
+    /// Why the daemon's stop was not clean, for CI's log: how it ended (an exit status or the
+    /// signal that killed it), its last error-or-worse journal entries, and its standard error
+    /// (a crash's message lands there, not in the journal). Call after it was reaped.
+    func stopFailure(of daemon: ChildProcess) -> String {
+        let serious = journal.journalEntries.filter { Int($0["PRIORITY"] ?? "") ?? 7 <= 3 }.suffix(10)
+            .map { "  [\($0["PRIORITY"] ?? "?")] \($0["MESSAGE"] ?? "")" }
+        let errors = String(decoding: daemon.errors.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n").suffix(30)
+        return "mwgated: \(daemon.exitDescription)\nlast error entries in its journal:\n"
+            + (serious.isEmpty ? "  (none)" : serious.joined(separator: "\n"))
+            + "\nits standard error:\n" + (errors.isEmpty ? "  (empty)" : errors.map { "  " + $0 }.joined(separator: "\n"))
+    }
+
     /// Runs `sqlite3` on the buffer.
     func query(_ sql: String) throws -> String {
         try bus.runBlocking("/usr/bin/sqlite3", [stateDirectory + "/buffer.sqlite", sql]).trimmingCharacters(in: .whitespacesAndNewlines)

@@ -147,7 +147,7 @@ struct DaemonProcessTests {
         killer.cancel()
         let took = ContinuousClock.now - stopAt
         print("SIGTERM while recording: exit status \(status) after \(took)")
-        #expect(status == 0, "exit status \(status) after \(took); systemd kills after TimeoutStopSec=\(stopLimit)")
+        #expect(status == 0, "after \(took); systemd kills after TimeoutStopSec=\(stopLimit)\n\(fixture.stopFailure(of: daemon))")
         #expect(took < stopLimit, "shutdown took \(took)")
         #expect(fixture.notify.messages.contains { $0.contains("STOPPING=1") })
         // The boards start stopping at the signal and the seal waits for their last samples,
@@ -212,7 +212,8 @@ struct DaemonProcessTests {
         // [gnss] and [boards] changes need a restart: the reload says so.
         #expect(fixture.journal.journalEntries.contains { ($0["MESSAGE"] ?? "").contains("[gnss]") && $0["PRIORITY"] == "4" })
         kill(daemon.pid, SIGTERM)
-        #expect(await Task.detached { daemon.wait() }.value == 0)
+        let status = await Task.detached { daemon.wait() }.value
+        #expect(status == 0, "\(fixture.stopFailure(of: daemon))")
     }
 
     @Test func withoutAConfigurationFileItDiscoversTheBoardsOnDefaultsAndLogsALostBoard() async throws {
@@ -240,6 +241,7 @@ struct DaemonProcessTests {
         }
         let daemon = try #require(fixture.daemon)
         kill(daemon.pid, SIGTERM)
-        #expect(await Task.detached { daemon.wait() }.value == 0)
+        let status = await Task.detached { daemon.wait() }.value
+        #expect(status == 0, "\(fixture.stopFailure(of: daemon))")
     }
 }

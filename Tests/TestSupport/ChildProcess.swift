@@ -12,6 +12,7 @@ public final class ChildProcess: @unchecked Sendable {
     public let errors: FileHandle
     private let lock = NSLock()
     private var exitStatus: Int32?
+    private var waitStatus: Int32?
 
     public init(_ executable: String, _ arguments: [String], environment: [String: String]) throws {
         let (child, outRead, errRead) = try Spawning.exclusively {
@@ -91,7 +92,21 @@ public final class ChildProcess: @unchecked Sendable {
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
         exitStatus = code
+        waitStatus = status
         return code
+    }
+
+    /// How the child ended, for a failure message: "exit status N", or the signal that killed
+    /// it (and whether it dumped core), which `wait()`'s 128+signal does not tell apart from an
+    /// exit status; "still running" before it was reaped.
+    public var exitDescription: String {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let status = waitStatus else { return "still running" }
+        let signal = status & 0x7f
+        guard signal != 0 else { return "exit status \((status >> 8) & 0xff)" }
+        let name = strsignal(signal).map { String(cString: $0) } ?? "unknown"
+        return "killed by signal \(signal) (\(name))" + ((status & 0x80) != 0 ? ", core dumped" : "")
     }
 
     /// Sends `signal` (if still running) and reaps the child.
