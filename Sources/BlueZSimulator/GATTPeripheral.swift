@@ -180,8 +180,27 @@ public actor GATTPeripheral {
         }
     }
 
+    /// The board ends the link from its side, as a real board's Bluetooth stack does: at the
+    /// link layer, through the kernel's management interface on the board's controller
+    /// (``ManagementSocket``), which takes a few milliseconds. `Device1.Disconnect` on the
+    /// board's bluetoothd is only the fallback (no `CAP_NET_ADMIN`, no `AF_BLUETOOTH`): 5.66
+    /// ends an LE link from it only after its 2 s `DISCONNECT_TIMER` (`src/device.c`
+    /// `device_request_disconnect()`, then `disconnect_all()` sends the same management
+    /// `Disconnect`), which a real board never waits for.
     private func dropLink() async {
         guard let central, let bus else { log("no link to drop"); return }
+        if let controller = controllerIndex, let address = Self.address(ofDevice: central) {
+            do {
+                switch try await ManagementSocket.disconnect(address, controller: controller) {
+                case .disconnected(let link): log("link ended at the link layer (management Disconnect of \(link))")
+                case .notConnected: log("no link to \(address) on \(options.adapter) any more")
+                }
+                linkDown()
+                return
+            } catch {
+                log("management Disconnect failed (\(error)); asking bluetoothd (Device1.Disconnect)")
+            }
+        }
         do {
             _ = try await bus.call(destination: "org.bluez", path: central, interface: Self.deviceInterface,
                                    member: "Disconnect", timeout: .seconds(5))
@@ -189,6 +208,18 @@ public actor GATTPeripheral {
             log("Disconnect of \(central) failed: \(error)")
         }
         linkDown()
+    }
+
+    /// The management index of the board's controller: `hci1` is 1.
+    private var controllerIndex: UInt16? {
+        guard options.adapter.hasPrefix("hci") else { return nil }
+        return UInt16(options.adapter.dropFirst(3))
+    }
+
+    /// `00:AA:01:01:00:01` from bluetoothd's `/org/bluez/hci1/dev_00_AA_01_01_00_01`.
+    static func address(ofDevice path: DBusObjectPath) -> String? {
+        guard let last = path.rawValue.split(separator: "/").last, last.hasPrefix("dev_") else { return nil }
+        return String(last.dropFirst(4).map { $0 == "_" ? ":" : $0 })
     }
 
     private func linkDown() {

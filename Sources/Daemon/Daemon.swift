@@ -107,8 +107,8 @@ public enum Daemon {
                                              pipeline: gateway.pipeline, level: level, notifier: notifier, logger: logger)
         var extra: [any Service]
         do {
-            // The upload service, fed from the gateway's buffer: added after recording, so it
-            // stops before recording seals at shutdown and never races the last seal.
+            // The upload service, fed from the gateway's buffer; it reads only sealed chunks,
+            // so it stops beside the recording's last seal (the services stop together).
             let (sink, endpoint) = try SinkFactory.make(configuration.sink, credentials: CredentialStore(environment: environment), logger: logger)
             var syncConfiguration = SyncConfiguration()
             syncConfiguration.maxCommitsPerSecond = configuration.sink.maxRequestsPerSecond

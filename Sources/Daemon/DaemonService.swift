@@ -5,8 +5,8 @@ import Logging
 import ServiceLifecycle
 import ServiceSupport
 
-/// The daemon's own service, run last in the gateway's service group (so it is the first to
-/// see a graceful shutdown): it flushes rate-limited status lines and time-based events
+/// The daemon's own service, run beside the gateway's (all see a graceful shutdown at once):
+/// it flushes rate-limited status lines and time-based events
 /// (status snapshots themselves are fed to the ``StatusReporter`` by ``Daemon``), feeds
 /// the systemd watchdog only while the pipeline is healthy, reloads the configuration on
 /// SIGHUP and says `STOPPING=1` when shutdown begins.

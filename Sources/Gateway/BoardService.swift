@@ -7,8 +7,8 @@ import ServiceLifecycle
 /// feeds their events to the pipeline, starts and stops their sensors as the pipeline asks
 /// (``RecordingPipeline/sensorDemand``), and on graceful shutdown (SIGTERM) stops every board
 /// cleanly (sensors off, notifications off, disconnected) before returning. The stop begins
-/// at ``beginStopping()`` (the gateway calls it at the signal, ``Gateway/services(adding:onRunning:)``)
-/// or at this service's own turn, whichever comes first. Cancellation (the service group's
+/// at the shutdown's start (with the gateway's other services, ``ServicesStoppingTogether``)
+/// or at ``beginStopping()``, whichever comes first. Cancellation (the service group's
 /// shutdown limit passed) ends the sessions at once, without waiting for their stop commands.
 public struct BoardService: Service, CustomStringConvertible {
     /// The fleet.
@@ -26,10 +26,8 @@ public struct BoardService: Service, CustomStringConvertible {
         self.logger = logger
     }
 
-    /// Starts stopping the boards now, ahead of this service's turn in the group's shutdown
-    /// (which comes last): their sensors go off and their links close while the other
-    /// services shut down, and recording seals once their last samples are in, so a SIGTERM
-    /// is over within 2 s on a gateway (issue 18).
+    /// Starts stopping the boards now, ahead of the group's shutdown: their sensors go off and
+    /// their links close while the other services run on.
     public func beginStopping() {
         stopRequest.request()
     }
@@ -64,7 +62,7 @@ public struct BoardService: Service, CustomStringConvertible {
                 stopRequest.request()
             }
         }
-        // Stopped early (beginStopping()): the service still ends only at its own turn, since
+        // Stopped early (beginStopping()): the service still ends only at the shutdown, since
         // a service that returns before it is asked to ends the group with an error (exit 1).
         try? await gracefulShutdown()
     }

@@ -6,17 +6,16 @@ import ServiceLifecycle
 /// the pipeline down: a recording session is stopped with trigger `shutdown`, so every
 /// accepted sample is sealed and the session awaits its survey at the next start.
 ///
-/// The seal begins at ``beginSealing()`` (the gateway calls it at the signal, beside
-/// ``BoardService/beginStopping()``) or at this service's own turn, and waits first for the
+/// The seal begins at the shutdown's start (the gateway's services all begin stopping at once,
+/// ``ServicesStoppingTogether``) or at ``beginSealing()``, and waits first for the
 /// last samples of the boards streaming into the session: until the pipeline has taken each
 /// such board's final state change, which its events reach only after every sample the board
 /// delivered before it, so whatever is still queued in the boards' streams is drained into the
 /// session first (bounded by the streams' capacities, not by a time). ``boardsStopSafetyLimit``
 /// only ends the wait for a board that never acknowledges its stop. The seal does not wait for
 /// the other services' shutdown. With no board streaming into a
-/// session (connecting, handshaking, idle) it seals at once. Place it after the board and GNSS
-/// services in a `ServiceGroup` (services are shut down in reverse order); services that
-/// read the buffer (sync) go after it.
+/// session (connecting, handshaking, idle) it seals at once. Services that read the buffer
+/// (sync) may stop beside it: they read only sealed chunks.
 public struct RecordingService: Service, CustomStringConvertible {
     /// The longest the seal waits for the boards' last samples: a safety net for a board that
     /// never acknowledges its stop, not a normal-path cut-off. A board's stop is bounded at
@@ -45,8 +44,8 @@ public struct RecordingService: Service, CustomStringConvertible {
 
     public var description: String { "RecordingService" }
 
-    /// Starts the shutdown's seal now, ahead of this service's turn: it waits for the boards'
-    /// last samples, then seals.
+    /// Starts the shutdown's seal now, ahead of the shutdown: it waits for the boards' last
+    /// samples, then seals.
     public func beginSealing() {
         sealRequest.request()
     }
@@ -70,7 +69,7 @@ public struct RecordingService: Service, CustomStringConvertible {
         }
         logger.info("recording: shutting down (sealing open chunks)")
         await pipeline.shutdown()
-        // Sealed early (beginSealing()): the service still ends only at its own turn, since a
+        // Sealed early (beginSealing()): the service still ends only at the shutdown, since a
         // service that returns before it is asked to ends the group with an error.
         try? await gracefulShutdown()
     }
