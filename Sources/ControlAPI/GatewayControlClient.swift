@@ -66,6 +66,10 @@ public struct GatewayControlClient: Sendable {
     /// Starts a session; returns its ID.
     public func startSession() async throws -> String { try await string("StartSession") }
 
+    /// Starts a session that ends by itself after `seconds`; returns its ID. Refused when a
+    /// board's flash cannot hold that long at a logged rate.
+    public func startSession(seconds: UInt32) async throws -> String { try await string("StartTimedSession", [.uint32(seconds)]) }
+
     /// Stops the recording session.
     public func stopSession() async throws -> SessionEndPayload { try await json(SessionEndPayload.self, "StopSession") }
 

@@ -123,12 +123,14 @@ final class ControlHandlers: Sendable {
 
     // MARK: Sessions
 
-    func startSession() async throws -> String {
+    /// Starts a session, ending by itself after `seconds` when given (0 is refused).
+    func startSession(seconds: UInt32? = nil) async throws -> String {
+        if seconds == 0 { throw Self.error(E.invalidArgument, "a session length must be at least 1 second") }
         let status = await pipeline.status
         if status.session.isRecording {
             throw Self.error(E.alreadyRecording, "session \(status.session.sessionID ?? "?") is already recording; stop it first")
         }
-        do { return try await pipeline.startSession() } catch { throw Self.refusal(error) }
+        do { return try await pipeline.startSession(duration: seconds.map(Double.init)) } catch { throw Self.refusal(error) }
     }
 
     func stopSession() async throws -> String {

@@ -48,6 +48,9 @@ enum ControlInterface {
             method("StartSession", out: [.string], outNames: ["session_id"]) { _ in
                 [.string(try await h.startSession())]
             },
+            method("StartTimedSession", in: [.uint32], out: [.string], inNames: ["seconds"], outNames: ["session_id"]) { call in
+                [.string(try await h.startSession(seconds: try call.decode(UInt32.self)))]
+            },
             json("StopSession") { _ in try await h.stopSession() },
             json("ListSessions", in: [.uint32], inNames: ["limit"]) { call in
                 try await h.sessionsJSON(limit: try call.decode(UInt32.self))

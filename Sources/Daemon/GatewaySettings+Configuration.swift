@@ -60,7 +60,8 @@ extension LiveSettings {
     public init(_ configuration: GatewayConfiguration) {
         self.init(hazardCatalogue: configuration.hazards.names, sessionMode: GatewaySettings.SessionMode(configuration.session.mode),
                   buttonTogglesSession: configuration.session.buttonToggles,
-                  streamBetweenSessions: configuration.session.streamBetweenSessions)
+                  streamBetweenSessions: configuration.session.streamBetweenSessions,
+                  maxSessionDuration: configuration.session.maxDuration)
     }
 }
 

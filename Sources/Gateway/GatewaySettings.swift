@@ -56,6 +56,10 @@ public struct GatewaySettings: Sendable {
     /// the cost of the boards' batteries). Off, a connected board's sensors are stopped
     /// between sessions; `always` mode streams regardless.
     public var streamBetweenSessions: Bool = false
+    /// Longest a session records, seconds (`[session] max_duration`; nil: until stopped). A
+    /// session ends by itself after it; at a logged rate a session is refused when a board's
+    /// flash cannot hold it.
+    public var maxSessionDuration: Double?
     /// Whether dead-reckoned fixes give points a location (marked `dead_reckoned`); measured
     /// fixes always do, manual input and simulator fixes never.
     public var acceptDeadReckoning: Bool = false

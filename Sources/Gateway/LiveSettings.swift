@@ -13,14 +13,18 @@ public struct LiveSettings: Sendable, Equatable {
     public var buttonTogglesSession: Bool
     /// Whether the boards stream while no session records.
     public var streamBetweenSessions: Bool
+    /// Longest a session records, seconds (nil: until stopped); see
+    /// ``GatewaySettings/maxSessionDuration``.
+    public var maxSessionDuration: Double?
 
     /// Live settings with these values.
     public init(hazardCatalogue: [String], sessionMode: GatewaySettings.SessionMode, buttonTogglesSession: Bool,
-                streamBetweenSessions: Bool) {
+                streamBetweenSessions: Bool, maxSessionDuration: Double? = nil) {
         self.hazardCatalogue = hazardCatalogue
         self.sessionMode = sessionMode
         self.buttonTogglesSession = buttonTogglesSession
         self.streamBetweenSessions = streamBetweenSessions
+        self.maxSessionDuration = maxSessionDuration
     }
 }
 
@@ -29,13 +33,14 @@ extension GatewaySettings {
     public var live: LiveSettings {
         get {
             LiveSettings(hazardCatalogue: hazardCatalogue, sessionMode: sessionMode, buttonTogglesSession: buttonTogglesSession,
-                         streamBetweenSessions: streamBetweenSessions)
+                         streamBetweenSessions: streamBetweenSessions, maxSessionDuration: maxSessionDuration)
         }
         set {
             hazardCatalogue = newValue.hazardCatalogue
             sessionMode = newValue.sessionMode
             buttonTogglesSession = newValue.buttonTogglesSession
             streamBetweenSessions = newValue.streamBetweenSessions
+            maxSessionDuration = newValue.maxSessionDuration
         }
     }
 }

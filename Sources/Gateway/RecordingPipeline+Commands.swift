@@ -11,14 +11,21 @@ extension RecordingPipeline {
         public var description: String { message }
     }
 
-    /// Starts a session now; returns its ID.
+    /// Starts a session now; returns its ID. `duration` (seconds) ends it by itself after
+    /// that long (nil: `[session] max_duration`, else until stopped); at a logged rate a
+    /// length a connected board's flash cannot hold is refused, naming the board, its
+    /// model's capacity, how long that lasts and what to change.
     @discardableResult
-    public func startSession() throws(CommandError) -> String {
+    public func startSession(duration: Double? = nil) throws(CommandError) -> String {
         try beginCommand()
         checkClock(now: timeline.now)
+        if let duration, !(duration > 0 && duration.isFinite) {
+            throw CommandError("a session length must be a positive number of seconds, got \(duration)")
+        }
+        let length = try checkSessionLength(requested: duration)
         do {
             let id = try controller.start(trigger: .controlAPI, now: timeline.now)
-            sessionDidStart(id, trigger: .controlAPI)
+            sessionDidStart(id, trigger: .controlAPI, length: .some(length))
             return id
         } catch let error as SessionController.CommandError {
             throw CommandError(error.description)

@@ -63,6 +63,11 @@ public actor RecordingPipeline {
     var isShutDown = false
     private let statusReaders = Broadcast<GatewayStatus>()
     private var lastTickAt: ContinuousClock.Instant?
+    /// Each connected board's flash (for the session-length check at logged rates).
+    var flashCapacities: [String: FlashCapacity] = [:]
+    /// The recording session's length, seconds (nil: until stopped), and when it started.
+    var sessionLength: Double?
+    var sessionStartedAt: Int64?
 
     /// The pipeline runs on ``RecordingThread``: its synchronous SQLite commits wait there,
     /// not on a thread of the shared cooperative pool.
@@ -233,6 +238,7 @@ public actor RecordingPipeline {
             logger.info("no board streamed for \(settings.alwaysModeIdleStop): ending the always-mode session")
             _ = try? stop(trigger: .always, now: now)
         }
+        endSessionAtItsLength(now: now)
         readBacklog(now: now)
         reportStoreErrorIfNew()
     }
@@ -370,9 +376,15 @@ public actor RecordingPipeline {
 
     // MARK: Internals
 
-    func sessionDidStart(_ id: String, trigger: SessionTrigger) {
+    func sessionDidStart(_ id: String, trigger: SessionTrigger, length: Double?? = nil) {
         book.sessionStarted(trigger: trigger.description)
-        logger.info("session \(id) started (\(trigger))")
+        sessionStartedAt = timeline.now
+        sessionLength = length ?? settings.maxSessionDuration
+        if length == nil, let seconds = sessionLength, let refusal = sessionLengthRefusal(seconds: seconds) {
+            report(area: "session", "session \(id) (\(trigger)) may outlast a board's flash: \(refusal)")
+        }
+        let ends = sessionLength.map { ", ends after \(LogBudget.duration($0))" } ?? ""
+        logger.info("session \(id) started (\(trigger))\(ends)")
         updateSensorDemand()
         wakeTicks()
         publish()
@@ -382,6 +394,8 @@ public actor RecordingPipeline {
     /// wait for upload.
     func sessionDidStop() {
         book.sessionStopped()
+        sessionStartedAt = nil
+        sessionLength = nil
         updateSensorDemand()
         backlog.expire()
         readBacklog(now: timeline.now)
@@ -412,6 +426,7 @@ public actor RecordingPipeline {
         let now = timeline.nanoseconds(instant)
         switch state {
         case .streaming(let description):
+            noteFlashCapacity(key, description)
             // A restarted stream starts a new sample sequence: seal what the old one gave.
             if attached.contains(key) { controller.detach(board: key, now: now) }
             controller.attach(board: key, gyroRateHertz: settings.gyroRateHertz,
@@ -419,6 +434,7 @@ public actor RecordingPipeline {
             attached.insert(key)
             logger.info("board \(key) streaming: \(description)")
         case .idle(let description):
+            noteFlashCapacity(key, description)
             detach(key, now: now)
             logger.info("board \(key) connected, sensors off until a session starts: \(description)")
         case .lost(let reason):

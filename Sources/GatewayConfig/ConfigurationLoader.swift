@@ -52,9 +52,15 @@ public enum ConfigurationLoader {
         if let (table, line) = top.table("sink") { issues += readSink(table, line: line, file: file, into: &config.sink) }
         if let (table, line) = top.table("log") { issues += readLog(table, line: line, file: file, into: &config.log) }
         issues += top.finish()
+        if issues.isEmpty, let issue = flashRefusal(config, root: root, file: file) { issues.append(issue) }
         guard issues.isEmpty else { throw ConfigurationErrors(issues) }
         return config
     }
+
+    /// Whether rates beyond the link (``GatewayConfiguration/Boards/logged``) are recorded:
+    /// false until the gateway records and downloads them (issue 21 part 3), so until then
+    /// such a rate is refused.
+    static let recordsLoggedRates = false
 
     // MARK: Sections
 
@@ -128,14 +134,38 @@ public enum ConfigurationLoader {
         } catch {
             let key = table["accelerometer_rate"] != nil && enabled ? "accelerometer_rate" : "gyro_rate"
             if case .exceedsLinkBudget(let rate, let limit) = error {
+                let beyond = [boards.gyro.rate.hertz, boards.accelerometer?.rate.hertz ?? 0]
+                    .contains(where: StreamingConfiguration.isBeyondTheLink(hertz:))
                 reader.issue(key, line: table[key]?.keyPosition.line ?? table["sample_mode"]?.keyPosition.line,
-                    "\(format(rate)) notifications/s is more than one BLE link carries (\(format(limit))); lower the rate"
-                    + (boards.sampleMode == .single ? " or set sample_mode = \"packed\"" : ""))
+                    "\(format(rate)) notifications/s is more than one BLE link carries (\(format(limit))); "
+                    + (beyond && recordsLoggedRates ? "set backfill = true to record it in the board's flash and download it, or lower the rate"
+                        : "lower the rate" + (boards.sampleMode == .single ? " or set sample_mode = \"packed\"" : "")))
             } else {
                 reader.issue(key, "\(error)")
             }
         } }
+        if reader.issues.isEmpty, !boards.logged.isEmpty, !recordsLoggedRates {
+            let key = StreamingConfiguration.isBeyondTheLink(hertz: boards.gyro.rate.hertz) ? "gyro_rate" : "accelerometer_rate"
+            reader.issue(key, "rates of 400 Hz and more are beyond what one BLE link carries, and recording them in the "
+                + "board's flash for download is not finished yet; use 200 Hz or less")
+        }
         return reader.finish()
+    }
+
+    /// A session length at a logged rate that no MetaWear's documented flash holds (the
+    /// largest, a MetaMotion S, 66,781,184 entries): refused here; one that a smaller flash
+    /// cannot hold is refused per board when a session starts.
+    static func flashRefusal(_ config: GatewayConfiguration, root: TOMLTable, file: String) -> ConfigurationIssue? {
+        guard let seconds = config.session.maxDuration, let streaming = try? config.boards.streaming(),
+              !streaming.logged.isEmpty else { return nil }
+        let largest = BoardModel.allCases.compactMap { model in LoggingCapabilities.documentedCapacity(model).map { (model, $0) } }
+            .max { $0.1 < $1.1 }
+        guard let (model, capacity) = largest,
+              let refusal = LogBudget(capacityEntries: capacity, rates: streaming.loggedRates)
+                .refusal(sessionSeconds: seconds, model: model.rawValue) else { return nil }
+        var line = 0
+        if case .table(let session)? = root["session"]?.value { line = session["max_duration"]?.keyPosition.line ?? 0 }
+        return ConfigurationIssue(file: file, line: line, key: "session.max_duration", message: refusal)
     }
 
     static func checkAddresses(_ values: [String], key: String, reader: inout TableReader) -> [String] {
@@ -182,6 +212,14 @@ public enum ConfigurationLoader {
         }
         if let toggles = reader.boolean("button_toggles") { session.buttonToggles = toggles }
         if let stream = reader.boolean("stream_between_sessions") { session.streamBetweenSessions = stream }
+        if let node = reader.node("max_duration") {
+            switch node.value {
+            case .integer(let seconds) where seconds > 0: session.maxDuration = Double(seconds)
+            case .string(let text) where DurationText.parse(text) != nil: session.maxDuration = DurationText.parse(text)
+            default:
+                reader.issue("max_duration", "expected a length of time: seconds (3600) or a string such as \"30 min\", \"2 h\", \"1 h 30 min\"")
+            }
+        }
         return reader.finish()
     }
 

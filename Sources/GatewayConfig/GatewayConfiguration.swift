@@ -61,6 +61,18 @@ public struct GatewayConfiguration: Sendable, Equatable {
         /// How each board's notifications come through bluetoothd (`[boards] notifications`).
         public var notifications = Notifications.acquire
 
+        /// The sensors each board records to its flash and the gateway downloads instead of
+        /// streaming: with `backfill` on, a gyro or accelerometer rate of 400 Hz or more is
+        /// beyond what one link carries sample by sample, and then every configured sensor is
+        /// logged (the points are the gyro's, each with the accelerometer sample taken with
+        /// it, as in a backfill). Empty otherwise.
+        public var logged: Set<MotionSensor> {
+            guard backfill else { return [] }
+            let rates = [gyro.rate.hertz] + (accelerometer.map { [$0.rate.hertz] } ?? [])
+            guard rates.contains(where: StreamingConfiguration.isBeyondTheLink(hertz:)) else { return [] }
+            return accelerometer == nil ? [.gyro] : [.gyro, .accelerometer]
+        }
+
         /// The ways a board's notifications can come through bluetoothd.
         public enum Notifications: String, Sendable, Equatable, CaseIterable {
             /// `AcquireNotify` (a socket per link), falling back to `StartNotify` where
@@ -81,7 +93,7 @@ public struct GatewayConfiguration: Sendable, Equatable {
         /// throws for values set in code beyond the link budget.
         public func streaming() throws(ConfigurationError) -> StreamingConfiguration {
             try StreamingConfiguration(
-                gyro: gyro, gyroMode: sampleMode, accelerometer: accelerometer, accelerometerMode: sampleMode)
+                gyro: gyro, gyroMode: sampleMode, accelerometer: accelerometer, accelerometerMode: sampleMode, logged: logged)
         }
     }
 
@@ -120,6 +132,10 @@ public struct GatewayConfiguration: Sendable, Equatable {
         /// without recording). Default false: sensors off between sessions, saving the boards'
         /// batteries.
         public var streamBetweenSessions = false
+        /// Longest a session records, seconds (`[session] max_duration`): a session ends by
+        /// itself after it, and a session at a logged rate is refused on a board whose flash
+        /// cannot hold it. nil (the default): until stopped.
+        public var maxDuration: Double?
 
         public init() {}
     }

@@ -96,12 +96,37 @@ public struct LogBudget: Hashable, Sendable {
     }
 
     /// nil when a session of `seconds` fits (or the capacity is unknown); otherwise why not,
-    /// naming the rates, the capacity and how long it lasts.
-    public func refusal(sessionSeconds seconds: Double) -> String? {
+    /// naming the rates, the capacity (of `model`'s flash when named), how long it lasts and
+    /// what to change: the longest session that fits, and the highest gyro rate (or
+    /// accelerometer rate, when only it is logged) that fits the session asked for.
+    public func refusal(sessionSeconds seconds: Double, model: String? = nil) -> String? {
         guard let capacityEntries, let full = secondsToFull, seconds > full else { return nil }
-        let what = rates.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key) \(Int($0.value)) Hz" }.joined(separator: " and ")
-        return "the board's flash holds \(capacityEntries) log entries; \(what) write \(Int(entriesPerSecond)) entries/s "
-            + "and fill it in \(Self.duration(full)), shorter than the \(Self.duration(seconds)) asked for"
+        let what = rates.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key) \(Self.hertz($0.value)) Hz" }
+            .joined(separator: " and ")
+        let whose = model.map { "a \($0)'s flash" } ?? "the board's flash"
+        var change = "shorten the session to \(Self.duration(full)) or less"
+        if let lower = highestFittingRate(sessionSeconds: seconds) {
+            change += ", or lower \(lower.sensor)_rate to \(Self.hertz(lower.hertz)) Hz"
+        } else {
+            change += ", or lower the rates"
+        }
+        return "\(what) \(rates.count == 1 ? "writes" : "write") \(Int(entriesPerSecond)) log entries/s; "
+            + "\(whose) holds \(capacityEntries) entries, full after \(Self.duration(full)), "
+            + "shorter than the \(Self.duration(seconds)) session asked for; \(change)"
+    }
+
+    /// The highest rate of the gyro (or of the accelerometer when it is logged alone) at which
+    /// a session of `seconds` fits, the other sensor's rate unchanged; nil when none does.
+    func highestFittingRate(sessionSeconds seconds: Double) -> (sensor: MotionSensor, hertz: Double)? {
+        guard let capacityEntries, seconds > 0 else { return nil }
+        let sensor: MotionSensor = rates[.gyro] != nil ? .gyro : .accelerometer
+        let others = rates.filter { $0.key != sensor }.values.reduce(0) { $0 + 2 * $1 }
+        let allowed: [Double] = sensor == .gyro ? GyroRate.allCases.map(\.hertz) : AccelerometerRate.allCases.map(\.hertz)
+        return allowed.filter { (others + 2 * $0) * seconds <= Double(capacityEntries) }.max().map { (sensor, $0) }
+    }
+
+    private static func hertz(_ value: Double) -> String {
+        value == value.rounded() ? String(Int(value)) : AccelerometerRate.format(value)
     }
 
     /// `seconds` as "1 h 23 min", "4 min 5 s" or "7 s".

@@ -15,12 +15,23 @@ public struct StreamingConfiguration: Hashable, Sendable {
     public var connectionParameters: ConnectionParameters?
     /// Allow configurations above the ~100 notifications/s link budget (samples will be lost).
     public var allowExceedingLinkBudget: Bool
+    /// Sensors recorded to the board's flash log and downloaded instead of streamed (rates
+    /// beyond the link, issue 21 part 3); they do not count against the link budget.
+    public var logged: Set<MotionSensor>
+
+    /// The lowest rate no single link carries sample by sample: at this rate and above a
+    /// sensor is recorded to the board's flash and downloaded (when logging is on).
+    public static let loggedRateFloor = 400.0
+
+    /// Whether `hertz` is a rate recorded to the flash rather than streamed.
+    public static func isBeyondTheLink(hertz: Double) -> Bool { hertz >= loggedRateFloor }
 
     /// Validates the combination: at least one sensor, and within the link budget unless allowed.
     public init(
         gyro: GyroConfiguration?, gyroMode: SampleMode = .single,
         accelerometer: AccelerometerConfiguration? = nil, accelerometerMode: SampleMode = .single,
-        connectionParameters: ConnectionParameters? = .fastest, allowExceedingLinkBudget: Bool = false
+        connectionParameters: ConnectionParameters? = .fastest, allowExceedingLinkBudget: Bool = false,
+        logged: Set<MotionSensor> = []
     ) throws(ConfigurationError) {
         self.gyro = gyro
         self.gyroMode = gyroMode
@@ -28,6 +39,7 @@ public struct StreamingConfiguration: Hashable, Sendable {
         self.accelerometerMode = accelerometerMode
         self.connectionParameters = connectionParameters
         self.allowExceedingLinkBudget = allowExceedingLinkBudget
+        self.logged = logged.filter { $0 == .gyro ? gyro != nil : accelerometer != nil }
         guard gyro != nil || accelerometer != nil else { throw .noSensorSelected }
         let rate = notificationsPerSecond
         if !allowExceedingLinkBudget, rate > Self.linkBudgetNotificationsPerSecond {
@@ -35,12 +47,22 @@ public struct StreamingConfiguration: Hashable, Sendable {
         }
     }
 
-    /// Notifications per second this configuration produces.
+    /// Notifications per second this configuration streams (logged sensors send none).
     public var notificationsPerSecond: Double {
         var total = 0.0
-        if let gyro { total += gyro.rate.hertz / Double(gyroMode.samplesPerNotification) }
-        if let accelerometer { total += accelerometer.rate.hertz / Double(accelerometerMode.samplesPerNotification) }
+        if let gyro, !logged.contains(.gyro) { total += gyro.rate.hertz / Double(gyroMode.samplesPerNotification) }
+        if let accelerometer, !logged.contains(.accelerometer) {
+            total += accelerometer.rate.hertz / Double(accelerometerMode.samplesPerNotification)
+        }
         return total
+    }
+
+    /// The rates of the sensors recorded to the flash, hertz.
+    public var loggedRates: [MotionSensor: Double] {
+        var rates: [MotionSensor: Double] = [:]
+        if let gyro, logged.contains(.gyro) { rates[.gyro] = gyro.rate.hertz }
+        if let accelerometer, logged.contains(.accelerometer) { rates[.accelerometer] = accelerometer.rate.hertz }
+        return rates
     }
 
     /// The configured sensors with their mode.
@@ -62,12 +84,16 @@ public struct StreamingConfiguration: Hashable, Sendable {
             if mode == .packed, !sensor.supportsPacked(on: board.chip, revision: revision) {
                 throw .packedUnsupported(sensor: sensor, chip: board.chip, revision: revision)
             }
+            var sensorStart: [Packet] = []
             if sensor == .gyro, let gyro {
-                start += Commands.startGyro(gyro, mode: mode, chip: board.chip)
+                sensorStart = Commands.startGyro(gyro, mode: mode, chip: board.chip)
             }
             if sensor == .accelerometer, let accelerometer {
-                start += Commands.startAccelerometer(accelerometer, mode: mode, chip: board.chip)
+                sensorStart = Commands.startAccelerometer(accelerometer, mode: mode, chip: board.chip)
             }
+            // A logged sensor samples and its logger writes to flash; nothing is sent on the link.
+            if logged.contains(sensor) { sensorStart.removeAll { $0 == Commands.subscribe(sensor, mode: mode, chip: board.chip) } }
+            start += sensorStart
             stop += Commands.stop(sensor, mode: mode, chip: board.chip)
         }
         let decoder = NotificationDecoder(

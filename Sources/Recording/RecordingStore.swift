@@ -12,8 +12,11 @@ public enum SessionTrigger: Hashable, Sendable, CustomStringConvertible {
     case recovered
     /// The gateway was shut down gracefully (SIGTERM) while recording.
     case shutdown
+    /// The session reached its length (`[session] max_duration`, or the length it was started with).
+    case maxDuration
 
-    /// The stored name: `control_api`, `button:<board>`, `always`, `recovered`, `shutdown`.
+    /// The stored name: `control_api`, `button:<board>`, `always`, `recovered`, `shutdown`,
+    /// `max_duration`.
     public var description: String {
         switch self {
         case .controlAPI: "control_api"
@@ -21,6 +24,7 @@ public enum SessionTrigger: Hashable, Sendable, CustomStringConvertible {
         case .always: "always"
         case .recovered: "recovered"
         case .shutdown: "shutdown"
+        case .maxDuration: "max_duration"
         }
     }
 }

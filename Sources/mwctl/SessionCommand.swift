@@ -15,10 +15,24 @@ struct SessionCommand: AsyncParsableCommand {
 
     struct Start: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Start recording a session (exit 6 if one records).")
+        @Option(help: ArgumentHelp("End the session by itself after this long: \"90 s\", \"30 min\", \"2 h\", \"1 h 30 min\" "
+            + "(default: [session] max_duration, else until stopped). At a rate the boards log to flash, a length their flash "
+            + "cannot hold is refused.", valueName: "length"))
+        var duration: String?
         @OptionGroup var output: OutputOptions
 
+        func validate() throws {
+            guard let duration else { return }
+            guard let seconds = DurationText.parse(duration), seconds >= 1, seconds <= Double(UInt32.max) else {
+                throw ValidationError("--duration '\(duration)' is not a length of time; write e.g. \"90 s\", \"30 min\", \"2 h\"")
+            }
+        }
+
         func run() async throws {
-            let id = try await DaemonAccess.run { try await $0.startSession() }
+            let seconds = duration.flatMap(DurationText.parse).map { UInt32($0.rounded()) }
+            let id = try await DaemonAccess.run { client in
+                if let seconds { try await client.startSession(seconds: seconds) } else { try await client.startSession() }
+            }
             if output.json { try emitJSON(["sessionID": id]) } else { emitLine("recording session \(id)") }
         }
     }

@@ -21,7 +21,7 @@ struct ControlAPIFuzzTests {
     /// Methods and their input signatures (docs/control-api.md).
     static let methods: [(name: String, signature: String)] = [
         ("GetStatus", ""), ("ListBoards", ""), ("ScanBoards", "u"), ("AddBoard", "s"), ("RemoveBoard", "s"),
-        ("StartSession", ""), ("StopSession", ""), ("ListSessions", "u"), ("SubmitSurvey", "sa{si}"),
+        ("StartSession", ""), ("StartTimedSession", "u"), ("StopSession", ""), ("ListSessions", "u"), ("SubmitSurvey", "sa{si}"),
         ("SubmitNoHazard", "s"), ("History", "u"), ("Export", "sstu"), ("SyncStatus", ""), ("SyncNow", ""), ("RetryDead", "s"),
     ]
 

@@ -142,6 +142,56 @@ let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         #expect(packed.boards.sampleMode == .packed)
     }
 
+    @Test func ratesBeyondTheLinkAreRefusedUntilTheyAreRecorded() throws {
+        #expect(issues("[boards]\ngyro_rate = 800\n") == [
+            "/etc/mwgate/mwgated.toml:2: boards.gyro_rate: 800 notifications/s is more than one BLE link carries (100); lower the rate or set sample_mode = \"packed\""
+        ])
+        #expect(issues("[boards]\ngyro_rate = 800\nbackfill = true\n") == [
+            "/etc/mwgate/mwgated.toml:2: boards.gyro_rate: rates of 400 Hz and more are beyond what one BLE link carries, and "
+                + "recording them in the board's flash for download is not finished yet; use 200 Hz or less"
+        ])
+        var boards = GatewayConfiguration.Boards()
+        boards.gyro = GyroConfiguration(rate: .hz1600, range: .dps2000)
+        #expect(boards.logged.isEmpty, "without the flash log nothing is logged")
+        boards.backfill = true
+        #expect(boards.logged == [.gyro])
+        boards.accelerometer = AccelerometerConfiguration(rate: .hz100, range: .g16)
+        #expect(boards.logged == [.gyro, .accelerometer], "a logged board logs every sensor")
+        #expect(try boards.streaming().notificationsPerSecond == 0)
+        boards.gyro = GyroConfiguration(rate: .hz100, range: .dps2000)
+        boards.accelerometer = AccelerometerConfiguration(rate: .hz800, range: .g16)
+        #expect(boards.logged == [.gyro, .accelerometer])
+        boards.accelerometer = AccelerometerConfiguration(rate: .hz200, range: .g16)
+        #expect(boards.logged.isEmpty)
+    }
+
+    @Test func sessionLength() throws {
+        #expect(try parse("").session.maxDuration == nil)
+        #expect(try parse("[session]\nmax_duration = 3600\n").session.maxDuration == 3600)
+        #expect(try parse("[session]\nmax_duration = \"1 h 30 min\"\n").session.maxDuration == 5400)
+        let expected = "expected a length of time: seconds (3600) or a string such as \"30 min\", \"2 h\", \"1 h 30 min\""
+        #expect(issues("[session]\nmax_duration = \"soon\"\n") == ["/etc/mwgate/mwgated.toml:2: session.max_duration: \(expected)"])
+        #expect(issues("[session]\nmax_duration = 0\n") == ["/etc/mwgate/mwgated.toml:2: session.max_duration: \(expected)"])
+    }
+
+    @Test func aSessionNoMetaWearFlashHoldsAtALoggedRateIsRefusedAtLoad() throws {
+        let text = "[boards]\ngyro_rate = 3200\nbackfill = true\n[session]\nmax_duration = \"4 h\"\n"
+        var config = GatewayConfiguration.defaults(paths: testPaths, fileExists: { _ in false })
+        config.boards.gyro = GyroConfiguration(rate: .hz3200, range: .dps2000)
+        config.boards.backfill = true
+        config.session.maxDuration = 4 * 3600
+        let root = try TOMLParser.parse(text)
+        let issue = try #require(ConfigurationLoader.flashRefusal(config, root: root, file: file))
+        #expect(issue.description == "/etc/mwgate/mwgated.toml:5: session.max_duration: gyro 3200 Hz writes 6400 log entries/s; "
+            + "a MetaMotion S's flash holds 66781184 entries, full after 2 h 53 min, shorter than the 4 h 0 min session asked for; "
+            + "shorten the session to 2 h 53 min or less, or lower gyro_rate to 1600 Hz")
+        config.session.maxDuration = 2 * 3600
+        #expect(ConfigurationLoader.flashRefusal(config, root: root, file: file) == nil, "2 h fit a MetaMotion S")
+        config.boards.backfill = false
+        config.session.maxDuration = 1e9
+        #expect(ConfigurationLoader.flashRefusal(config, root: root, file: file) == nil, "streamed: no flash involved")
+    }
+
     @Test func notificationPathIsAcquireUnlessChosen() throws {
         #expect(try parse("").boards.notifications == .acquire)
         #expect(try parse("[boards]\nnotifications = \"kept-session\"\n").boards.notifications == .keptSession)

@@ -42,15 +42,17 @@ final class GatewayHarness: Sendable {
     /// Runs `body` with the gateway's services running and always ends them (gracefully),
     /// then the simulator and the bus.
     static func with(mode: GatewaySettings.SessionMode, gnss: Bool = true, streamBetweenSessions: Bool = false,
-                     backfill: Bool = false, _ body: (GatewayHarness) async throws -> Void) async throws {
+                     backfill: Bool = false, streaming: StreamingConfiguration = SimulatedGatewayRig.streaming,
+                     maxSessionDuration: Double? = nil, _ body: (GatewayHarness) async throws -> Void) async throws {
         try await SimulatedGatewayRig.with(label: "gw", settings: { addresses, stateDirectory, busAddress in
             var settings = GatewaySettings(
-                boards: .addresses(addresses), streaming: SimulatedGatewayRig.streaming,
+                boards: .addresses(addresses), streaming: streaming,
                 gnss: gnss ? .file(path: SimulatedGatewayRig.nmeaCapture, pacing: .realtime) : nil,
                 sessionMode: mode, stateDirectory: stateDirectory, busAddress: busAddress,
                 alwaysModeIdleStop: .seconds(30))
             settings.streamBetweenSessions = streamBetweenSessions
             settings.backfill = backfill
+            settings.maxSessionDuration = maxSessionDuration
             return settings
         }) { rig in
             let group = rig.gateway.serviceGroup(gracefulShutdownSignals: [])

@@ -39,6 +39,22 @@ import Testing
         #expect(ConfigurationError.exceedsLinkBudget(notificationsPerSecond: 200, limit: 100).description.contains("use packed mode"))
     }
 
+    @Test func aLoggedSensorSamplesWithoutSendingOnTheLink() throws {
+        let gyro = GyroConfiguration(rate: .hz800, range: .dps2000)
+        let logged = try StreamingConfiguration(gyro: gyro, accelerometer: AccelerometerConfiguration(rate: .hz100, range: .g4),
+                                                logged: [.gyro])
+        #expect(logged.notificationsPerSecond == 100, "only the streamed accelerometer counts against the link")
+        #expect(logged.loggedRates == [.gyro: 800])
+        let board = BoardDescription(model: .metaMotionR, chip: .bmi160, modules: ModuleTable([
+            ModuleInfo(module: .gyro, implementation: 0, revision: 1), ModuleInfo(module: .accelerometer, implementation: 1, revision: 1)]))
+        // Config, interrupt, power on: no notify-enable (13 05 01) for the logged gyro.
+        #expect(try logged.plan(for: board).startCommands.map(\.bytes).prefix(3) == [hex("13 03 2B 00"), hex("13 02 01 00"), hex("13 01 01")])
+        #expect(try logged.plan(for: board).startCommands.map(\.bytes).contains(hex("03 04 01")), "the accelerometer streams")
+        #expect(throws: ConfigurationError.exceedsLinkBudget(notificationsPerSecond: 800, limit: 100)) {
+            try StreamingConfiguration(gyro: gyro)
+        }
+    }
+
     @Test func packedNeedsRevisionOneOnBMI160() throws {
         let config = try StreamingConfiguration(gyro: GyroConfiguration(rate: .hz200, range: .dps1000), gyroMode: .packed)
         var board = BoardDescription(model: .metaMotionR, chip: .bmi160, modules: ModuleTable([

@@ -50,8 +50,10 @@ import Testing
         let rl = LogBudget(capacityEntries: 1_048_576, rates: [.gyro: 800])
         #expect(rl.entriesPerSecond == 1600)
         #expect(rl.refusal(sessionSeconds: 600) == nil)
-        #expect(rl.refusal(sessionSeconds: 1800)
-                == "the board's flash holds 1048576 log entries; gyro 800 Hz write 1600 entries/s and fill it in 10 min 55 s, shorter than the 30 min 0 s asked for")
+        #expect(rl.refusal(sessionSeconds: 1800, model: "MetaMotion RL")
+                == "gyro 800 Hz writes 1600 log entries/s; a MetaMotion RL's flash holds 1048576 entries, full after 10 min 55 s, "
+                + "shorter than the 30 min 0 s session asked for; shorten the session to 10 min 55 s or less, or lower gyro_rate to 200 Hz")
+        #expect(rl.refusal(sessionSeconds: 1e7)?.hasSuffix("or lower the rates") == true, "no gyro rate fits 115 days")
         let mms = LogBudget(capacityEntries: 66_781_184, rates: [.gyro: 100, .accelerometer: 100])
         #expect(mms.refusal(sessionSeconds: 8 * 3600) == nil)
         #expect(mms.secondsToFull.map { Int($0) } == 166_952, "46 h at 400 entries/s")
