@@ -32,13 +32,10 @@ struct StatusBook {
     /// (a restarted or reconnected stream that stays silent is not streaming). True when the
     /// board just started streaming.
     mutating func samplesArrived(board: String, at wallClock: Date, gyroSamples: Int?, attached: Bool, recording: Bool) -> Bool {
-        boards[board]?.lastSampleAt = wallClock.timeIntervalSince1970
-        guard let gyroSamples else { return false }
-        boards[board]?.gyroSamplesReceived += gyroSamples
-        if attached, recording { boards[board]?.gyroSamplesInSession += gyroSamples }
-        guard attached, boards[board]?.isStreaming == false else { return false }
-        boards[board]?.isStreaming = true
-        return true
+        // One access to the board's entry per notification (each access moves the entry out
+        // of the dictionary and back).
+        boards[board]?.samplesArrived(at: wallClock.timeIntervalSince1970, gyroSamples: gyroSamples, attached: attached,
+                                      recording: recording) ?? false
     }
 
     /// Takes the board session's new state: not streaming until samples arrive again; the
@@ -146,5 +143,18 @@ struct StatusBook {
             backlog: backlog,
             problems: problems,
             streams: StreamStatus.dataPath)
+    }
+}
+
+private extension BoardStatus {
+    /// ``StatusBook/samplesArrived(board:at:gyroSamples:attached:recording:)`` for this board.
+    mutating func samplesArrived(at wallClock: Double, gyroSamples: Int?, attached: Bool, recording: Bool) -> Bool {
+        lastSampleAt = wallClock
+        guard let gyroSamples else { return false }
+        gyroSamplesReceived += gyroSamples
+        if attached, recording { gyroSamplesInSession += gyroSamples }
+        guard attached, !isStreaming else { return false }
+        isStreaming = true
+        return true
     }
 }

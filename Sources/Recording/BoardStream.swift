@@ -3,9 +3,14 @@ import MetaWear
 
 /// One attached board inside ``SessionController``: its timestampers, location merger, the
 /// accelerometer samples a gyro point may pair with, and its open chunk and segment.
-struct BoardStream {
-    var gyroRate: Double
-    var accelerometerRate: Double?
+///
+/// A reference, so the controller's dictionary hands out the stream and every access changes
+/// it in place. As a struct (several hundred bytes) each access through the dictionary moved
+/// it out and back and allocated the accessor's frame, and a read copied all its arrays'
+/// references: several times per point.
+final class BoardStream {
+    let gyroRate: Double
+    let accelerometerRate: Double?
     var gyro: SampleTimestamper<MotionSamples>
     var accelerometer: SampleTimestamper<MotionSamples>?
     var merger: LocationMerger<GyroItem>
@@ -43,11 +48,38 @@ struct BoardStream {
     var backfillExpected = false
     /// Points after a gap, waiting for the board's flash log to fill it.
     var hold: BackfillHold?
+    /// Whether the session's board list names this board (from its first committed point).
+    var listedInSession = false
+
+    init(gyroRate: Double, accelerometerRate: Double?, gyro: SampleTimestamper<MotionSamples>,
+         accelerometer: SampleTimestamper<MotionSamples>?, merger: LocationMerger<GyroItem>) {
+        self.gyroRate = gyroRate
+        self.accelerometerRate = accelerometerRate
+        self.gyro = gyro
+        self.accelerometer = accelerometer
+        self.merger = merger
+    }
+
+    /// The point of a sample the merger released, with the accelerometer sample nearest it.
+    func point(_ l: LocationMerger<GyroItem>.Located) -> RecordedPoint {
+        RecordedPoint(gyroscope: GyroReading(l.payload.sample, timestamp: l.time), location: l.location,
+                      missingLocation: l.missing, accelerometer: nearestAccelerometer(to: l.time),
+                      missedBefore: l.payload.missedBefore)
+    }
+
+    /// The accelerometer sample nearest `time` within half an accelerometer period.
+    func nearestAccelerometer(to time: Double) -> AccelerometerReading? {
+        guard let rate = accelerometerRate else { return nil }
+        // Samples older than a second before this gyro sample can never match again.
+        let stale = recentAccelerometer.prefix(while: { $0.timestamp < time - 1000 }).count
+        if stale > 256 { recentAccelerometer.removeFirst(stale) }
+        guard let b = recentAccelerometer.nearest(to: time), abs(b.timestamp - time) <= 500 / rate + 1 else { return nil }
+        return b
+    }
 
     /// Adds one point to the open chunk (and to the next segment when it is not written yet);
-    /// true when the chunk now holds `chunkSize` points. Called in place through the
-    /// controller's dictionary: a copy of the stream would copy the chunk's bytes per point.
-    mutating func commit(_ p: RecordedPoint, source: TimeSource, chunkSize: Int) -> Bool {
+    /// true when the chunk now holds `chunkSize` points.
+    func commit(_ p: RecordedPoint, source: TimeSource, chunkSize: Int) -> Bool {
         if committedCount == 0 { firstTimestamp = p.gyroscope.timestamp; worstSource = source }
         let start = committed.count
         PointCodec.append(p, to: &committed)

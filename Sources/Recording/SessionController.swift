@@ -154,7 +154,7 @@ public final class SessionController {
         let accel = accelerometerRateHertz.map {
             SampleTimestamper<MotionSamples>(configuration: .init(rateHertz: $0, lookahead: configuration.lookahead))
         }
-        var stream = BoardStream(
+        let stream = BoardStream(
             gyroRate: gyroRateHertz, accelerometerRate: accelerometerRateHertz,
             gyro: SampleTimestamper(configuration: gyro), accelerometer: accel,
             merger: LocationMerger(maxWait: configuration.fixWait, freshness: configuration.fixFreshness))
@@ -275,14 +275,15 @@ public final class SessionController {
     public func ingest(board: String, event: MetaWearEvent, receivedAt: Int64) {
         guard boards[board] != nil else { return }
         if session == nil, configuration.alwaysMode { _ = try? start(trigger: .always, now: receivedAt) }
-        guard session != nil else { return }
+        // Looked up after a start, which gives every board a new stream.
+        guard session != nil, let stream = boards[board] else { return }
         switch event {
         case let .gyro(samples):
-            guard let stamped = boards[board]?.gyro.add(samples, count: samples.count, receivedAt: receivedAt) else { return }
-            acceptGyro(board: board, stamped, now: receivedAt)
+            let stamped = stream.gyro.add(samples, count: samples.count, receivedAt: receivedAt)
+            acceptGyro(board: board, stream, stamped, now: receivedAt)
         case let .accelerometer(samples):
-            guard let stamped = boards[board]?.accelerometer?.add(samples, count: samples.count, receivedAt: receivedAt) else { return }
-            acceptAccelerometer(board: board, stamped)
+            guard let stamped = stream.accelerometer?.add(samples, count: samples.count, receivedAt: receivedAt) else { return }
+            acceptAccelerometer(board: board, stream, stamped)
         default:
             return
         }
@@ -329,7 +330,8 @@ public final class SessionController {
         attach(board: key, gyroRateHertz: b.gyroRate, accelerometerRateHertz: b.accelerometerRate)
     }
 
-    private func acceptGyro(board: String, _ stamped: [SampleTimestamper<MotionSamples>.Stamped], now: Int64) {
+    private func acceptGyro(board: String, _ stream: BoardStream, _ stamped: [SampleTimestamper<MotionSamples>.Stamped],
+                            now: Int64) {
         guard !stamped.isEmpty else { return }
         let nowMs = timeBase.epochMilliseconds(monotonic: now)
         let source = timeBase.source
@@ -339,56 +341,50 @@ public final class SessionController {
         for s in stamped {
             for (k, t) in s.times.enumerated() {
                 let item = GyroItem(sample: s.payload[k], missedBefore: k == 0 ? s.missedBefore : 0, source: source)
-                released += boards[board]?.merger.add(item, time: timeBase.epochMilliseconds(monotonic: t), now: nowMs) ?? []
+                released += stream.merger.add(item, time: timeBase.epochMilliseconds(monotonic: t), now: nowMs)
             }
         }
-        commit(board: board, released)
+        commit(board: board, stream, released)
     }
 
-    private func acceptAccelerometer(board: String, _ stamped: [SampleTimestamper<MotionSamples>.Stamped]) {
+    private func acceptAccelerometer(board: String, _ stream: BoardStream, _ stamped: [SampleTimestamper<MotionSamples>.Stamped]) {
         for s in stamped {
             for (k, t) in s.times.enumerated() {
                 let v = s.payload[k]
                 let time = timeBase.epochMilliseconds(monotonic: t)
-                boards[board]?.recentAccelerometer.append(AccelerometerReading(v, timestamp: time))
-                boards[board]?.accelerometerStampedUntil = time
+                stream.recentAccelerometer.append(AccelerometerReading(v, timestamp: time))
+                stream.accelerometerStampedUntil = time
             }
         }
         rememberStreamedAccelerometer(board: board, stamped)
-        releaseWaitingForAccelerometer(board: board, force: false)
+        releaseWaitingForAccelerometer(board: board, stream, force: false)
     }
 
     /// The accelerometer sample nearest `time` within half an accelerometer period.
     func nearestAccelerometer(board: String, time: Double) -> AccelerometerReading? {
-        guard let rate = boards[board]?.accelerometerRate else { return nil }
-        // Samples older than a second before this gyro sample can never match again.
-        let stale = boards[board]?.recentAccelerometer.prefix(while: { $0.timestamp < time - 1000 }).count ?? 0
-        if stale > 256 { boards[board]?.recentAccelerometer.removeFirst(stale) }
-        guard let b = boards[board]?.recentAccelerometer.nearest(to: time), abs(b.timestamp - time) <= 500 / rate + 1 else { return nil }
-        return b
+        boards[board]?.nearestAccelerometer(to: time)
     }
 
-    func point(board: String, _ l: LocationMerger<GyroItem>.Located) -> RecordedPoint {
-        let v = l.payload.sample
-        return RecordedPoint(gyroscope: GyroReading(v, timestamp: l.time), location: l.location,
-                             missingLocation: l.missing, accelerometer: nearestAccelerometer(board: board, time: l.time),
-                             missedBefore: l.payload.missedBefore)
-    }
-
+    /// Commits (or holds) the points the merger released; the stream is `board`'s.
     private func commit(board: String, _ released: [LocationMerger<GyroItem>.Located]) {
-        guard session != nil, boards[board] != nil else { return }
-        if boards[board]?.accelerometerRate == nil {
-            appendAll(board: board, released[...])
+        guard let stream = boards[board] else { return }
+        commit(board: board, stream, released)
+    }
+
+    private func commit(board: String, _ stream: BoardStream, _ released: [LocationMerger<GyroItem>.Located]) {
+        guard session != nil else { return }
+        if stream.accelerometerRate == nil {
+            appendAll(board: board, stream, released[...])
         } else {
-            boards[board]?.waitingForAccelerometer += released
-            releaseWaitingForAccelerometer(board: board, force: false)
+            stream.waitingForAccelerometer += released
+            releaseWaitingForAccelerometer(board: board, stream, force: false)
         }
     }
 
     /// Commits gyro points once the accelerometer stream has been stamped past them (so the
     /// nearest accelerometer sample is known), or when more than 3 s wait (a stalled stream).
-    private func releaseWaitingForAccelerometer(board: String, force: Bool) {
-        guard let b = boards[board], let rate = b.accelerometerRate, !b.waitingForAccelerometer.isEmpty else { return }
+    private func releaseWaitingForAccelerometer(board: String, _ b: BoardStream, force: Bool) {
+        guard let rate = b.accelerometerRate, !b.waitingForAccelerometer.isEmpty else { return }
         let halfPeriod = 500 / rate
         let waiting = b.waitingForAccelerometer
         var released = 0
@@ -398,57 +394,64 @@ public final class SessionController {
             released += 1
         }
         guard released > 0 else { return }
-        boards[board]?.waitingForAccelerometer.removeFirst(released)
-        appendAll(board: board, waiting.prefix(released))
+        b.waitingForAccelerometer.removeFirst(released)
+        appendAll(board: board, b, waiting.prefix(released))
     }
 
     /// Appends points in order, sealing each chunk as it fills.
-    private func appendAll(board: String, _ items: ArraySlice<LocationMerger<GyroItem>.Located>) {
-        for item in items where append(board: board, item) { sealOpenChunk(board: board) }
+    private func appendAll(board: String, _ stream: BoardStream, _ items: ArraySlice<LocationMerger<GyroItem>.Located>) {
+        for item in items where append(board: board, stream, item) { sealOpenChunk(board: board) }
     }
 
     /// Adds one point to the open chunk; true when the chunk is now full. After a gap of a
     /// board with a flash log, the point and those after it are held for the backfill.
-    private func append(board: String, _ l: LocationMerger<GyroItem>.Located) -> Bool {
-        guard session != nil, boards[board] != nil else { return false }
-        var p = point(board: board, l)
-        let previous = boards[board]?.previousPointTime
-        markGap(&p, board: board)
+    private func append(board: String, _ stream: BoardStream, _ l: LocationMerger<GyroItem>.Located) -> Bool {
+        guard session != nil else { return false }
+        var p = stream.point(l)
+        let previous = stream.previousPointTime
+        markGap(&p, stream)
         if p.missedBefore > 0 { gapsNoticed[board, default: 0] += 1 }
-        if boards[board]?.hold != nil {
-            boards[board]?.hold?.points.append((p, l.payload.source))
+        if stream.hold != nil {
+            stream.hold?.points.append((p, l.payload.source))
             return false
         }
-        if p.missedBefore > 0, boards[board]?.backfillExpected == true, let start = boards[board]?.pointsCommitted {
+        if p.missedBefore > 0, stream.backfillExpected {
             // Points after the gap already written as provisional ones (before the gap was
             // known) are journaled again, with the times they have now, in held records.
-            boards[board]?.hold = BackfillHold(after: previous, startIndex: start, points: [(p, l.payload.source)])
+            stream.hold = BackfillHold(after: previous, startIndex: stream.pointsCommitted, points: [(p, l.payload.source)])
             backfillRequests.insert(board)
             return false
         }
-        return commit(board: board, point: p, source: l.payload.source)
+        return commit(board: board, stream, point: p, source: l.payload.source)
     }
 
     /// Commits one final point to the board's open chunk; true when the chunk is now full.
     func commit(board: String, point p: RecordedPoint, source: TimeSource) -> Bool {
-        // Mutated in place (through the dictionary's modify accessor): copying the stream
-        // would copy the chunk's bytes for every point.
-        guard let full = boards[board]?.commit(p, source: source, chunkSize: configuration.chunkSize) else { return false }
-        session?.boards.insert(board)
+        guard let stream = boards[board] else { return false }
+        return commit(board: board, stream, point: p, source: source)
+    }
+
+    private func commit(board: String, _ stream: BoardStream, point p: RecordedPoint, source: TimeSource) -> Bool {
+        let full = stream.commit(p, source: source, chunkSize: configuration.chunkSize)
+        guard session != nil else { return full }
+        // Listed once per stream, not hashed into the set per point.
+        if !stream.listedInSession {
+            session?.boards.insert(board)
+            stream.listedInSession = true
+        }
         session?.pointCount += 1
         if let worst = session?.worstSource { session?.worstSource = max(worst, source) }
         return full
     }
 
     /// The largest step back, in milliseconds, between a board's consecutive points that is
-    /// taken for two streams' overlapping time estimates (see ``markGap(_:board:)``).
+    /// taken for two streams' overlapping time estimates (see ``markGap(_:_:)``).
     static let overlapPlacedAfter: Double = 1000
 
     /// Gives a gap its duration, and counts the samples a reconnect cost: the new stream's
     /// timestamper starts from nothing, so the first point after a re-attach is compared with
     /// the board's last point before it at the configured rate.
-    private func markGap(_ p: inout RecordedPoint, board: String) {
-        guard let stream = boards[board] else { return }
+    private func markGap(_ p: inout RecordedPoint, _ stream: BoardStream) {
         if let previous = stream.previousPointTime, p.gyroscope.timestamp <= previous,
            previous - p.gyroscope.timestamp < Self.overlapPlacedAfter {
             // Each stream's timestamper starts from nothing: after a re-attach its first
@@ -460,8 +463,8 @@ public final class SessionController {
         }
         let time = p.gyroscope.timestamp
         defer {
-            boards[board]?.previousPointTime = time
-            boards[board]?.resumedStream = false
+            stream.previousPointTime = time
+            stream.resumedStream = false
         }
         guard let previous = stream.previousPointTime else { return }
         let step = time - previous
@@ -473,17 +476,17 @@ public final class SessionController {
     }
 
     private func drainAll(board: String, now: Int64) {
-        guard session != nil, boards[board] != nil else { return }
+        guard session != nil, let stream = boards[board] else { return }
         let nowMs = timeBase.epochMilliseconds(monotonic: now)
-        if let stamped = boards[board]?.accelerometer?.flush() { acceptAccelerometer(board: board, stamped) }
-        acceptGyro(board: board, boards[board]?.gyro.flush() ?? [], now: now)
-        commit(board: board, boards[board]?.merger.release(now: nowMs) ?? [])
-        commit(board: board, boards[board]?.merger.flush() ?? [])
-        releaseWaitingForAccelerometer(board: board, force: true)
+        if let stamped = stream.accelerometer?.flush() { acceptAccelerometer(board: board, stream, stamped) }
+        acceptGyro(board: board, stream, stream.gyro.flush(), now: now)
+        commit(board: board, stream, stream.merger.release(now: nowMs))
+        commit(board: board, stream, stream.merger.flush())
+        releaseWaitingForAccelerometer(board: board, stream, force: true)
     }
 
     func sealOpenChunk(board: String) {
-        guard let s = session, var b = boards[board], b.committedCount > 0 else { return }
+        guard let s = session, let b = boards[board], b.committedCount > 0 else { return }
         var chunk = ChunkToSeal(sessionID: s.id, board: board, seq: b.seq, bytes: b.committed, pointCount: b.committedCount,
                                 firstTimestamp: b.firstTimestamp, lastTimestamp: b.lastTimestamp,
                                 timeSource: b.worstSource, missedSamples: b.missedInChunk)
@@ -495,7 +498,6 @@ public final class SessionController {
         b.committedCount = 0
         b.missedInChunk = 0
         b.seq += 1
-        boards[board] = b
         // An earlier chunk of this board still waiting to be sealed must land first.
         if failedSeals.contains(where: { $0.board == board }) {
             failedSeals.append(chunk)
@@ -598,7 +600,7 @@ public final class SessionController {
     /// locations now.
     private func provisionalPoints(board: String) -> [RecordedPoint] {
         guard let b = boards[board] else { return [] }
-        var out = (b.waitingForAccelerometer + b.merger.peek()).map { point(board: board, $0) }
+        var out = (b.waitingForAccelerometer + b.merger.peek()).map { b.point($0) }
         for s in b.gyro.peekHeld() {
             for (k, t) in s.times.enumerated() {
                 let v = s.payload[k]
