@@ -80,7 +80,7 @@ enum ReconnectBenchmark {
         let client = try await BlueZClient.open(busAddress: bus, discoveryUUIDs: [MetaWearGATT.service])
         let session = BoardSession(address: board, client: client, options: options)
         let marks = Marks()
-        let changes = await client.changes()
+        let changes = await client.changes(for: "the reconnect benchmark")
         var fromResolved: [Double] = []
         var fromConnected: [Double] = []
         try await withThrowingTaskGroup(of: Void.self) { group in

@@ -1,12 +1,15 @@
 import Basics
 import DBus
 
-/// A change seen on BlueZ, fanned out to every subscriber of ``BlueZClient/changes()``.
+/// A change seen on BlueZ, fanned out to every subscriber of ``BlueZClient/changes(for:backlogLimit:)``.
 public enum BlueZChange: Hashable, Sendable {
     /// `org.bluez` got (true) or lost (false) an owner.
     case serviceAvailable(Bool)
     /// An object or property changed (the mirror is already updated when this arrives).
     case object(DBusObjectManagerClient.Event)
+    /// This reader fell behind: changes after this point, until it took this, were left out
+    /// (``BlueZChanges``). The mirror holds their result: re-read what you follow.
+    case missedChanges
 }
 
 /// A typed client of `org.bluez` on one D-Bus connection: a live mirror of BlueZ's objects
@@ -30,7 +33,8 @@ public actor BlueZClient {
 
     private let mirror: DBusObjectManagerClient
     private var serviceAvailable = false
-    private var subscribers: [Int: AsyncStream<BlueZChange>.Continuation] = [:]
+    private var subscribers: [Int: ChangeBacklog] = [:]
+    private let lapseContinuation: AsyncStream<BlueZChangesLapse>.Continuation
     private var nextSubscriber = 0
     private let work = ChildTaskQueue()
     /// `org.bluez`'s owner changes, subscribed before the mirror's snapshot; read by ``run()``.
@@ -40,6 +44,15 @@ public actor BlueZClient {
     /// The adapter on which this connection's discovery session runs, if any.
     private var scanningAdapter: DBusObjectPath?
     private var started = false
+
+    /// Readers of ``changes(for:backlogLimit:)`` falling behind and catching up, for the
+    /// journal and the status (the newest 64 when nobody reads them). Ends at ``close()``.
+    public nonisolated let lapses: AsyncStream<BlueZChangesLapse>
+
+    /// How many changes may wait unread for one reader of ``changes(for:backlogLimit:)``: a
+    /// board's transport reads each at once (a mirror read), so even a burst of discovery's
+    /// RSSI updates for a crowded room stays far below it, and each waiting change is small.
+    public static let changesBacklogLimit = 1024
 
     /// Opens a connection to `busAddress` (nil: the system bus, honouring
     /// `DBUS_SYSTEM_BUS_ADDRESS`) and takes the mirror's snapshot; ``run()`` follows BlueZ from
@@ -68,6 +81,7 @@ public actor BlueZClient {
         // values (every StartNotify notification) are not routed to this connection at all.
         mirror = DBusObjectManagerClient(connection: connection, service: BlueZNames.service, timeout: callTimeout,
                                          followedInterfaces: [BlueZNames.adapter, BlueZNames.device, BlueZNames.battery])
+        (lapses, lapseContinuation) = AsyncStream.makeStream(of: BlueZChangesLapse.self, bufferingPolicy: .bufferingNewest(64))
     }
 
     private func start() async throws {
@@ -111,30 +125,34 @@ public actor BlueZClient {
         scanningAdapter = nil
         work.finish()
         await mirror.stop()
-        for continuation in subscribers.values { continuation.finish() }
+        for backlog in subscribers.values { backlog.finish() }
         subscribers.removeAll()
+        lapseContinuation.finish()
         connection.close()
     }
 
     // MARK: Changes
 
-    /// Every change from now on, in order. The stream ends when the client closes.
-    public func changes() -> AsyncStream<BlueZChange> {
-        let (stream, continuation) = AsyncStream.makeStream(of: BlueZChange.self, bufferingPolicy: .unbounded)
+    /// Every change from now on, in order, for `subscriber` (named in ``lapses``). At most
+    /// `backlogLimit` wait unread; a reader that falls further behind gets one
+    /// ``BlueZChange/missedChanges`` instead of the rest (``BlueZChanges``). The stream ends
+    /// when the client closes.
+    public func changes(for subscriber: String, backlogLimit: Int = BlueZClient.changesBacklogLimit) -> BlueZChanges {
+        let backlog = ChangeBacklog(subscriber: subscriber, limit: backlogLimit, lapses: lapseContinuation)
         let id = nextSubscriber
         nextSubscriber += 1
-        subscribers[id] = continuation
+        subscribers[id] = backlog
         let work = work
-        continuation.onTermination = { [weak self] _ in
+        backlog.onTermination { [weak self] in
             work.spawn { [weak self] in await self?.unsubscribe(id) }
         }
-        return stream
+        return BlueZChanges(changes: backlog.stream, backlog: backlog)
     }
 
     private func unsubscribe(_ id: Int) { subscribers.removeValue(forKey: id)?.finish() }
 
     private func forward(_ change: BlueZChange) {
-        for continuation in subscribers.values { continuation.yield(change) }
+        for backlog in subscribers.values { backlog.offer(change) }
         if case .object(.propertiesChanged(_, BlueZNames.adapter, let changed, _)) = change,
            changed["Powered"] != nil
         {
@@ -269,7 +287,7 @@ public actor BlueZClient {
     public func advertisements(namePrefix: String? = nil, addresses: Set<BluetoothAddress> = []) async -> AsyncStream<Advertisement> {
         let requester = "advertisements-\(nextSubscriber)"
         let subscription = nextSubscriber
-        let changes = changes()
+        let changes = changes(for: "discovery (\(requester))")
         let known = await devices()
         let wanted = Set(discoveryUUIDs)
         let (stream, continuation) = AsyncStream.makeStream(of: Advertisement.self, bufferingPolicy: .bufferingNewest(1024))
@@ -286,6 +304,10 @@ public actor BlueZClient {
             for await change in changes {
                 guard let self else { break }
                 switch change {
+                case .missedChanges:
+                    // Fell behind: every device the left-out changes added or renamed is in
+                    // the mirror, so all that match are announced again.
+                    for device in await self.devices() where matches(device) { continuation.yield(advertisement(device)) }
                 case .object(.interfacesAdded(let path, let interfaces)) where interfaces[BlueZNames.device] != nil:
                     if let device = await self.deviceInfo(at: path), matches(device) { continuation.yield(advertisement(device)) }
                 case .object(.propertiesChanged(let path, BlueZNames.device, let changed, _))
@@ -356,7 +378,7 @@ public actor BlueZClient {
     /// Waits until `ServicesResolved` is true, failing as soon as the link drops or the device
     /// object is removed (reference §2.3 step 7), or after `timeout`.
     public func waitForServicesResolved(_ device: DBusObjectPath, timeout: Duration) async throws {
-        let changes = changes()
+        let changes = changes(for: "the wait for \(device)'s services")
         if let info = await deviceInfo(at: device) {
             if info.servicesResolved { return }
         } else {
@@ -375,6 +397,18 @@ public actor BlueZClient {
                         throw DBusError(name: DBusError.Name.unknownObject, message: "device \(device) was removed")
                     case .serviceAvailable(false):
                         throw DBusError(name: DBusError.Name.serviceUnknown, message: "org.bluez left the bus")
+                    case .missedChanges:
+                        // The changes left out are in the mirror: read their result.
+                        guard await self.isServiceAvailable else {
+                            throw DBusError(name: DBusError.Name.serviceUnknown, message: "org.bluez left the bus")
+                        }
+                        guard let info = await self.deviceInfo(at: device) else {
+                            throw DBusError(name: DBusError.Name.unknownObject, message: "device \(device) was removed")
+                        }
+                        if info.servicesResolved { return }
+                        if !info.connected {
+                            throw DBusError(name: "org.bluez.Error.NotConnected", message: "link lost during service discovery")
+                        }
                     default:
                         break
                     }

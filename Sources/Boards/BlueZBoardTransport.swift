@@ -51,9 +51,11 @@ public actor BlueZBoardTransport: BoardTransport {
 
     public func run() async {
         guard !stopped else { return }
-        let changes = await client.changes()
+        let changes = await client.changes(for: "board \(address.rawValue)")
         work.spawn { [self] in
             await refreshFacts()
+            // Every other change, and the mark of changes left out while this fell behind
+            // (BlueZChange.missedChanges), re-reads the facts: they hold the changes' result.
             for await change in changes {
                 // Characteristic values (every StartNotify notification) never change the
                 // device facts; refreshing on them cost more CPU than decoding the samples.

@@ -39,12 +39,18 @@ public struct BoardService: Service, CustomStringConvertible {
         let client = manager.client
         let stopRequest = stopRequest
         let logger = logger
+        let pipeline = pipeline
         await withTaskGroup(of: Void.self) { group in
             // BlueZ's changes flow and the sessions run while the boards are fed to the
             // pipeline; the manager's shutdown ends the manager, finishes its events and
             // closes the client.
             group.addTask { await client.run() }
             group.addTask { await manager.run() }
+            // A reader of BlueZ's changes that fell behind (its intermediate changes left out,
+            // their result re-read) is a problem worth the journal and the status.
+            group.addTask {
+                for await lapse in client.lapses { await pipeline.report(area: "bluez", lapse.description) }
+            }
             // The stop, at the first request (or at once when cancelled).
             group.addTask {
                 await stopRequest.awaitRequest()

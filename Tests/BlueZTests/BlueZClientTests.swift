@@ -269,7 +269,7 @@ struct BlueZClientTests {
             try await mock.addBoard(boardAddress)
             let address = try #require(BluetoothAddress(boardAddress))
             try await waitUntil("the device object") { await client.device(address) != nil }
-            let changes = await client.changes()
+            let changes = await client.changes(for: "the test")
             mock.killService()
             _ = try await first(changes) { $0 == .serviceAvailable(false) }
             try await waitUntil("the mirror to empty") { await client.adapters().isEmpty }
@@ -281,6 +281,54 @@ struct BlueZClientTests {
             #expect(await client.device(address) == nil)
             try await mock.addBoard(boardAddress)
             try await waitUntil("the device object again") { await client.device(address) != nil }
+        }
+    }
+
+    @Test func aReaderThatFallsBehindGetsTheWaitingChangesThenOneMarkAndTheLapseIsReported() async throws {
+        try await withMock { mock, client in
+            // The mirror's first snapshot reaches the readers as changes too: let it pass first.
+            let settling = await client.changes(for: "the settling reader")
+            try await mock.addBoard("D1:5E:AA:01:02:00")
+            _ = try await first(settling) {
+                if case .object(.interfacesAdded(let path, _)) = $0 { return path.rawValue.hasSuffix("dev_D1_5E_AA_01_02_00") }
+                return false
+            }
+            let slow = await client.changes(for: "the slow reader", backlogLimit: 2)
+            let witness = await client.changes(for: "the witness")
+            // Five boards appear (one InterfacesAdded each) while the slow reader reads nothing.
+            let addresses = (1...5).map { "D1:5E:AA:01:02:0\($0)" }
+            for address in addresses { try await mock.addBoard(address) }
+            var seen = 0
+            for await change in witness {
+                if case .object(.interfacesAdded) = change { seen += 1 }
+                if seen == addresses.count { break }
+            }
+            // The client handed the fifth change to every reader before answering this.
+            _ = await client.isServiceAvailable
+
+            let behind = try await first(client.lapses)
+            #expect(behind == BlueZChangesLapse(subscriber: "the slow reader", limit: 2, leftOut: nil))
+            // The two oldest, then the mark in place of the other three; nothing more waits.
+            var reader = slow.makeAsyncIterator()
+            var delivered: [String] = []
+            for _ in 0..<2 {
+                if case .object(.interfacesAdded(let path, _)) = await reader.next() { delivered.append(path.rawValue) }
+            }
+            #expect(delivered == addresses.prefix(2).map { "/org/bluez/hci0/dev_" + $0.replacingOccurrences(of: ":", with: "_") })
+            #expect(await reader.next() == .missedChanges)
+            let caughtUp = try await first(client.lapses)
+            #expect(caughtUp == BlueZChangesLapse(subscriber: "the slow reader", limit: 2, leftOut: 3))
+            #expect(caughtUp.description.contains("3 change(s) were left out"))
+            // What the left-out changes announced is in the mirror, where the mark sends the reader.
+            #expect(Set(await client.devices().map(\.address.rawValue)).isSuperset(of: addresses))
+
+            // Caught up, it gets every change again.
+            try await mock.addBoard("D1:5E:AA:01:02:06")
+            guard case .object(.interfacesAdded(let path, _)) = await reader.next() else {
+                Issue.record("the change after the mark did not arrive as a change")
+                return
+            }
+            #expect(path.rawValue == "/org/bluez/hci0/dev_D1_5E_AA_01_02_06")
         }
     }
 }
