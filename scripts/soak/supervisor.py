@@ -17,6 +17,7 @@ class Supervisor:
         self.starts = []     # (wall time, pid)
         self.exits = []      # (wall time, pid, returncode)
         self.ready_at = None
+        self.killed = None       # the process kill9() ended, until the loop has reaped it
         self.stopping = False
         self.lines = []          # (wall time, daemon log line)
         self.followed_once = False
@@ -91,8 +92,9 @@ class Supervisor:
             time.sleep(0.2)
 
     def ready(self):
+        # Not the process kill9() just ended: the loop may not have reaped it yet.
         with self.lock:
-            return self.proc is not None and self.ready_at is not None
+            return self.proc is not None and self.proc is not self.killed and self.ready_at is not None
 
     def pid(self):
         with self.lock:
@@ -101,6 +103,7 @@ class Supervisor:
     def kill9(self):
         with self.lock:
             proc = self.proc
+            self.killed = proc
         if proc is None:
             return None
         os.kill(proc.pid, signal.SIGKILL)
