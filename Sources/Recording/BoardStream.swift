@@ -48,6 +48,9 @@ final class BoardStream {
     var backfillExpected = false
     /// Points after a gap, waiting for the board's flash log to fill it.
     var hold: BackfillHold?
+    /// The accelerometer readings of the points journaled provisionally, and the committed
+    /// points to journal again because theirs changed.
+    var journaledReadings = JournaledReadings()
     /// Whether the session's board list names this board (from its first committed point).
     var listedInSession = false
 
@@ -95,6 +98,8 @@ final class BoardStream {
             unwritten.append(contentsOf: committed[start...])
             unwrittenCount += 1
             unwrittenSource = max(unwrittenSource, source)
+        } else if accelerometerRate != nil {
+            journaledReadings.committed(p, at: pointsCommitted, bytes: committed[start...], source: source)
         }
         pointsCommitted += 1
         return committedCount >= chunkSize

@@ -158,6 +158,7 @@ extension SessionController {
     /// written before it, in one durable append; the commits that follow then skip them.
     private func writeReleased(board: String, _ merged: [(point: RecordedPoint, source: TimeSource)], at start: Int) {
         guard let s = session, let b = boards[board], !merged.isEmpty else { return }
+        boards[board]?.journaledReadings.forget()
         var segments: [OpenSegment] = []
         if b.unwrittenCount > 0 {
             segments.append(OpenSegment(sessionID: s.id, board: board, firstIndex: b.pointsWritten, bytes: b.unwritten,

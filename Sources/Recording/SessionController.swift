@@ -506,6 +506,7 @@ public final class SessionController {
         do {
             try store.seal(chunk)
             sealedCount += 1
+            boards[board]?.journaledReadings.runsStored()
         } catch {
             lastStoreError = "seal of \(board) chunk \(chunk.seq) failed: \(error)"
             failedSeals.append(chunk)
@@ -558,12 +559,25 @@ public final class SessionController {
         var segments: [OpenSegment] = []
         var writtenThrough: [String: Int] = [:]
         var heldThrough: [String: Int] = [:]
+        var provisionalReadings: [String: (first: Int, readings: [AccelerometerReading?])] = [:]
         for key in boards.keys.sorted() {
             guard let b = boards[key] else { continue }
             let provisional = provisionalPoints(board: key)
             if let (held, until) = heldSegment(board: key, sessionID: s.id, provisional: provisional) {
                 segments.append(held)
                 heldThrough[key] = until
+            }
+            // Points journaled before with another accelerometer reading (committed, or
+            // still provisional): after the records they replace.
+            if b.accelerometerRate != nil, b.hold == nil {
+                boards[key]?.journaledReadings.stillProvisional(provisional.prefix(max(0, b.pointsWritten - b.pointsCommitted)),
+                                                                from: b.pointsCommitted, source: timeBase.source)
+            }
+            defer {
+                for run in boards[key]?.journaledReadings.runs ?? [] {
+                    segments.append(OpenSegment(sessionID: s.id, board: key, firstIndex: run.firstIndex, bytes: run.bytes,
+                                                pointCount: run.count, timeSource: run.timeSource))
+                }
             }
             // Held samples have the indices after the committed points; those below
             // `pointsWritten` are in an earlier segment. While points are held for a
@@ -578,6 +592,9 @@ public final class SessionController {
             segments.append(OpenSegment(sessionID: s.id, board: key, firstIndex: b.pointsWritten, bytes: bytes,
                                         pointCount: count, timeSource: source))
             writtenThrough[key] = b.pointsWritten + count
+            if b.accelerometerRate != nil, regular.count > skip {
+                provisionalReadings[key] = (b.pointsWritten + b.unwrittenCount, regular.dropFirst(skip).map(\.accelerometer))
+            }
         }
         // A failed write is retried with everything unwritten a second later, not per sample.
         if let now { lastSegmentWrite = now }
@@ -589,6 +606,11 @@ public final class SessionController {
                 boards[key]?.unwrittenCount = 0
             }
             for (key, count) in heldThrough { heldSegmentWritten(board: key, journaled: count) }
+            for key in boards.keys { boards[key]?.journaledReadings.runsStored() }
+            for (key, journaled) in provisionalReadings {
+                guard let committed = boards[key]?.pointsCommitted else { continue }
+                boards[key]?.journaledReadings.journaled(journaled.readings, from: journaled.first, committed: committed)
+            }
             return true
         } catch {
             lastStoreError = "segment write failed: \(error)"
@@ -598,6 +620,9 @@ public final class SessionController {
 
     /// Samples accepted but still held for the time fit or a fix, with their best times and
     /// locations now.
+    /// The accelerometer reading each carries is the nearest one known now, stamped or still
+    /// held for the accelerometer's own time fit (``JournaledReadings`` journals the point again
+    /// when its committed reading differs).
     private func provisionalPoints(board: String) -> [RecordedPoint] {
         guard let b = boards[board] else { return [] }
         var out = (b.waitingForAccelerometer + b.merger.peek()).map { b.point($0) }
@@ -609,6 +634,18 @@ public final class SessionController {
                 out.append(RecordedPoint(gyroscope: GyroReading(v, timestamp: time),
                                          location: l.location, missingLocation: l.missing))
             }
+        }
+        guard let rate = b.accelerometerRate else { return out }
+        var held: [AccelerometerReading] = []
+        for s in b.accelerometer?.peekHeld() ?? [] {
+            for (k, t) in s.times.enumerated() {
+                held.append(AccelerometerReading(s.payload[k], timestamp: timeBase.epochMilliseconds(monotonic: t)))
+            }
+        }
+        for k in out.indices {
+            let time = out[k].gyroscope.timestamp
+            let candidates = [b.recentAccelerometer.nearest(to: time), held.nearest(to: time)].compactMap { $0 }
+            out[k].accelerometer = candidates.nearest(to: time).flatMap { abs($0.timestamp - time) <= 500 / rate + 1 ? $0 : nil }
         }
         return out
     }

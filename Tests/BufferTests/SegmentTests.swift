@@ -76,6 +76,43 @@ struct SegmentTests {
         }
     }
 
+    /// Issue 21: a point journaled provisionally before its accelerometer reading arrived is
+    /// journaled again, at its index, once the reading is known; recovery keeps the later
+    /// record. Points without a later record (and journals written before, which have none)
+    /// recover as they were journaled.
+    @Test("a point journaled again with its accelerometer reading replaces its provisional record")
+    func accelerometerReadingsJournaledAgain() throws {
+        let t0 = 1_800_000_000_000.0
+        func record(_ indices: Range<Int>, withReadings: Bool) -> OpenSegment {
+            let p = indices.map { i in
+                RecordedPoint(gyroscope: GyroReading(x: Float(i), y: 1, z: 2, timestamp: t0 + Double(i) * 10), location: nil,
+                              missingLocation: .noFix,
+                              accelerometer: withReadings ? AccelerometerReading(x: Float(i) / 8192, y: 0, z: 1, timestamp: t0 + Double(i) * 10) : nil)
+            }
+            return OpenSegment(sessionID: "S", board: Self.board, firstIndex: indices.lowerBound, bytes: PointCodec.encode(p),
+                               pointCount: p.count, timeSource: .systemClockSynchronised)
+        }
+        for journaledAgain in [false, true] {
+            let dir = temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            do {
+                let store = try openStore(dir)
+                try store.beginSession(SessionStart(sessionID: "S", startedAt: t0, trigger: .controlAPI))
+                try store.append([record(0..<100, withReadings: false)])
+                try store.append([record(100..<150, withReadings: false)] + (journaledAgain ? [record(40..<60, withReadings: true)] : []))
+                if journaledAgain { try store.append([record(90..<95, withReadings: true)]) }
+            }
+            let store = try openStore(dir)
+            #expect(try store.recoverInterruptedSessions() == ["S"])
+            let points = try store.dataset(sessionID: "S").points.map(\.point)
+            #expect(points.map { Int($0.gyroscope.x) } == Array(0..<150))
+            let withReading = points.filter { $0.accelerometer != nil }.map { Int($0.gyroscope.x) }
+            #expect(withReading == (journaledAgain ? Array(40..<60) + Array(90..<95) : []), "journaled again \(journaledAgain)")
+            #expect(points.allSatisfy { $0.accelerometer.map { Int($0.x * 8192) } ?? Int($0.gyroscope.x) == Int($0.gyroscope.x) })
+            #expect(points.allSatisfy { $0.gyroscope.timestamp == t0 + Double($0.gyroscope.x) * 10 })
+        }
+    }
+
     @Test("a seal keeps the segments it does not cover; recovery seals the rest from where the chunks end, each point once")
     func recoveryFromSegments() throws {
         let dir = temporaryDirectory()

@@ -249,6 +249,30 @@ struct RestartGapTests {
         expectAccelerometerBackfilled(run)
     }
 
+    /// A session recovered after a kill -9 mid-chunk keeps the accelerometer reading of every
+    /// point whose reading mwgated had accepted by the last journal write before the crash:
+    /// the journal carries it, not only the sealed chunk. Only the newest points of that write
+    /// may lack one (their accelerometer notifications had not arrived yet).
+    @Test(arguments: [(BoardProfile.metaMotionR, UInt64(46)), (.metaMotionS, 47)])
+    func aRecoveredSessionKeepsItsAccelerometerReadings(profile: BoardProfile, seed: UInt64) throws {
+        let killAt = 10.0
+        let run = try record(profile: profile, seed: seed, killAt: killAt, down: 2, accelerometer: true)
+        let recovered = run.interrupted.filter { !$0.backfilled }
+        let newest = recovered.last?.gyroscope.timestamp ?? 0
+        let without = recovered.filter { $0.accelerometer == nil }
+        let settledWithout = without.filter { $0.gyroscope.timestamp < newest - 100 }
+        let offsets = run.resumed.prefix(200).compactMap { p in Self.accelerometerIndex(p).map { $0 - Self.index(p) } }.sorted()
+        let offset = offsets.isEmpty ? 0 : offsets[offsets.count / 2]
+        let off = recovered.compactMap { p in Self.accelerometerIndex(p).map { (Self.index(p), $0 - Self.index(p)) } }
+            .filter { $0.1 != offset }
+        print("recovered \(recovered.count) points: \(without.count) without a reading (\(settledWithout.count) more than 100 ms "
+              + "before the newest, first \(settledWithout.first.map(Self.index) ?? -1)); \(off.count) off the stream's offset "
+              + "\(offset): \(off.prefix(5))")
+        #expect(recovered.count > Int(killAt * 100) - 150, "the session is recovered")
+        #expect(settledWithout.count == 0, "every recovered point keeps its accelerometer reading")
+        #expect(off.count == 0, "the reading is the one the board sent with the sample")
+    }
+
     @Test func aMetaMotionSKilledForThreeSecondsLosesNothing() throws {
         let run = try record(profile: .metaMotionS, seed: 42, down: 3)
         expectEverySampleOnce(run, down: 3)
