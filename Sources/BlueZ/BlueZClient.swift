@@ -118,9 +118,11 @@ public actor BlueZClient {
 
     /// Stops mirroring, stops discovery, ends ``run()`` and closes the connection.
     public func close() async {
+        // Not waited for: bluetoothd ends a client's discovery when the client leaves the bus
+        // anyway, and its answer comes only once the controller stopped scanning.
         if let adapter = scanningAdapter {
-            _ = try? await connection.call(destination: BlueZNames.service, path: adapter, interface: BlueZNames.adapter,
-                                           member: "StopDiscovery", timeout: .seconds(2))
+            try? connection.send(.methodCall(destination: BlueZNames.service, path: adapter, interface: BlueZNames.adapter,
+                                             member: "StopDiscovery"))
         }
         scanningAdapter = nil
         work.finish()
@@ -367,6 +369,16 @@ public actor BlueZClient {
     public func disconnect(_ device: DBusObjectPath, timeout: Duration? = nil) async throws {
         _ = try await connection.call(destination: BlueZNames.service, path: device, interface: BlueZNames.device,
                                       member: "Disconnect", timeout: timeout ?? callTimeout)
+    }
+
+    /// `Device1.Disconnect` without waiting for its answer (a stop's): bluetoothd carries it
+    /// out whether or not anyone waits, and answers only once the link is down, which 5.66
+    /// brings about for an LE link from a 2 s timer (`src/device.c` `DISCONNECT_TIMER`)
+    /// unless the board ends the link first. Calls sent after it on this connection are still
+    /// handled after it.
+    public func requestDisconnect(_ device: DBusObjectPath) {
+        try? connection.send(.methodCall(destination: BlueZNames.service, path: device, interface: BlueZNames.device,
+                                         member: "Disconnect"))
     }
 
     /// `Adapter1.RemoveDevice`: deletes the device object and its cached GATT data.

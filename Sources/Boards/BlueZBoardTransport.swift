@@ -98,18 +98,13 @@ public actor BlueZBoardTransport: BoardTransport {
         keptSession = nil
         linkAttempt += 1
         let actions = machine.handle(.stop, at: now)
-        // The link's close (its notifications drained, an acquired notify released before its
-        // connection leaves the bus: the 5.66 crash) and Disconnect (on the shared connection)
-        // at once: bluetoothd handles a Disconnect while the notify is held as any link drop,
-        // and waiting for one before the other put a SIGTERM's exit past 2 s.
-        let client = client
-        let disconnecting = actions.contains(.disconnect) ? facts?.device : nil
-        await withTaskGroup(of: Void.self) { group in
-            if let closing { group.addTask { await closing.close() } }
-            if let disconnecting {
-                group.addTask { try? await client.disconnect(disconnecting, timeout: Self.disconnectLimit) }
-            }
-        }
+        // Disconnect (on the shared connection) goes first and is not waited for: bluetoothd
+        // answers it only once the link is down (the board's `FE 06` ends it sooner than 5.66's
+        // 2 s timer), and handles it while the notify is held as any link drop. Then the link's
+        // close (its notifications drained, an acquired notify released before its connection
+        // leaves the bus: the 5.66 crash).
+        if actions.contains(.disconnect), let device = facts?.device { await client.requestDisconnect(device) }
+        await closing?.close()
         await client.setScanning(false, requester: address.rawValue)
         continuation.finish()
         work.finish()
@@ -138,11 +133,8 @@ public actor BlueZBoardTransport: BoardTransport {
     /// Of ``stopCommandsLimit``, the time the commands before `FE 06` may wait for their answers.
     static let sensorCommandsLimit = Duration.milliseconds(500)
 
-    /// Time allowed for the stop commands, and for bluetoothd's answer to `Disconnect` (the
-    /// board was already asked to end the link itself, and bluetoothd carries a `Disconnect`
-    /// out whether or not its caller waits for the answer).
+    /// Time allowed for the stop commands.
     static let stopCommandsLimit = Duration.milliseconds(700)
-    static let disconnectLimit = Duration.milliseconds(400)
 
     // MARK: Machine
 

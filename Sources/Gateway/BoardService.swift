@@ -55,8 +55,9 @@ public struct BoardService: Service, CustomStringConvertible {
             group.addTask {
                 await stopRequest.awaitRequest()
                 logger.info("stopping the boards (sensors off, disconnect)")
+                let began = ContinuousClock.now
                 await manager.shutdown()
-                logger.info("boards stopped")
+                logger.info("boards stopped in \((ContinuousClock.now - began).roundedMilliseconds) ms")
             }
             await withGracefulShutdownHandler {
                 await withTaskCancellationHandler {

@@ -41,6 +41,14 @@ extension RecordingPipeline {
         }
     }
 
+    /// From now on each board event is handled as it arrives instead of at the next tick (up
+    /// to ``tickInterval`` later): a shutdown's seal waits for the boards' final state changes,
+    /// and every tick it waited for one counted in a SIGTERM's 2 s (issue 18).
+    public func handleBoardEventsAsTheyArrive() {
+        boardEventsWake = true
+        letTicksTakeHeldEvents(false)
+    }
+
     /// Whether the ticks take the held board events (while they come every ``tickInterval``)
     /// or each event wakes the pipeline; taking them away from the ticks takes what is held.
     func letTicksTakeHeldEvents(_ taken: Bool) {

@@ -43,6 +43,9 @@ public actor RecordingPipeline {
     var boardEventsHaveEnded = false
     /// Gyro samples that arrived after ``shutdown()`` (not recorded; logged when the boards' events end).
     var samplesAfterShutdown = 0
+    /// Set while a shutdown's seal waits for the boards' last samples: each board event wakes
+    /// the pipeline instead of waiting for the next tick (see ``handleBoardEventsAsTheyArrive()``).
+    var boardEventsWake = false
     /// Board events not yet taken (see ``HeldBoardEvents``).
     let heldEvents = HeldBoardEvents()
     /// Wakes ``runTicks()`` when periodic work appears (see `tickPeriod`).
@@ -257,7 +260,7 @@ public actor RecordingPipeline {
             var next = clock.now
             while !Task.isCancelled {
                 tick()
-                letTicksTakeHeldEvents(tickPeriod == Self.tickInterval)
+                letTicksTakeHeldEvents(tickPeriod == Self.tickInterval && !boardEventsWake)
                 guard let period = tickPeriod else { break }
                 next += period
                 if next < clock.now { next = clock.now }

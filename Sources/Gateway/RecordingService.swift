@@ -59,16 +59,22 @@ public struct RecordingService: Service, CustomStringConvertible {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await pipeline.runTicks() }
                 await sealRequest.awaitRequest()
+                let waitBegan = ContinuousClock.now
                 if !Task.isCancelled, await !Self.boardsStopped(pipeline, within: Self.boardsStopSafetyLimit) {
                     logger.warning("recording: a board still streams \(Self.boardsStopSafetyLimit) after the seal began (it ignored its stop); sealing without its later samples")
                 }
+                // Where a stop's time goes (issue 18: within 2 s): this wait is the boards' stop
+                // plus the pipeline's work on what they delivered before it.
+                logger.debug("recording: the boards' last samples were in \((ContinuousClock.now - waitBegan).roundedMilliseconds) ms after the seal began")
                 group.cancelAll()
             }
         } onGracefulShutdown: {
             sealRequest.request()
         }
         logger.info("recording: shutting down (sealing open chunks)")
+        let sealBegan = ContinuousClock.now
         await pipeline.shutdown()
+        logger.debug("recording: sealed in \((ContinuousClock.now - sealBegan).roundedMilliseconds) ms")
         // Sealed early (beginSealing()): the service still ends only at the shutdown, since a
         // service that returns before it is asked to ends the group with an error.
         try? await gracefulShutdown()
@@ -78,6 +84,7 @@ public struct RecordingService: Service, CustomStringConvertible {
     /// within `limit` (at once when none does: connecting, handshaking, no session).
     private static func boardsStopped(_ pipeline: RecordingPipeline, within limit: Duration) async -> Bool {
         guard await pipeline.isWaitingForBoardSamples else { return true }
+        await pipeline.handleBoardEventsAsTheyArrive()
         return await withTaskGroup(of: Bool.self) { group in
             group.addTask {
                 for await _ in pipeline.streamingBoardsChanged where await !pipeline.isWaitingForBoardSamples {

@@ -45,10 +45,10 @@ public struct ServicesStoppingTogether: Service, CustomStringConvertible {
                 while let (name, took) = try await group.next() {
                     let took = took ?? .zero
                     stopTimes.append((name, took))
-                    logger.debug("shutdown: \(name) stopped \(Self.milliseconds(took)) ms after the shutdown began")
+                    logger.debug("shutdown: \(name) stopped \(took.roundedMilliseconds) ms after the shutdown began")
                 }
                 if let slowest = stopTimes.max(by: { $0.1 < $1.1 }) {
-                    logger.info("shutdown: \(stopTimes.count) services stopped together in \(Self.milliseconds(slowest.1)) ms (the slowest: \(slowest.0))")
+                    logger.info("shutdown: \(stopTimes.count) services stopped together in \(slowest.1.roundedMilliseconds) ms (the slowest: \(slowest.0))")
                 }
             }
         } onGracefulShutdown: {
@@ -60,9 +60,6 @@ public struct ServicesStoppingTogether: Service, CustomStringConvertible {
         (service as? any CustomStringConvertible)?.description ?? String(describing: type(of: service))
     }
 
-    private static func milliseconds(_ duration: Duration) -> Int64 {
-        duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
-    }
 }
 
 /// When the graceful shutdown began, set once from its handler (any thread) and read by the
@@ -77,4 +74,9 @@ private final class ShutdownMoment: Sendable {
     func elapsed(_ clock: ContinuousClock) -> Duration? {
         instant.withLock { $0 }.map { clock.now - $0 }
     }
+}
+
+extension Duration {
+    /// Whole milliseconds, for log lines.
+    var roundedMilliseconds: Int64 { components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000 }
 }

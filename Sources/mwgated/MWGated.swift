@@ -29,7 +29,8 @@ enum MWGatedMain {
                 await MWGated.main()  // exits itself with the right status on help or errors
                 exit(0)
             }
-            exit(options.checkOnly ? Daemon.checkConfiguration(options) : await Daemon.run(options))
+            if options.checkOnly { exit(Daemon.checkConfiguration(options)) }
+            await Daemon.runToExit(options)
         }
         while true { pause() }
     }

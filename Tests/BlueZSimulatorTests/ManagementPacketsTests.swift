@@ -39,12 +39,12 @@ struct ManagementPacketsTests {
         #expect(ManagementPackets.reply([0x01, 0x00, 0x01, 0x00, 0x07, 0x00, 0x14, 0x00, 0x00]) == nil)
     }
 
-    @Test func addressesAreReadFromTextAndFromBluetoothdsDevicePaths() throws {
+    @Test func addressesAreReadFromTextAndFromBluetoothdsDevicePaths() {
         #expect(ManagementPackets.Address("00:aa:01:01:00:01", type: 1) == board)
         #expect(ManagementPackets.Address("00:AA:01:01:00", type: 1) == nil)
         #expect(ManagementPackets.Address("00:AA:01:01:00:GG", type: 1) == nil)
-        let path = try DBusObjectPath("/org/bluez/hci1/dev_00_AA_01_01_00_01")
-        #expect(GATTPeripheral.address(ofDevice: path) == "00:AA:01:01:00:01")
-        #expect(GATTPeripheral.address(ofDevice: try DBusObjectPath("/org/bluez/hci1")) == nil)
+        let device: DBusObjectPath = "/org/bluez/hci1/dev_00_AA_01_01_00_01", adapter: DBusObjectPath = "/org/bluez/hci1"
+        #expect(GATTPeripheral.address(ofDevice: device) == "00:AA:01:01:00:01")
+        #expect(GATTPeripheral.address(ofDevice: adapter) == nil)
     }
 }

@@ -780,8 +780,11 @@ def link_closed_and_sensor_stopped(address, since):
 
 def shutdown_timeline(gateway_name, since):
     """Where a SIGTERM's time went, from mwgated's log (seconds after `since`, the signal):
-    the boards' stop done, the session sealed, the process's last line."""
-    marks = {"boards stopped": "boards stopped", "sealed": "shutdown: session", "last line": "<5>stopped"}
+    the signal seen, the boards' stop done, the boards' last samples in the pipeline, the
+    session sealed, every service stopped, the process's last line."""
+    marks = {"signal seen": "Signal caught", "boards stopped": "boards stopped",
+             "last samples in": "the boards' last samples were in", "sealed": "shutdown: session",
+             "services stopped": "services stopped together", "last line": "<5>stopped"}
     found = {}
     with open(os.path.join(RESULTS, f"mwgated-{gateway_name}.log")) as f:
         for line in f:
