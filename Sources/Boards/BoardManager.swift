@@ -122,6 +122,12 @@ public actor BoardManager {
         await sessions[address]?.trimFlashLog()
     }
 
+    /// Stops `address`'s logged sensors and its log for the session's last download (see
+    /// ``BoardSession/finishFlashLog()``).
+    public func finishFlashLog(_ address: BluetoothAddress) async {
+        await sessions[address]?.finishFlashLog()
+    }
+
     /// `address`'s last reported flash log page is stored (see ``BoardSession/confirmFlashLogPage()``).
     public func confirmFlashLogPage(_ address: BluetoothAddress) async {
         await sessions[address]?.confirmFlashLogPage()

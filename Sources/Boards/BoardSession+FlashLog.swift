@@ -14,6 +14,10 @@ extension BoardSession {
             emitFlashLog(.off(reason: options.flashLogging ? "the board has no logging module" : "turned off ([boards] backfill = false)"))
             return []
         }
+        if current?.flashLogging == true, current?.flashLogStopped == true {
+            current?.flashLogStopped = false
+            return LoggingCommands.start(overwriteWhenFull: true)
+        }
         guard current?.flashStart == nil, current?.flashLogging == false else { return [] }
         let sensors = options.configuration.sensors.map(\.0)
         var start = FlashLogStart(sensors: sensors, chip: description.chip, triggerSlots: status.triggerSlots, known: flashLoggers)
@@ -121,9 +125,32 @@ extension BoardSession {
         var downloader = LogDownloader(revision: capabilities.revision, loggers: loggers, confirmsPagesItself: false)
         current?.downloaded = []
         current?.downloadedAccelerometer = []
-        // A MetaMotion S keeps its newest entries in an open page the readout does not see.
-        write(LoggingCommands.flushWhileLogging(revision: capabilities.revision, overwriteWhenFull: true) + downloader.begin())
+        // A MetaMotion S keeps its newest entries in an open page the readout does not see; a
+        // flush while logging pauses logging for a moment, which a board logging at a rate
+        // beyond the link cannot afford (samples would go unlogged): its open page waits for
+        // the session's end (``finishFlashLog()``).
+        let flush: [Packet]
+        if current?.flashLogStopped == true {
+            flush = LoggingCommands.flushPage(revision: capabilities.revision)
+        } else if !options.configuration.logged.isEmpty {
+            flush = []
+        } else {
+            flush = LoggingCommands.flushWhileLogging(revision: capabilities.revision, overwriteWhenFull: true)
+        }
+        write(flush + downloader.begin())
         current?.download = downloader
+    }
+
+    /// The end of a session whose sensors the board logs instead of streaming (rates beyond
+    /// the link): the sensors stop and logging stops, so the log stops growing and a download
+    /// drains it (a MetaMotion S's open page is committed first); the board stays in its
+    /// state, so the recorder keeps it in the session until the download is stored. Nothing
+    /// when the flash log is not running on this link.
+    public func finishFlashLog() {
+        guard current?.flashLogging == true, current?.flashLogStopped == false, let plan else { return }
+        current?.flashLogStopped = true
+        write(plan.stopCommands + [LoggingCommands.stop])
+        downloadFlashLog()
     }
 
     // MARK: Trim

@@ -15,6 +15,9 @@ struct LinkWork {
     var flashStart: FlashLogStart?
     /// Whether this link started the flash log (its stop then ends logging).
     var flashLogging = false
+    /// Whether logging was stopped to finish a session's download (``BoardSession/finishFlashLog()``):
+    /// downloads then leave it stopped, and the next sensor start starts it again.
+    var flashLogStopped = false
     /// The flash log's download in progress on this link, with the gyro samples so far.
     var download: LogDownloader?
     var downloaded: [LoggedSample] = []

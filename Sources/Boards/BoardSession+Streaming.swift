@@ -58,7 +58,8 @@ extension BoardSession {
     }
 
     private func watchdogWakeTime() -> ContinuousClock.Instant? {
-        guard sensorsOn, plan != nil, current?.failed == false else { return nil }
+        // A board that logs every sensor instead of streaming sends nothing to watch.
+        guard sensorsOn, plan != nil, current?.failed == false, options.configuration.notificationsPerSecond > 0 else { return nil }
         let timeout = options.watchdogTimeout
         let overdue = (tap.lastNotification ?? .now).advanced(by: timeout)
         return max(overdue, ContinuousClock.now.advanced(by: timeout / 8)).advanced(by: .milliseconds(1))

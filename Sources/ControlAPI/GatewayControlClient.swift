@@ -70,8 +70,13 @@ public struct GatewayControlClient: Sendable {
     /// board's flash cannot hold that long at a logged rate.
     public func startSession(seconds: UInt32) async throws -> String { try await string("StartTimedSession", [.uint32(seconds)]) }
 
-    /// Stops the recording session.
-    public func stopSession() async throws -> SessionEndPayload { try await json(SessionEndPayload.self, "StopSession") }
+    /// Stops the recording session. At a rate the boards log to flash the gateway answers once
+    /// their logs are downloaded, which may take minutes: this call waits up to 15 minutes.
+    public func stopSession() async throws -> SessionEndPayload {
+        var proxy = self
+        proxy.timeout = max(timeout, .seconds(900))
+        return try await proxy.json(SessionEndPayload.self, "StopSession")
+    }
 
     /// Sessions in the buffer, newest first.
     public func sessions(limit: UInt32) async throws -> [SessionListingPayload] {

@@ -104,6 +104,8 @@ public struct BoardService: Service, CustomStringConvertible {
                         if let address = BluetoothAddress(board) { await manager.markFlashLogForTrim(address, askedAt: askedAt) }
                     case .trimFlashLog(let board):
                         if let address = BluetoothAddress(board) { await manager.trimFlashLog(address) }
+                    case .finishFlashLog(let board):
+                        if let address = BluetoothAddress(board) { await manager.finishFlashLog(address) }
                     }
                 }
             }

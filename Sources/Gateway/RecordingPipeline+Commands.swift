@@ -35,10 +35,13 @@ extension RecordingPipeline {
         }
     }
 
-    /// Stops the recording session: everything accepted is sealed and the session awaits its survey.
+    /// Stops the recording session: everything accepted is sealed and the session awaits its
+    /// survey. At a logged rate it answers once the boards' logs are read to the end (see
+    /// ``beginFinishing(trigger:now:)``).
     @discardableResult
-    public func stopSession() throws(CommandError) -> SessionEnd {
+    public func stopSession() async throws(CommandError) -> SessionEnd {
         try beginCommand()
+        if beginFinishing(trigger: .controlAPI, now: timeline.now) { return try await waitForFinish().get() }
         return try stop(trigger: .controlAPI, now: timeline.now)
     }
 

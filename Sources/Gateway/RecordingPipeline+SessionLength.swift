@@ -47,7 +47,8 @@ extension RecordingPipeline {
     func endSessionAtItsLength(now: Int64) {
         guard let length = sessionLength, let startedAt = sessionStartedAt, case .recording = controller.state,
               Double(now - startedAt) >= length * 1e9 else { return }
+        guard finishing == nil else { return }
         logger.info("the session reached its length of \(LogBudget.duration(length)): ending it")
-        _ = try? stop(trigger: .maxDuration, now: now)
+        if !beginFinishing(trigger: .maxDuration, now: now) { _ = try? stop(trigger: .maxDuration, now: now) }
     }
 }

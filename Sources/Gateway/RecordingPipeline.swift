@@ -32,7 +32,7 @@ public actor RecordingPipeline {
     /// What the boards' flash logs should do now: download (a board's points wait for a
     /// backfill), or delete the page just reported (what it holds is stored).
     public nonisolated let backfillDemand: AsyncStream<BackfillDemand>
-    private let backfillDemandContinuation: AsyncStream<BackfillDemand>.Continuation
+    let backfillDemandContinuation: AsyncStream<BackfillDemand>.Continuation
     private var sensorsWanted: Bool
     /// Yields whenever the last board streaming into the pipeline stops streaming (stopped,
     /// lost, idle) and when the boards' events end (``consume(boardEvents:)`` returned): a
@@ -57,7 +57,7 @@ public actor RecordingPipeline {
     let timeline: MonotonicTimeline
     let logger: Logger
 
-    private var attached: Set<String> = []
+    var attached: Set<String> = []
     private var lastBoardDetachedAt: Int64?
     var book: StatusBook
     private var clock: ClockWatch
@@ -71,6 +71,11 @@ public actor RecordingPipeline {
     /// The recording session's length, seconds (nil: until stopped), and when it started.
     var sessionLength: Double?
     var sessionStartedAt: Int64?
+    /// A stop waiting for the boards' logs (sessions at logged rates).
+    var finishing: Finishing?
+    var lastLoggedDownloadRequest: Int64?
+    /// Per logged board: gyro samples in the pages of its readout so far.
+    var loggedReadoutSamples: [String: Int] = [:]
 
     /// The pipeline runs on ``RecordingThread``: its synchronous SQLite commits wait there,
     /// not on a thread of the shared cooperative pool.
@@ -150,14 +155,15 @@ public actor RecordingPipeline {
         case .flashLog(let status):
             book.flashLogChanged(key, status)
             switch status {
-            case .logging, .downloading: controller.expectBackfill(board: key, true)
+            // A logged board's log is its recording, not a gap filler: no hold, no trim.
+            case .logging, .downloading: controller.expectBackfill(board: key, !recordsLogged)
             case .off, .failed: controller.expectBackfill(board: key, false)
             case .starting: break
             }
             if case .failed(let reason) = status { report(area: "board", "\(key) flash log: \(reason)") }
             publish()
         case .flashLogDownloaded(let download):
-            backfill(key, download)
+            if recordsLogged { loggedDownloaded(key, download) } else { backfill(key, download) }
         case .button(_, let togglesSession):
             guard togglesSession, settings.buttonTogglesSession else { return }
             buttonPressed(board: key, at: timeline.nanoseconds(event.receivedAt))
@@ -242,6 +248,8 @@ public actor RecordingPipeline {
             _ = try? stop(trigger: .always, now: now)
         }
         endSessionAtItsLength(now: now)
+        requestLoggedDownloads(now: now)
+        checkFinishing(now: now)
         readBacklog(now: now)
         reportStoreErrorIfNew()
     }
@@ -358,12 +366,16 @@ public actor RecordingPipeline {
         takeHeldEvents()
         let now = timeline.now
         controller.tick(now: now)
+        let waiters = finishing?.waiters ?? []
+        finishing = nil
         if case .recording(let id) = controller.state {
             do {
                 let end = try stop(trigger: .shutdown, now: now)
+                for waiter in waiters { waiter.resume(returning: .success(end)) }
                 logger.notice("shutdown: session \(id) stopped with \(end.pointCount) points sealed; it awaits its survey")
             } catch {
                 logger.error("shutdown: session \(id) could not be stopped: \(error); startup recovery will seal its checkpoints")
+                for waiter in waiters { waiter.resume(returning: .failure(error)) }
             }
         }
         for key in attached.sorted() { controller.detach(board: key, now: now) }
@@ -408,6 +420,7 @@ public actor RecordingPipeline {
 
     private func buttonPressed(board key: String, at now: Int64) {
         let wasRecording = controller.state != .idle
+        if wasRecording, beginFinishing(trigger: .button(board: key), now: now) { return }
         do {
             try controller.buttonPressed(board: key, now: now)
         } catch {
@@ -497,4 +510,6 @@ public enum BackfillDemand: Hashable, Sendable {
     case markFlashLog(String, askedAt: ContinuousClock.Instant)
     /// Drop what the last mark counted: it is stored.
     case trimFlashLog(String)
+    /// The session ends: stop its logged sensors and its log, and download the rest.
+    case finishFlashLog(String)
 }

@@ -58,6 +58,13 @@ struct StatusBook {
     mutating func flashLogChanged(_ board: String, _ status: FlashLogStatus) {
         ensureBoard(board)
         boards[board]?.flashLog = status.description
+        if case .downloading(let left, let seconds) = status {
+            boards[board]?.flashLogEntriesLeft = left
+            boards[board]?.flashLogSecondsLeft = seconds
+        } else {
+            boards[board]?.flashLogEntriesLeft = nil
+            boards[board]?.flashLogSecondsLeft = nil
+        }
     }
 
     /// Counts samples of `board` that its flash log filled in (in the session too while

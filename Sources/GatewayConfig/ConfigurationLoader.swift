@@ -57,11 +57,6 @@ public enum ConfigurationLoader {
         return config
     }
 
-    /// Whether rates beyond the link (``GatewayConfiguration/Boards/logged``) are recorded:
-    /// false until the gateway records and downloads them (issue 21 part 3), so until then
-    /// such a rate is refused.
-    static let recordsLoggedRates = false
-
     // MARK: Sections
 
     static func readBoards(_ table: TOMLTable, line: Int, file: String, into boards: inout GatewayConfiguration.Boards) -> [ConfigurationIssue] {
@@ -138,17 +133,12 @@ public enum ConfigurationLoader {
                     .contains(where: StreamingConfiguration.isBeyondTheLink(hertz:))
                 reader.issue(key, line: table[key]?.keyPosition.line ?? table["sample_mode"]?.keyPosition.line,
                     "\(format(rate)) notifications/s is more than one BLE link carries (\(format(limit))); "
-                    + (beyond && recordsLoggedRates ? "set backfill = true to record it in the board's flash and download it, or lower the rate"
+                    + (beyond ? "set backfill = true to record it in the board's flash and download it, or lower the rate"
                         : "lower the rate" + (boards.sampleMode == .single ? " or set sample_mode = \"packed\"" : "")))
             } else {
                 reader.issue(key, "\(error)")
             }
         } }
-        if reader.issues.isEmpty, !boards.logged.isEmpty, !recordsLoggedRates {
-            let key = StreamingConfiguration.isBeyondTheLink(hertz: boards.gyro.rate.hertz) ? "gyro_rate" : "accelerometer_rate"
-            reader.issue(key, "rates of 400 Hz and more are beyond what one BLE link carries, and recording them in the "
-                + "board's flash for download is not finished yet; use 200 Hz or less")
-        }
         return reader.finish()
     }
 

@@ -117,6 +117,8 @@ public final class SessionController {
     var trimMarks: [String: TrimMark] = [:]
     /// Per board: the gap a gateway restart left in a recovered session, until its log fills it.
     var restartGaps: [String: PendingRestartGap] = [:]
+    /// Per board that logs instead of streaming: its timelines (see ``recordLogged(board:gyro:accelerometer:gyroScale:accelerometerScale:bootOrigins:now:)``).
+    var loggedRecordings: [String: LoggedRecording] = [:]
     /// Sessions stopped and awaiting their hazard survey, oldest first.
     public private(set) var awaitingSurvey: [String] = []
     /// Stopped sessions that recorded no point (no records document can be written for them).
@@ -201,6 +203,7 @@ public final class SessionController {
         try store.beginSession(SessionStart(sessionID: id, startedAt: started, trigger: trigger))
         session = Session(id: id, startedAt: started, trigger: trigger, worstSource: timeBase.source)
         resumeAt.removeAll()
+        loggedRecordings.removeAll()
         lastSegmentWrite = .min
         for key in boards.keys { resetBoard(key) }
         return id

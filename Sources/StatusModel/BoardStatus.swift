@@ -31,10 +31,15 @@ public struct BoardStatus: Codable, Sendable, Equatable {
     /// Gyro samples downloaded from the flash log that filled gaps of the stream (nil from older
     /// daemons and before any).
     public var gyroSamplesBackfilled: Int?
+    /// While the flash log downloads: entries still on the board in this readout, and about how
+    /// long they take at the readout's pace so far (nil otherwise, and from older daemons).
+    public var flashLogEntriesLeft: Int?
+    public var flashLogSecondsLeft: Double?
 
     enum CodingKeys: String, CodingKey {
         case address, state, model, missingIdentity, batteryPercent, batteryMillivolts, gyroRateHz, accelerometerRateHz
         case gyroSamplesReceived, gyroSamplesInSession, lastSampleAt, flashLog, gyroSamplesBackfilled
+        case flashLogEntriesLeft, flashLogSecondsLeft
         case isStreaming = "streaming"
     }
 

@@ -142,13 +142,19 @@ let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         #expect(packed.boards.sampleMode == .packed)
     }
 
-    @Test func ratesBeyondTheLinkAreRefusedUntilTheyAreRecorded() throws {
+    @Test func ratesBeyondTheLinkAreLoggedWithBackfillAndRefusedWithout() throws {
         #expect(issues("[boards]\ngyro_rate = 800\n") == [
-            "/etc/mwgate/mwgated.toml:2: boards.gyro_rate: 800 notifications/s is more than one BLE link carries (100); lower the rate or set sample_mode = \"packed\""
+            "/etc/mwgate/mwgated.toml:2: boards.gyro_rate: 800 notifications/s is more than one BLE link carries (100); "
+                + "set backfill = true to record it in the board's flash and download it, or lower the rate"
         ])
-        #expect(issues("[boards]\ngyro_rate = 800\nbackfill = true\n") == [
-            "/etc/mwgate/mwgated.toml:2: boards.gyro_rate: rates of 400 Hz and more are beyond what one BLE link carries, and "
-                + "recording them in the board's flash for download is not finished yet; use 200 Hz or less"
+        let logged = try parse("[boards]\ngyro_rate = 800\nbackfill = true\n")
+        #expect(logged.boards.logged == [.gyro])
+        #expect(try logged.boards.streaming().logged == [.gyro])
+        #expect(try parse("[boards]\ngyro_rate = 3200\nbackfill = true\n[session]\nmax_duration = \"2 h\"\n").session.maxDuration == 7200)
+        #expect(issues("[boards]\ngyro_rate = 3200\nbackfill = true\n[session]\nmax_duration = \"4 h\"\n") == [
+            "/etc/mwgate/mwgated.toml:5: session.max_duration: gyro 3200 Hz writes 6400 log entries/s; a MetaMotion S's flash holds "
+                + "66781184 entries, full after 2 h 53 min, shorter than the 4 h 0 min session asked for; shorten the session to "
+                + "2 h 53 min or less, or lower gyro_rate to 1600 Hz"
         ])
         var boards = GatewayConfiguration.Boards()
         boards.gyro = GyroConfiguration(rate: .hz1600, range: .dps2000)

@@ -1,0 +1,70 @@
+import Foundation
+import Gateway
+import GatewayTestSupport
+import MetaWear
+import MetaWearBoardModel
+import Recording
+import TestSupport
+import Testing
+
+/// A rate beyond the link, end to end through dbus-daemon and the simulated BlueZ (issue 21
+/// part 3): 800 Hz gyro is logged on each board (nothing streamed), downloaded while the
+/// session records and at its end, and becomes the session's points, merged with GNSS.
+@Suite("Logged rate end to end", .serialized, .enabled(if: TestBus.isAvailable, "needs /usr/bin/dbus-daemon"))
+struct LoggedRateEndToEndTests {
+    @Test func eightHundredHertzGyroLandsEverySampleOnceInOrderWithTheBoardsValues() async throws {
+        let logged = try StreamingConfiguration(gyro: GyroConfiguration(rate: .hz800, range: .dps2000), logged: [.gyro])
+        try await GatewayHarness.with(mode: .manual, backfill: true, streaming: logged) { h in
+            try await h.eventually("both boards connected and a GNSS position") { s in
+                s.boards.count == 2 && s.boards.allSatisfy(\.isConnected) && s.gnss.hasPosition
+            }
+            let pipeline = h.gateway.pipeline
+            let sessionID = try await pipeline.startSession()
+            try await Task.sleep(for: .seconds(2))
+            let stopAsked = ContinuousClock.now
+            async let stopped = pipeline.stopSession()
+            // While the stop waits for the boards' logs, the status shows what is left and how long.
+            let progress = try await h.eventually("download progress in the status") { s in
+                s.session.isRecording && s.boards.contains { ($0.flashLogEntriesLeft ?? 0) > 0 && $0.flashLogSecondsLeft != nil }
+            }
+            let shown = try #require(progress.boards.first { ($0.flashLogEntriesLeft ?? 0) > 0 })
+            #expect(shown.flashLog?.hasPrefix("logging, downloading: \(shown.flashLogEntriesLeft ?? 0) entries left, about ") == true,
+                    "\(shown.flashLog ?? "-")")
+            let end = try await stopped
+            let finishing = ContinuousClock.now - stopAsked
+            #expect(await pipeline.status.boards.allSatisfy { $0.flashLogEntriesLeft == nil }, "no progress once read to the end")
+            let status = await pipeline.status
+            #expect(status.problems.isEmpty, "\(status.problems)")
+            let dataset = try h.gateway.store.dataset(sessionID: sessionID)
+            #expect(end.pointCount == dataset.points.count)
+            for index in 0..<2 {
+                let board = h.addresses[index].rawValue
+                let points = dataset.points.filter { $0.board == board }.map(\.point)
+                // The board's own signal (seed index + 1): x counts the samples, y and z hash it.
+                var sampleIndex: [UInt64] = []
+                var wrong = 0
+                for p in points {
+                    let raw = (Int16((Double(p.gyroscope.x) * 16.4).rounded()), Int16((Double(p.gyroscope.y) * 16.4).rounded()),
+                               Int16((Double(p.gyroscope.z) * 16.4).rounded()))
+                    let low = UInt64(UInt16(bitPattern: raw.0))
+                    let next = sampleIndex.last.map { $0 + ((low &- $0) & 0xFFFF) } ?? low
+                    sampleIndex.append(next)
+                    let expected = SimulatedBoard.signal(.gyro, seed: UInt32(index + 1), index: next)
+                    if raw != expected { wrong += 1 }
+                }
+                let steps = zip(points, points.dropFirst()).map { $1.gyroscope.timestamp - $0.gyroscope.timestamp }
+                let flash = try await h.simulator.flashLog(index)
+                print("board \(index) at 800 Hz logged: \(points.count) points, finishing took \(finishing), steps "
+                      + "\(steps.min() ?? 0)...\(steps.max() ?? 0) ms, \(flash.storedCount) entries left on the board")
+                #expect(points.count >= 1200, "about 2 s at 800 Hz: \(points.count)")
+                #expect(wrong == 0, "every value is the board's signal")
+                #expect(zip(sampleIndex, sampleIndex.dropFirst()).allSatisfy { $1 == $0 + 1 }, "every sample once, in order")
+                #expect(points.allSatisfy { $0.backfilled }, "marked as from the board's log")
+                #expect(points.allSatisfy { $0.location != nil }, "merged with GNSS by time")
+                // Times within a tick (1.46 ms) of the even 1.25 ms pace the board sampled at.
+                #expect(steps.allSatisfy { $0 > 0 && abs($0 - 1.25) < BoardTicks.millisecondsPerTick }, "\(steps.prefix(20))")
+                #expect(flash.storedCount == 0, "the log is cleared once stored")
+            }
+        }
+    }
+}
