@@ -156,6 +156,10 @@ final class ControlHandlers: Sendable {
         try BufferQueries(store: store).sessions(limit: limit)
     }
 
+    /// How long a survey waits for the flash-log backfill of gaps its session's stop came too
+    /// early for: well within a D-Bus call's 25 s, and about a download of a minute's log.
+    static let surveyBackfillWait = Duration.seconds(15)
+
     func submitSurvey(sessionID: String, hazards: [String: Int32]?) async throws -> String {
         let survey: HazardSurvey
         if let hazards {
@@ -193,7 +197,9 @@ final class ControlHandlers: Sendable {
             }
         }
         let record: RecordsDocument
-        do { record = try await pipeline.submitSurvey(survey, sessionID: target) } catch { throw Self.refusal(error) }
+        do {
+            record = try await pipeline.submitSurvey(survey, sessionID: target, waitingForBackfillAtMost: Self.surveyBackfillWait)
+        } catch { throw Self.refusal(error) }
         let map: [String: Int]
         if case .hazards(let h) = record.survey { map = h } else { map = [:] }
         return try ControlJSON.encode(SurveyResultPayload(

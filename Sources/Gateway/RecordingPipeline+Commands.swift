@@ -76,6 +76,23 @@ extension RecordingPipeline {
         }
     }
 
+    /// ``submitSurvey(_:sessionID:)`` once the session's boards have filled the gaps its stop
+    /// came too early for (their flash-log downloads still running), waiting at most `wait`:
+    /// the correction chunks are then in the session before its records document names its
+    /// chunks. After `wait` the survey goes in and what was not filled stays missing.
+    @discardableResult
+    public func submitSurvey(_ survey: HazardSurvey, sessionID: String? = nil,
+                             waitingForBackfillAtMost wait: Duration) async throws(CommandError) -> RecordsDocument {
+        let deadline = ContinuousClock.now + wait
+        // Polled: the downloads' pages arrive as board events, handled while this waits.
+        while !isShutDown, ContinuousClock.now < deadline {
+            takeHeldEvents()
+            guard let target = sessionID ?? awaitingSurvey.first, controller.hasPendingCorrections(sessionID: target) else { break }
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        return try submitSurvey(survey, sessionID: sessionID)
+    }
+
     /// Refuses a command after the shutdown; otherwise first takes the board events held
     /// before it, so it acts on everything that arrived before it.
     func beginCommand() throws(CommandError) {

@@ -16,20 +16,22 @@ public struct RestartGap: Hashable, Sendable {
     public var nextSeq: Int
     /// The board's last stored points of that session, in order (about its last minute).
     public var tail: [RecordedPoint]
+    /// Time of the last stored point before the gap, epoch ms: the gap begins after it.
+    public var after: Double?
 
-    /// Every field.
-    public init(sessionID: String, board: String, nextSeq: Int, tail: [RecordedPoint]) {
+    /// Every field; the gap begins after `after`, by default after the tail's last point.
+    public init(sessionID: String, board: String, nextSeq: Int, tail: [RecordedPoint], after: Double? = nil) {
         self.sessionID = sessionID
         self.board = board
         self.nextSeq = nextSeq
         self.tail = tail
+        self.after = after ?? tail.last?.gyroscope.timestamp
     }
-
-    /// Time of the last stored point, epoch ms: the gap begins after it.
-    public var after: Double? { tail.last?.gyroscope.timestamp }
 }
 
-/// A restart gap being filled: what the board's log gave so far.
+/// A restart gap being filled: what the board's log gave so far. A gap a session's stop cut
+/// off from its download (``SessionController/keepStopGap(board:sessionID:)``) is filled the
+/// same way, with the stream's first sample after it as its end.
 struct PendingRestartGap {
     var gap: RestartGap
     /// Monotonic time of the first sample of the board's new stream: the gap ends before it.
@@ -41,6 +43,10 @@ struct PendingRestartGap {
     /// Backfilled points sealed so far, and the chunks they went into.
     var filled = 0
     var sealedChunks = 0
+    /// A stop gap's board as the stopped session left it: its gyro rate and its fixes (the
+    /// board may be detached, or streaming into the next session, by the time its log comes).
+    /// Nil for a restart gap, which uses the board's new stream.
+    var stoppedStream: (gyroRate: Double, merger: LocationMerger<GyroItem>)?
 
     init(_ gap: RestartGap) {
         self.gap = gap

@@ -18,6 +18,38 @@ extension SessionController {
     /// Whether a restart gap of `board` still waits for its flash log.
     public func isWaitingForRestartBackfill(board: String) -> Bool { restartGaps[board] != nil }
 
+    /// Whether the stopped session `sessionID` still has a gap its boards' flash logs are read
+    /// for (a restart gap, or a gap its stop came too early for): its survey had better wait,
+    /// since a correction chunk sealed after the survey would not be named by its records.
+    public func hasPendingCorrections(sessionID: String) -> Bool {
+        restartGaps.values.contains { $0.gap.sessionID == sessionID }
+    }
+
+    /// The session stops while `board`'s points after a gap wait for the download that fills
+    /// it: the held points are committed with the gap marked (the stop does not wait), and the
+    /// gap is kept, to be filled like a restart gap: its samples are sealed into the stopped
+    /// session as correction chunks once the log arrives (before the survey, which waits a
+    /// while for it). Nil when nothing waits, the gap has no start, or a restart gap of the
+    /// board still waits (one gap a board is kept).
+    func keepStopGap(board: String, sessionID: String) -> PendingRestartGap? {
+        guard restartGaps[board] == nil, let stream = boards[board], let hold = stream.hold, let after = hold.after,
+              let first = hold.points.first else { return nil }
+        var pending = PendingRestartGap(RestartGap(sessionID: sessionID, board: board, nextSeq: 0, tail: [], after: after))
+        pending.streamResumedAt = timeBase.monotonic(epochMilliseconds: first.point.gyroscope.timestamp)
+        pending.logged = hold.logged
+        pending.stoppedStream = (stream.gyroRate, stream.merger)
+        return pending
+    }
+
+    /// The stop sealed `board`'s last chunk: its kept gap (``keepStopGap(board:sessionID:)``)
+    /// waits for the log, its correction chunks numbered after that chunk.
+    func waitForStopGap(_ kept: PendingRestartGap?, board: String) {
+        guard var kept else { return }
+        kept.gap.nextSeq = boards[board]?.seq ?? kept.gap.nextSeq
+        restartGaps[board] = kept
+        requestRestartBackfill(board: board)
+    }
+
     /// The board's stream after the restart began at monotonic `time`: the gap ends there, and
     /// its log can be read (once it keeps one).
     func restartStreamResumed(board: String, at time: Int64) {
@@ -47,7 +79,8 @@ extension SessionController {
             restartGaps[board] = nil
             return true
         }
-        guard let stream = boards[board], let window = streamed[board], let scale = window.scale else { return false }
+        guard let stream = pending.stoppedStream ?? boards[board].map({ (gyroRate: $0.gyroRate, merger: $0.merger) }),
+              let window = streamed[board], let scale = window.scale else { return false }
         let until = timeBase.epochMilliseconds(monotonic: resumed)
         let periodMs = 1000 / stream.gyroRate
         var points: [RecordedPoint] = []

@@ -215,16 +215,21 @@ public final class SessionController {
     public func stop(trigger: SessionTrigger, now: Int64) throws -> SessionEnd {
         guard var s = session else { throw CommandError.notRecording }
         // Boards that left with points held: those are committed too.
+        // A gap whose download is not complete yet is filled later, as a correction.
         for (key, resume) in resumeAt.sorted(by: { $0.key < $1.key }) where resume.hold != nil && boards[key] == nil {
             attach(board: key, gyroRateHertz: resume.gyroRate, accelerometerRateHertz: resume.accelerometerRate)
+            let kept = keepStopGap(board: key, sessionID: s.id)
             releaseHold(board: key, backfilled: [])
             sealOpenChunk(board: key)
+            waitForStopGap(kept, board: key)
             boards[key] = nil
         }
         for key in boards.keys.sorted() {
             drainAll(board: key, now: now)
+            let kept = keepStopGap(board: key, sessionID: s.id)
             releaseHold(board: key, backfilled: [])
             sealOpenChunk(board: key)
+            waitForStopGap(kept, board: key)
         }
         s = session ?? s
         let end = SessionEnd(sessionID: s.id, endedAt: timeBase.epochMilliseconds(monotonic: now), trigger: trigger,
@@ -295,7 +300,7 @@ public final class SessionController {
 
     /// Feeds a GNSS fix received at monotonic `now`.
     public func ingest(fix: GNSSFix, now: Int64) {
-        timeBase.observe(fix)
+        timeBase.observe(fix, at: now)
         guard let located = LocatedFix(fix, timeBase: timeBase, acceptingDeadReckoning: configuration.acceptsDeadReckoning) else { return }
         if session != nil { session!.distance.add(latitude: located.latitude, longitude: located.longitude, accuracy: located.accuracy) }
         let nowMs = timeBase.epochMilliseconds(monotonic: now)

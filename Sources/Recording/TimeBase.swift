@@ -29,12 +29,34 @@ public enum TimeSource: String, Hashable, Sendable, CaseIterable, Comparable {
 /// clock is not synchronised. GNSS cycles are reported tens to hundreds of milliseconds after
 /// their epoch, so each fix's `systemClockOffset` underestimates the true offset by that
 /// latency: the largest offset of the recent fixes is the closest one.
+///
+/// That largest offset falls back when it leaves the recent fixes, by as much as the reports'
+/// latency varies (700 ms seen in the soak on a loaded machine). Applied at once, a fall moves
+/// the times of the samples that follow back over the ones before, which hid a link's gap
+/// (the first points after it overlapped the last before it) and left the samples of a flash
+/// log's backfill outside the gap they belong to. So the correction follows a fall slowly
+/// (``slewPerSecond``), moves up at once (a less delayed report is a better estimate) and
+/// steps by more than ``stepThreshold`` at once (a clock that was wrong); and each monotonic
+/// time is converted with the correction that applied at that time, so a time converted again
+/// later (a logged sample placed after a download) lands where the stream put it.
 public struct TimeBase: Sendable {
     /// Epoch nanoseconds minus monotonic nanoseconds, sampled once.
     public let wallMinusMonotonic: Int64
     /// Whether the system clock is synchronised (from the caller: adjtimex/timedatectl).
     public var systemClockSynchronised: Bool
     private var recentOffsets: [Double] = []
+    /// The corrections applied (seconds), each from a monotonic time on, oldest first.
+    private var applied: [(since: Int64, correction: Double)] = []
+    /// When the last fix was observed (the slew counts from there).
+    private var lastObservedAt: Int64?
+
+    /// Fastest the correction follows a fall of the best offset: 1 ms per second, ten times a
+    /// crystal's worst drift, a hundredth of a 100 Hz period between two samples.
+    public static let slewPerSecond = 0.001
+    /// A change of the best offset larger than this is a clock that was wrong: applied at once.
+    public static let stepThreshold = 2.0
+    /// How long the applied corrections are kept for converting earlier times, nanoseconds.
+    static let historyNanoseconds: Int64 = 3_600_000_000_000
 
     /// A time base from one reading of both clocks.
     public init(wallNanoseconds: Int64, monotonicNanoseconds: Int64, systemClockSynchronised: Bool) {
@@ -42,13 +64,28 @@ public struct TimeBase: Sendable {
         self.systemClockSynchronised = systemClockSynchronised
     }
 
-    /// Feeds a fix; its UTC offset is used while the system clock is unsynchronised. A
-    /// simulator's or manually entered fix says nothing about the time, so it is not used.
-    public mutating func observe(_ fix: GNSSFix) {
+    /// Feeds a fix received at monotonic `now`; its UTC offset is used while the system clock
+    /// is unsynchronised. A simulator's or manually entered fix says nothing about the time,
+    /// so it is not used.
+    public mutating func observe(_ fix: GNSSFix, at now: Int64) {
         guard fix.status != .simulated, fix.status != .manual else { return }
         guard let offset = fix.systemClockOffset, offset.isFinite else { return }
         recentOffsets.append(offset)
         if recentOffsets.count > 16 { recentOffsets.removeFirst(recentOffsets.count - 16) }
+        let previousObservation = lastObservedAt
+        lastObservedAt = now
+        guard let best = recentOffsets.max() else { return }
+        var next = best
+        if let last = applied.last, best < last.correction, last.correction - best <= Self.stepThreshold {
+            let elapsed = Double(max(0, now - (previousObservation ?? now))) / 1e9
+            next = max(best, last.correction - Self.slewPerSecond * elapsed)
+        }
+        guard next != applied.last?.correction else { return }
+        applied.append((since: max(now, applied.last?.since ?? now), correction: next))
+        // Older corrections only convert times older than an hour: keep the one in force then.
+        if let keep = applied.lastIndex(where: { $0.since <= now - Self.historyNanoseconds }), keep > 0 {
+            applied.removeFirst(keep)
+        }
     }
 
     /// The source new times come from.
@@ -57,24 +94,38 @@ public struct TimeBase: Sendable {
         return recentOffsets.isEmpty ? .unsynchronisedSystemClock : .gnssCorrected
     }
 
-    /// Correction added to the system clock, seconds.
+    /// Correction added to the system clock now, seconds.
     public var correction: Double {
-        guard !systemClockSynchronised, let best = recentOffsets.max() else { return 0 }
-        return best
+        guard !systemClockSynchronised else { return 0 }
+        return applied.last?.correction ?? 0
+    }
+
+    /// Correction added to the system clock at monotonic `time`, seconds.
+    public func correction(at time: Int64) -> Double {
+        guard !systemClockSynchronised else { return 0 }
+        return applied.last { $0.since <= time }?.correction ?? applied.first?.correction ?? 0
     }
 
     /// Epoch milliseconds of a monotonic time.
     public func epochMilliseconds(monotonic: Int64) -> Double {
-        Double(monotonic + wallMinusMonotonic) / 1e6 + correction * 1000
+        Double(monotonic + wallMinusMonotonic) / 1e6 + correction(at: monotonic) * 1000
     }
 
-    /// The monotonic time of epoch milliseconds (the inverse of ``epochMilliseconds(monotonic:)``
-    /// with today's correction): where a stored time lies on this process's clock.
+    /// The monotonic time of epoch milliseconds (the inverse of ``epochMilliseconds(monotonic:)``):
+    /// where a stored time lies on this process's clock.
     public func monotonic(epochMilliseconds: Double) -> Int64 {
-        Int64(((epochMilliseconds - correction * 1000) * 1e6).rounded()) - wallMinusMonotonic
+        let uncorrected = { (correction: Double) in
+            Int64(((epochMilliseconds - correction * 1000) * 1e6).rounded()) - wallMinusMonotonic
+        }
+        guard !systemClockSynchronised else { return uncorrected(0) }
+        for entry in applied.reversed() {
+            let time = uncorrected(entry.correction)
+            if time >= entry.since { return time }
+        }
+        return uncorrected(applied.first?.correction ?? 0)
     }
 
-    /// Epoch milliseconds of a system-clock date (with the same correction).
+    /// Epoch milliseconds of a system-clock date (with the correction in force now).
     public func epochMilliseconds(system date: Date) -> Double {
         date.timeIntervalSince1970 * 1000 + correction * 1000
     }

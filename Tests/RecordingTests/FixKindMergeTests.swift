@@ -44,11 +44,11 @@ struct FixKindMergeTests {
         var base = TimeBase(wallNanoseconds: 0, monotonicNanoseconds: 0, systemClockSynchronised: false)
         var simulated = Self.fix(.simulated)
         simulated.systemClockOffset = 30
-        base.observe(simulated)
+        base.observe(simulated, at: 0)
         #expect(base.source == .unsynchronisedSystemClock)
         var measured = Self.fix(.gps)
         measured.systemClockOffset = 30
-        base.observe(measured)
+        base.observe(measured, at: 0)
         #expect(base.source == .gnssCorrected)
     }
 }

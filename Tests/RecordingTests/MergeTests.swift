@@ -83,8 +83,8 @@ struct MergeTests {
             GNSSFix(time: Date(timeIntervalSince1970: 1000), timeOfDay: NMEATimeOfDay(microseconds: 0), mode: .threeD,
                     latitude: 1, longitude: 2, systemClockOffset: offset, arrival: Date(timeIntervalSince1970: 1000 - offset))
         }
-        base.observe(fix(3600.25))
-        base.observe(fix(3600.40))  // the least delayed report is the best estimate
+        base.observe(fix(3600.25), at: 0)
+        base.observe(fix(3600.40), at: 0)  // the least delayed report is the best estimate
         #expect(base.source == .gnssCorrected)
         #expect(abs(base.epochMilliseconds(monotonic: 0) - (1_000_000 + 3_600_400)) < 1e-6)
         base.systemClockSynchronised = true

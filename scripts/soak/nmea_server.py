@@ -79,6 +79,10 @@ class NMEAServer(LoopbackListener):
 
     def feed_loop(self):
         i = 0
+        # Paced by the wall clock, not a second's sleep after each cycle's work: on a loaded
+        # machine the work and the late wake-ups made the replay's GNSS time run 2-3 % slow,
+        # 1-2 s a minute, which the daemon's GNSS correction of the clock then had to follow.
+        started = time.monotonic()
         while not self.stopped:
             cycle = self.cycles[i % len(self.cycles)]
             shift = (i // len(self.cycles)) * len(self.cycles)
@@ -91,7 +95,7 @@ class NMEAServer(LoopbackListener):
                     except OSError:
                         self.clients.remove(c)
                         c.close()
-            time.sleep(1.0)
+            time.sleep(max(0.0, started + i - time.monotonic()))
 
     def unplug(self):
         with self.lock:
