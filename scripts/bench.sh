@@ -29,7 +29,7 @@ else
 fi
 plots_dir=$(dirname "$report")/benchmarks
 mkdir -p "$plots_dir"
-areas=${BENCH_AREAS:-dbus boards metawear backfill gnss recording uplink control footprint endurance bluez}
+areas=${BENCH_AREAS:-dbus boards metawear backfill gnss recording uplink control footprint instructions endurance bluez}
 
 # The machine, before anything of ours loads it.
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -69,6 +69,7 @@ if [[ -n "$quick" ]]; then
     export CONTROL_BENCH_RUNS=${CONTROL_BENCH_RUNS:-5}
     export FOOTPRINT_SECONDS=${FOOTPRINT_SECONDS:-12} FOOTPRINT_STEADY_AFTER=${FOOTPRINT_STEADY_AFTER:-5}
     export FOOTPRINT_STARTS=${FOOTPRINT_STARTS:-3}
+    export INSTRUCTIONS_SECONDS=${INSTRUCTIONS_SECONDS:-5}
     export ENDURANCE_IDLE_SECONDS=${ENDURANCE_IDLE_SECONDS:-10} ENDURANCE_SESSION_SECONDS=${ENDURANCE_SESSION_SECONDS:-10}
     export LINK_DROPS=${LINK_DROPS:-5} BENCH_SECONDS=${BENCH_SECONDS:-10}
 fi

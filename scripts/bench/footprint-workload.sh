@@ -3,6 +3,8 @@
 # link order follows the workload the footprint goal is measured on.
 #
 #   footprint_workload_start DIR BUS_ADDRESS MWSIM   # the boards, and the configuration below
+#   footprint_private_workload MWSIM                 # the same on a new private bus (private-bus.sh,
+#                                                    # sourced before): sets work, exports the bus address
 #   footprint_boards_start DIR BUS_ADDRESS MWSIM     # mwsim: 4 boards of both chip profiles
 #   footprint_config DIR [SINK_TOML]                 # DIR/etc/mwgated.toml
 #
@@ -33,4 +35,11 @@ footprint_config() {
 footprint_workload_start() {
     footprint_boards_start "$1" "$2" "$3"
     footprint_config "$1"
+}
+
+footprint_private_workload() {
+    private_bus_start
+    work=$bus_dir
+    export DBUS_SYSTEM_BUS_ADDRESS=$bus_address
+    footprint_workload_start "$work" "$bus_address" "$1"
 }

@@ -24,11 +24,8 @@ for binary in "$mwgated" "$mwsim" "$mwctl"; do
 done
 
 . "$here/private-bus.sh"
-private_bus_start
-work=$bus_dir
-export DBUS_SYSTEM_BUS_ADDRESS=$bus_address
 . "$here/footprint-workload.sh"
-footprint_workload_start "$work" "$bus_address" "$mwsim"
+footprint_private_workload "$mwsim"
 "$mwgated" --check-config --config "$work/etc/mwgated.toml" > /dev/null
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 raw=$(/usr/bin/python3 "$here/footprint.py" "$mwgated" "$mwctl" "$work" "$data" "$starts" "$seconds" "$steady_after" "$footprint_boards")
