@@ -33,7 +33,7 @@ public actor BlueZClient {
 
     private let mirror: DBusObjectManagerClient
     private var serviceAvailable = false
-    private var subscribers: [Int: ChangeBacklog] = [:]
+    private var subscribers: [Int: CoalescingBacklog<BlueZChange>] = [:]
     private let lapseContinuation: AsyncStream<BlueZChangesLapse>.Continuation
     private var nextSubscriber = 0
     private let work = ChildTaskQueue()
@@ -79,9 +79,13 @@ public actor BlueZClient {
         self.discoveryUUIDs = discoveryUUIDs.map { $0.lowercased() }
         // Only adapter, device and battery (Battery1) properties are state; characteristic
         // values (every StartNotify notification) are not routed to this connection at all.
+        let (lapses, lapseContinuation) = AsyncStream.makeStream(of: BlueZChangesLapse.self, bufferingPolicy: .bufferingNewest(64))
+        (self.lapses, self.lapseContinuation) = (lapses, lapseContinuation)
+        let limit = DBusObjectManagerClient.eventBacklogLimit
         mirror = DBusObjectManagerClient(connection: connection, service: BlueZNames.service, timeout: callTimeout,
-                                         followedInterfaces: [BlueZNames.adapter, BlueZNames.device, BlueZNames.battery])
-        (lapses, lapseContinuation) = AsyncStream.makeStream(of: BlueZChangesLapse.self, bufferingPolicy: .bufferingNewest(64))
+                                         followedInterfaces: [BlueZNames.adapter, BlueZNames.device, BlueZNames.battery]) { leftOut in
+            lapseContinuation.yield(BlueZChangesLapse(subscriber: "the BlueZ client's mirror", limit: limit, leftOut: leftOut))
+        }
     }
 
     private func start() async throws {
@@ -111,7 +115,8 @@ public actor BlueZClient {
         let (mirror, events) = (mirror, mirror.events)
         work.spawn { await mirror.run() }
         work.spawn { [weak self] in
-            for await event in events { await self?.forward(.object(event)) }
+            // Events the mirror's reader left out (it fell behind) are every reader's to re-read.
+            for await event in events { await self?.forward(event == .missedEvents ? .missedChanges : .object(event)) }
         }
         await work.run()
     }
@@ -140,7 +145,10 @@ public actor BlueZClient {
     /// ``BlueZChange/missedChanges`` instead of the rest (``BlueZChanges``). The stream ends
     /// when the client closes.
     public func changes(for subscriber: String, backlogLimit: Int = BlueZClient.changesBacklogLimit) -> BlueZChanges {
-        let backlog = ChangeBacklog(subscriber: subscriber, limit: backlogLimit, lapses: lapseContinuation)
+        let lapses = lapseContinuation, limit = max(backlogLimit, 1)
+        let backlog = CoalescingBacklog<BlueZChange>(limit: limit, mark: .missedChanges) { leftOut in
+            lapses.yield(BlueZChangesLapse(subscriber: subscriber, limit: limit, leftOut: leftOut))
+        }
         let id = nextSubscriber
         nextSubscriber += 1
         subscribers[id] = backlog
@@ -148,13 +156,17 @@ public actor BlueZClient {
         backlog.onTermination { [weak self] in
             work.spawn { [weak self] in await self?.unsubscribe(id) }
         }
-        return BlueZChanges(changes: backlog.stream, backlog: backlog)
+        return backlog.changes
     }
 
     private func unsubscribe(_ id: Int) { subscribers.removeValue(forKey: id)?.finish() }
 
     private func forward(_ change: BlueZChange) {
         for backlog in subscribers.values { backlog.offer(change) }
+        if change == .missedChanges {
+            // A Powered change or the scanning adapter's removal may be among the ones left out.
+            work.spawn { [self] in await recheckDiscovery() }
+        }
         if case .object(.propertiesChanged(_, BlueZNames.adapter, let changed, _)) = change,
            changed["Powered"] != nil
         {
@@ -166,6 +178,11 @@ public actor BlueZClient {
             scanningAdapter = nil
             work.spawn { [self] in await resumeDiscoveryIfNeeded() }
         }
+    }
+
+    private func recheckDiscovery() async {
+        if let adapter = scanningAdapter, await !adapters().contains(where: { $0.path == adapter }) { scanningAdapter = nil }
+        await resumeDiscoveryIfNeeded()
     }
 
     private func ownerChanged(_ available: Bool) async {

@@ -18,7 +18,14 @@ public actor DBusObjectManagerClient {
         case interfacesAdded(DBusObjectPath, Interfaces)
         case interfacesRemoved(DBusObjectPath, [String])
         case propertiesChanged(DBusObjectPath, interface: String, changed: [String: DBusValue], invalidated: [String])
+        /// The reader fell behind: events after this one, until it took it, were left out
+        /// (``events``). ``objects`` holds their result: re-read what you follow.
+        case missedEvents
     }
+
+    /// How many events may wait unread in ``events``: its reader (the BlueZ client) hands each
+    /// on at once, and each is small.
+    public static let eventBacklogLimit = 1024
 
     public let service: String
     public let managerPath: DBusObjectPath
@@ -37,9 +44,12 @@ public actor DBusObjectManagerClient {
     private var owners: AsyncThrowingStream<DBusNameOwnerChanged, any Error>?
     private var started = false
     private let work = ChildTaskQueue(limit: 2)
-    private let eventContinuation: AsyncStream<Event>.Continuation
+    private let eventBacklog: CoalescingBacklog<Event>
     /// Every change, starting with `interfacesAdded` for each object of the first snapshot.
-    public nonisolated let events: AsyncStream<Event>
+    /// At most ``eventBacklogLimit`` wait unread; a reader that falls further behind gets one
+    /// ``Event/missedEvents`` instead of the rest (``CoalescingBacklog``), and `onLapse` (of
+    /// the initializer) hears of it.
+    public nonisolated let events: CoalescedChanges<Event>
 
     /// A mirror of `service`'s ObjectManager at `managerPath`.
     ///
@@ -48,21 +58,28 @@ public actor DBusObjectManagerClient {
     /// changes hundreds of times a second but is not state (a GATT characteristic's `Value`)
     /// costs nothing here. Properties of other interfaces keep their snapshot values. nil
     /// follows every interface.
+    ///
+    /// `onLapse` hears when the reader of ``events`` falls behind (nil) and, once caught up,
+    /// how many events were left out.
     public init(connection: DBusConnection, service: String, managerPath: DBusObjectPath = .root,
-                timeout: Duration = .seconds(25), followedInterfaces: [String]? = nil) {
+                timeout: Duration = .seconds(25), followedInterfaces: [String]? = nil,
+                onLapse: @escaping @Sendable (_ leftOut: Int?) -> Void = { _ in }) {
         self.init(connection: connection, service: service, managerPath: managerPath, timeout: timeout,
-                  followedInterfaces: followedInterfaces, signalBacklogLimit: DBusConnection.signalBacklogLimit)
+                  followedInterfaces: followedInterfaces, signalBacklogLimit: DBusConnection.signalBacklogLimit,
+                  eventBacklogLimit: Self.eventBacklogLimit, onLapse: onLapse)
     }
 
     init(connection: DBusConnection, service: String, managerPath: DBusObjectPath, timeout: Duration,
-         followedInterfaces: [String]?, signalBacklogLimit: Int) {
+         followedInterfaces: [String]?, signalBacklogLimit: Int, eventBacklogLimit: Int = eventBacklogLimit,
+         onLapse: @escaping @Sendable (_ leftOut: Int?) -> Void = { _ in }) {
         self.signalBacklogLimit = signalBacklogLimit
         self.connection = connection
         self.service = service
         self.managerPath = managerPath
         self.timeout = timeout
         self.followedInterfaces = followedInterfaces
-        (events, eventContinuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)
+        eventBacklog = CoalescingBacklog(limit: eventBacklogLimit, mark: .missedEvents, onLapse: onLapse)
+        events = eventBacklog.changes
     }
 
     /// Subscribes and takes the snapshot; ``run()`` follows changes from then on (what the
@@ -135,7 +152,7 @@ public actor DBusObjectManagerClient {
         work.finish()
         signals = nil
         owners = nil
-        eventContinuation.finish()
+        eventBacklog.finish()
     }
 
     /// Interfaces of one object, or nil.
@@ -171,11 +188,11 @@ public actor DBusObjectManagerClient {
         snapshotSerial = reply.serial
         for (path, interfaces) in objects where snapshot[path] == nil {
             objects[path] = nil
-            eventContinuation.yield(.interfacesRemoved(path, interfaces.keys.sorted()))
+            eventBacklog.offer(.interfacesRemoved(path, interfaces.keys.sorted()))
         }
         for (path, interfaces) in snapshot.sorted(by: { $0.key < $1.key }) where objects[path] != interfaces {
             objects[path] = interfaces
-            eventContinuation.yield(.interfacesAdded(path, interfaces))
+            eventBacklog.offer(.interfacesAdded(path, interfaces))
         }
     }
 
@@ -184,7 +201,7 @@ public actor DBusObjectManagerClient {
         snapshotSerial = 0
         if newOwner.isEmpty {
             for (path, interfaces) in objects.sorted(by: { $0.key < $1.key }) {
-                eventContinuation.yield(.interfacesRemoved(path, interfaces.keys.sorted()))
+                eventBacklog.offer(.interfacesRemoved(path, interfaces.keys.sorted()))
             }
             objects.removeAll()
         } else {
@@ -203,20 +220,20 @@ public actor DBusObjectManagerClient {
         case (DBusStandardInterface.objectManager, "InterfacesAdded") where signal.path == managerPath:
             guard let added = try? DBusInterfacesAdded(signal) else { return }
             objects[added.path, default: [:]].merge(added.interfaces) { _, new in new }
-            eventContinuation.yield(.interfacesAdded(added.path, added.interfaces))
+            eventBacklog.offer(.interfacesAdded(added.path, added.interfaces))
         case (DBusStandardInterface.objectManager, "InterfacesRemoved") where signal.path == managerPath:
             guard let removed = try? DBusInterfacesRemoved(signal) else { return }
             guard var interfaces = objects[removed.path] else { return }
             for name in removed.interfaces { interfaces[name] = nil }
             objects[removed.path] = interfaces.isEmpty ? nil : interfaces
-            eventContinuation.yield(.interfacesRemoved(removed.path, removed.interfaces))
+            eventBacklog.offer(.interfacesRemoved(removed.path, removed.interfaces))
         case (DBusStandardInterface.properties, "PropertiesChanged"):
             guard let change = try? DBusPropertiesChanged(signal),
                   var properties = objects[change.path]?[change.interface] else { return }
             properties.merge(change.changed) { _, new in new }
             for name in change.invalidated { properties[name] = nil }
             objects[change.path]?[change.interface] = properties
-            eventContinuation.yield(.propertiesChanged(change.path, interface: change.interface,
+            eventBacklog.offer(.propertiesChanged(change.path, interface: change.interface,
                                                        changed: change.changed, invalidated: change.invalidated))
         default:
             break

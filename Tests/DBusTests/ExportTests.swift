@@ -1,5 +1,6 @@
 @testable import DBus
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
 
@@ -104,11 +105,7 @@ private let path: DBusObjectPath = "/org/mwgate/test"
     /// Changes are applied only while `run()` runs (what comes before waits, in order), and
     /// cancelling the scope that runs it ends the following.
     @Test(.timeLimit(.minutes(1))) func changesAreFollowedWhileRunRunsAndStopWithItsScope() async throws {
-        try await withBus { bus, server in
-            server.exportObjectManager(at: "/")
-            #expect(try await server.requestName("org.mwgate.Scoped") == .primaryOwner)
-            let client = try await DBusConnection(address: bus.address)
-            defer { client.close() }
+        try await withObjectManagerService("org.mwgate.Scoped") { server, client in
             let added = try await client.interfacesAdded(sender: "org.mwgate.Scoped", managerPath: "/")
             let mirror = DBusObjectManagerClient(connection: client, service: "org.mwgate.Scoped")
             try await mirror.start()
@@ -130,11 +127,7 @@ private let path: DBusObjectPath = "/org/mwgate/test"
     /// A subscription whose reader does not keep up holds at most its backlog limit, then ends
     /// with an error that says so: no signal goes missing unnoticed, no memory grows unbounded.
     @Test func aReaderThatFallsBehindGetsAnErrorNotAGap() async throws {
-        try await withBus { bus, server in
-            server.exportObjectManager(at: "/")
-            #expect(try await server.requestName("org.mwgate.Flood") == .primaryOwner)
-            let client = try await DBusConnection(address: bus.address)
-            defer { client.close() }
+        try await withObjectManagerService("org.mwgate.Flood") { server, client in
             let rule = DBusMatchRule(sender: "org.mwgate.Flood", interface: DBusStandardInterface.objectManager,
                                      member: "InterfacesAdded", path: "/")
             let slow = try await client.signals(matching: rule, backlogLimit: 4)
@@ -155,11 +148,7 @@ private let path: DBusObjectPath = "/org/mwgate/test"
     /// A mirror whose subscription overflowed while nothing ran it subscribes again and takes
     /// a new snapshot: every object is mirrored and reported.
     @Test func aMirrorThatFellBehindCatchesUpFromASnapshot() async throws {
-        try await withBus { bus, server in
-            server.exportObjectManager(at: "/")
-            #expect(try await server.requestName("org.mwgate.Behind") == .primaryOwner)
-            let client = try await DBusConnection(address: bus.address)
-            defer { client.close() }
+        try await withObjectManagerService("org.mwgate.Behind") { server, client in
             let observer = try await client.interfacesAdded(sender: "org.mwgate.Behind", managerPath: "/")
             let expected = try (0..<5).map { try DBusObjectPath("/dev_\($0)") }
             let late = DBusObjectManagerClient(connection: client, service: "org.mwgate.Behind", managerPath: .root,
@@ -182,12 +171,33 @@ private let path: DBusObjectPath = "/org/mwgate/test"
         }
     }
 
+    /// A mirror whose reader reads nothing holds at most its limit of events: the oldest,
+    /// then the mark for the rest; the objects hold every change, and the lapse is told twice.
+    @Test func aMirrorsReaderThatFallsBehindGetsTheOldestEventsThenTheMark() async throws {
+        try await withObjectManagerService("org.mwgate.Slow") { server, client in
+            let lapses = Mutex<[Int?]>([])
+            let mirror = DBusObjectManagerClient(connection: client, service: "org.mwgate.Slow", managerPath: .root,
+                                                 timeout: eventually, followedInterfaces: nil,
+                                                 signalBacklogLimit: DBusConnection.signalBacklogLimit, eventBacklogLimit: 2) {
+                leftOut in lapses.withLock { $0.append(leftOut) }
+            }
+            let expected = try (0..<5).map { try DBusObjectPath("/dev_\($0)") }
+            try await following(mirror) {
+                for path in expected { try await server.export(device(path.description), at: path) }
+                try await waitUntil("the five objects mirrored") { await mirror.paths(implementing: "org.mwgate.Device") == expected }
+                #expect(lapses.withLock { $0 } == [nil])
+                var reader = mirror.events.makeAsyncIterator()
+                var added: [DBusObjectPath] = []
+                for _ in 0..<2 { if case .interfacesAdded(let path, _) = await reader.next() { added.append(path) } }
+                #expect(added == Array(expected.prefix(2)))
+                #expect(await reader.next() == .missedEvents)
+                #expect(lapses.withLock { $0 } == [nil, 3])
+            }
+        }
+    }
+
     @Test func snapshotTakenWhileObjectsChangeLosesNothing() async throws {
-        try await withBus { bus, server in
-            server.exportObjectManager(at: "/")
-            #expect(try await server.requestName("org.mwgate.Busy") == .primaryOwner)
-            let client = try await DBusConnection(address: bus.address)
-            defer { client.close() }
+        try await withObjectManagerService("org.mwgate.Busy") { server, client in
             let added = try await client.interfacesAdded(sender: "org.mwgate.Busy", managerPath: "/")
             let removed = try await client.interfacesRemoved(sender: "org.mwgate.Busy", managerPath: "/")
             let churn = Task {

@@ -17,6 +17,18 @@ func withBus<T>(_ body: (TestBus, DBusConnection) async throws -> T) async throw
     }
 }
 
+/// Runs `body` with `server` owning `name` on a fresh private bus and exporting an
+/// ObjectManager at `/`, and a `client` connection to the same bus.
+func withObjectManagerService(_ name: String, _ body: (_ server: DBusConnection, _ client: DBusConnection) async throws -> Void) async throws {
+    try await withBus { bus, server in
+        server.exportObjectManager(at: "/")
+        #expect(try await server.requestName(name) == .primaryOwner)
+        let client = try await DBusConnection(address: bus.address)
+        defer { client.close() }
+        try await body(server, client)
+    }
+}
+
 /// An exported test service: echo, slow, failing and fd methods, plus a property.
 actor TestService {
     var level: Int32 = 5
