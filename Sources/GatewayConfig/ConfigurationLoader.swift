@@ -53,6 +53,7 @@ public enum ConfigurationLoader {
         if let (table, line) = top.table("log") { issues += readLog(table, line: line, file: file, into: &config.log) }
         issues += top.finish()
         if issues.isEmpty, let issue = flashRefusal(config, root: root, file: file) { issues.append(issue) }
+        if issues.isEmpty, let issue = alwaysModeRefusal(config, root: root, file: file) { issues.append(issue) }
         guard issues.isEmpty else { throw ConfigurationErrors(issues) }
         return config
     }
@@ -156,6 +157,24 @@ public enum ConfigurationLoader {
         var line = 0
         if case .table(let session)? = root["session"]?.value { line = session["max_duration"]?.keyPosition.line ?? 0 }
         return ConfigurationIssue(file: file, line: line, key: "session.max_duration", message: refusal)
+    }
+
+    /// `mode = "always"` at a logged rate: an always-mode session starts on the first streamed
+    /// sample, and a logged board streams none, so the gateway would never record. Refused
+    /// here rather than left to fail silently in the field.
+    static func alwaysModeRefusal(_ config: GatewayConfiguration, root: TOMLTable, file: String) -> ConfigurationIssue? {
+        guard config.session.mode == .always, let streaming = try? config.boards.streaming(),
+              !streaming.logged.isEmpty else { return nil }
+        let rates = [("gyro_rate", config.boards.gyro.rate.hertz), ("accelerometer_rate", config.boards.accelerometer?.rate.hertz)]
+            .compactMap { key, hertz in hertz.map { (key, $0) } }
+            .filter { StreamingConfiguration.isBeyondTheLink(hertz: $0.1) }
+        let named = rates.map { "boards.\($0.0) = \(format($0.1))" }.joined(separator: ", ")
+        var line = 0
+        if case .table(let session)? = root["session"]?.value { line = session["mode"]?.keyPosition.line ?? 0 }
+        return ConfigurationIssue(file: file, line: line, key: "session.mode",
+            message: "\"always\" starts a session on the first streamed sample, and with \(named) and backfill = true the boards "
+                + "log to flash and stream nothing, so no session would start; use mode = \"manual\" (start and stop with "
+                + "mwctl or a board's button), or a rate below \(format(StreamingConfiguration.loggedRateFloor)) Hz")
     }
 
     static func checkAddresses(_ values: [String], key: String, reader: inout TableReader) -> [String] {

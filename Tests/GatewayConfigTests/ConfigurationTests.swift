@@ -171,6 +171,20 @@ let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         #expect(boards.logged.isEmpty)
     }
 
+    @Test func alwaysModeAtALoggedRateIsRefusedAtLoadNamingBothKeys() throws {
+        #expect(issues("[boards]\ngyro_rate = 800\nbackfill = true\n[session]\nmode = \"always\"\n") == [
+            "/etc/mwgate/mwgated.toml:5: session.mode: \"always\" starts a session on the first streamed sample, and with "
+                + "boards.gyro_rate = 800 and backfill = true the boards log to flash and stream nothing, so no session would "
+                + "start; use mode = \"manual\" (start and stop with mwctl or a board's button), or a rate below 400 Hz"
+        ])
+        let both = "[boards]\ngyro_rate = 1600\naccelerometer = true\naccelerometer_rate = 800\nbackfill = true\n"
+            + "[session]\nmode = \"always\"\n"
+        #expect(issues(both).first?.contains("with boards.gyro_rate = 1600, boards.accelerometer_rate = 800 and backfill") == true)
+        #expect(try parse("[boards]\ngyro_rate = 800\nbackfill = true\n[session]\nmode = \"manual\"\n").session.mode == .manual)
+        #expect(try parse("[boards]\ngyro_rate = 100\nbackfill = true\n[session]\nmode = \"always\"\n").session.mode == .always,
+                "streamed rates start an always-mode session on their first sample")
+    }
+
     @Test func sessionLength() throws {
         #expect(try parse("").session.maxDuration == nil)
         #expect(try parse("[session]\nmax_duration = 3600\n").session.maxDuration == 3600)
