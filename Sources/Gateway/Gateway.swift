@@ -16,8 +16,8 @@ import UnixSignals
 /// Startup order (``assemble(settings:logger:clockProbe:)``): open the buffer and close
 /// sessions a crash left open (`recoverInterruptedSessions`) → open the BlueZ client for the
 /// boards → make the GNSS source → the pipeline. ``serviceGroup(adding:gracefulShutdownSignals:onRunning:)``
-/// runs them (and the added services) together; at a graceful shutdown they all begin stopping
-/// at once: the seal waits only for the boards' last samples (see ``RecordingService``).
+/// runs them (and the added services); at a graceful shutdown all but GNSS begin stopping at
+/// once, GNSS after the seal: the seal waits only for the boards' last samples (see ``RecordingService``).
 ///
 /// Where the other parts plug in: the configuration produces ``GatewaySettings``; the
 /// logging backend (journald) is bootstrapped by the executable before it builds the
@@ -103,14 +103,16 @@ public struct Gateway: Sendable {
             logger: logger)
     }
 
-    /// The gateway's services and `extra` (sync, control API, the daemon's own), as one
-    /// service whose parts all begin stopping at a graceful shutdown (``ServicesStoppingTogether``):
-    /// the boards' stop, the recording's seal (which waits for the boards' last samples) and the
-    /// rest at once, so a SIGTERM takes as long as the slowest of them, not their sum.
-    /// `onRunning` is called once the pipeline ticks (readiness).
+    /// The GNSS service, then the gateway's other services and `extra` (sync, control API,
+    /// the daemon's own) as one service whose parts all begin stopping at a graceful shutdown
+    /// (``ServicesStoppingTogether``): the boards' stop, the recording's seal (which waits for
+    /// the boards' last samples) and the rest at once, so a SIGTERM takes as long as the
+    /// slowest of them, not their sum. GNSS stops after them (a group stops its services in
+    /// reverse order): the fixes keep coming until the seal, so the boards' last samples get
+    /// their locations. `onRunning` is called once the pipeline ticks (readiness).
     public func services(adding extra: [any Service] = [], onRunning: (@Sendable () async -> Void)? = nil) -> [any Service] {
         let recording = onRunning.map { RecordingService(pipeline: pipeline, logger: logger, onRunning: $0) } ?? recording
-        return [ServicesStoppingTogether([boards, gnss, recording] + extra, logger: logger)]
+        return [gnss, ServicesStoppingTogether([boards, recording] + extra, logger: logger)]
     }
 
     /// A service group running ``services(adding:onRunning:)``, shut down gracefully by
