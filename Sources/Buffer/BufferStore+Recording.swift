@@ -132,7 +132,7 @@ extension BufferStore: RecordingStore {
         // its samples (history adds them live). So a seal into a recording session writes no
         // session, summary or day page. A seal into any other session updates them here.
         // A recovered session ends with its last point: a correction chunk of its restart gap
-        // (see `restartGaps(sessionIDs:)`) moves its end.
+        // (see `restartGaps()`) moves its end.
         if !found.live {
             try db.execute(sql: """
                 UPDATE sessions SET point_count = point_count + ?1, missed = missed + ?4,
@@ -290,6 +290,7 @@ extension BufferStore: RecordingStore {
                 }
                 try db.execute(sql: "DELETE FROM open_chunks WHERE session_id = ?", arguments: [id])
                 try db.execute(sql: "DELETE FROM open_segments WHERE session_id = ?", arguments: [id])
+                try Self.openRestartGaps(db, sessionID: id)
                 // The track distance lived in memory; rebuild it from the stored locations.
                 var distance = TrackDistance()
                 var lastTimestamp: Double?

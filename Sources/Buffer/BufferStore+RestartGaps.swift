@@ -2,47 +2,113 @@ import Foundation
 import GRDB
 import Recording
 
+/// The gaps a gateway restart left (issue 21), kept in `restart_gaps` until the board's flash
+/// log fills them: one row per recovered session and board, opened by startup recovery, given
+/// its end once the board streams again (`until_ms`: the new stream's first sample), and
+/// deleted once filled. A second restart before that finds the row, so the gap is filled after
+/// any number of restarts while the board still holds it.
 extension BufferStore {
     /// How much of a board's stored stream a restart gap keeps as its tail, milliseconds: more
     /// than the flash log holds from before a crash while it is trimmed (10 s and a margin).
     static let restartTailMilliseconds = 60_000.0
 
-    /// The gaps a gateway restart left in `sessionIDs` (the sessions
-    /// ``recoverInterruptedSessions()`` closed, awaiting their survey): per session and board,
-    /// the board's last stored points (about its last minute) and the seq its next chunk gets.
-    /// The board's flash log fills them when it streams again (``RestartGap``).
-    public func restartGaps(sessionIDs: [String]) throws -> [RestartGap] {
-        try reader.read { db in
-            var gaps: [RestartGap] = []
-            for id in sessionIDs {
-                guard try String.fetchOne(db, sql: "SELECT state FROM sessions WHERE id = ?", arguments: [id]) == "awaiting_survey" else {
-                    continue
-                }
-                let boards = try String.fetchAll(db, sql: "SELECT DISTINCT board FROM chunks WHERE session_id = ? ORDER BY board",
-                                                 arguments: [id])
-                for board in boards {
-                    // Newest chunk first, until the tail spans its minute.
-                    let rows = try Row.fetchCursor(db, sql: """
-                        SELECT seq, last_ts, \(Self.storedPointsColumn) FROM chunks
-                        WHERE session_id = ? AND board = ? ORDER BY seq DESC
-                        """, arguments: [id, board])
-                    var nextSeq: Int?
-                    var chunks: [[RecordedPoint]] = []
-                    var newest: Double?
-                    while let row = try rows.next() {
-                        nextSeq = nextSeq ?? (row["seq"] as Int) + 1
-                        let points = Self.decodeSalvaging([UInt8]((row["stored_points"] as Data?) ?? Data()))
-                        guard !points.isEmpty else { break }
-                        newest = newest ?? points.last?.gyroscope.timestamp
-                        chunks.append(points)
-                        if let newest, let first = points.first, newest - first.gyroscope.timestamp >= Self.restartTailMilliseconds { break }
-                    }
-                    guard let nextSeq, let newest else { continue }
-                    let tail = chunks.reversed().joined().filter { newest - $0.gyroscope.timestamp <= Self.restartTailMilliseconds }
-                    gaps.append(RestartGap(sessionID: id, board: board, nextSeq: nextSeq, tail: Array(tail)))
-                }
-            }
-            return gaps
+    /// v6: the restart gaps waiting for a board's flash log.
+    static func createRestartGaps(_ db: Database) throws {
+        try db.execute(sql: """
+            CREATE TABLE restart_gaps (
+                session_id TEXT NOT NULL,
+                board TEXT NOT NULL,
+                until_ms REAL,
+                PRIMARY KEY (session_id, board)
+            ) WITHOUT ROWID;
+            """)
+    }
+
+    /// Opens a restart gap for each board with points in `sessionID` (recovery, in its
+    /// transaction).
+    static func openRestartGaps(_ db: Database, sessionID: String) throws {
+        try db.execute(sql: """
+            INSERT OR IGNORE INTO restart_gaps (session_id, board)
+            SELECT DISTINCT session_id, board FROM chunks WHERE session_id = ?
+            """, arguments: [sessionID])
+    }
+
+    /// The restart gaps still waiting for a board's log: in sessions recovered at startup, now
+    /// or at an earlier start, that still await their survey (a submitted records document
+    /// names its chunks for good, so a correction could not be found by it; such rows go).
+    public func restartGaps() throws -> [RestartGap] {
+        let rows = try writer.write { db -> [Row] in
+            try db.execute(sql: """
+                DELETE FROM restart_gaps WHERE session_id NOT IN (SELECT id FROM sessions WHERE state = 'awaiting_survey')
+                """)
+            return try Row.fetchAll(db, sql: """
+                SELECT g.session_id, g.board, g.until_ms FROM restart_gaps g JOIN sessions s ON s.id = g.session_id
+                ORDER BY g.board, s.started_at
+                """)
         }
+        return try reader.read { db in
+            try rows.compactMap { row in
+                try restartGap(db, sessionID: row["session_id"], board: row["board"], until: row["until_ms"])
+            }
+        }
+    }
+
+    /// The gaps a gateway restart left in `sessionIDs`, as ``restartGaps()`` gives them.
+    public func restartGaps(sessionIDs: [String]) throws -> [RestartGap] {
+        try restartGaps().filter { sessionIDs.contains($0.sessionID) }
+    }
+
+    /// The restart gap of `board` in `sessionID` ends at `until` (epoch ms).
+    public func restartGapBounded(sessionID: String, board: String, until: Double) throws {
+        try writer.write { db in
+            try db.execute(sql: "UPDATE restart_gaps SET until_ms = ? WHERE session_id = ? AND board = ?",
+                           arguments: [until, sessionID, board])
+        }
+    }
+
+    /// The restart gap of `board` in `sessionID` is filled, or can no longer be.
+    public func restartGapClosed(sessionID: String, board: String) throws {
+        try writer.write { db in
+            try db.execute(sql: "DELETE FROM restart_gaps WHERE session_id = ? AND board = ?", arguments: [sessionID, board])
+        }
+    }
+
+    /// A board's gap in a session: its last stored points (about its last minute), the seq its
+    /// next chunk gets, and with its end the board's first stored points from there on (in any
+    /// session: what the stream after the restart recorded).
+    private func restartGap(_ db: Database, sessionID: String, board: String, until: Double?) throws -> RestartGap? {
+        // Newest chunk first, until the tail spans its minute.
+        let rows = try Row.fetchCursor(db, sql: """
+            SELECT seq, last_ts, \(Self.storedPointsColumn) FROM chunks
+            WHERE session_id = ? AND board = ? ORDER BY seq DESC
+            """, arguments: [sessionID, board])
+        var nextSeq: Int?
+        var chunks: [[RecordedPoint]] = []
+        var newest: Double?
+        while let row = try rows.next() {
+            nextSeq = nextSeq ?? (row["seq"] as Int) + 1
+            let points = Self.decodeSalvaging([UInt8]((row["stored_points"] as Data?) ?? Data()))
+            guard !points.isEmpty else { break }
+            newest = newest ?? points.last?.gyroscope.timestamp
+            chunks.append(points)
+            if let newest, let first = points.first, newest - first.gyroscope.timestamp >= Self.restartTailMilliseconds { break }
+        }
+        guard let nextSeq, let newest else { return nil }
+        let tail = chunks.reversed().joined().filter { newest - $0.gyroscope.timestamp <= Self.restartTailMilliseconds }
+        var head: [RecordedPoint] = []
+        if let until {
+            let after = try Row.fetchCursor(db, sql: """
+                SELECT \(Self.storedPointsColumn) FROM chunks
+                WHERE session_id IN (SELECT id FROM sessions WHERE started_at >= (SELECT started_at FROM sessions WHERE id = ?1)
+                                     AND id <> ?1)
+                  AND board = ?2 AND last_ts >= ?3
+                ORDER BY first_ts LIMIT 2
+                """, arguments: [sessionID, board, until])
+            while let row = try after.next() {
+                head += Self.decodeSalvaging([UInt8]((row["stored_points"] as Data?) ?? Data()))
+                    .filter { $0.gyroscope.timestamp >= until && $0.gyroscope.timestamp - until <= Self.restartTailMilliseconds }
+            }
+        }
+        return RestartGap(sessionID: sessionID, board: board, nextSeq: nextSeq, tail: Array(tail), until: until, head: head)
     }
 }

@@ -291,6 +291,7 @@ public final class BufferStore: Sendable {
         m.registerMigration("v3-open-segments") { db in try createOpenSegments(db) }
         m.registerMigration("v4-chunk-points") { db in try createChunkPoints(db) }
         m.registerMigration("v5-missed-samples") { db in try addMissedSamples(db) }
+        m.registerMigration("v6-restart-gaps") { db in try createRestartGaps(db) }
         return m
     }
 

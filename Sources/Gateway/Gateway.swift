@@ -85,8 +85,9 @@ public struct Gateway: Sendable {
 
         // What the boards logged while no gateway ran is in their flash logs.
         var restartGaps: [RestartGap] = []
-        if settings.backfill, !recovered.isEmpty {
-            do { restartGaps = try store.restartGaps(sessionIDs: recovered) } catch {
+        // Those of an earlier start not filled yet too (the store keeps them until filled).
+        if settings.backfill {
+            do { restartGaps = try store.restartGaps() } catch {
                 logger.warning("the recovered sessions' restart gaps cannot be read, they stay unfilled: \(error)")
             }
         }

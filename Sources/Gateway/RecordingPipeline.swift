@@ -82,8 +82,8 @@ public actor RecordingPipeline {
     public nonisolated var unownedExecutor: UnownedSerialExecutor { RecordingThread.shared.asUnownedSerialExecutor() }
 
     /// A pipeline writing into `store`. `timeline` maps event instants to the Recording clock.
-    /// `restartGaps` are the gaps a restart left in the sessions startup recovery closed
-    /// (``BufferStore/restartGaps(sessionIDs:)``): each board's flash log fills its gap when
+    /// `restartGaps` are the gaps restarts left in the sessions startup recovery closed (now or before)
+    /// (``BufferStore/restartGaps()``, kept until filled): each board's flash log fills its gap when
     /// it streams again.
     public init(settings: GatewaySettings, store: BufferStore, logger: Logger,
                 clockProbe: any ClockSynchronisationProbe = KernelClockSynchronisation(),

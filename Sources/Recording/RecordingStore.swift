@@ -163,4 +163,16 @@ public protocol RecordingStore: AnyObject {
     @discardableResult func submitSurvey(sessionID: String, survey: HazardSurvey, submittedAt: Date) throws -> RecordsDocument
     /// Sessions stopped but without a submitted survey, oldest first (a previous run's too).
     func sessionsAwaitingSurvey() throws -> [String]
+    /// The restart gap of `board` in `sessionID` (``RestartGap``) ends at `until`, epoch ms:
+    /// kept, so a gateway started after another restart still fills it.
+    func restartGapBounded(sessionID: String, board: String, until: Double) throws
+    /// The restart gap of `board` in `sessionID` is filled, or can no longer be.
+    func restartGapClosed(sessionID: String, board: String) throws
+}
+
+extension RecordingStore {
+    /// A store that keeps no restart gaps (it keeps nothing across a restart).
+    public func restartGapBounded(sessionID: String, board: String, until: Double) throws {}
+    /// A store that keeps no restart gaps.
+    public func restartGapClosed(sessionID: String, board: String) throws {}
 }

@@ -18,14 +18,23 @@ public struct RestartGap: Hashable, Sendable {
     public var tail: [RecordedPoint]
     /// Time of the last stored point before the gap, epoch ms: the gap begins after it.
     public var after: Double?
+    /// Where the gap ends, epoch ms (the first sample of the board's stream after the restart),
+    /// when a gateway before this one saw that stream; nil until the board streams again.
+    public var until: Double?
+    /// With `until`: the board's first stored points from there on (what that stream recorded),
+    /// the anchors after the gap.
+    public var head: [RecordedPoint]
 
     /// Every field; the gap begins after `after`, by default after the tail's last point.
-    public init(sessionID: String, board: String, nextSeq: Int, tail: [RecordedPoint], after: Double? = nil) {
+    public init(sessionID: String, board: String, nextSeq: Int, tail: [RecordedPoint], after: Double? = nil,
+                until: Double? = nil, head: [RecordedPoint] = []) {
         self.sessionID = sessionID
         self.board = board
         self.nextSeq = nextSeq
         self.tail = tail
         self.after = after ?? tail.last?.gyroscope.timestamp
+        self.until = until
+        self.head = head
     }
 }
 
@@ -34,8 +43,8 @@ public struct RestartGap: Hashable, Sendable {
 /// same way, with the stream's first sample after it as its end.
 struct PendingRestartGap {
     var gap: RestartGap
-    /// Monotonic time of the first sample of the board's new stream: the gap ends before it.
-    var streamResumedAt: Int64?
+    /// Time of the first sample of the board's new stream, epoch ms: the gap ends before it.
+    var until: Double?
     /// Logged samples downloaded so far.
     var logged = LoggedSamples()
     /// Time of the last point sealed into the session, epoch ms (the tail's at first).
@@ -47,9 +56,15 @@ struct PendingRestartGap {
     /// board may be detached, or streaming into the next session, by the time its log comes).
     /// Nil for a restart gap, which uses the board's new stream.
     var stoppedStream: (gyroRate: Double, merger: LocationMerger<GyroItem>)?
+    /// The board's log was asked for (once the gap is bounded and the board streams).
+    var requested = false
+    /// The logged samples sealed so far: a later page's plan may place one of them again
+    /// (its anchors moved), and it is not stored twice.
+    var sealedSamples: Set<BackfillKey> = []
 
     init(_ gap: RestartGap) {
         self.gap = gap
+        until = gap.until
         sealedThrough = gap.after
     }
 }

@@ -9,10 +9,17 @@ import MetaWear
 /// records document names every chunk of the session), each marked `backfilled`. Until then the
 /// board's log is not trimmed, so nothing of the gap is deleted before it is stored.
 extension SessionController {
-    /// The restart gaps of the sessions startup recovery closed, one per board: each is filled
-    /// from the board's flash log once it streams again.
+    /// The restart gaps of the sessions startup recovery closed (now or at an earlier start),
+    /// one per session and board: each is filled from the board's flash log once it streams
+    /// again (a gap bounded by an earlier gateway, at once when the board streams).
     public func expectRestartBackfill(_ gaps: [RestartGap]) {
-        for gap in gaps where gap.after != nil { restartGaps[gap.board] = PendingRestartGap(gap) }
+        for gap in gaps where gap.after != nil {
+            var pending = restartGaps[gap.board, default: []]
+            guard !pending.contains(where: { $0.gap.sessionID == gap.sessionID }) else { continue }
+            pending.append(PendingRestartGap(gap))
+            pending.sort { ($0.gap.after ?? 0) < ($1.gap.after ?? 0) }
+            restartGaps[gap.board] = pending
+        }
     }
 
     /// Whether a restart gap of `board` still waits for its flash log.
@@ -22,7 +29,7 @@ extension SessionController {
     /// for (a restart gap, or a gap its stop came too early for): its survey had better wait,
     /// since a correction chunk sealed after the survey would not be named by its records.
     public func hasPendingCorrections(sessionID: String) -> Bool {
-        restartGaps.values.contains { $0.gap.sessionID == sessionID }
+        restartGaps.values.contains { $0.contains { $0.gap.sessionID == sessionID } }
     }
 
     /// The session stops while `board`'s points after a gap wait for the download that fills
@@ -35,7 +42,7 @@ extension SessionController {
         guard restartGaps[board] == nil, let stream = boards[board], let hold = stream.hold, let after = hold.after,
               let first = hold.points.first else { return nil }
         var pending = PendingRestartGap(RestartGap(sessionID: sessionID, board: board, nextSeq: 0, tail: [], after: after))
-        pending.streamResumedAt = timeBase.monotonic(epochMilliseconds: first.point.gyroscope.timestamp)
+        pending.until = first.point.gyroscope.timestamp
         pending.logged = hold.logged
         pending.stoppedStream = (stream.gyroRate, stream.merger)
         return pending
@@ -46,49 +53,88 @@ extension SessionController {
     func waitForStopGap(_ kept: PendingRestartGap?, board: String) {
         guard var kept else { return }
         kept.gap.nextSeq = boards[board]?.seq ?? kept.gap.nextSeq
-        restartGaps[board] = kept
+        restartGaps[board, default: []].append(kept)
         requestRestartBackfill(board: board)
     }
 
-    /// The board's stream after the restart began at monotonic `time`: the gap ends there, and
-    /// its log can be read (once it keeps one).
+    /// The board streams after the restart, from monotonic `time`: a gap not bounded yet ends
+    /// there (kept in the store, so a later gateway knows it), and its log can be read (once
+    /// it keeps one).
     func restartStreamResumed(board: String, at time: Int64) {
-        guard restartGaps[board] != nil, restartGaps[board]?.streamResumedAt == nil else { return }
-        restartGaps[board]?.streamResumedAt = time
+        guard let gaps = restartGaps[board] else { return }
+        for k in gaps.indices where gaps[k].until == nil {
+            let until = timeBase.epochMilliseconds(monotonic: time)
+            restartGaps[board]?[k].until = until
+            do { try store.restartGapBounded(sessionID: gaps[k].gap.sessionID, board: board, until: until) } catch {
+                lastStoreError = "restart gap of \(board) in session \(gaps[k].gap.sessionID) not kept: \(error)"
+            }
+        }
         requestRestartBackfill(board: board)
     }
 
-    /// Asks for `board`'s log when its restart gap is bounded and the board logs.
+    /// Asks for `board`'s log once, when all its restart gaps are bounded, the board logs and
+    /// streams (its stream's scale and anchors are needed).
     func requestRestartBackfill(board: String) {
-        guard restartGaps[board]?.streamResumedAt != nil, backfillBoards.contains(board) else { return }
+        guard let gaps = restartGaps[board], gaps.allSatisfy({ $0.until != nil }), gaps.contains(where: { !$0.requested }),
+              backfillBoards.contains(board), streamed[board]?.scale != nil else { return }
+        for k in gaps.indices { restartGaps[board]?[k].requested = true }
         backfillRequests.insert(board)
     }
 
-    /// A page of `board`'s log for its restart gap. Pages come oldest first, so the samples of
-    /// the gap each page completes are final once placed: they are sealed into the interrupted
+    /// A page of `board`'s log for its restart gaps. Pages come oldest first, so the samples of
+    /// a gap each page completes are final once placed: they are sealed into the interrupted
     /// session at once. Returns whether what the page holds is stored (the board may delete it).
     func backfillRestartGap(board: String, page: [LoggedSample], bootOrigins: [UInt8: Int64], complete: Bool,
                             outcome: inout BackfillOutcome) -> Bool {
-        guard var pending = restartGaps[board], let resumed = pending.streamResumedAt, let after = pending.gap.after else { return true }
+        guard let gaps = restartGaps[board] else { return true }
+        var stored = true
+        var open: [PendingRestartGap] = []
+        for var pending in gaps {
+            let (gapStored, finished) = backfill(&pending, board: board, page: page, bootOrigins: bootOrigins, complete: complete,
+                                                 outcome: &outcome)
+            stored = stored && gapStored
+            if finished {
+                do { try store.restartGapClosed(sessionID: pending.gap.sessionID, board: board) } catch {
+                    lastStoreError = "restart gap of \(board) in session \(pending.gap.sessionID) not closed: \(error)"
+                }
+            } else {
+                open.append(pending)
+            }
+        }
+        restartGaps[board] = open.isEmpty ? nil : open
+        return stored
+    }
+
+    /// One gap's part of a page: whether what it needs of the page is stored, and whether the
+    /// gap is done (filled, or its session's records document is written).
+    private func backfill(_ pending: inout PendingRestartGap, board: String, page: [LoggedSample], bootOrigins: [UInt8: Int64],
+                          complete: Bool, outcome: inout BackfillOutcome) -> (stored: Bool, finished: Bool) {
+        guard let until = pending.until, let after = pending.gap.after else { return (true, false) }
         pending.logged.add(page, bootOrigins: bootOrigins)
-        restartGaps[board] = pending
         guard awaitingSurvey.contains(pending.gap.sessionID) else {
             // Its survey was submitted meanwhile: the records document is written and names
             // its chunks, so a correction could no longer be found by it.
             lastStoreError = "restart gap of \(board) not filled: session \(pending.gap.sessionID) was submitted first"
-            restartGaps[board] = nil
-            return true
+            return (true, true)
         }
         guard let stream = pending.stoppedStream ?? boards[board].map({ (gyroRate: $0.gyroRate, merger: $0.merger) }),
-              let window = streamed[board], let scale = window.scale else { return false }
-        let until = timeBase.epochMilliseconds(monotonic: resumed)
+              let window = streamed[board], let scale = window.scale else { return (false, false) }
         let periodMs = 1000 / stream.gyroRate
         var points: [RecordedPoint] = []
         var previous = pending.sealedThrough ?? after
-        let accelerometer = backfilledAccelerometer(board: board, stored: pending.gap.tail)
+        let accelerometer = backfilledAccelerometer(board: board, stored: pending.gap.tail + pending.gap.head)
+        // A gap an earlier gateway bounded ends where the stream it recorded begins: its first
+        // second is stored with squeezed times (see `placeRestartGap`), so the end is found by
+        // the stored samples themselves (a logged sample with a stored one's raw counts was
+        // recorded) rather than by time alone.
+        let storedAfter = Set(pending.gap.head.filter { $0.gyroscope.timestamp < until + 1000 }.map {
+            RawVector(counts: ($0.gyroscope.x, $0.gyroscope.y, $0.gyroscope.z), scale: scale)
+        })
+        let end = storedAfter.isEmpty ? until - periodMs / 2 : until + 1000
         for sample in placeRestartGap(pending, window: window, scale: scale, rate: stream.gyroRate) {
             let time = timeBase.epochMilliseconds(monotonic: sample.time)
-            guard time > previous + periodMs / 2, time < until - periodMs / 2 else { continue }
+            guard time > previous + periodMs / 2, time < end, !storedAfter.contains(sample.raw),
+                  pending.sealedSamples.insert(BackfillKey(resetUID: sample.resetUID, tick: sample.tick)).inserted else { continue }
             let value = MotionSamples(single: sample.raw, scale: scale)[0]
             let located = stream.merger.locate(GyroItem(sample: value, missedBefore: 0, source: timeBase.source), time)
             let missed = max(0, Int(((time - previous) / periodMs).rounded()) - 1)
@@ -98,20 +144,22 @@ extension SessionController {
                                         gapMilliseconds: Int((time - previous).rounded()), backfilled: true))
             previous = time
         }
-        guard sealRestartCorrection(board: board, points) else { return false }
+        guard sealRestartCorrection(&pending, board: board, points) else { return (false, false) }
         outcome.filled += points.count
-        if complete, let done = restartGaps.removeValue(forKey: board) {
-            let expected = max(0, Int(((until - after) / periodMs).rounded()) - 1)
-            outcome.stillMissing += max(0, expected - done.filled)
-        }
-        return true
+        guard complete else { return (true, false) }
+        let expected = max(0, Int(((until - after) / periodMs).rounded()) - 1)
+        outcome.stillMissing += max(0, expected - pending.filled)
+        return (true, true)
     }
 
     /// The gap's logged samples placed against the session's stored tail (its raw counts
     /// rebuilt from the stored values: a float32 keeps every count) and the new stream.
     private func placeRestartGap(_ pending: PendingRestartGap, window: StreamedWindow, scale: Double,
                                  rate: Double) -> [BackfillPlanner.Backfilled] {
-        let tail = pending.gap.tail.map { p in
+        // The first second a stream recorded after a restart is no anchor: its first
+        // notifications come in a burst and their times are squeezed together.
+        let head = pending.gap.head.filter { $0.gyroscope.timestamp >= (pending.until ?? 0) + 1000 }
+        let tail = (pending.gap.tail + head).map { p in
             BackfillPlanner.StreamedSample(time: timeBase.monotonic(epochMilliseconds: p.gyroscope.timestamp),
                                            raw: RawVector(counts: (p.gyroscope.x, p.gyroscope.y, p.gyroscope.z), scale: scale))
         }
@@ -121,12 +169,12 @@ extension SessionController {
     }
 
     /// Seals `points` (in time order) into the restart gap's session as chunks after its last.
-    private func sealRestartCorrection(board: String, _ points: [RecordedPoint]) -> Bool {
-        guard let gap = restartGaps[board]?.gap else { return false }
+    private func sealRestartCorrection(_ pending: inout PendingRestartGap, board: String, _ points: [RecordedPoint]) -> Bool {
+        let gap = pending.gap
         var start = 0
         while start < points.count {
             let slice = points[start..<min(start + configuration.chunkSize, points.count)]
-            let seq = gap.nextSeq + (restartGaps[board]?.sealedChunks ?? 0)
+            let seq = gap.nextSeq + pending.sealedChunks
             let chunk = ChunkToSeal(sessionID: gap.sessionID, board: board, seq: seq, bytes: PointCodec.encode(slice),
                                     pointCount: slice.count, firstTimestamp: slice.first!.gyroscope.timestamp,
                                     lastTimestamp: slice.last!.gyroscope.timestamp, timeSource: timeBase.source,
@@ -138,9 +186,9 @@ extension SessionController {
                 return false
             }
             sealedCount += 1
-            restartGaps[board]?.sealedChunks += 1
-            restartGaps[board]?.sealedThrough = chunk.lastTimestamp
-            restartGaps[board]?.filled += slice.count
+            pending.sealedChunks += 1
+            pending.sealedThrough = chunk.lastTimestamp
+            pending.filled += slice.count
             start += slice.count
         }
         return true

@@ -115,8 +115,9 @@ public final class SessionController {
     var gapsNoticed: [String: Int] = [:]
     /// Per board: the last flash log length mark.
     var trimMarks: [String: TrimMark] = [:]
-    /// Per board: the gap a gateway restart left in a recovered session, until its log fills it.
-    var restartGaps: [String: PendingRestartGap] = [:]
+    /// Per board: the gaps gateway restarts left in recovered sessions, oldest first, until its
+    /// log fills them (no entry when there is none).
+    var restartGaps: [String: [PendingRestartGap]] = [:]
     /// Per board that logs instead of streaming: its timelines (see ``recordLogged(board:gyro:accelerometer:gyroScale:accelerometerScale:bootOrigins:now:)``).
     var loggedRecordings: [String: LoggedRecording] = [:]
     /// Sessions stopped and awaiting their hazard survey, oldest first.

@@ -113,6 +113,36 @@ struct SegmentTests {
         }
     }
 
+    /// Issue 21: the gap a restart left is kept by the store until the board's log fills it,
+    /// so a second restart before that still knows it (and where it ended).
+    @Test("a restart gap is kept across restarts until it is filled; a submitted session's goes")
+    func restartGapsKept() throws {
+        let t0 = 1_800_000_000_000.0
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        for id in ["S", "T"] {
+            let store = try openStore(dir)
+            let start = t0 + (id == "S" ? 0 : 10_000)
+            try store.beginSession(SessionStart(sessionID: id, startedAt: start, trigger: .controlAPI))
+            try store.append([Self.record(id, first: 0, xs: Array(0..<150), times: { start + Double($0) * 10 })])
+            #expect(try store.recoverInterruptedSessions() == [id])
+        }
+        var store = try openStore(dir)
+        #expect(try store.restartGaps().map(\.sessionID) == ["S", "T"])
+        #expect(try store.restartGaps().allSatisfy { $0.until == nil && $0.tail.count == 150 && $0.nextSeq == 1 })
+        try store.restartGapBounded(sessionID: "S", board: Self.board, until: t0 + 9_000)
+        _ = try store.submitSurvey(sessionID: "T", survey: .noHazard, submittedAt: Date(timeIntervalSince1970: 1_800_000_100))
+        store = try openStore(dir)
+        #expect(try store.recoverInterruptedSessions().isEmpty)
+        let gaps = try store.restartGaps()
+        #expect(gaps.map(\.sessionID) == ["S"], "the submitted session's gap is gone")
+        #expect(gaps.first?.until == t0 + 9_000)
+        #expect(gaps.first?.head.count == 150, "what the session after the gap stored: its anchors")
+        try store.restartGapClosed(sessionID: "S", board: Self.board)
+        store = try openStore(dir)
+        #expect(try store.restartGaps().isEmpty)
+    }
+
     @Test("a seal keeps the segments it does not cover; recovery seals the rest from where the chunks end, each point once")
     func recoveryFromSegments() throws {
         let dir = temporaryDirectory()

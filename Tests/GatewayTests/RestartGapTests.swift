@@ -18,26 +18,28 @@ struct RestartGapTests {
     static func index(_ p: RecordedPoint) -> Int { Int(UInt16(bitPattern: Int16((Double(p.gyroscope.x) * 16.4).rounded()))) }
 
     struct Run {
-        /// The points of the documents the interrupted session's records document names (the
-        /// recovered chunks and the corrections), in its order; then the new session's.
+        /// The points of the documents the interrupted sessions' records documents name (the
+        /// recovered chunks and the corrections), in their order, session after session; then
+        /// the new session's.
         var interrupted: [RecordedPoint]
         var resumed: [RecordedPoint]
-        /// Chunks the records document names, and chunks the interrupted session has.
+        /// Chunks the records documents name, and chunks the interrupted sessions have.
         var namedChunks: Int
         var chunks: Int
         /// Entries still on the board.
         var onBoard: Int
-        /// The interrupted session's end as stored.
-        var interruptedEnd: Double?
+        /// Interrupted sessions whose stored end is not their last point.
+        var endsNotAtTheLastPoint: Int
     }
 
     // swiftlint:disable:next function_body_length
-    /// The gateway dies `killAt` s into the session and is back `down` s later; the board's
+    /// The gateway dies `killAt` s into the session and is back `down` s later (and again at
+    /// `secondKill`, for its `down` s); the board's
     /// log is read when the recorder asks, or `downloadAfter` s after the restart at the
     /// earliest (the log's trims go on meanwhile).
     /// With `accelerometer` the board streams and logs its accelerometer too (100 Hz, ±4 g).
     func record(profile: BoardProfile, seed: UInt64, killAt: Double = 10, down: Double, downloadAfter: Double = 0,
-                accelerometer: Bool = false) throws -> Run {
+                accelerometer: Bool = false, secondKill: (at: Double, down: Double)? = nil) throws -> Run {
         print("RestartGapTests seed \(seed)")
         let dir = NSTemporaryDirectory() + "mwgate-restart-gap-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -86,8 +88,13 @@ struct RestartGapTests {
         var page: [LoggedSample] = []
         var accelerometerPage: [LoggedSample] = []
         var trimmer = BoardLogTrimmer()
-        var restarted = false
-        let killTime = Int64(killAt * 1e9), restartTime = Int64((killAt + down) * 1e9)
+        let kills = [(at: killAt, down: down)] + (secondKill.map { [$0] } ?? [])
+        var restarts = 0
+        var killedSessions: [String] = []
+        var lastRestart: Int64 = 0
+        func killTime() -> Int64 { restarts < kills.count ? Int64(kills[restarts].at * 1e9) : .max }
+        func restartTime() -> Int64 { restarts < kills.count ? Int64((kills[restarts].at + kills[restarts].down) * 1e9) : .max }
+        let end = Int64((kills.last!.at + kills.last!.down + 30) * 1e9)
 
         func send(_ packets: [Packet]) {
             for packet in packets {
@@ -115,24 +122,26 @@ struct RestartGapTests {
             if finished { downloader = nil }
         }
 
-        while now < restartTime + 30_000_000_000 {
+        while now < end {
             now += Int64(Double.random(in: 7.5e6...30e6, using: &rng))
-            let alive = now < killTime || now >= restartTime
-            if now >= restartTime, !restarted {
-                // A new process: recovery, the restart gaps, the board's next link.
-                restarted = true
+            if now >= restartTime() {
+                // A new process: recovery, the restart gaps (kept by the store), the board's next link.
+                restarts += 1
+                lastRestart = now
                 store = try BufferStore(path: path, configuration: storeConfiguration)
-                #expect(try store.recoverInterruptedSessions() == [sessionID])
+                #expect(try store.recoverInterruptedSessions() == [killedSessions.last])
                 var configuration = SessionController.Configuration()
                 configuration.alwaysMode = true
                 controller = SessionController(store: store, timeBase: base, configuration: configuration)
                 try controller.adoptAwaitingSurveyFromStore()
-                controller.expectRestartBackfill(try store.restartGaps(sessionIDs: [sessionID]))
+                controller.expectRestartBackfill(try store.restartGaps())
                 handshake()
                 controller.expectBackfill(board: "B", true)
                 controller.attach(board: "B", gyroRateHertz: 100, accelerometerRateHertz: accelerometerRate)
                 trimmer.forgetMark()
             }
+            let alive = now < killTime()
+            if !alive, killedSessions.count == restarts, case .recording(let id) = controller.state { killedSessions.append(id) }
             for n in board.advance(to: UInt64(now)) {
                 if n.bytes.first == 0x0B {
                     if alive { feed(n.bytes) }
@@ -140,7 +149,7 @@ struct RestartGapTests {
                 }
                 if alive { controller.ingest(board: "B", event: decoder.decode(n.bytes), receivedAt: now) }
             }
-            if now >= killTime, !restarted {
+            if !alive {
                 // kill -9: nothing more is written, the link is gone.
                 if downloader != nil { downloader = nil }
                 board.linkLost()
@@ -150,7 +159,7 @@ struct RestartGapTests {
             for trim in controller.flashLogTrims(now: now) where downloader == nil {
                 trimmer.apply(trim, to: &board)
             }
-            if downloader == nil, now >= restartTime + Int64(downloadAfter * 1e9), controller.takeBackfillRequests().contains("B") {
+            if downloader == nil, now >= lastRestart + Int64(downloadAfter * 1e9), controller.takeBackfillRequests().contains("B") {
                 trimmer.forgetMark()
                 downloader = LogDownloader(revision: revision, loggers: loggers, confirmsPagesItself: false)
                 send(LoggingCommands.flushWhileLogging(revision: revision, overwriteWhenFull: true) + downloader!.begin())
@@ -161,7 +170,7 @@ struct RestartGapTests {
         let resumedID: String
         guard case .recording(let id) = controller.state else {
             Issue.record("no session after the restart")
-            return Run(interrupted: [], resumed: [], namedChunks: 0, chunks: 0, onBoard: 0, interruptedEnd: nil)
+            return Run(interrupted: [], resumed: [], namedChunks: 0, chunks: 0, onBoard: 0, endsNotAtTheLastPoint: 0)
         }
         resumedID = id
         try controller.stop(trigger: .controlAPI, now: now)
@@ -170,11 +179,19 @@ struct RestartGapTests {
             let points = try record.gscopeData.flatMap { try store.realtimeDocument(name: $0)?.points ?? [] }
             return (points, record.gscopeData.count)
         }
-        let interrupted = try documentPoints(sessionID, at: 1_800_000_100)
-        let dataset = try store.dataset(sessionID: sessionID)
-        return Run(interrupted: interrupted.points, resumed: try documentPoints(resumedID, at: 1_800_000_200).points,
-                   namedChunks: interrupted.names, chunks: dataset.chunkNames.count, onBoard: board.flashLog.storedCount,
-                   interruptedEnd: dataset.endedAt)
+        #expect(killedSessions.first == sessionID)
+        var run = Run(interrupted: [], resumed: [], namedChunks: 0, chunks: 0, onBoard: board.flashLog.storedCount,
+                      endsNotAtTheLastPoint: 0)
+        for (k, id) in killedSessions.enumerated() {
+            let interrupted = try documentPoints(id, at: 1_800_000_100 + Double(k))
+            let dataset = try store.dataset(sessionID: id)
+            run.interrupted += interrupted.points
+            run.namedChunks += interrupted.names
+            run.chunks += dataset.chunkNames.count
+            if dataset.endedAt != interrupted.points.last?.gyroscope.timestamp { run.endsNotAtTheLastPoint += 1 }
+        }
+        run.resumed = try documentPoints(resumedID, at: 1_800_000_200).points
+        return run
     }
 
     func expectEverySampleOnce(_ run: Run, down: Double, sourceLocation: SourceLocation = #_sourceLocation) {
@@ -195,8 +212,7 @@ struct RestartGapTests {
         #expect(Double(backfilled.count) >= down * 100 - 5, "the \(down) s are backfilled", sourceLocation: sourceLocation)
         #expect(run.resumed.allSatisfy { !$0.backfilled }, sourceLocation: sourceLocation)
         #expect(run.namedChunks == run.chunks, "the records document names the correction chunks", sourceLocation: sourceLocation)
-        #expect(run.interruptedEnd == run.interrupted.last?.gyroscope.timestamp, "the interrupted session ends with its gap",
-                sourceLocation: sourceLocation)
+        #expect(run.endsNotAtTheLastPoint == 0, "each interrupted session ends with its gap", sourceLocation: sourceLocation)
     }
 
     /// Accelerometer sample index of a point (the checkable signal's x at ±4 g: 8,192 counts per g).
@@ -271,6 +287,14 @@ struct RestartGapTests {
         #expect(recovered.count > Int(killAt * 100) - 150, "the session is recovered")
         #expect(settledWithout.count == 0, "every recovered point keeps its accelerometer reading")
         #expect(off.count == 0, "the reading is the one the board sent with the sample")
+    }
+
+    /// The gateway restarts again before the first gap was filled (it was killed 4 s after
+    /// the first restart, before it read the board's log): the store kept the first gap and
+    /// where it ended, so the third gateway fills both from one readout.
+    @Test func aSecondRestartBeforeTheGapIsFilledForgetsNothing() throws {
+        let run = try record(profile: .metaMotionR, seed: 48, down: 2, downloadAfter: 6, secondKill: (at: 16, down: 2))
+        expectEverySampleOnce(run, down: 4)
     }
 
     @Test func aMetaMotionSKilledForThreeSecondsLosesNothing() throws {
