@@ -65,7 +65,7 @@ let package = Package(
         // A typed org.bluez client and the pure reconnection state machine (reference
         // bluez-dbus.md §2.3).
         .target(name: "BlueZ", dependencies: ["Basics", "DBus", "CDBus"], swiftSettings: strict),
-        .target(name: "MetaWear", swiftSettings: strict),
+        .target(name: "MetaWear", dependencies: ["Basics"], swiftSettings: strict),
         // Board sessions (handshake, streaming, watchdog, reconnection) and the fleet of them;
         // the I/O edge that keeps MetaWear pure.
         .target(name: "Boards", dependencies: ["Basics", "BlueZ", "MetaWear"], swiftSettings: strict),

@@ -21,4 +21,13 @@ public enum DurationText {
         }
         return parts > 0 && total > 0 && total.isFinite ? total : nil
     }
+
+    /// `seconds` in the same units, whole ones, rounded down (a limit is never overstated):
+    /// "1 h 23 min", "4 min 5 s" or "7 s".
+    public static func string(_ seconds: Double) -> String {
+        let total = Int(seconds.rounded(.down))
+        let (h, m, s) = (total / 3600, total / 60 % 60, total % 60)
+        if h > 0 { return "\(h) h \(m) min" }
+        return m > 0 ? "\(m) min \(s) s" : "\(s) s"
+    }
 }

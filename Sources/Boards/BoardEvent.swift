@@ -1,3 +1,4 @@
+import Basics
 import BlueZ
 import Foundation
 import MetaWear
@@ -93,13 +94,13 @@ public enum FlashLogStatus: Hashable, Sendable, CustomStringConvertible {
         case .starting: "starting"
         case .logging(_, let capacity, let seconds):
             if let capacity, let seconds {
-                "logging (flash \(capacity) entries, full after \(LogBudget.duration(seconds)), then overwrites the oldest)"
+                "logging (flash \(capacity) entries, full after \(DurationText.string(seconds)), then overwrites the oldest)"
             } else {
                 "logging (flash capacity unknown for this model)"
             }
         case .failed(let reason): "failed: \(reason)"
         case .downloading(let left, let seconds):
-            "logging, downloading: \(left) entries left" + (seconds.map { ", about \(LogBudget.duration($0.rounded(.up)))" } ?? "")
+            "logging, downloading: \(left) entries left" + (seconds.map { ", about \(DurationText.string($0.rounded(.up)))" } ?? "")
         }
     }
 }

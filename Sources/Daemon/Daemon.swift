@@ -1,3 +1,4 @@
+import Basics
 import ControlServer
 import Foundation
 import Gateway
@@ -150,7 +151,7 @@ public enum Daemon {
         let readiness = ReadinessGate(parts: ["pipeline", "control API"]) {
             let status = await pipeline.status
             let elapsed = ContinuousClock.now - started
-            let milliseconds = elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
+            let milliseconds = elapsed.roundedMilliseconds
             logger.notice("ready in \(milliseconds) ms: \(StatusReporter.statusLine(status))",
                           metadata: ["startup_ms": "\(milliseconds)"])
             notifier.ready(status: StatusReporter.statusLine(status))

@@ -1,3 +1,4 @@
+import Basics
 import MetaWear
 import Recording
 
@@ -38,7 +39,7 @@ extension RecordingPipeline {
     func checkSessionLength(requested: Double?) throws(CommandError) -> Double? {
         let length = requested ?? settings.maxSessionDuration
         if let length, let refusal = sessionLengthRefusal(seconds: length) {
-            throw CommandError("cannot record a session of \(LogBudget.duration(length)): \(refusal)")
+            throw CommandError("cannot record a session of \(DurationText.string(length)): \(refusal)")
         }
         return length
     }
@@ -48,7 +49,7 @@ extension RecordingPipeline {
         guard let length = sessionLength, let startedAt = sessionStartedAt, case .recording = controller.state,
               Double(now - startedAt) >= length * 1e9 else { return }
         guard finishing == nil else { return }
-        logger.info("the session reached its length of \(LogBudget.duration(length)): ending it")
+        logger.info("the session reached its length of \(DurationText.string(length)): ending it")
         if !beginFinishing(trigger: .maxDuration, now: now) { _ = try? stop(trigger: .maxDuration, now: now) }
     }
 }

@@ -398,7 +398,7 @@ public actor RecordingPipeline {
         if length == nil, let seconds = sessionLength, let refusal = sessionLengthRefusal(seconds: seconds) {
             report(area: "session", "session \(id) (\(trigger)) may outlast a board's flash: \(refusal)")
         }
-        let ends = sessionLength.map { ", ends after \(LogBudget.duration($0))" } ?? ""
+        let ends = sessionLength.map { ", ends after \(DurationText.string($0))" } ?? ""
         logger.info("session \(id) started (\(trigger))\(ends)")
         updateSensorDemand()
         wakeTicks()

@@ -1,3 +1,4 @@
+import Basics
 import Logging
 import ServiceLifecycle
 import Synchronization
@@ -74,9 +75,4 @@ private final class ShutdownMoment: Sendable {
     func elapsed(_ clock: ContinuousClock) -> Duration? {
         instant.withLock { $0 }.map { clock.now - $0 }
     }
-}
-
-extension Duration {
-    /// Whole milliseconds, for log lines.
-    var roundedMilliseconds: Int64 { components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000 }
 }

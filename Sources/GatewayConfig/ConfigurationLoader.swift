@@ -222,10 +222,12 @@ public enum ConfigurationLoader {
         if let toggles = reader.boolean("button_toggles") { session.buttonToggles = toggles }
         if let stream = reader.boolean("stream_between_sessions") { session.streamBetweenSessions = stream }
         if let node = reader.node("max_duration") {
-            switch node.value {
-            case .integer(let seconds) where seconds > 0: session.maxDuration = Double(seconds)
-            case .string(let text) where DurationText.parse(text) != nil: session.maxDuration = DurationText.parse(text)
-            default:
+            let seconds: Double? = switch node.value {
+            case .integer(let seconds) where seconds > 0: Double(seconds)
+            case .string(let text): DurationText.parse(text)
+            default: nil
+            }
+            if let seconds { session.maxDuration = seconds } else {
                 reader.issue("max_duration", "expected a length of time: seconds (3600) or a string such as \"30 min\", \"2 h\", \"1 h 30 min\"")
             }
         }

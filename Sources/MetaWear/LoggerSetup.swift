@@ -1,3 +1,5 @@
+import Basics
+
 /// Sets up the flash loggers of a session's sensors: reuses those the board already has
 /// (``LoggerDiscovery``), allocates the missing ones one trigger write at a time, matching
 /// the board's `0B 02 <id>` replies by order (metawear-logging.md §4.1), and, when a reply
@@ -104,15 +106,15 @@ public struct LogBudget: Hashable, Sendable {
         let what = rates.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key) \(Self.hertz($0.value)) Hz" }
             .joined(separator: " and ")
         let whose = model.map { "a \($0)'s flash" } ?? "the board's flash"
-        var change = "shorten the session to \(Self.duration(full)) or less"
+        var change = "shorten the session to \(DurationText.string(full)) or less"
         if let lower = highestFittingRate(sessionSeconds: seconds) {
             change += ", or lower \(lower.sensor)_rate to \(Self.hertz(lower.hertz)) Hz"
         } else {
             change += ", or lower the rates"
         }
         return "\(what) \(rates.count == 1 ? "writes" : "write") \(Int(entriesPerSecond)) log entries/s; "
-            + "\(whose) holds \(capacityEntries) entries, full after \(Self.duration(full)), "
-            + "shorter than the \(Self.duration(seconds)) session asked for; \(change)"
+            + "\(whose) holds \(capacityEntries) entries, full after \(DurationText.string(full)), "
+            + "shorter than the \(DurationText.string(seconds)) session asked for; \(change)"
     }
 
     /// The highest rate of the gyro (or of the accelerometer when it is logged alone) at which
@@ -127,13 +129,5 @@ public struct LogBudget: Hashable, Sendable {
 
     private static func hertz(_ value: Double) -> String {
         value == value.rounded() ? String(Int(value)) : AccelerometerRate.format(value)
-    }
-
-    /// `seconds` as "1 h 23 min", "4 min 5 s" or "7 s".
-    public static func duration(_ seconds: Double) -> String {
-        let total = Int(seconds.rounded(.down))
-        let (h, m, s) = (total / 3600, total / 60 % 60, total % 60)
-        if h > 0 { return "\(h) h \(m) min" }
-        return m > 0 ? "\(m) min \(s) s" : "\(s) s"
     }
 }

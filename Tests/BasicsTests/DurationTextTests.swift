@@ -17,4 +17,13 @@ import Testing
             #expect(DurationText.parse(text) == nil, "\(text)")
         }
     }
+
+    @Test func writtenInWholeUnitsRoundedDownAndReadBackAsNoMore() throws {
+        #expect(DurationText.string(7.9) == "7 s")
+        #expect(DurationText.string(245) == "4 min 5 s")
+        #expect(DurationText.string(41_759) == "11 h 35 min")
+        for seconds in [7.9, 245, 3599, 41_759] {
+            #expect(try #require(DurationText.parse(DurationText.string(seconds))) <= seconds, "\(seconds)")
+        }
+    }
 }
