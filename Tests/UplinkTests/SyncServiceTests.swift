@@ -34,6 +34,48 @@ final class ScriptedJitter: JitterSource, @unchecked Sendable {
     }
 }
 
+/// A gate that opens once and stays open; a cancelled waiter opens it (so a test that never
+/// opens it fails by its stall limit instead of hanging).
+final class OpenOnce: @unchecked Sendable {
+    private let lock = NSLock()
+    private var isOpen = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+    func open() {
+        let release = lock.withLock { () -> [CheckedContinuation<Void, Never>] in
+            isOpen = true
+            defer { waiters = [] }
+            return waiters
+        }
+        for waiter in release { waiter.resume() }
+    }
+    func wait() async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let open = lock.withLock { () -> Bool in
+                    if !isOpen { waiters.append(continuation) }
+                    return isOpen
+                }
+                if open { continuation.resume() }
+            }
+        } onCancel: {
+            open()
+        }
+    }
+}
+
+/// A sink whose writes wait for a gate before going to the wrapped sink.
+struct GatedSink: Sink {
+    let wrapped: FakeSink
+    let gate: OpenOnce
+    init(_ wrapped: FakeSink, gate: OpenOnce) { self.wrapped = wrapped; self.gate = gate }
+    var name: String { wrapped.name }
+    func write(_ documents: [SinkDocument]) async throws(SinkError) {
+        await gate.wait()
+        try await wrapped.write(documents)
+    }
+    func close() async { await wrapped.close() }
+}
+
 /// An in-memory idempotent sink whose failures are scripted by time and content.
 final class FakeSink: Sink, @unchecked Sendable {
     struct Attempt { var time: Double; var names: [String]; var bytes: Int; var failed: Bool }
@@ -295,18 +337,25 @@ struct BackoffTests {
         let store = try openStore(dir)
         try fillStore(store, sessions: 3, chunks: 9, size: 10)
         let clock = VirtualClock()
-        let sink = FakeSink(clock: clock)
+        let fake = FakeSink(clock: clock)
+        // Commits wait until the reader has seen `.draining`: the stream keeps only its newest
+        // updates, and a reader a loaded host schedules late would otherwise miss the transient one.
+        let draining = OpenOnce()
+        let sink = GatedSink(fake, gate: draining)
         let service = SyncService(store: store, sink: sink, configuration: SyncConfiguration(documentsPerCommit: 2, concurrentSessions: 2,
                                                                                              idlePollInterval: 1),
                                   clock: clock, jitter: ScriptedJitter())
         let updates = await service.statusUpdates()
         let collector = Task { () -> [SyncStatus] in
             var seen: [SyncStatus] = []
-            for await s in updates { seen.append(s) }
+            for await s in updates {
+                seen.append(s)
+                if s.activity == .draining { draining.open() }
+            }
             return seen
         }
         try await runService(service) { (try? store.backlogStats().count) == 0 }
-        let order = sink.snapshot.order
+        let order = fake.snapshot.order
         for s in 0..<3 {
             let record = try #require(try store.recordsDocument(sessionID: "S\(s)"))
             let mine = order.filter { record.gscopeData.contains($0) || $0 == record.name }
