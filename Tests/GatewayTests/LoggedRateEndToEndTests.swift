@@ -64,8 +64,15 @@ struct LoggedRateEndToEndTests {
                 #expect(zip(sampleIndex, sampleIndex.dropFirst()).allSatisfy { $1 == $0 + 1 }, "every sample once, in order")
                 #expect(points.allSatisfy { $0.backfilled }, "marked as from the board's log")
                 #expect(points.allSatisfy { $0.location != nil }, "merged with GNSS by time")
-                // Times within a tick (1.46 ms) of the even 1.25 ms pace the board sampled at.
-                #expect(steps.allSatisfy { $0 > 0 && abs($0 - 1.25) < BoardTicks.millisecondsPerTick }, "\(steps.prefix(20))")
+                // Times within a tick (1.46 ms) of the even 1.25 ms pace the board sampled at, never
+                // behind it. The one exception: the GNSS-corrected clock moves up at once when a report
+                // comes less delayed than those before (TimeBase), at most once per fix (1 Hz), which
+                // on a loaded host moved a step by 1.6 ms.
+                let tick = BoardTicks.millisecondsPerTick
+                let offPace = steps.filter { abs($0 - 1.25) >= tick }
+                let seconds = ((points.last?.gyroscope.timestamp ?? 0) - (points.first?.gyroscope.timestamp ?? 0)) / 1000
+                #expect(steps.allSatisfy { $0 > 1.25 - tick }, "\(steps.filter { $0 <= 1.25 - tick })")
+                #expect(offPace.count <= Int(seconds) + 1, "off the pace: \(offPace) in \(seconds) s")
                 #expect(flash.storedCount == 0, "the log is cleared once stored")
             }
         }
