@@ -47,7 +47,8 @@ struct PendingRestartGap {
     var until: Double?
     /// Logged samples downloaded so far.
     var logged = LoggedSamples()
-    /// Time of the last point sealed into the session, epoch ms (the tail's at first).
+    /// Time of the last point sealed into the session, epoch ms (nil: none yet, the filling
+    /// begins at ``from(periodMs:)``).
     var sealedThrough: Double?
     /// Backfilled points sealed so far, and the chunks they went into.
     var filled = 0
@@ -65,6 +66,16 @@ struct PendingRestartGap {
     init(_ gap: RestartGap) {
         self.gap = gap
         until = gap.until
-        sealedThrough = gap.after
+    }
+
+    /// Where the filling begins, epoch ms: at the first gap in the stored tail, a step of more
+    /// than one and a half sample periods (`periodMs`) between two points, else after the tail.
+    /// The points a link drop's gap held for its backfill when the gateway died were stored by
+    /// recovery after that gap, which the log fills too; their gap mark may not have been
+    /// journaled (points written provisionally before the gap was known carry none).
+    func from(periodMs: Double) -> Double {
+        let tail = gap.tail
+        let firstGap = zip(tail, tail.dropFirst()).first { $1.gyroscope.timestamp - $0.gyroscope.timestamp > periodMs * 1.5 }
+        return min(firstGap?.0.gyroscope.timestamp ?? .infinity, gap.after ?? .infinity)
     }
 }

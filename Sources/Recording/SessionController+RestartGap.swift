@@ -109,7 +109,7 @@ extension SessionController {
     /// gap is done (filled, or its session's records document is written).
     private func backfill(_ pending: inout PendingRestartGap, board: String, page: [LoggedSample], bootOrigins: [UInt8: Int64],
                           complete: Bool, outcome: inout BackfillOutcome) -> (stored: Bool, finished: Bool) {
-        guard let until = pending.until, let after = pending.gap.after else { return (true, false) }
+        guard let until = pending.until, pending.gap.after != nil else { return (true, false) }
         pending.logged.add(page, bootOrigins: bootOrigins)
         guard awaitingSurvey.contains(pending.gap.sessionID) else {
             // Its survey was submitted meanwhile: the records document is written and names
@@ -121,7 +121,8 @@ extension SessionController {
               let window = streamed[board], let scale = window.scale else { return (false, false) }
         let periodMs = 1000 / stream.gyroRate
         var points: [RecordedPoint] = []
-        var previous = pending.sealedThrough ?? after
+        let from = pending.from(periodMs: periodMs)
+        var previous = pending.sealedThrough ?? from
         let accelerometer = backfilledAccelerometer(board: board, stored: pending.gap.tail + pending.gap.head)
         // A gap an earlier gateway bounded ends where the stream it recorded begins: its first
         // second is stored with squeezed times (see `placeRestartGap`), so the end is found by
@@ -131,23 +132,35 @@ extension SessionController {
             RawVector(counts: ($0.gyroscope.x, $0.gyroscope.y, $0.gyroscope.z), scale: scale)
         })
         let end = storedAfter.isEmpty ? until - periodMs / 2 : until + 1000
+        // The session's stored points inside the stretch filled (after a gap within its tail:
+        // the points held for a link drop's backfill when the gateway died): a logged sample
+        // at one's time is that sample.
+        let inside = pending.gap.tail.map(\.gyroscope.timestamp).filter { $0 > from }
+        var nextInside = 0
+        var lastStored = previous
         for sample in placeRestartGap(pending, window: window, scale: scale, rate: stream.gyroRate) {
             let time = timeBase.epochMilliseconds(monotonic: sample.time)
+            while nextInside < inside.count, inside[nextInside] < time - periodMs / 2 {
+                lastStored = max(lastStored, inside[nextInside])
+                nextInside += 1
+            }
+            if nextInside < inside.count, abs(inside[nextInside] - time) <= periodMs / 2 { continue }
             guard time > previous + periodMs / 2, time < end, !storedAfter.contains(sample.raw),
                   pending.sealedSamples.insert(BackfillKey(resetUID: sample.resetUID, tick: sample.tick)).inserted else { continue }
             let value = MotionSamples(single: sample.raw, scale: scale)[0]
             let located = stream.merger.locate(GyroItem(sample: value, missedBefore: 0, source: timeBase.source), time)
-            let missed = max(0, Int(((time - previous) / periodMs).rounded()) - 1)
+            let before = max(previous, lastStored)
+            let missed = max(0, Int(((time - before) / periodMs).rounded()) - 1)
             points.append(RecordedPoint(gyroscope: GyroReading(value, timestamp: time), location: located.location,
                                         missingLocation: located.missing,
                                         accelerometer: accelerometer.nearest(time), missedBefore: missed,
-                                        gapMilliseconds: Int((time - previous).rounded()), backfilled: true))
+                                        gapMilliseconds: Int((time - before).rounded()), backfilled: true))
             previous = time
         }
         guard sealRestartCorrection(&pending, board: board, points) else { return (false, false) }
         outcome.filled += points.count
         guard complete else { return (true, false) }
-        let expected = max(0, Int(((until - after) / periodMs).rounded()) - 1)
+        let expected = max(0, Int(((until - from) / periodMs).rounded()) - 1 - inside.filter { $0 < until }.count)
         outcome.stillMissing += max(0, expected - pending.filled)
         return (true, true)
     }

@@ -38,8 +38,11 @@ struct RestartGapTests {
     /// log is read when the recorder asks, or `downloadAfter` s after the restart at the
     /// earliest (the log's trims go on meanwhile).
     /// With `accelerometer` the board streams and logs its accelerometer too (100 Hz, ±4 g).
+    /// With `linkDrop` the board's link goes at `at` s for `down` s before the kill (the points
+    /// after that gap wait for the log until the download, `downloadAfter`).
     func record(profile: BoardProfile, seed: UInt64, killAt: Double = 10, down: Double, downloadAfter: Double = 0,
-                accelerometer: Bool = false, secondKill: (at: Double, down: Double)? = nil) throws -> Run {
+                accelerometer: Bool = false, secondKill: (at: Double, down: Double)? = nil,
+                linkDrop: (at: Double, down: Double)? = nil) throws -> Run {
         print("RestartGapTests seed \(seed)")
         let dir = NSTemporaryDirectory() + "mwgate-restart-gap-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -92,6 +95,9 @@ struct RestartGapTests {
         var restarts = 0
         var killedSessions: [String] = []
         var lastRestart: Int64 = 0
+        var linkDown = false
+        let linkDropAt = linkDrop.map { Int64($0.at * 1e9) } ?? .max
+        let linkBackAt = linkDrop.map { Int64(($0.at + $0.down) * 1e9) } ?? .max
         func killTime() -> Int64 { restarts < kills.count ? Int64(kills[restarts].at * 1e9) : .max }
         func restartTime() -> Int64 { restarts < kills.count ? Int64((kills[restarts].at + kills[restarts].down) * 1e9) : .max }
         let end = Int64((kills.last!.at + kills.last!.down + 30) * 1e9)
@@ -140,26 +146,39 @@ struct RestartGapTests {
                 controller.attach(board: "B", gyroRateHertz: 100, accelerometerRateHertz: accelerometerRate)
                 trimmer.forgetMark()
             }
-            let alive = now < killTime()
-            if !alive, killedSessions.count == restarts, case .recording(let id) = controller.state { killedSessions.append(id) }
+            if !linkDown, restarts == 0, now >= linkDropAt, now < linkBackAt {
+                // The link drops: the recorder detaches the board, which goes on logging.
+                linkDown = true
+                controller.detach(board: "B", now: now)
+                downloader = nil
+                board.linkLost()
+            }
+            if linkDown, restarts == 0, now >= linkBackAt, now < killTime() {
+                linkDown = false
+                handshake()
+                controller.attach(board: "B", gyroRateHertz: 100, accelerometerRateHertz: accelerometerRate)
+            }
+            let killed = now >= killTime()
+            let linkUp = !(linkDown && restarts == 0)
+            if killed, killedSessions.count == restarts, case .recording(let id) = controller.state { killedSessions.append(id) }
             for n in board.advance(to: UInt64(now)) {
                 if n.bytes.first == 0x0B {
-                    if alive { feed(n.bytes) }
+                    if !killed, linkUp { feed(n.bytes) }
                     continue
                 }
-                if alive { controller.ingest(board: "B", event: decoder.decode(n.bytes), receivedAt: now) }
+                if !killed, linkUp { controller.ingest(board: "B", event: decoder.decode(n.bytes), receivedAt: now) }
             }
-            if !alive {
+            if killed {
                 // kill -9: nothing more is written, the link is gone.
                 if downloader != nil { downloader = nil }
                 board.linkLost()
                 continue
             }
             controller.tick(now: now)
-            for trim in controller.flashLogTrims(now: now) where downloader == nil {
+            for trim in controller.flashLogTrims(now: now) where downloader == nil && linkUp {
                 trimmer.apply(trim, to: &board)
             }
-            if downloader == nil, now >= lastRestart + Int64(downloadAfter * 1e9), controller.takeBackfillRequests().contains("B") {
+            if downloader == nil, linkUp, now >= lastRestart + Int64(downloadAfter * 1e9), controller.takeBackfillRequests().contains("B") {
                 trimmer.forgetMark()
                 downloader = LogDownloader(revision: revision, loggers: loggers, confirmsPagesItself: false)
                 send(LoggingCommands.flushWhileLogging(revision: revision, overwriteWhenFull: true) + downloader!.begin())
@@ -194,8 +213,12 @@ struct RestartGapTests {
         return run
     }
 
-    func expectEverySampleOnce(_ run: Run, down: Double, sourceLocation: SourceLocation = #_sourceLocation) {
-        let points = run.interrupted + run.resumed
+    /// With `byTime`, the points are taken in time order rather than in the records documents'
+    /// order: a gap inside the recovered session's stored stretch is filled by correction
+    /// chunks after its last chunk.
+    func expectEverySampleOnce(_ run: Run, down: Double, byTime: Bool = false, sourceLocation: SourceLocation = #_sourceLocation) {
+        let inOrder = run.interrupted + run.resumed
+        let points = byTime ? inOrder.sorted { $0.gyroscope.timestamp < $1.gyroscope.timestamp } : inOrder
         let indices = points.map(Self.index)
         var holes: [String] = []
         for (a, b) in zip(points, points.dropFirst()) where Self.index(b) != Self.index(a) + 1 {
@@ -295,6 +318,17 @@ struct RestartGapTests {
     @Test func aSecondRestartBeforeTheGapIsFilledForgetsNothing() throws {
         let run = try record(profile: .metaMotionR, seed: 48, down: 2, downloadAfter: 6, secondKill: (at: 16, down: 2))
         expectEverySampleOnce(run, down: 4)
+    }
+
+    /// The link drops before the kill at 10 s (or drops at 8.5 s and is still down at the kill):
+    /// the points after its gap wait for the board's log, and the gateway dies before the log is
+    /// read (the first download only 12 s after the start). The held points were accepted: the
+    /// recovered session keeps them, and the next gateway fills both the link drop's gap (inside
+    /// the recovered stretch) and the restart gap from the log.
+    @Test(arguments: [(7.0, 0.5), (4.0, 0.8), (8.5, 3.0)])
+    func aKillWhilePointsWaitForTheLogLosesNothing(dropAt: Double, dropFor: Double) throws {
+        let run = try record(profile: .metaMotionR, seed: 49, down: 2, downloadAfter: 12, linkDrop: (at: dropAt, down: dropFor))
+        expectEverySampleOnce(run, down: 2 + min(dropFor, 10 - dropAt), byTime: true)
     }
 
     @Test func aMetaMotionSKilledForThreeSecondsLosesNothing() throws {
