@@ -68,10 +68,14 @@ extension BoardSession {
         }
     }
 
-    /// The board did not answer the flash log's start in time: streaming goes on without it.
+    /// A reply to the flash log's start is late: wait once more, or, when the board did not
+    /// answer in time, streaming goes on without the log.
     func flashLogTimedOut() {
         guard var start = current?.flashStart else { return }
-        let outcome = start.timedOut()
+        guard let outcome = start.timedOut() else {
+            current?.flashStart = start
+            return armReplyTimer(.flashLog)
+        }
         flashLogEnded(outcome, capabilities: nil)
     }
 

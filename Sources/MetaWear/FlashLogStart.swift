@@ -7,8 +7,15 @@
 /// then starts logging, overwriting the oldest entries when the flash is full: the newest
 /// entries cover the latest gaps, the oldest were streamed long ago. On a later link the
 /// loggers are known and logging is (re)started at once (a reset stops it). Pure: the caller
-/// writes, waits about a second per reply and reports a timeout.
+/// writes, waits about a second per reply and reports each timeout.
 public struct FlashLogStart: Sendable {
+    /// Reply timeouts a request may take before the start gives up. On a live link the board
+    /// answers every request, but a loaded gateway can take longer than one timeout to hand the
+    /// reply over (a 2-core host at load 15 did, and the board then streamed a whole link
+    /// without its log). The request is not sent again: replies carry no slot number, so a late
+    /// reply to the first read would be taken for the answer to the next.
+    public static let timeoutsPerRequest = 3
+
     /// How the start ended.
     public enum Outcome: Hashable, Sendable {
         /// Logging with these loggers.
@@ -29,6 +36,8 @@ public struct FlashLogStart: Sendable {
     private let known: [MotionSensor: LoggerIDs]?
     private var phase = Phase.done
     private var slots: [UInt8: LogTrigger?] = [:]
+    /// Timeouts the pending request has taken.
+    private var timeouts = 0
 
     /// A start for `sensors` on `chip` with `triggerSlots` slots (module info extra[0]);
     /// `known` are the loggers an earlier link of this gateway found or made.
@@ -58,6 +67,7 @@ public struct FlashLogStart: Sendable {
         switch phase {
         case .discovering(let slot):
             guard case .success(.trigger(let trigger))? = LogNotificationDecoder.decode(bytes) else { return ([], nil) }
+            timeouts = 0
             slots[UInt8(slot)] = .some(trigger)
             if slot + 1 < triggerSlots {
                 phase = .discovering(slot: slot + 1)
@@ -67,18 +77,25 @@ public struct FlashLogStart: Sendable {
         case .allocating(var setup):
             let step = setup.receive(bytes)
             phase = .allocating(setup)
+            if !step.writes.isEmpty || step.outcome != nil { timeouts = 0 }
             return settle(step)
         case .done:
             return ([], nil)
         }
     }
 
-    /// The wait for the pending reply ran out.
-    public mutating func timedOut() -> Outcome {
+    /// The wait for the pending reply ran out: nil to wait once more (the caller arms its
+    /// timer again), or the outcome once the request has taken ``timeoutsPerRequest``.
+    public mutating func timedOut() -> Outcome? {
+        if isAwaitingReply {
+            timeouts += 1
+            if timeouts < Self.timeoutsPerRequest { return nil }
+        }
         switch phase {
         case .discovering(let slot):
             phase = .done
-            return .failed(reason: "the board did not answer the trigger slot read 0B 82 \(slot)", cleanup: [])
+            return .failed(reason: "the board did not answer the trigger slot read 0B 82 \(slot) "
+                + "in \(Self.timeoutsPerRequest) reply timeouts", cleanup: [])
         case .allocating(var setup):
             phase = .done
             switch setup.timedOut() {
