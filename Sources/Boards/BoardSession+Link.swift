@@ -220,15 +220,21 @@ extension BoardSession {
             let host = await current?.link.hostReportedIdentity()
             guard current != nil, !isStopping else { return }
             let description = host.map(boardDescription.adopting) ?? boardDescription
+            // The board still runs this plan from before the link dropped (the same boot on its
+            // clock): its sensors' setup is not written again (issue 18 defect 3).
+            let held = sensorsOn && boardRunsPlan && plan == knownPlan
+                && Self.sameBoot(self.description?.boardClock, description.boardClock)
             current?.handshakeEndedAt = .now
             self.description = description
             self.plan = plan
             knownPlan = plan
             completedHandshakes += 1
+            boardRunsPlan = sensorsOn
             // The flash log starts with the sensors, while replies are not yet grouped (a
             // grouped reply waits up to the grouping interval: a dozen of them would leave the
             // first seconds of a session unlogged).
-            var commands = sensorsOn ? startFlashLog(description) + plan.startCommands : sensorsOffCommands(plan, description)
+            var commands = !sensorsOn ? sensorsOffCommands(plan, description)
+                : startFlashLog(description) + (held ? [] : plan.startCommands)
             if options.watchButton, description.modules.has(.switchModule) { commands.append(Commands.subscribeButton) }
             if ledSignal != .off { commands += ledSignal.commands(ledRevision: description.ledRevision ?? 1) }
             if let battery = description.battery { emit(.battery(battery)) }
@@ -247,6 +253,14 @@ extension BoardSession {
         default:
             break
         }
+    }
+
+    /// Whether two board clock reads come from the same boot: the reset counter changes on
+    /// every reset, which also clears the sensors' setup. Unknown (a read that failed, a
+    /// board without a logging module) counts as a reset.
+    static func sameBoot(_ before: BoardClock?, _ after: BoardClock?) -> Bool {
+        guard let before, let after else { return false }
+        return before.resetUID == after.resetUID
     }
 
     /// The periodic battery reading: from the settings module when it has one (revision 3+),

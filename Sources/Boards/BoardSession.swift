@@ -31,6 +31,10 @@ public actor BoardSession {
     var knownPlan: StreamingPlan?
     /// Whether the sensors should stream (see ``setSensors(_:)``).
     var sensorsOn: Bool
+    /// Whether the board runs ``knownPlan``'s sensors as we last set them up: its start
+    /// commands were written and no stop since. A board keeps them through a link drop until
+    /// it resets, so a reconnect whose board clock shows the same boot writes them no more.
+    var boardRunsPlan = false
     var ledSignal: LEDSignal = .off
     /// Handshakes that reached streaming; after the first, the settle pause is skipped.
     var completedHandshakes = 0
@@ -139,10 +143,12 @@ public actor BoardSession {
                 commands.append(Commands.connectionParameters(fast))
             }
             write(commands)
+            boardRunsPlan = true
             current?.watch.yield()
         } else {
             streamRestarts = 0
             write(sensorsOffCommands(plan, description))
+            boardRunsPlan = false
             emit(.state(.idle(description)))
         }
     }

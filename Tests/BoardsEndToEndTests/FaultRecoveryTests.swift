@@ -27,6 +27,27 @@ private struct SingleBoard {
     }
 }
 
+extension SingleBoard {
+    /// Causes a link loss with `fault`, waits until the board streams again, and returns what
+    /// the session wrote to the board from the fault until its reconnect's handshake was over:
+    /// an LED signal set after the fault is written with or after the handshake's last writes
+    /// (the link's writes leave in order), so every write before it is in the board's log.
+    func reconnectWrites(_ fault: () async throws -> Void) async throws -> [[UInt8]] {
+        let before = try await rig.simulator.commandLog(0).count
+        recorder.mark(address, "fault")
+        try await fault()
+        try await waitForSamples(after: "fault", count: 30, within: .seconds(20))
+        await session.setLED(.recording)
+        let ledModule: UInt8 = 0x02
+        var writes: [[UInt8]] = []
+        try await waitUntil("the LED signal after the reconnect", within: .seconds(20)) {
+            writes = Array(try await rig.simulator.commandLog(0).dropFirst(before))
+            return writes.contains { $0.first == ledModule }
+        }
+        return Array(writes.prefix { $0.first != ledModule })
+    }
+}
+
 private func withBoard(model: SimulatorConfiguration.Model = .metamotionR,
                        options: BoardSessionOptions? = nil,
                        configure: (inout SimulatorConfiguration) -> Void = { _ in },
@@ -141,6 +162,36 @@ struct FaultRecoveryTests {
             #expect(try await board.rig.simulator.stats(0).connections == 2)
         }
     }
+
+    /// A board keeps its sensors' setup through a link drop; the reconnect reads its clock,
+    /// finds the same boot (reset counter) and writes none of the gyro's setup again, and the
+    /// stream goes on (issue 18 defect 3: no configuration writes the board still holds).
+    @Test(.timeLimit(.minutes(2)))
+    func aReconnectWritesNoSetupTheBoardStillHolds() async throws {
+        try await withBoard { board in
+            try await board.waitForSamples()
+            let writes = try await board.reconnectWrites { try await board.rig.simulator.dropLink(0) }
+            #expect(writes.contains([0x0B, 0x84]), "the reconnect reads the board clock: \(writes)")
+            #expect(!writes.contains { $0.first == Self.gyroModule }, "the gyro's setup was written again: \(writes)")
+        }
+    }
+
+    /// A board that reset while its link was down (its clock's reset counter changed) lost
+    /// its setup: the reconnect writes it again and the board streams.
+    @Test(.timeLimit(.minutes(2)))
+    func aBoardThatResetIsSetUpAgainOnTheReconnect() async throws {
+        try await withBoard { board in
+            try await board.waitForSamples()
+            let writes = try await board.reconnectWrites { try await board.rig.simulator.resetBoard(0) }
+            let start = try #require(writes.firstIndex(of: [0x13, 0x01, 0x01]), "the gyro was not started again: \(writes)")
+            // Started by the reconnect itself, not by the stream watchdog, whose restart stops
+            // the gyro (13 01 00) before it starts it.
+            #expect(!writes[..<start].contains([0x13, 0x01, 0x00]), "the stream watchdog had to start it: \(writes)")
+        }
+    }
+
+    /// The BMI160 gyro's module id (MetaMotion R).
+    static let gyroModule: UInt8 = 0x13
 
     /// With the notify session kept through drops, the reconnect makes no notify call at all:
     /// the simulated bluetoothd re-enables the session it kept as the link comes back, and the
