@@ -151,6 +151,21 @@ public struct ReconnectionMachine: Sendable {
     /// The requested wake-up time, if any.
     public var wakeUpTime: Duration? { deadline }
 
+    /// Whether a link to the board may be up, so that giving the board up must end it:
+    /// `Connected` seen, a `Connect` outstanding (it may complete at any moment; `Disconnect`
+    /// cancels it), or answered. After bluetoothd 5.66's connect race `Connect` returned and the
+    /// link works with `Connected=true` never signalled, so `isConnected` alone misses a link
+    /// that is up; in the real-BlueZ VM a stop then left the board's link up after mwgated
+    /// had exited.
+    public var linkMayBeUp: Bool {
+        switch phase {
+        case .connecting, .waitingForPendingConnect, .resolvingServices, .ready, .awaitingLinkDown:
+            true
+        case .idle, .waitingForBlueZ, .waitingForAdapter, .locating, .backingOff, .stopped:
+            isConnected || isServicesResolved
+        }
+    }
+
     /// Feeds one event; returns the actions to perform, in order.
     public mutating func handle(_ event: Event, at now: Duration) -> [Action] {
         if phase == .stopped { return [] }
@@ -500,11 +515,11 @@ public struct ReconnectionMachine: Sendable {
     }
 
     private mutating func stop() -> [Action] {
+        // Judged before the link is given up below, which leaves `.ready`.
+        let disconnecting = linkMayBeUp
         var actions = loseLink(.stopped)
         if discovering { actions.append(.stopDiscovery) }
-        if isConnected || phase == .connecting || phase == .waitingForPendingConnect || phase == .resolvingServices {
-            actions.append(.disconnect)
-        }
+        if disconnecting { actions.append(.disconnect) }
         discovering = false
         phase = .stopped
         deadline = nil

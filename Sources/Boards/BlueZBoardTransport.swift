@@ -83,9 +83,13 @@ public actor BlueZBoardTransport: BoardTransport {
         if let link {
             await link.prepareForStop()
             await Self.writeStopCommands(commands) { try await link.writeInOrder($0) }
-        } else if facts?.connected == true, let device = facts?.device {
-            // Connected but the link is still being opened (early handshake): the commands go
-            // through the shared connection instead.
+        } else if facts?.connected == true || machine.linkMayBeUp, let device = facts?.device {
+            // A link that is or may be up but not yet opened here (the early handshake; after
+            // 5.66's connect race, where `Connected=true` never comes; a `Connect` that may
+            // just have completed): the commands go through the shared connection instead, so
+            // the board's `FE 06` ends the link at once. `Disconnect` alone ends it only from
+            // bluetoothd's 2 s timer. Where there is no link bluetoothd refuses the writes at
+            // once ("Not connected").
             let client = client
             if let command = await client.characteristic(MetaWearGATT.command, under: device) {
                 await Self.writeStopCommands(commands) {

@@ -376,6 +376,34 @@ struct ReconnectionMachineTests {
         #expect(h.machine.phase == .stopped)
     }
 
+    /// bluetoothd 5.66's connect race: `Connect` returned and the link is up and ready, but
+    /// `Connected=true` never came. A stop must still end the link (in the real-BlueZ VM it
+    /// outlived mwgated); so must a stop while `Connect` is outstanding or answered.
+    @Test(arguments: [ReconnectionHarness.ConnectScript.connectedNotSignalled, .success, .hang, .noServices])
+    func stopEndsALinkThatMayBeUp(script: ReconnectionHarness.ConnectScript) {
+        var h = ReconnectionHarness()
+        h.connectScripts = [script]
+        h.boot()
+        #expect(h.machine.linkMayBeUp)
+        let before = h.log.count
+        h.send(.stop)
+        #expect(h.log.dropFirst(before).contains { $0.action == .disconnect }, "no Disconnect at a stop after \(script)")
+        #expect(!h.connected)
+        #expect(h.machine.phase == .stopped)
+    }
+
+    /// A stop between attempts, with no link, disconnects nothing.
+    @Test func stopWhileBackingOffWithoutALinkSendsNoDisconnect() {
+        var h = ReconnectionHarness()
+        h.connectScripts = [.fail(.failed)]
+        h.boot()
+        #expect(h.machine.phase == .backingOff)
+        #expect(!h.machine.linkMayBeUp)
+        let before = h.log.count
+        h.send(.stop)
+        #expect(!h.log.dropFirst(before).contains { $0.action == .disconnect })
+    }
+
     @Test func stopWhileScanningStopsDiscovery() {
         var h = ReconnectionHarness()
         h.devicePresent = false

@@ -181,6 +181,45 @@ struct BoundedStopTests {
     }
 }
 
+/// bluetoothd 5.66's connect race (`Connect` returned, `Connected=true` never signalled) and a
+/// stop while the link is being opened: in the real-BlueZ VM nothing ended that link (no
+/// `Disconnect`, no `FE 06`), and it outlived mwgated until the next gateway's stop. Here the
+/// reconnect's `AcquireNotify` waits for `ServicesResolved` (60 s away), as 5.66's does, and
+/// bluetoothd answers `Disconnect` only after 3 s: the board itself must end the link.
+@Suite("Boards end to end: a stop after the connect race", .enabled(if: TestBus.isAvailable))
+struct UnannouncedLinkStopTests {
+    @Test(.timeLimit(.minutes(2)))
+    func aStopWhileTheUnannouncedLinkIsBeingOpenedHasTheBoardEndIt() async throws {
+        try await EndToEndRig.with(boards: 1, configure: {
+            $0.connectedSignalMissed = [0]
+            $0.keptServicesResolveDelay = .seconds(60)
+            $0.disconnectReplyDelay = .seconds(3)
+        }) { rig in
+            let address = try await rig.address(0)
+            let session = BoardSession(address: address, client: rig.client, options: try testOptions())
+            let recorder = EventRecorder()
+            let forwarder = recordEvents(session.events, into: recorder)
+            async let _ = session.run()
+            try await waitUntil("streaming") { recorder.samples(address).count >= 20 }
+            try await rig.simulator.dropLink(0)
+            try await waitUntil("the new link being opened", within: .seconds(20)) {
+                rig.simulatorLog.all.contains { $0.contains("AcquireNotify") && $0.contains("before ServicesResolved") }
+            }
+            let opening = rig.simulatorLog.all.count
+            #expect(!(await rig.client.facts(for: address).connected), "the race: Connected=true was signalled")
+            await session.stop()
+            await forwarder.value
+            #expect(recorder.states(address).last == .stopped)
+            try await waitUntil("the link closed", within: .seconds(10)) { try await !rig.simulator.isConnected(0) }
+            let after = Array(rig.simulatorLog.all.dropFirst(opening))
+            let ended = after.first { $0.contains("link lost") }
+            #expect(after.contains { $0.contains("fe06") }, "the board never got FE 06: \(after)")
+            #expect(ended?.contains("link lost (board") == true, "the link was not ended by the board: \(ended ?? "no link loss")")
+            #expect(try await rig.sensorsIdle(0), "sensors still on after the stop")
+        }
+    }
+}
+
 extension BlueZSimulator {
     /// Test hook: whether board `index` has a link (or one being made).
     func isConnected(_ index: Int) throws -> Bool {
