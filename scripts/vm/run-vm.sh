@@ -20,9 +20,15 @@ for tool in mwgated mwctl mwsim; do
     [ -x "$bin/$tool" ] || { echo "run-vm: $bin/$tool missing (swift build first)" >&2; exit 1; }
 done
 # The binaries find the Swift runtime through their RUNPATH; share that folder at the same path.
-runtime=$(readelf -d "$bin/mwgated" | sed -n 's/.*R\(UN\)\?PATH.*\[\([^:]*\).*/\2/p' | head -1)
-if [ -z "$runtime" ] || [ ! -d "$runtime" ]; then
-    echo "run-vm: cannot find the Swift runtime folder from mwgated's RUNPATH ('$runtime')" >&2; exit 1
+# A binary linked with the static Swift runtime (scripts/build-static.sh) names only $ORIGIN:
+# the folder comes from the first of the three that names one.
+runtime=
+for tool in mwgated mwsim mwctl; do
+    named=$(readelf -d "$bin/$tool" | sed -n 's/.*R\(UN\)\?PATH.*\[\([^:]*\).*/\2/p' | head -1)
+    if [ -n "$named" ] && [ -d "$named" ]; then runtime=$named; break; fi
+done
+if [ -z "$runtime" ]; then
+    echo "run-vm: cannot find the Swift runtime folder from the RUNPATH of mwgated, mwsim or mwctl" >&2; exit 1
 fi
 cp "$here/vm-init.sh" "$scenario/vm-init.sh"
 cp "$repo/dbus/io.mwgate.Gateway1.conf" "$scenario/"

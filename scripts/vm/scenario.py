@@ -230,6 +230,10 @@ path = "{OUTBOX}"
         for line in self.proc.stdout:
             self.logfile.write(f"{time.time():.3f} {line.decode(errors='replace')}")
             self.logfile.flush()
+        # End of its output: the kernel closed the process's last descriptor of the pipe, in
+        # its exit (before the parent can reap it), so the last line -> here -> the reaped exit
+        # tells the process's own exit from the time the scenario takes to see it.
+        self.output_ended = time.time()
 
     def ctl(self, *argv, timeout=60):
         """mwctl as root; one that does not finish in `timeout` is logged and returned as a
@@ -274,8 +278,10 @@ path = "{OUTBOX}"
         if self.proc.poll() is not None:
             return 0.0
         t0 = time.time()
+        self.output_ended = None
         self.proc.send_signal(signal.SIGTERM)
         try:
+            # Reaped as soon as it exits: Popen.wait(timeout) polls with sleeps of up to 50 ms.
             self.proc.wait(grace)
             took = time.time() - t0
         except subprocess.TimeoutExpired:
@@ -818,6 +824,7 @@ def group_stop(checks):
                 time.sleep(3)
             t0 = time.time()
             took = gateway.stop(grace=10)
+            ended = getattr(gateway, "output_ended", None)
             closed, stopped, evidence = link_closed_and_sensor_stopped(address, t0)
             ok = took is not None and took <= 2.0 and closed is not None and closed <= 2.0
             if moment == "recording":
@@ -828,7 +835,8 @@ def group_stop(checks):
                           f"state when signalled: {state!r}; exited after "
                           f"{f'{took:.2f} s' if took is not None else 'more than 10 s (killed)'}; link "
                           f"{f'closed {closed:.2f} s after the signal' if closed is not None else 'still up 5 s later'}; "
-                          f"board: {evidence}; mwgated's log: {shutdown_timeline(name, t0)}")
+                          f"board: {evidence}; mwgated's log: {shutdown_timeline(name, t0)}"
+                          + (f", output ended {ended - t0:.2f} s" if ended else ""))
     boards.stop()
 
 
