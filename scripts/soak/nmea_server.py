@@ -77,15 +77,44 @@ class NMEAServer(LoopbackListener):
             checksum ^= byte
         return b"$" + body + b"*%02X\r\n" % checksum
 
+    def cycle_times(self):
+        """Each cycle's time in the capture (seconds from the first), and the capture's span
+        including one period: a capture at 5 Hz (the L76K's) is replayed at 5 Hz, and a
+        replay in a loop moves the times forward by the span, so GNSS time runs with the wall
+        clock (one cycle a second would make it run at a fifth of the speed and jump at every
+        loop)."""
+        def of_day(cycle):
+            for line in cycle:
+                fields = line.split(b",")
+                if fields[0][3:6] in (b"RMC", b"GGA") and len(fields) > 1 and len(fields[1]) >= 6:
+                    try:
+                        text = fields[1].decode()
+                        return int(text[0:2]) * 3600 + int(text[2:4]) * 60 + float(text[4:])
+                    except ValueError:
+                        return None
+            return None
+        times, previous = [], None
+        for cycle in self.cycles:
+            t = of_day(cycle)
+            if t is None:
+                t = 0.0 if previous is None else previous + 1.0
+            elif previous is not None and t <= previous:
+                t += 86400 if previous - t > 43200 else 0
+                t = max(t, previous + 0.001)
+            times.append(t)
+            previous = t
+        steps = sorted(b - a for a, b in zip(times, times[1:])) or [1.0]
+        period = steps[len(steps) // 2]
+        return [t - times[0] for t in times], round(times[-1] - times[0] + period, 3)
+
     def feed_loop(self):
+        offsets, span = self.cycle_times()
         i = 0
-        # Paced by the wall clock, not a second's sleep after each cycle's work: on a loaded
-        # machine the work and the late wake-ups made the replay's GNSS time run 2-3 % slow,
-        # 1-2 s a minute, which the daemon's GNSS correction of the clock then had to follow.
         started = time.monotonic()
         while not self.stopped:
-            cycle = self.cycles[i % len(self.cycles)]
-            shift = (i // len(self.cycles)) * len(self.cycles)
+            loop, k = divmod(i, len(self.cycles))
+            cycle = self.cycles[k]
+            shift = round(loop * span, 3)
             i += 1
             payload = b"".join(self.shifted(line, shift) for line in cycle)
             with self.lock:
@@ -95,7 +124,9 @@ class NMEAServer(LoopbackListener):
                     except OSError:
                         self.clients.remove(c)
                         c.close()
-            time.sleep(max(0.0, started + i - time.monotonic()))
+            next_loop, next_k = divmod(i, len(self.cycles))
+            due = started + next_loop * span + offsets[next_k]
+            time.sleep(max(0.0, due - time.monotonic()))
 
     def unplug(self):
         with self.lock:
