@@ -121,8 +121,11 @@ extension SessionController {
               let window = streamed[board], let scale = window.scale else { return (false, false) }
         let periodMs = 1000 / stream.gyroRate
         var points: [RecordedPoint] = []
-        let from = pending.from(periodMs: periodMs)
-        var previous = pending.sealedThrough ?? from
+        // Placed on the new stream's clock; the stored tail's times are moved onto it by
+        // `shift` ms for the comparisons, and the points sealed on the tail's (the session's).
+        let (placed, shift) = placeRestartGap(pending, window: window, scale: scale, rate: stream.gyroRate)
+        let from = pending.from(periodMs: periodMs) + shift
+        var previous = (pending.sealedThrough ?? pending.from(periodMs: periodMs)) + shift
         let accelerometer = backfilledAccelerometer(board: board, stored: pending.gap.tail + pending.gap.head)
         // A gap an earlier gateway bounded ends where the stream it recorded begins: its first
         // second is stored with squeezed times (see `placeRestartGap`), so the end is found by
@@ -135,10 +138,10 @@ extension SessionController {
         // The session's stored points inside the stretch filled (after a gap within its tail:
         // the points held for a link drop's backfill when the gateway died): a logged sample
         // at one's time is that sample.
-        let inside = pending.gap.tail.map(\.gyroscope.timestamp).filter { $0 > from }
+        let inside = pending.gap.tail.map { $0.gyroscope.timestamp + shift }.filter { $0 > from }
         var nextInside = 0
         var lastStored = previous
-        for sample in placeRestartGap(pending, window: window, scale: scale, rate: stream.gyroRate) {
+        for sample in placed {
             let time = timeBase.epochMilliseconds(monotonic: sample.time)
             while nextInside < inside.count, inside[nextInside] < time - periodMs / 2 {
                 lastStored = max(lastStored, inside[nextInside])
@@ -148,12 +151,13 @@ extension SessionController {
             guard time > previous + periodMs / 2, time < end, !storedAfter.contains(sample.raw),
                   pending.sealedSamples.insert(BackfillKey(resetUID: sample.resetUID, tick: sample.tick)).inserted else { continue }
             let value = MotionSamples(single: sample.raw, scale: scale)[0]
-            let located = stream.merger.locate(GyroItem(sample: value, missedBefore: 0, source: timeBase.source), time)
+            let sealedTime = time - shift
+            let located = stream.merger.locate(GyroItem(sample: value, missedBefore: 0, source: timeBase.source), sealedTime)
             let before = max(previous, lastStored)
             let missed = max(0, Int(((time - before) / periodMs).rounded()) - 1)
-            points.append(RecordedPoint(gyroscope: GyroReading(value, timestamp: time), location: located.location,
+            points.append(RecordedPoint(gyroscope: GyroReading(value, timestamp: sealedTime), location: located.location,
                                         missingLocation: located.missing,
-                                        accelerometer: accelerometer.nearest(time), missedBefore: missed,
+                                        accelerometer: accelerometer.nearest(sealedTime), missedBefore: missed,
                                         gapMilliseconds: Int((time - before).rounded()), backfilled: true))
             previous = time
         }
@@ -168,17 +172,23 @@ extension SessionController {
     /// The gap's logged samples placed against the session's stored tail (its raw counts
     /// rebuilt from the stored values: a float32 keeps every count) and the new stream.
     private func placeRestartGap(_ pending: PendingRestartGap, window: StreamedWindow, scale: Double,
-                                 rate: Double) -> [BackfillPlanner.Backfilled] {
+                                 rate: Double) -> (samples: [BackfillPlanner.Backfilled], tailOffset: Double) {
+        func samples(_ points: [RecordedPoint], shifted offset: Int64 = 0) -> [BackfillPlanner.StreamedSample] {
+            points.map { p in
+                BackfillPlanner.StreamedSample(time: timeBase.monotonic(epochMilliseconds: p.gyroscope.timestamp) + offset,
+                                               raw: RawVector(counts: (p.gyroscope.x, p.gyroscope.y, p.gyroscope.z), scale: scale))
+            }
+        }
         // The first second a stream recorded after a restart is no anchor: its first
         // notifications come in a burst and their times are squeezed together.
         let head = pending.gap.head.filter { $0.gyroscope.timestamp >= (pending.until ?? 0) + 1000 }
-        let tail = (pending.gap.tail + head).map { p in
-            BackfillPlanner.StreamedSample(time: timeBase.monotonic(epochMilliseconds: p.gyroscope.timestamp),
-                                           raw: RawVector(counts: (p.gyroscope.x, p.gyroscope.y, p.gyroscope.z), scale: scale))
-        }
-        let streamed = (tail + window.samples).sorted { $0.time < $1.time }
-        let planner = BackfillPlanner(nominalPeriod: 1e9 / rate, bootOrigins: pending.logged.bootOrigins)
-        return planner.plan(streamed: streamed, logged: pending.logged.samples).backfilled
+        let period = 1e9 / rate
+        let offset = StoredTailAlignment.offset(stored: samples(pending.gap.tail), streamed: window.samples,
+                                                logged: pending.logged.samples, bootOrigins: pending.logged.bootOrigins,
+                                                threshold: StoredTailAlignment.threshold)
+        let streamed = (samples(pending.gap.tail, shifted: offset) + samples(head) + window.samples).sorted { $0.time < $1.time }
+        let planner = BackfillPlanner(nominalPeriod: period, bootOrigins: pending.logged.bootOrigins)
+        return (planner.plan(streamed: streamed, logged: pending.logged.samples).backfilled, Double(offset) / 1e6)
     }
 
     /// Seals `points` (in time order) into the restart gap's session as chunks after its last.

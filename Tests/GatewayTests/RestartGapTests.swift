@@ -39,10 +39,12 @@ struct RestartGapTests {
     /// earliest (the log's trims go on meanwhile).
     /// With `accelerometer` the board streams and logs its accelerometer too (100 Hz, ±4 g).
     /// With `linkDrop` the board's link goes at `at` s for `down` s before the kill (the points
-    /// after that gap wait for the log until the download, `downloadAfter`).
+    /// after that gap wait for the log until the download, `downloadAfter`). With
+    /// `restartedClockOffset` (seconds) the restarted gateway's epoch times run that much ahead
+    /// of the killed one's (its GNSS correction estimated otherwise).
     func record(profile: BoardProfile, seed: UInt64, killAt: Double = 10, down: Double, downloadAfter: Double = 0,
                 accelerometer: Bool = false, secondKill: (at: Double, down: Double)? = nil,
-                linkDrop: (at: Double, down: Double)? = nil) throws -> Run {
+                linkDrop: (at: Double, down: Double)? = nil, restartedClockOffset: Double = 0) throws -> Run {
         print("RestartGapTests seed \(seed)")
         let dir = NSTemporaryDirectory() + "mwgate-restart-gap-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -138,7 +140,9 @@ struct RestartGapTests {
                 #expect(try store.recoverInterruptedSessions() == [killedSessions.last])
                 var configuration = SessionController.Configuration()
                 configuration.alwaysMode = true
-                controller = SessionController(store: store, timeBase: base, configuration: configuration)
+                let restartedBase = TimeBase(wallNanoseconds: 1_800_000_000_000_000_000 + Int64(restartedClockOffset * 1e9),
+                                             monotonicNanoseconds: 0, systemClockSynchronised: true)
+                controller = SessionController(store: store, timeBase: restartedBase, configuration: configuration)
                 try controller.adoptAwaitingSurveyFromStore()
                 controller.expectRestartBackfill(try store.restartGaps())
                 handshake()
@@ -329,6 +333,14 @@ struct RestartGapTests {
     func aKillWhilePointsWaitForTheLogLosesNothing(dropAt: Double, dropFor: Double) throws {
         let run = try record(profile: .metaMotionR, seed: 49, down: 2, downloadAfter: 12, linkDrop: (at: dropAt, down: dropFor))
         expectEverySampleOnce(run, down: 2 + min(dropFor, 10 - dropAt), byTime: true)
+    }
+
+    /// The restarted gateway's epoch times are 1.5 s off the killed one's (the soak: a GNSS
+    /// correction estimated from the first, delayed reports): the stored tail is still found in
+    /// the log, and the restart gap holds the samples after it, none of the tail's again.
+    @Test func aRestartedGatewayWhoseClockIsOffStillFillsTheGapOnce() throws {
+        let run = try record(profile: .metaMotionR, seed: 50, down: 3, restartedClockOffset: 1.5)
+        expectEverySampleOnce(run, down: 3)
     }
 
     @Test func aMetaMotionSKilledForThreeSecondsLosesNothing() throws {
