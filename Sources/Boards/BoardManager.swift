@@ -128,6 +128,11 @@ public actor BoardManager {
         await sessions[address]?.finishFlashLog()
     }
 
+    /// Reads out `address`'s log for a stopped session (see ``BoardSession/drainFlashLog()``).
+    public func drainFlashLog(_ address: BluetoothAddress) async {
+        await sessions[address]?.drainFlashLog()
+    }
+
     /// `address`'s last reported flash log page is stored (see ``BoardSession/confirmFlashLogPage()``).
     public func confirmFlashLogPage(_ address: BluetoothAddress) async {
         await sessions[address]?.confirmFlashLogPage()

@@ -92,7 +92,12 @@ extension BoardSession {
             if let accelerometer = configuration.accelerometer { rates[.accelerometer] = accelerometer.rate.hertz }
             let budget = LogBudget(capacityEntries: capabilities?.capacityEntries, rates: rates)
             emitFlashLog(.logging(loggers: loggers, capacityEntries: budget.capacityEntries, secondsToFull: budget.secondsToFull))
-            if flashLogDownloadWanted { downloadFlashLog() }
+            if flashLogDrainWanted, !sensorsOn {
+                flashLogDrainWanted = false
+                readOutStoppedLog()
+            } else if flashLogDownloadWanted {
+                downloadFlashLog()
+            }
         case .failed(let reason, let cleanup):
             write(cleanup)
             emitFlashLog(.failed(reason: reason))
@@ -157,6 +162,32 @@ extension BoardSession {
         downloadFlashLog()
     }
 
+    /// Reads out what the board logged for a session that stopped while it was away (rates
+    /// beyond the link): where a session records on this link, a download (its flash log runs
+    /// or starts; the old session's entries come first); where none does (the board came back
+    /// idle, its sensors off), logging stops and the whole log is read, with the loggers an
+    /// earlier link found, or found on the board first.
+    public func drainFlashLog() {
+        if sensorsOn { return downloadFlashLog() }
+        guard current != nil, current?.flashStart == nil, let description, flashLogAvailability(description) != nil else { return }
+        readOutStoppedLog()
+    }
+
+    /// Stops logging on this link and reads the log out (the sensors are off).
+    private func readOutStoppedLog() {
+        guard let description else { return }
+        guard flashLoggers != nil else {
+            // No link of this session has met the loggers yet: they are found on the board first.
+            flashLogDrainWanted = true
+            write(startFlashLog(description))
+            return
+        }
+        current?.flashLogging = true
+        current?.flashLogStopped = true
+        write([LoggingCommands.stop])
+        downloadFlashLog()
+    }
+
     // MARK: Trim
 
     /// Notes how many entries the log holds now (`0B 85`): what ``trimFlashLog()`` may drop
@@ -201,7 +232,7 @@ extension BoardSession {
         let finished = downloader.state == .finished
         if step.pageReady || finished {
             var page = FlashLogDownload(gyro: current?.downloaded ?? [], clock: description?.boardClock,
-                                        clockReadAt: current?.handshakeEndedAt, duplicatesDropped: downloader.duplicatesDropped,
+                                        clockReadAt: current?.clockReadAt ?? current?.handshakeEndedAt, duplicatesDropped: downloader.duplicatesDropped,
                                         orphanedEntries: downloader.orphanedEntries)
             page.complete = finished
             page.accelerometer = current?.downloadedAccelerometer ?? []

@@ -28,8 +28,11 @@ struct LinkWork {
     var awaitingTrimLength = false
     /// When the recorder asked for the mark its stored stretch is measured from.
     var trimMarkAskedAt: ContinuousClock.Instant?
-    /// When the handshake ended (the board clock was read just before).
+    /// When the handshake ended.
     var handshakeEndedAt: ContinuousClock.Instant?
+    /// When the board clock's reply (`0B 84`) arrived: its tick was the board's then. The
+    /// handshake may go on for a second after it (battery, cleanup) on a loaded host.
+    var clockReadAt: ContinuousClock.Instant?
     /// Tells the current reply timer from superseded ones.
     var replyTimer = 0
     /// The session gave up on this link; it is being dropped.
@@ -202,6 +205,9 @@ extension BoardSession {
     /// A handshake reply (or anything else) while the handshake runs.
     func handshakeReceived(_ notification: GattNotification) -> Bool {
         guard var sequencer = current?.sequencer else { return false }
+        if notification.bytes.count == 7, notification.bytes[0] == ModuleID.logging.rawValue, notification.bytes[1] == 0x84 {
+            current?.clockReadAt = notification.receivedAt
+        }
         let actions = sequencer.receive(notification: notification.bytes)
         current?.sequencer = sequencer
         guard !actions.isEmpty else { return false }

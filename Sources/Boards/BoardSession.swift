@@ -49,6 +49,8 @@ public actor BoardSession {
     var flashLogLogging: FlashLogStatus?
     /// A download was asked for while no link logged: it starts once one does.
     var flashLogDownloadWanted = false
+    /// A readout of the whole log is wanted once the flash log's loggers are found (``drainFlashLog()``).
+    var flashLogDrainWanted = false
     var streamRestarts = 0
     private var lifecycle = Lifecycle.new
     private var finishWaiters: [CheckedContinuation<Void, Never>] = []

@@ -107,6 +107,8 @@ public struct BoardService: Service, CustomStringConvertible {
                         if let address = BluetoothAddress(board) { await manager.trimFlashLog(address) }
                     case .finishFlashLog(let board):
                         if let address = BluetoothAddress(board) { await manager.finishFlashLog(address) }
+                    case .drainFlashLog(let board):
+                        if let address = BluetoothAddress(board) { await manager.drainFlashLog(address) }
                     }
                 }
             }

@@ -100,7 +100,10 @@ extension RecordingPipeline {
         takeHeldEvents()
     }
 
-    func stop(trigger: SessionTrigger, now: Int64) throws(CommandError) -> SessionEnd {
+    /// Stops the session; at a logged rate the boards away keep the rest of their logs for
+    /// when they are back (unless the caller kept those it knew of).
+    func stop(trigger: SessionTrigger, now: Int64, keepingRestsOfDetachedBoards: Bool = true) throws(CommandError) -> SessionEnd {
+        if keepingRestsOfDetachedBoards { keepLoggedRests(controller.detachedBoards, now: now) }
         do {
             let end = try controller.stop(trigger: trigger, now: now)
             logger.info("session \(end.sessionID) stopped (\(trigger)): \(end.pointCount) points from \(end.boards.count) board(s)")

@@ -16,6 +16,8 @@ extension RecordingPipeline {
         var trigger: SessionTrigger
         /// Boards whose log is not read to the end yet.
         var boards: Set<String>
+        /// Boards that went away before their log was read to the end.
+        var away: Set<String> = []
         /// When a page last arrived.
         var lastProgress: Int64
         var waiters: [CheckedContinuation<Result<SessionEnd, CommandError>, Never>] = []
@@ -49,12 +51,32 @@ extension RecordingPipeline {
         finishing?.lastProgress = timeline.now
         loggedReadoutSamples[key, default: 0] += download.gyro.count
         guard download.complete else { return }
+        controller.loggedReadoutEnded(board: key)
         // The pages of a readout come one by one; the readout held nothing when none had a sample.
         let readoutWasEmpty = loggedReadoutSamples.removeValue(forKey: key) == 0
         if readoutWasEmpty, finishing?.boards.remove(key) != nil {
             logger.info("board \(key): its flash log is read to the end")
         }
         if controller.state != .idle { backfillDemandContinuation.yield(.download(key)) }
+    }
+
+    /// Keeps, for a logged session that stops, the rest of each of `boards`' log (they are
+    /// away): read out when the board is back.
+    func keepLoggedRests(_ boards: Set<String>, now: Int64) {
+        guard recordsLogged, !boards.isEmpty else { return }
+        let names = boards.sorted().joined(separator: ", ")
+        logger.info("session ending without the rest of the flash log of \(names): it is read when the board is back")
+        controller.keepLoggedRests(boards: boards, now: now)
+    }
+
+    /// A board came back (idle, or streaming into a session) while a stopped session waits for
+    /// what it logged while away (``SessionController/keepLoggedRests(boards:now:)``): its log
+    /// is read out from this link on.
+    func drainLoggedRest(_ key: String) {
+        guard controller.hasLoggedRest(board: key) else { return }
+        controller.loggedReadoutBegins(board: key)
+        logger.info("board \(key) is back: reading out what it logged for a stopped session")
+        backfillDemandContinuation.yield(.drainFlashLog(key))
     }
 
     /// Asks the attached boards for their log (a board ignores it while a readout runs), about
@@ -72,7 +94,7 @@ extension RecordingPipeline {
         guard recordsLogged, controller.state != .idle else { return false }
         if finishing != nil { return true }
         guard !attached.isEmpty else { return false }
-        finishing = Finishing(trigger: trigger, boards: attached, lastProgress: now)
+        finishing = Finishing(trigger: trigger, boards: attached, away: controller.detachedBoards, lastProgress: now)
         logger.info("session ending (\(trigger)): reading the boards' flash logs to the end first")
         for key in attached.sorted() { backfillDemandContinuation.yield(.finishFlashLog(key)) }
         return true
@@ -93,17 +115,24 @@ extension RecordingPipeline {
     /// page came for ``finishStallLimit``.
     func checkFinishing(now: Int64) {
         guard var state = finishing else { return }
+        state.away.formUnion(state.boards.subtracting(attached))
         state.boards.formIntersection(attached)
         finishing = state
         let stalled = now - state.lastProgress >= Self.finishStallLimit
         guard state.boards.isEmpty || stalled else { return }
+        // Boards that went away before their log was read to the end: read when they return.
+        keepLoggedRests(state.away, now: now)
         if stalled {
             report(area: "recording", "the flash logs of \(state.boards.sorted().joined(separator: ", ")) made no progress "
                 + "for \(Self.finishStallLimit / 1_000_000_000) s: the session ends without the rest (it stays on the boards)")
         }
         finishing = nil
         let result: Result<SessionEnd, CommandError>
-        do throws(CommandError) { result = .success(try stop(trigger: state.trigger, now: now)) } catch { result = .failure(error) }
+        do throws(CommandError) {
+            result = .success(try stop(trigger: state.trigger, now: now, keepingRestsOfDetachedBoards: false))
+        } catch {
+            result = .failure(error)
+        }
         for waiter in state.waiters { waiter.resume(returning: result) }
     }
 }

@@ -99,6 +99,7 @@ public actor RecordingPipeline {
         var configuration = SessionController.Configuration()
         configuration.alwaysMode = settings.sessionMode == .always
         configuration.acceptsDeadReckoning = settings.acceptDeadReckoning
+        configuration.recordsLogged = !settings.streaming.logged.isEmpty
         controller = SessionController(store: store, timeBase: timeBase, configuration: configuration)
         book = StatusBook(gnssSource: settings.gnss?.description, gyroRateHz: settings.gyroRateHertz,
                           accelerometerRateHz: settings.accelerometerRateHertz)
@@ -449,10 +450,12 @@ public actor RecordingPipeline {
                               accelerometerRateHertz: settings.accelerometerRateHertz)
             attached.insert(key)
             logger.info("board \(key) streaming: \(description)")
+            drainLoggedRest(key)
         case .idle(let description):
             noteFlashCapacity(key, description)
             detach(key, now: now)
             logger.info("board \(key) connected, sensors off until a session starts: \(description)")
+            drainLoggedRest(key)
         case .lost(let reason):
             detach(key, now: now)
             report(area: "board", "\(key) lost: \(reason)")
@@ -512,4 +515,7 @@ public enum BackfillDemand: Hashable, Sendable {
     case trimFlashLog(String)
     /// The session ends: stop its logged sensors and its log, and download the rest.
     case finishFlashLog(String)
+    /// A stopped session waits for what the board logged while away: stop its log and read it
+    /// out (also on a link where the flash log does not run).
+    case drainFlashLog(String)
 }

@@ -58,16 +58,30 @@ public struct LocationMerger<Payload> {
     public var freshness: Double
     /// Fixes further apart than this are not interpolated between, milliseconds.
     public var maxBracket: Double
+    /// Most fixes kept: past it the older half goes (128 by default, about two minutes at 1 Hz
+    /// for samples located as they stream).
+    public let fixLimit: Int
 
     private var fixes: [LocatedFix] = []
     private var held: [(payload: Payload, time: Double, heldSince: Double)] = []
     private var heldStart = 0
 
     /// A merger; defaults suit a 1 Hz receiver.
-    public init(maxWait: Double = 1000, freshness: Double = 2000, maxBracket: Double = 5000) {
+    public init(maxWait: Double = 1000, freshness: Double = 2000, maxBracket: Double = 5000, fixLimit: Int = 128) {
         self.maxWait = maxWait
         self.freshness = freshness
         self.maxBracket = maxBracket
+        self.fixLimit = max(2, fixLimit)
+    }
+
+    /// Fixes kept.
+    public var fixCount: Int { fixes.count }
+
+    /// Forgets the fixes no sample from `time` on needs (those before the last one at or
+    /// before it).
+    public mutating func dropFixes(before time: Double) {
+        let needed = fixes.firstIndex { $0.time > time }.map { max(0, $0 - 1) } ?? max(0, fixes.count - 1)
+        if needed > 0 { fixes.removeFirst(needed) }
     }
 
     /// Number of samples waiting for a fix.
@@ -77,7 +91,7 @@ public struct LocationMerger<Payload> {
     public mutating func add(fix: LocatedFix, now: Double) -> [Located] {
         if let last = fixes.last, fix.time <= last.time { return release(now: now) }
         fixes.append(fix)
-        if fixes.count > 128 { fixes.removeFirst(fixes.count - 64) }
+        if fixes.count > fixLimit { fixes.removeFirst(fixes.count - fixLimit / 2) }
         return release(now: now)
     }
 

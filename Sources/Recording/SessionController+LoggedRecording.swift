@@ -22,35 +22,77 @@ extension SessionController {
 
     /// The gyro (and `accelerometer`) samples of one page of `board`'s log, in readout order.
     /// `gyroScale` and `accelerometerScale` are the ranges' LSB per unit while logging (P2);
-    /// `bootOrigins` where each boot's tick 0 lies on the monotonic clock. Nothing is recorded
-    /// while no session records or the board is not attached; the page then is not durable.
+    /// `bootOrigins` where each boot's tick 0 lies on the monotonic clock. The samples a
+    /// stopped session still waits for (``LoggedRest``) are sealed into it first; the rest is
+    /// recorded into the session that records, when the board is attached. With no rest and
+    /// nothing recording, nothing is recorded and the page is not durable.
     @discardableResult
     public func recordLogged(board: String, gyro: [LoggedSample], accelerometer: [LoggedSample] = [], gyroScale: Double,
                              accelerometerScale: Double? = nil, bootOrigins: [UInt8: Int64], now: Int64? = nil) -> LoggedOutcome {
         var outcome = LoggedOutcome()
-        guard session != nil, let stream = boards[board] else { return outcome }
+        var page = LoggedPage(gyro: gyro, accelerometer: accelerometer, gyroScale: gyroScale, accelerometerScale: accelerometerScale,
+                              bootOrigins: bootOrigins)
+        let restsStored = fillLoggedRests(board: board, page: &page, outcome: &outcome)
+        guard let session, let stream = boards[board] else {
+            // Read out for stopped sessions: what no rest took was logged while no session
+            // recorded, and nothing keeps it.
+            outcome.durable = loggedDrains.contains(board) && restsStored
+            return outcome
+        }
         var recording = loggedRecordings[board] ?? LoggedRecording(gyroRate: stream.gyroRate, accelerometerRate: stream.accelerometerRate)
-        for (uid, origin) in bootOrigins where recording.gyro.origins[uid] == nil {
+        // Logged before the session (the sensors started a moment before it).
+        let placed = place(page, on: &recording, from: session.startedAt, through: .infinity)
+        outcome.skipped += placed.skipped
+        for point in placed.points {
+            outcome.recorded += 1
+            if commit(board: board, point: point, source: timeBase.source) { sealOpenChunk(board: board) }
+        }
+        loggedRecordings[board] = recording
+        outcome.durable = restsStored && writeSegments(now: now, force: true)
+        return outcome
+    }
+
+    /// `page`'s samples placed on `recording`'s timelines (the gyro points located by the
+    /// fixes kept for logged boards, paired with the nearest accelerometer sample), those with
+    /// times from `start` through `end` as points in order; the page keeps the samples placed
+    /// after `end` (for a later session) and those without a boot origin.
+    func place(_ page: LoggedPage, on recording: inout LoggedRecording, from start: Double, through end: Double)
+        -> (points: [RecordedPoint], skipped: Int, later: LoggedPage) {
+        var later = page
+        later.gyro = []
+        later.accelerometer = []
+        for (uid, origin) in page.bootOrigins where recording.gyro.origins[uid] == nil {
             recording.gyro.origins[uid] = origin
             recording.accelerometer?.origins[uid] = origin
         }
-        if let scale = accelerometerScale, recording.accelerometer != nil {
-            for sample in accelerometer {
-                guard let time = recording.accelerometer?.place(sample) else { continue }
-                recording.accelerometerReadings.append(AccelerometerReading(
-                    MotionSamples(single: sample.raw, scale: scale)[0], timestamp: timeBase.epochMilliseconds(monotonic: time)))
+        if let scale = page.accelerometerScale, recording.accelerometer != nil {
+            for sample in page.accelerometer {
+                guard let monotonic = recording.accelerometer?.place(sample) else {
+                    if recording.accelerometer?.origins[sample.resetUID] == nil { later.accelerometer.append(sample) }
+                    continue
+                }
+                let time = timeBase.epochMilliseconds(monotonic: monotonic)
+                if time > end { later.accelerometer.append(sample); continue }
+                recording.accelerometerReadings.append(AccelerometerReading(MotionSamples(single: sample.raw, scale: scale)[0],
+                                                                            timestamp: time))
             }
         }
-        var pairing = BackfilledAccelerometer(rate: stream.accelerometerRate ?? 0)
+        var pairing = BackfilledAccelerometer(rate: recording.accelerometerRate ?? 0)
         pairing.readings = recording.accelerometerReadings
-        let periodMs = 1000 / stream.gyroRate
-        for sample in gyro {
-            guard let monotonic = recording.gyro.place(sample) else { outcome.skipped += 1; continue }
+        let periodMs = 1000 / recording.gyroRate
+        var points: [RecordedPoint] = []
+        var skipped = 0
+        for sample in page.gyro {
+            guard let monotonic = recording.gyro.place(sample) else {
+                if recording.gyro.origins[sample.resetUID] == nil { later.gyro.append(sample) }
+                skipped += 1
+                continue
+            }
             let time = timeBase.epochMilliseconds(monotonic: monotonic)
-            // Logged before the session (the sensors started a moment before it).
-            guard time >= (session?.startedAt ?? time) else { outcome.skipped += 1; continue }
-            let value = MotionSamples(single: sample.raw, scale: gyroScale)[0]
-            let located = stream.merger.locate(GyroItem(sample: value, missedBefore: 0, source: timeBase.source), time)
+            if time > end { later.gyro.append(sample); continue }
+            guard time >= start else { skipped += 1; continue }
+            let value = MotionSamples(single: sample.raw, scale: page.gyroScale)[0]
+            let located = loggedFixes.locate(GyroItem(sample: value, missedBefore: 0, source: timeBase.source), time)
             var point = RecordedPoint(gyroscope: GyroReading(value, timestamp: time), location: located.location,
                                       missingLocation: located.missing, accelerometer: pairing.nearest(time), backfilled: true)
             if let previous = recording.lastPointTime {
@@ -58,19 +100,27 @@ extension SessionController {
                 if point.missedBefore > 0 { point.gapMilliseconds = max(1, Int((time - previous).rounded())) }
             }
             recording.lastPointTime = time
-            outcome.recorded += 1
-            if commit(board: board, point: point, source: timeBase.source) { sealOpenChunk(board: board) }
+            points.append(point)
         }
         // Accelerometer readings a later gyro point may still pair with (the newest second).
         if let last = recording.lastPointTime { recording.accelerometerReadings.removeAll { $0.timestamp < last - 1000 } }
-        loggedRecordings[board] = recording
-        outcome.durable = writeSegments(now: now, force: true)
-        return outcome
+        return (points, skipped, later)
     }
+}
+
+/// One page of a logged board's download, as ``SessionController/recordLogged(board:gyro:accelerometer:gyroScale:accelerometerScale:bootOrigins:now:)`` takes it.
+struct LoggedPage {
+    var gyro: [LoggedSample]
+    var accelerometer: [LoggedSample]
+    var gyroScale: Double
+    var accelerometerScale: Double?
+    var bootOrigins: [UInt8: Int64]
 }
 
 /// A logged board's timelines and what its next points continue from.
 struct LoggedRecording {
+    let gyroRate: Double
+    let accelerometerRate: Double?
     var gyro: LoggedTimeline
     var accelerometer: LoggedTimeline?
     /// Accelerometer readings placed but not yet paired past, in time order.
@@ -79,6 +129,8 @@ struct LoggedRecording {
     var lastPointTime: Double?
 
     init(gyroRate: Double, accelerometerRate: Double?) {
+        self.gyroRate = gyroRate
+        self.accelerometerRate = accelerometerRate
         gyro = LoggedTimeline(rateHertz: gyroRate)
         accelerometer = accelerometerRate.map { LoggedTimeline(rateHertz: $0) }
     }

@@ -26,10 +26,12 @@ extension SessionController {
     public func isWaitingForRestartBackfill(board: String) -> Bool { restartGaps[board] != nil }
 
     /// Whether the stopped session `sessionID` still has a gap its boards' flash logs are read
-    /// for (a restart gap, or a gap its stop came too early for): its survey had better wait,
-    /// since a correction chunk sealed after the survey would not be named by its records.
+    /// for (a restart gap, a gap its stop came too early for, or a logged board away at its stop):
+    /// its survey had better wait, since a correction chunk sealed after the survey would not be
+    /// named by its records.
     public func hasPendingCorrections(sessionID: String) -> Bool {
         restartGaps.values.contains { $0.contains { $0.gap.sessionID == sessionID } }
+            || loggedRests.values.contains { $0.contains { $0.sessionID == sessionID } }
     }
 
     /// The session stops while `board`'s points after a gap wait for the download that fills
@@ -193,28 +195,15 @@ extension SessionController {
 
     /// Seals `points` (in time order) into the restart gap's session as chunks after its last.
     private func sealRestartCorrection(_ pending: inout PendingRestartGap, board: String, _ points: [RecordedPoint]) -> Bool {
-        let gap = pending.gap
-        var start = 0
-        while start < points.count {
-            let slice = points[start..<min(start + configuration.chunkSize, points.count)]
-            let seq = gap.nextSeq + pending.sealedChunks
-            let chunk = ChunkToSeal(sessionID: gap.sessionID, board: board, seq: seq, bytes: PointCodec.encode(slice),
-                                    pointCount: slice.count, firstTimestamp: slice.first!.gyroscope.timestamp,
-                                    lastTimestamp: slice.last!.gyroscope.timestamp, timeSource: timeBase.source,
-                                    missedSamples: slice.reduce(0) { $0 + $1.missedBefore })
-            do {
-                try store.seal(chunk)
-            } catch {
-                lastStoreError = "correction chunk \(seq) of \(board) in session \(gap.sessionID) failed: \(error)"
-                return false
-            }
-            sealedCount += 1
-            pending.sealedChunks += 1
-            pending.sealedThrough = chunk.lastTimestamp
-            pending.filled += slice.count
-            start += slice.count
+        var filling = pending
+        let sealed = sealCorrection(points, sessionID: pending.gap.sessionID, board: board,
+                                    firstSeq: pending.gap.nextSeq + pending.sealedChunks) { chunk in
+            filling.sealedChunks += 1
+            filling.sealedThrough = chunk.lastTimestamp
+            filling.filled += chunk.pointCount
         }
-        return true
+        pending = filling
+        return sealed
     }
 }
 

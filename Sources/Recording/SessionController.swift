@@ -34,6 +34,11 @@ public final class SessionController {
         /// How often a board's flash log is marked and trimmed of what is stored while its
         /// stream is healthy (``SessionController/flashLogTrims(now:)``), nanoseconds.
         public var flashLogTrimInterval: Int64 = 5_000_000_000
+        /// The boards log their sensors instead of streaming them (rates beyond the link): the
+        /// fixes are kept for as long as their downloads lag (``loggedFixLimit`` at most).
+        public var recordsLogged = false
+        /// Most fixes kept for logged points still to be downloaded: two hours at 1 Hz.
+        public var loggedFixLimit = 7200
 
         /// Defaults.
         public init() {}
@@ -66,7 +71,7 @@ public final class SessionController {
 
     /// Where a board that detached during the session resumes (a reconnect continues its
     /// chunk numbering and point indices instead of colliding with what it sealed).
-    private struct ResumePoint {
+    struct ResumePoint {
         var seq: Int
         var points: Int
         /// Time of its last point (see `previousPointTime`).
@@ -101,7 +106,7 @@ public final class SessionController {
     private static let firstSealRetryDelay: Int64 = 1_000_000_000
     private static let maxSealRetryDelay: Int64 = 30_000_000_000
     /// Boards detached during the session.
-    private var resumeAt: [String: ResumePoint] = [:]
+    var resumeAt: [String: ResumePoint] = [:]
     /// Boards whose flash log fills their gaps (see ``expectBackfill(board:_:)``).
     var backfillBoards: Set<String> = []
     /// Each board's recent stream, kept across its links (what logged samples are matched with).
@@ -120,6 +125,14 @@ public final class SessionController {
     var restartGaps: [String: [PendingRestartGap]] = [:]
     /// Per board that logs instead of streaming: its timelines (see ``recordLogged(board:gyro:accelerometer:gyroScale:accelerometerScale:bootOrigins:now:)``).
     var loggedRecordings: [String: LoggedRecording] = [:]
+    /// Per board: what stopped logged sessions still wait for from its log, oldest first.
+    var loggedRests: [String: [LoggedRest]] = [:]
+    /// Boards whose log is read out for stopped sessions' rests (until the readout ends).
+    var loggedDrains: Set<String> = []
+    /// The rests the stop under way keeps (``keepLoggedRests(boards:now:)``).
+    var pendingLoggedRests: [String: LoggedRest] = [:]
+    /// The fixes that locate logged points, kept from the oldest one still to be downloaded.
+    var loggedFixes: LocationMerger<GyroItem>
     /// Sessions stopped and awaiting their hazard survey, oldest first.
     public private(set) var awaitingSurvey: [String] = []
     /// Stopped sessions that recorded no point (no records document can be written for them).
@@ -136,6 +149,8 @@ public final class SessionController {
         self.timeBase = timeBase
         self.configuration = configuration
         self.makeID = makeID
+        loggedFixes = LocationMerger(maxWait: configuration.fixWait, freshness: configuration.fixFreshness,
+                                     fixLimit: configuration.loggedFixLimit)
     }
 
     /// Idle or recording.
@@ -236,6 +251,7 @@ public final class SessionController {
         let end = SessionEnd(sessionID: s.id, endedAt: timeBase.epochMilliseconds(monotonic: now), trigger: trigger,
                              boards: s.boards.sorted(), pointCount: s.pointCount, distance: s.distance.metres,
                              timeSource: s.worstSource)
+        waitForLoggedRests()
         retryFailedSeals(now: now, force: true)
         try store.endSession(end)
         session = nil
@@ -307,6 +323,10 @@ public final class SessionController {
         let nowMs = timeBase.epochMilliseconds(monotonic: now)
         for key in boards.keys {
             commit(board: key, boards[key]?.merger.add(fix: located, now: nowMs) ?? [])
+        }
+        if (session != nil && configuration.recordsLogged) || !loggedRests.isEmpty {
+            _ = loggedFixes.add(fix: located, now: nowMs)
+            keepFixesForLoggedDownloads()
         }
     }
 
