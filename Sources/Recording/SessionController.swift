@@ -218,7 +218,13 @@ public final class SessionController {
         let started = timeBase.epochMilliseconds(monotonic: now)
         try store.beginSession(SessionStart(sessionID: id, startedAt: started, trigger: trigger))
         session = Session(id: id, startedAt: started, trigger: trigger, worstSource: timeBase.source)
-        resumeAt.removeAll()
+        // A board whose link went during the last session and is not back yet (the gap kept at
+        // that stop still waits for it) may still be measuring (out of range): when it returns,
+        // what it took since this start is a gap its flash log fills, like a link drop's.
+        let away = resumeAt.filter { boards[$0.key] == nil && backfillBoards.contains($0.key) && restartGaps[$0.key] != nil }
+        resumeAt = away.mapValues {
+            ResumePoint(seq: 0, points: 0, time: started, hold: nil, gyroRate: $0.gyroRate, accelerometerRate: $0.accelerometerRate)
+        }
         loggedRecordings.removeAll()
         lastSegmentWrite = .min
         for key in boards.keys { resetBoard(key) }
@@ -240,6 +246,11 @@ public final class SessionController {
             waitForStopGap(kept, board: key)
             boards[key] = nil
         }
+        // Boards away (their link went, nothing streamed since): what they took until the stop
+        // is a gap their logs fill when they return, sealed into this session.
+        for (key, resume) in resumeAt.sorted(by: { $0.key < $1.key }) where resume.hold == nil && boards[key] == nil {
+            waitForStopGap(keepAwayGap(board: key, resume: resume, sessionID: s.id, now: now), board: key)
+        }
         for key in boards.keys.sorted() {
             drainAll(board: key, now: now)
             let kept = keepStopGap(board: key, sessionID: s.id)
@@ -258,6 +269,20 @@ public final class SessionController {
         awaitingSurvey.append(s.id)
         if s.pointCount == 0 { emptySessions.insert(s.id) }
         return end
+    }
+
+    /// The gap of a board away at the stop (``stop(trigger:now:)``): from its last point to the
+    /// stop, kept like a stop gap (nil when it has no point in the session, its flash log does
+    /// not fill its gaps, or a gap of it is kept already).
+    private func keepAwayGap(board: String, resume: ResumePoint, sessionID: String, now: Int64) -> PendingRestartGap? {
+        guard backfillBoards.contains(board), restartGaps[board] == nil, let after = resume.time, resume.points > 0 else { return nil }
+        var pending = PendingRestartGap(RestartGap(sessionID: sessionID, board: board, nextSeq: resume.seq, tail: [], after: after))
+        pending.until = timeBase.epochMilliseconds(monotonic: now)
+        // Its own stream (and its fixes) went with its link: another board's fixes locate it.
+        let merger = boards.values.first?.merger
+            ?? LocationMerger(maxWait: configuration.fixWait, freshness: configuration.fixFreshness)
+        pending.stoppedStream = (resume.gyroRate, merger)
+        return pending
     }
 
     /// A board's button was pressed: starts a session, or stops the one recording.
