@@ -35,6 +35,9 @@ struct LinkWork {
     var clockReadAt: ContinuousClock.Instant?
     /// Tells the current reply timer from superseded ones.
     var replyTimer = 0
+    /// The board was announced streaming when this link came back (a resumed stream): its
+    /// handshake's end does not announce it again.
+    var announcedStreaming = false
     /// The session gave up on this link; it is being dropped.
     var failed = false
 }
@@ -111,7 +114,10 @@ extension BoardSession {
         // A board whose configuration is known keeps its samples through the shortened
         // handshake (it may still stream from before the link dropped): it is streaming again
         // from the moment the link is back.
-        if sensorsOn, knownPlan != nil, let description { emit(.state(.streaming(description))) }
+        if sensorsOn, knownPlan != nil, let description {
+            emit(.state(.streaming(description)))
+            current?.announcedStreaming = true
+        }
         var handshake = options.handshake
         // The settle pause after the connection-parameter request is MbientLab's example
         // practice for a board's first connection; a reconnect must not pay it again
@@ -244,7 +250,15 @@ extension BoardSession {
             if options.watchButton, description.modules.has(.switchModule) { commands.append(Commands.subscribeButton) }
             if ledSignal != .off { commands += ledSignal.commands(ledRevision: description.ledRevision ?? 1) }
             if let battery = description.battery { emit(.battery(battery)) }
-            emit(.state(sensorsOn ? .streaming(description) : .idle(description)))
+            // Once per link: each streaming state starts a new sample sequence downstream (the
+            // recording pipeline seals the stream so far), and the status shows the board not
+            // streaming until samples follow it, so a second one in the middle of a resumed
+            // stream cut it in two and logged the board lost and connected again.
+            if !sensorsOn {
+                emit(.state(.idle(description)))
+            } else if current?.announcedStreaming != true {
+                emit(.state(.streaming(description)))
+            }
             // Streaming from here on: no sample is taken for a handshake reply any more.
             tap.activate()
             write(commands)

@@ -190,6 +190,25 @@ struct FaultRecoveryTests {
         }
     }
 
+    /// Found in the real-BlueZ VM bench: a resumed reconnect announced streaming when the link
+    /// came back and again when its handshake ended (the board clock read there changes the
+    /// description), so the recording pipeline cut the stream in two and the journal logged the
+    /// board lost and connected again on every drop.
+    @Test(.timeLimit(.minutes(2)))
+    func aResumedReconnectAnnouncesStreamingOnce() async throws {
+        try await withBoard { board in
+            try await board.waitForSamples()
+            _ = try await board.reconnectWrites { try await board.rig.simulator.dropLink(0) }
+            // Samples recorded from now on came after everything the handshake's end announced.
+            let before = board.recorder.samples(board.address).count
+            try await waitUntil("samples after the handshake") { board.recorder.samples(board.address).count >= before + 20 }
+            let entries = board.recorder.entries(board.address)
+            let fault = try #require(entries.lastIndex { if case .marker("fault") = $0 { true } else { false } })
+            let streaming = entries[fault...].filter { if case .state(.streaming) = $0 { true } else { false } }
+            #expect(streaming.count == 1, "streaming announced \(streaming.count) times after the drop: \(board.recorder.states(board.address))")
+        }
+    }
+
     /// The BMI160 gyro's module id (MetaMotion R).
     static let gyroModule: UInt8 = 0x13
 

@@ -8,7 +8,9 @@
 # (PyPI, inside the VM) receiving the same stream with AcquireNotify and with StartNotify. First,
 # before the session: the ATT notifications the board sends in IDLE_SECONDS (60) with no session
 # recording (btmon on its adapter; issue 19 part 2: 0). BENCH_NOTIFICATIONS=kept-session runs
-# mwgated with `[boards] notifications = "kept-session"` (default: acquire).
+# mwgated with `[boards] notifications = "kept-session"` (default: acquire). MWGATE_VM_BTMON=1 adds
+# an HCI trace and, from it, where each reconnect's time went on the air (the ATT requests);
+# BENCH_BUS_TRACE=1 the bus trace and, from it, each reconnect's calls and signals.
 # Needs root (the VM cache and qemu's 9p shares) and what make deps installs.
 set -euo pipefail
 out=${1:?usage: bluez.sh OUT.md}
@@ -48,7 +50,7 @@ drops=${LINK_DROPS:-20}
 {
     echo "### Real BlueZ in a VM: mwgated beside bleak, link drops"
     echo
-    echo "Debian bookworm's kernel and bluetoothd 5.66 in qemu (TCG, 2 vCPUs, no KVM) on this machine; one MetaMotion R as \`mwsim --peripheral hci1\` (the board model behind bluetoothd's GattManager1, notifications through bluetoothd's AcquireNotify socket) streaming gyro at 100 Hz; release mwgated as the \`mwgate\` user on hci0, recording a session into the directory sink. bluetoothd serves both ends of every link, and everything shares the VM's two emulated CPUs, so the CPU figures are TCG-inflated: compare them with each other, not with the mwsim figures above. Host load $load_before before, $load_after after."
+    echo "Debian bookworm's kernel and bluetoothd 5.66 in qemu (TCG, 2 vCPUs, no KVM) on this machine; one MetaMotion R as \`mwsim --peripheral hci1\` (the board model behind bluetoothd's GattManager1, notifications through bluetoothd's AcquireNotify socket) streaming gyro at 100 Hz; release mwgated as the \`mwgate\` user on hci0, recording a session into the directory sink. bluetoothd serves both ends of every link, and everything shares the VM's two emulated CPUs, so the CPU figures are TCG-inflated: compare them with each other, not with the mwsim figures above. bluetoothd's main.conf beyond the VM's own settings (MWGATE_VM_MAIN_CONF): ${MWGATE_VM_MAIN_CONF:-none}. Host load $load_before before, $load_after after."
     echo
     echo "| measure | value |"
     echo "|---|---:|"
@@ -90,6 +92,20 @@ for r in (rows[-1] if rows else []):
                                                r.get("link up -> first recorded sample taken s"), r["lost s"], over,
                                                r.get("sent, not delivered"))) + " |")
 PY
+    bus_trace=$results/bench/results/bench-bus.log
+    if [[ -s "$bus_trace" ]]; then
+        echo
+        echo "Each reconnect on the gateway's bus (BENCH_BUS_TRACE=1: bluetoothd's signals and mwgated's calls, scripts/vm/bus_timeline.py; seconds from bluetoothd's answer to \`Connect\`). mwgated calls AcquireNotify on the GATT objects bluetoothd kept as soon as \`Connect\` returns; bluetoothd answers it once its GATT client is ready (\`ServicesResolved\`), so only a call after \`ServicesResolved\` leaves time of ours between the link and the first sample (last column):"
+        echo
+        python3 "$root/scripts/vm/bus_timeline.py" "$bus_trace" || echo "(the bus trace could not be read)"
+    fi
+    trace=$results/bench/results/hci.btsnoop
+    if [[ -s "$trace" ]]; then
+        echo
+        echo "Where each reconnect's time went on the air (MWGATE_VM_BTMON=1: btmon's trace of the gateway's controller, scripts/vm/att_timeline.py; seconds from the LE connection complete). bluetoothd hands out a board's AcquireNotify socket only when its GATT client is ready, after the requests it sends one at a time on every new link; the board sends nothing until its notify CCCD is written. The peer answering: the VM's board (bluetoothd's GATT server on hci1 with mwsim --peripheral's application behind it, sharing the VM's CPUs); the gaps: the gateway's bluetoothd before its next request:"
+        echo
+        python3 "$root/scripts/vm/att_timeline.py" --table "$trace" || echo "(the trace could not be read)"
+    fi
     echo
     echo "<details><summary>raw</summary>"
     echo

@@ -4,6 +4,7 @@ read from the HCI trace the VM records with MWGATE_VM_BTMON=1 (results/hci.btsno
 monitor format; 5.66's own `btmon -r` crashes on these traces, real-bluez-vm.md).
 
     scripts/vm/att_timeline.py RESULTS/hci.btsnoop [INDEX]      # INDEX: the controller, 0 = hci0
+    scripts/vm/att_timeline.py --table RESULTS/hci.btsnoop      # one Markdown row per link (make bench)
 
 Per link: each request the controller sent and its answer, in seconds from the LE connection
 complete, then a summary line: how many requests came before bluetoothd's GATT client was ready
@@ -80,7 +81,36 @@ def summary(pdus):
     return ours, requests, ready, cccd, first, round_trips, gaps
 
 
+def slowest_answer(ours):
+    """The request the peer took longest to answer: (seconds, request name and handle)."""
+    slowest, sent = None, None
+    for time, direction, att, detail in ours:
+        if direction == "TX":
+            sent = (time, f"{NAMES.get(att, hex(att))} {detail}".strip())
+        elif sent is not None:
+            if slowest is None or time - sent[0] > slowest[0]:
+                slowest = (time - sent[0], sent[1])
+            sent = None
+    return slowest
+
+
+def table(path, index):
+    """One Markdown row per link, times in seconds from the LE connection complete."""
+    cell = lambda value: "?" if value is None else f"{value:.2f}"
+    print("| link | requests before ready | notify CCCD written | ready | first notification | CCCD -> first notification "
+          "| before ready: the peer answering / this side's gaps | the peer's slowest answer |")
+    print("|---:|---:|---:|---:|---:|---:|---|---|")
+    for number, pdus in enumerate(links(path, index), 1):
+        ours, requests, ready, cccd, first, round_trips, gaps = summary(pdus)
+        slowest = slowest_answer(ours)
+        print(f"| {number} | {requests} | {cell(cccd)} | {cell(ready)} | {cell(first)} "
+              f"| {cell(first - cccd if first is not None and cccd is not None else None)} "
+              f"| {round_trips:.2f} / {gaps:.2f} | {'?' if slowest is None else f'{slowest[0]:.2f} ({slowest[1]})'} |")
+
+
 def main():
+    if sys.argv[1] == "--table":
+        return table(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 0)
     path = sys.argv[1]
     index = int(sys.argv[2]) if len(sys.argv) > 2 else 0
     text = lambda value: "-" if value is None else f"{value:.3f} s"

@@ -61,12 +61,13 @@ def _sessions(docs, address, session_id):
 def check_documents(docs, address, seed, session_id=None, resets=False):
     """The report: count, duplicates, reordered (index behind the previous sample's),
     time_backwards (a timestamp before the previous point's), mismatched (values not the
-    model's), gaps (first missing index, how many), sessions, and the first out-of-order
+    model's), gaps (first missing index, how many), gap_after (for each gap, the time of the
+    point before it, ms, or None), sessions, and the first out-of-order
     sample (session, seq, position in its document, previous index, its index). With `resets`,
     a board whose numbering starts again near 0 (power cycle) begins a new run instead of
     counting as reordered."""
     report = {"count": 0, "duplicates": 0, "reordered": 0, "time_backwards": 0, "mismatched": 0, "gaps": [],
-              "sessions": 0, "first_out_of_order": None}
+              "gap_after": [], "sessions": 0, "first_out_of_order": None}
     for session, session_docs in _sessions(docs, address, session_id):
         report["sessions"] += 1
         previous = previous_time = None
@@ -103,6 +104,8 @@ def check_documents(docs, address, seed, session_id=None, resets=False):
                         full = previous + delta
                     if delta > 1:
                         report["gaps"].append((previous + 1, delta - 1))
+                        # When the stream broke: the time of the last point before the gap.
+                        report["gap_after"].append(previous_time)
                 previous = full
                 report["count"] += 1
                 if raw != simulator_signal("gyro", seed, full):

@@ -1057,7 +1057,8 @@ def group_bench(checks):
         except (ValueError, IndexError, KeyError):
             checks.record(f"bench: bleak {path}", False, f"no result: {probe.stderr.strip()[-300:]}")
     boards.stop()
-    report_drops(checks, per_drop, gaps, sent_runs("hci1"))
+    report_drops(checks, per_drop, gaps, sent_runs("hci1"),
+                 gap_after=check_documents(documents(), address, BOARD_SEEDS[0])["gap_after"])
 
 
 def drop_breakdown(commanded, timings):
@@ -1105,14 +1106,19 @@ def sample_time(x, runs):
     return end + (((x - last) & 0xFFFF) if (x - last) & 0xFFFF < 0x8000 else -((last - x) & 0xFFFF)) / GYRO_RATE
 
 
-def report_drops(checks, rows, gaps, runs):
-    """Per drop: the samples missing in the documents around it (each gap placed by when the
-    board took its first missing sample), against the time the link was down + 100 ms, and how
-    many of them the board did send (with the link up) without their reaching the documents."""
+def report_drops(checks, rows, gaps, runs, gap_after=None):
+    """Per drop: the samples missing in the documents around it, against the time the link was
+    down + 100 ms, and how many of them the board did send (with the link up) without their
+    reaching the documents. Each gap is placed by the time of the recorded point before it
+    (`gap_after`, ms: when the stream broke, on the gateway's clock, which the drops' times
+    share); without it, by when the board took its first missing sample, estimated from the runs
+    it sent (their 100 Hz drifts against the VM's clock: in one run that estimate put 4 of 9
+    gaps into the wrong drop's window)."""
     placed = {}
     unplaced = []
-    for start, count in gaps:
-        at = sample_time(start & 0xFFFF, runs) if runs else None
+    for index, (start, count) in enumerate(gaps):
+        broke = gap_after[index] if gap_after and index < len(gap_after) else None
+        at = broke / 1000 if broke is not None else (sample_time(start & 0xFFFF, runs) if runs else None)
         row = next((r for r in rows if at is not None and r["commanded"] - 0.5 <= at < r["until"]), None)
         if row is None:
             unplaced.append((start, count))
