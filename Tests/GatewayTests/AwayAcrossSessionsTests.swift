@@ -14,14 +14,6 @@ import Testing
 /// into sessions on a real buffer; its log is read when the recorder asks, page by page.
 @Suite("Flash log: a board away across sessions")
 struct AwayAcrossSessionsTests {
-    static func index(_ p: RecordedPoint) -> Int { Int(UInt16(bitPattern: Int16((Double(p.gyroscope.x) * 16.4).rounded()))) }
-
-    static func holes(_ points: [RecordedPoint]) -> [String] {
-        zip(points, points.dropFirst()).filter { index($1) != index($0) + 1 }.map { a, b in
-            "\(index(a))\(a.backfilled ? "b" : "")->\(index(b))\(b.backfilled ? "b" : "")"
-        }
-    }
-
     // swiftlint:disable:next function_body_length
     @Test func whatTheBoardTookAwayIsFilledIntoBothSessions() throws {
         let seed: UInt64 = 51
@@ -40,27 +32,15 @@ struct AwayAcrossSessionsTests {
             guard case .success(.triggerAllocated(let id))? = LogNotificationDecoder.decode(reply) else { return nil }
             return id
         }
-        let loggers: [MotionSensor: LoggerIDs] = [.gyro: LoggerIDs(xy: ids[0], z: ids[1])]
-        var origins: [UInt8: Int64] = [:]
-        func handshake() {
-            if let reply = board.write([0x0B, 0x84]).notifications.first, reply.count == 7 {
-                let tick = UInt32(reply[2]) | UInt32(reply[3]) << 8 | UInt32(reply[4]) << 16 | UInt32(reply[5]) << 24
-                origins[reply[6] & 7] = Int64(board.nanoseconds) - Int64(BoardTicks.milliseconds(UInt64(tick)) * 1e6)
-            }
-            let gyro = GyroConfiguration(rate: .hz100, range: .dps2000)
-            for p in LoggingCommands.start(overwriteWhenFull: true) + Commands.startGyro(gyro, mode: .single, chip: .bmi160) {
-                _ = board.write(p.bytes)
-            }
-        }
-        handshake()
+        var rig = FlashLogReadoutRig(board: board, loggers: [.gyro: LoggerIDs(xy: ids[0], z: ids[1])], revision: 2)
+        let gyro = GyroConfiguration(rate: .hz100, range: .dps2000)
+        rig.handshake(gyro: gyro, chip: .bmi160)
         controller.expectBackfill(board: "B", true)
         controller.attach(board: "B", gyroRateHertz: 100)
         let first = try controller.start(trigger: .controlAPI, now: 0)
         let decoder = NotificationDecoder(chip: .bmi160, gyroRange: .dps2000, accelerometerRange: .g4)
         var rng = SeededRandom(seed: seed)
         var now: Int64 = 0
-        var downloader: LogDownloader?
-        var page: [LoggedSample] = []
         var trimmer = BoardLogTrimmer()
         var second: String?
         // Away from 5 s to 11 s; the first session stops at 7 s, the second starts at 8 s.
@@ -69,65 +49,40 @@ struct AwayAcrossSessionsTests {
         var away = false, back = false
         var indexAtStop = 0, indexAtStart = 0
 
-        func send(_ packets: [Packet]) {
-            for packet in packets {
-                for reply in board.write(packet.bytes).notifications { feed(reply) }
-            }
-        }
-        func feed(_ bytes: [UInt8]) {
-            guard var d = downloader else { return }
-            let step = d.receive(bytes, at: Int64(board.nanoseconds))
-            downloader = d
-            page += step.samples.filter { $0.sensor == .gyro }.map(\.sample)
-            send(step.writes)
-            let finished = d.state == .finished
-            guard step.pageReady || finished else { return }
-            let outcome = controller.backfill(board: "B", logged: page, bootOrigins: origins, complete: finished, now: now)
-            page = []
-            if outcome.durable {
-                let confirm = d.confirmPage()
-                downloader = d
-                send(confirm)
-            }
-            if finished { downloader = nil }
-        }
-
         while now < end {
             now += Int64(Double.random(in: 7.5e6...30e6, using: &rng))
             if !away, now >= goneAt {
                 away = true
                 controller.detach(board: "B", now: now)
-                downloader = nil
-                board.linkLost()
+                rig.linkLost()
             }
             if second == nil, now >= stopAt, case .recording = controller.state {
                 try controller.stop(trigger: .controlAPI, now: now)
-                indexAtStop = Int(board.state(.gyro).nextSampleIndex)
+                indexAtStop = Int(rig.board.state(.gyro).nextSampleIndex)
             }
             if second == nil, now >= startAt {
                 second = try controller.start(trigger: .controlAPI, now: now)
-                indexAtStart = Int(board.state(.gyro).nextSampleIndex)
+                indexAtStart = Int(rig.board.state(.gyro).nextSampleIndex)
             }
             if away, !back, now >= backAt {
                 back = true
-                handshake()
+                rig.handshake(gyro: gyro, chip: .bmi160)
                 controller.attach(board: "B", gyroRateHertz: 100)
                 trimmer.forgetMark()
             }
             let linkUp = !away || back
-            for n in board.advance(to: UInt64(now)) {
+            for n in rig.board.advance(to: UInt64(now)) {
                 guard linkUp else { continue }
-                if n.bytes.first == 0x0B { feed(n.bytes); continue }
+                if n.bytes.first == 0x0B { rig.receive(n.bytes, into: controller, board: "B", now: now); continue }
                 controller.ingest(board: "B", event: decoder.decode(n.bytes), receivedAt: now)
             }
             controller.tick(now: now)
-            for trim in controller.flashLogTrims(now: now) where downloader == nil && linkUp {
-                trimmer.apply(trim, to: &board)
+            for trim in controller.flashLogTrims(now: now) where rig.downloader == nil && linkUp {
+                trimmer.apply(trim, to: &rig.board)
             }
-            if downloader == nil, linkUp, controller.takeBackfillRequests().contains("B") {
+            if rig.downloader == nil, linkUp, controller.takeBackfillRequests().contains("B") {
                 trimmer.forgetMark()
-                downloader = LogDownloader(revision: 2, loggers: loggers, confirmsPagesItself: false)
-                send(downloader!.begin())
+                rig.beginReadout(into: controller, board: "B", now: now)
             }
         }
         #expect(!controller.isWaitingForRestartBackfill(board: "B"), "the first session's gap is filled")
@@ -135,18 +90,18 @@ struct AwayAcrossSessionsTests {
         let firstRecord = try controller.submitSurvey(.noHazard, sessionID: first, submittedAt: Date(timeIntervalSince1970: 1_800_000_100))
         let firstPoints = try store.dataset(sessionID: first).points.map(\.point).sorted { $0.gyroscope.timestamp < $1.gyroscope.timestamp }
         let secondPoints = try store.dataset(sessionID: second ?? "").points.map(\.point)
-        let firstLast = firstPoints.last.map(Self.index) ?? 0
-        let secondFirst = secondPoints.first.map(Self.index) ?? 0
+        let firstLast = firstPoints.last.map(BackfillEndToEndTests.index) ?? 0
+        let secondFirst = secondPoints.first.map(BackfillEndToEndTests.index) ?? 0
         print("away across sessions: first \(firstPoints.count) points (\(firstPoints.filter(\.backfilled).count) backfilled), "
-              + "last \(firstLast) (stop at \(indexAtStop)), holes \(Self.holes(firstPoints)); second \(secondPoints.count) "
+              + "last \(firstLast) (stop at \(indexAtStop)), holes \(BackfillEndToEndTests.holes(firstPoints)); second \(secondPoints.count) "
               + "(\(secondPoints.filter(\.backfilled).count) backfilled), first \(secondFirst) (start at \(indexAtStart)), "
-              + "holes \(Self.holes(secondPoints))")
-        #expect(Self.holes(firstPoints).isEmpty, "the first session holds every sample up to its stop")
+              + "holes \(BackfillEndToEndTests.holes(secondPoints))")
+        #expect(BackfillEndToEndTests.holes(firstPoints).isEmpty, "the first session holds every sample up to its stop")
         #expect(firstLast >= indexAtStop - 2, "the first session reaches its stop: \(firstLast) of \(indexAtStop)")
         #expect(Set(try store.dataset(sessionID: first).chunkNames) == Set(firstRecord.gscopeData), "its record names the correction")
-        #expect(Self.holes(secondPoints).isEmpty, "the second session holds every sample from its start")
+        #expect(BackfillEndToEndTests.holes(secondPoints).isEmpty, "the second session holds every sample from its start")
         #expect(secondFirst <= indexAtStart + 4, "the second session begins at its start (within a simulated clock step): \(secondFirst) for \(indexAtStart)")
-        let all = (firstPoints + secondPoints).map(Self.index)
+        let all = (firstPoints + secondPoints).map(BackfillEndToEndTests.index)
         #expect(Set(all).count == all.count, "no sample twice")
     }
 }
