@@ -772,16 +772,23 @@ def group_faults(checks):
 
 
 def link_closed_and_sensor_stopped(address, since):
-    """After mwgated exited: seconds from `since` (the signal) until the gateway's adapter saw
-    the link down (wait_link counts from its own start, after the exit), and whether the board
-    says its gyro stopped."""
+    """After mwgated exited: seconds from `since` (the signal) until the link was down, whether
+    the board says its gyro stopped, and the evidence. The gateway's adapter is polled only from
+    the exit on (a GetManagedObjects every 0.1 s or slower on the VM's CPUs), so its view alone
+    is never earlier than the exit plus a poll: once it sees the link down, the board's own log
+    of its link's end (the same virtual air) dates it when that came first."""
     waited_from = time.time()
     down = wait_link(address, False, 5)
-    closed = None if down is None else waited_from - since + down
+    polled = None if down is None else waited_from - since + down
     with open(os.path.join(RESULTS, "mwsim.log")) as f:
         lines = [line for line in f if "link closed; gyro sampling" in line and float(line.split()[0]) >= since]
+    board_end = float(lines[0].split()[0]) - since if lines else None
+    closed = polled if polled is None or board_end is None else min(polled, board_end)
     stopped = bool(lines) and lines[-1].strip().endswith("no")
-    return closed, stopped, (lines[-1].strip() if lines else "no link-closed line from the board")
+    evidence = (lines[-1].strip() if lines else "no link-closed line from the board") + (
+        f"; link down in the board's log {board_end:.2f} s, in the gateway's view {polled:.2f} s"
+        if polled is not None and board_end is not None else "")
+    return closed, stopped, evidence
 
 
 def shutdown_timeline(gateway_name, since):
