@@ -833,7 +833,8 @@ def group_stop(checks):
             took = gateway.stop(grace=10)
             ended = getattr(gateway, "output_ended", None)
             closed, stopped, evidence = link_closed_and_sensor_stopped(address, t0)
-            ok = took is not None and took <= 2.0 and closed is not None and closed <= 2.0
+            # A gateway that never reached the state measured nothing: no pass.
+            ok = state is not None and took is not None and took <= 2.0 and closed is not None and closed <= 2.0
             if moment == "recording":
                 ok = ok and stopped
             checks.record(f"SIGTERM during {moment}: exit within 2 s, link closed"
