@@ -1,4 +1,5 @@
 import Synchronization
+import Testing
 
 /// A gateway's services (its service group's `run()`) running beside a test's body as a child
 /// task of the test's scope, not a stored task: the body may shut them down and wait for their
@@ -14,8 +15,9 @@ public final class RunningServices: Sendable {
     }
 
     /// Runs `run` beside `body`, then shuts the services down with `shutDown` unless `body`
-    /// did, and waits for them. Throws what `body` throws; the services' own failure reaches
-    /// the caller through ``shutDown()``.
+    /// did, and waits for them. Throws what `body` throws, else what the services' run threw
+    /// (a shutdown that fails fails the test, as it fails the daemon); when both fail, the
+    /// services' failure is recorded as an issue beside the body's error.
     public static func with<Value>(
         run: @escaping @Sendable () async throws -> Void, shutDown: @escaping @Sendable () async -> Void,
         isolation: isolated (any Actor)? = #isolation,
@@ -30,10 +32,15 @@ public final class RunningServices: Sendable {
             }
             let value: Value
             do { value = try await body(services) } catch {
-                _ = try? await services.shutDown()
+                // A body that shut the services down itself saw their outcome already.
+                if !services.hasEnded {
+                    do { try await services.shutDown() } catch let failure {
+                        Issue.record("the services' shutdown failed too: \(failure)")
+                    }
+                }
                 throw error
             }
-            _ = try? await services.shutDown()
+            try await services.shutDown()
             return value
         }
     }
