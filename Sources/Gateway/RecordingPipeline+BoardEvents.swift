@@ -57,8 +57,13 @@ extension RecordingPipeline {
 
     private func boardEventsEnded() {
         takeHeldEvents()
-        if samplesAfterShutdown > 0 {
-            logger.warning("\(samplesAfterShutdown) gyro samples arrived after the shutdown's seal and were not recorded")
+        // Only a session's own samples are a loss: a seal that waited for the boards' stop
+        // leaves none, and a board streaming between sessions goes on until its stop.
+        if sessionSamplesAfterShutdown > 0 {
+            logger.warning("\(sessionSamplesAfterShutdown) gyro samples of the sealed session arrived after the shutdown's seal and were not recorded")
+        }
+        if otherSamplesAfterShutdown > 0 {
+            logger.debug("\(otherSamplesAfterShutdown) gyro samples streamed outside a session arrived after the shutdown")
         }
         boardEventsHaveEnded = true
         streamingBoardsChangedContinuation.yield()

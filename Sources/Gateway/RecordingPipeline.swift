@@ -41,8 +41,15 @@ public actor RecordingPipeline {
     public nonisolated let streamingBoardsChanged: AsyncStream<Void>
     let streamingBoardsChangedContinuation: AsyncStream<Void>.Continuation
     var boardEventsHaveEnded = false
-    /// Gyro samples that arrived after ``shutdown()`` (not recorded; logged when the boards' events end).
-    var samplesAfterShutdown = 0
+    /// The boards still streaming into the session ``shutdown()`` sealed (the seal gave up
+    /// waiting for their last samples): what they deliver later belonged to that session.
+    private var boardsStreamingAtTheSeal: Set<String> = []
+    /// Gyro samples that arrived after ``shutdown()`` from ``boardsStreamingAtTheSeal``: the
+    /// session's, not recorded (a warning when the boards' events end).
+    var sessionSamplesAfterShutdown = 0
+    /// Gyro samples that arrived after ``shutdown()`` from boards streaming into no session
+    /// (between sessions, or stopped before the seal): no session would have held them.
+    var otherSamplesAfterShutdown = 0
     /// Set while a shutdown's seal waits for the boards' last samples: each board event wakes
     /// the pipeline instead of waiting for the next tick (see ``handleBoardEventsAsTheyArrive()``).
     var boardEventsWake = false
@@ -133,7 +140,13 @@ public actor RecordingPipeline {
     /// Handles one board event.
     public func handle(_ event: BoardEvent) {
         guard !isShutDown else {
-            if case .sample(.gyro(let samples)) = event.kind { samplesAfterShutdown += samples.count }
+            if case .sample(.gyro(let samples)) = event.kind {
+                if boardsStreamingAtTheSeal.contains(event.board.rawValue) {
+                    sessionSamplesAfterShutdown += samples.count
+                } else {
+                    otherSamplesAfterShutdown += samples.count
+                }
+            }
             return
         }
         let key = event.board.rawValue
@@ -370,6 +383,7 @@ public actor RecordingPipeline {
         let waiters = finishing?.waiters ?? []
         finishing = nil
         if case .recording(let id) = controller.state {
+            boardsStreamingAtTheSeal = attached
             do {
                 let end = try stop(trigger: .shutdown, now: now)
                 for waiter in waiters { waiter.resume(returning: .success(end)) }
