@@ -58,11 +58,14 @@ extension BufferStore {
         try restartGaps().filter { sessionIDs.contains($0.sessionID) }
     }
 
-    /// The restart gap of `board` in `sessionID` ends at `until` (epoch ms).
+    /// The restart gap of `board` in `sessionID` ends at `until` (epoch ms); a gap a stop kept
+    /// (no row yet) is kept from now on.
     public func restartGapBounded(sessionID: String, board: String, until: Double) throws {
         try writer.write { db in
-            try db.execute(sql: "UPDATE restart_gaps SET until_ms = ? WHERE session_id = ? AND board = ?",
-                           arguments: [until, sessionID, board])
+            try db.execute(sql: """
+                INSERT INTO restart_gaps (session_id, board, until_ms) VALUES (?, ?, ?)
+                ON CONFLICT (session_id, board) DO UPDATE SET until_ms = excluded.until_ms
+                """, arguments: [sessionID, board, until])
         }
     }
 

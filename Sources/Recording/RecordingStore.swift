@@ -164,7 +164,9 @@ public protocol RecordingStore: AnyObject {
     /// Sessions stopped but without a submitted survey, oldest first (a previous run's too).
     func sessionsAwaitingSurvey() throws -> [String]
     /// The restart gap of `board` in `sessionID` (``RestartGap``) ends at `until`, epoch ms:
-    /// kept, so a gateway started after another restart still fills it.
+    /// kept, so a gateway started after another restart still fills it. A gap a session's stop
+    /// kept (the board's log not read yet) is kept this way too, so a restart before the board
+    /// is back does not forget it.
     func restartGapBounded(sessionID: String, board: String, until: Double) throws
     /// The restart gap of `board` in `sessionID` is filled, or can no longer be.
     func restartGapClosed(sessionID: String, board: String) throws

@@ -56,6 +56,12 @@ extension SessionController {
         guard var kept else { return }
         kept.gap.nextSeq = boards[board]?.seq ?? kept.gap.nextSeq
         restartGaps[board, default: []].append(kept)
+        // Kept in the store too: a gateway restarted before the board's log is read fills it.
+        if let until = kept.until {
+            do { try store.restartGapBounded(sessionID: kept.gap.sessionID, board: board, until: until) } catch {
+                lastStoreError = "gap of \(board) in session \(kept.gap.sessionID) not kept: \(error)"
+            }
+        }
         requestRestartBackfill(board: board)
     }
 
