@@ -165,7 +165,11 @@ public actor GATTPeripheral {
             silentUntil = nil
             await dropLink()
         case .powerCycle:
+            let previousBoot = board.resetUID
             board = SimulatedBoard(profile: options.profile, seed: options.seed)
+            // A board's reset counter moves on at every boot (its clock reply and log entries
+            // tell boots apart by it; a reconnect that finds the same one keeps the setup).
+            while board.resetUID != (previousBoot &+ 1) & 0x07 { board.resetItself() }
             sent.boardReset()
             await dropLink()
         case .remove:
