@@ -332,6 +332,20 @@ extension BlueZSimulator {
         device.dropFraction = fraction
     }
 
+    /// Paces board `index`'s flash-log readouts at `notificationsPerSecond` from now on, the
+    /// readout under way too (benchmarks: a board that reads out faster than the central takes
+    /// the entries measures the central, not the simulated link).
+    public func setReadoutRate(_ index: Int, notificationsPerSecond: UInt32) throws {
+        let device = try device(index)
+        guard (1...10_000).contains(notificationsPerSecond) else {
+            throw DBusError(name: DBusError.Name.invalidArgs,
+                            message: "readout rate \(notificationsPerSecond) must be within 1…10000 notifications/s")
+        }
+        log("mwsim: board \(index) reads its flash log out at \(notificationsPerSecond) notifications/s")
+        advanceBoard(device)
+        device.model.flashLog.readoutInterval = 1_000_000_000 / UInt64(notificationsPerSecond)
+    }
+
     /// The board resets by itself: what it measured so far stays in its flash log, the link
     /// drops, and it advertises again (sensors off until a central starts them).
     public func resetBoard(_ index: Int) throws {

@@ -15,6 +15,8 @@ import MetaWearBoardModel
 /// - `PowerCycleAdapter()`: Powered false then true.
 /// - `DropNotifications(u board, d fraction)`: seeded loss on the link (0 turns it off).
 /// - `PressButton(u board)`: button press and release.
+/// - `SetReadoutRate(u board, u notificationsPerSecond)`: paces the board's flash-log readouts
+///   (1…10000 notifications/s, two entries each) from now on, as `--readout-rate` does at start.
 /// - `GetCommandLog(u board) → aay`: every write the central made, in order.
 /// - `GetStats(u board) → a{sv}`: samples emitted per sensor, last indices, delivered and
 ///   dropped notifications (see ``BoardStats``).
@@ -86,6 +88,10 @@ public enum SimulatorControlInterface {
             DBusMethod("DropNotifications", in: [.uint32, .double], inNames: ["board", "fraction"]) { [weak simulator] call in
                 let (index, fraction) = try boardAnd(call, Double.self)
                 try await simulator?.dropNotifications(index, fraction: fraction); return []
+            },
+            DBusMethod("SetReadoutRate", in: [.uint32, .uint32], inNames: ["board", "notificationsPerSecond"]) { [weak simulator] call in
+                let (index, rate) = try boardAnd(call, UInt32.self)
+                try await simulator?.setReadoutRate(index, notificationsPerSecond: rate); return []
             },
             DBusMethod("ResetBoard", in: [.uint32], inNames: ["board"]) { [weak simulator] call in
                 try await simulator?.resetBoard(try board(call)); return []

@@ -112,6 +112,24 @@ struct FlashLogSimulatorTests {
         }
     }
 
+    /// The bench reads a log out faster than the model's pace to measure the central: the rate
+    /// changes on the running board, and a rate outside 1…10000 is refused with one that names it.
+    @Test func readoutRateChangesOnTheRunningBoard() async throws {
+        try await SimulatorHarness.with(boards: 2) { harness in
+            #expect(try await harness.simulator.flashLog(0).readoutInterval == 5_000_000, "the model's 200 notifications/s")
+            _ = try await harness.control("SetReadoutRate", [.uint32(0), .uint32(8_000)])
+            #expect(try await harness.simulator.flashLog(0).readoutInterval == 125_000)
+            #expect(try await harness.simulator.flashLog(1).readoutInterval == 5_000_000, "only the board named")
+            for refused: UInt32 in [0, 10_001] {
+                let error = await #expect(throws: DBusError.self) {
+                    _ = try await harness.control("SetReadoutRate", [.uint32(0), .uint32(refused)])
+                }
+                #expect(error?.message.contains("readout rate \(refused) must be within 1…10000") == true, "\(String(describing: error))")
+            }
+            #expect(try await harness.simulator.flashLog(0).readoutInterval == 125_000, "a refused rate changes nothing")
+        }
+    }
+
     private func le(_ value: UInt32) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
     private func int16(_ bytes: [UInt8], _ at: Int) -> Int16 { Int16(bitPattern: UInt16(bytes[at]) | UInt16(bytes[at + 1]) << 8) }
 }

@@ -1,11 +1,77 @@
 #!/usr/bin/env bash
-# Flash-log backfill, the pure half (download decoding and placement) -> Markdown section in $1.
-# Called by scripts/bench.sh with MWBENCH set to the release mwbench binary.
+# Flash-log backfill -> Markdown section in $1. Called by scripts/bench.sh with MWBENCH set to
+# the release mwbench binary (and MWGATED_STATIC, MWCTL_STATIC, MWSIM as it sets them).
+# 1. The pure half (download decoding and placement): mwbench backfill, in-process.
+# 2. The whole daemon (backfill_daemon.py): mwgated as packaged with one mwsim MetaMotion R on a
+#    private dbus-daemon, on each notification path: 800 Hz gyro logged for
+#    BACKFILL_DAEMON_SECONDS (20) s and downloaded to the end at the stop with the board reading
+#    out at BACKFILL_FAST_READOUT (10000) notifications/s; and an 8 s out-of-range gap in a 100 Hz
+#    stream. Beside it, bleak (backfill_peer.py, venv .build-venv/boards as boards.sh makes it)
+#    making the SDK's download of the same log on the same board.
 set -euo pipefail
 out=${1:?usage: backfill.sh OUT.md}
 bench=${MWBENCH:?MWBENCH must point at the release mwbench binary}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+mwgated=${MWGATED_STATIC:-$root/.build-static/release/mwgated}
+mwctl=${MWCTL_STATIC:-${MWCTL:-$(dirname "$bench")/mwctl}}
+mwsim=${MWSIM:-$(dirname "$bench")/mwsim}
+seconds=${BACKFILL_DAEMON_SECONDS:-20}
+fast=${BACKFILL_FAST_READOUT:-10000}
+venv="$root/.build-venv/boards"
+for binary in "$mwgated" "$mwctl" "$mwsim"; do
+    [[ -x "$binary" ]] || { echo "backfill.sh: $binary missing (make bench builds it)" >&2; exit 1; }
+done
+if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -c 'import bleak' 2>/dev/null; then
+    /usr/bin/python3 -m venv "$venv"
+    "$venv/bin/pip" install -q bleak
+fi
+bleak_version=$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("bleak"))')
 raw=$("$bench" backfill "${@:2}")
-value() { printf '%s\n' "$raw" | sed -n "s/^$1=//p"; }
+
+. "$here/private-bus.sh"
+private_bus_start
+export DBUS_SYSTEM_BUS_ADDRESS=$bus_address
+load_daemon=$(cut -d' ' -f1-3 /proc/loadavg)
+# One mwsim (one MetaMotion R, the model's readout pace) per run, so no run reads another's log.
+with_board() {
+    "$mwsim" --bus "$bus_address" --boards 1 --model metamotion-r --quiet --discovery-delay 0.1 2>> "$bus_dir/mwsim.log" &
+    sim_pid=$!
+    # Runs in a command substitution's subshell: its own trap stops this mwsim.
+    trap 'kill -TERM "$sim_pid" 2> /dev/null; wait "$sim_pid" 2> /dev/null' EXIT
+    local _
+    for _ in $(seq 100); do
+        busctl --address="$bus_address" call io.mwgate.Simulator /io/mwgate/Simulator1 io.mwgate.Simulator1 ListBoards \
+            > /dev/null 2>&1 && break
+        sleep 0.1
+    done
+    "$@"
+}
+daemon() {
+    rm -rf "$bus_dir/work" && mkdir -p "$bus_dir/work"
+    /usr/bin/python3 "$here/backfill_daemon.py" "$mwgated" "$mwctl" "$bus_dir/work" "$bus_address" "$bus_pid" "$@"
+}
+peer() {
+    local address
+    address=$(busctl --address="$bus_address" call io.mwgate.Simulator /io/mwgate/Simulator1 io.mwgate.Simulator1 ListBoards \
+        | grep -oE '([0-9A-F]{2}:){5}[0-9A-F]{2}' | head -1)
+    "$venv/bin/python" "$here/backfill_peer.py" "$address" "$seconds" "$fast" "$bus_pid" "$bus_address"
+}
+# A run that fails is named in the section (its error is in this area's log); the others stand.
+failed_runs=()
+run() {
+    local name=$1 out
+    shift
+    if out=$(with_board "$@"); then raw+=$'\n'$out; else failed_runs+=("$name"); fi
+}
+for delivery in acquire start-notify; do
+    run "logged $delivery" daemon "$delivery" logged "$seconds" "$fast"
+    run "gap $delivery" daemon "$delivery" gap 15
+done
+run "bleak peer" peer
+load_daemon_end=$(cut -d' ' -f1-3 /proc/loadavg)
+value() { printf '%s\n' "$raw" | sed -n "s/^$1=//p" | tail -1; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.1f", b / a; else print "n/a" }'; }
 below() { awk -v a="$1" -v g="$2" 'BEGIN { print (a >= 0 && a < g) ? "met" : "NOT met" }'; }
 {
     echo "### Backfill from the board's flash log (decode and placement)"
@@ -43,8 +109,31 @@ below() { awk -v a="$1" -v g="$2" 'BEGIN { print (a >= 0 && a < g) ? "met" : "NO
         echo "| $m min | $(value backfill_gap_${m}min_trimmed_entries) | $(value backfill_gap_${m}min_trimmed_close_s) s | $(value backfill_gap_${m}min_untrimmed_entries) | $(value backfill_gap_${m}min_untrimmed_close_s) |"
     done
     echo
-    echo "Not in this figure: download throughput through dbus-daemon and the time to close a gap"
-    echo "after a real reconnect (the VM bench)."
+    echo "#### The whole daemon: downloads through dbus-daemon"
+    echo
+    echo "mwgated as packaged, one simulated MetaMotion R (mwsim, separate process, a new one per run) on a private dbus-daemon, manual sessions, directory sink; each notification path (\`[boards] notifications\`). Logged: gyro at 800 Hz logged on the board (\`backfill = true\`), a ${seconds} s session downloaded during it at the model's readout pace (200 notifications/s, 400 entries/s) and, at \`mwctl session stop\`, the rest of the log with the board reading out at ${fast} notifications/s (mwsim SetReadoutRate), so the download runs as fast as mwgated takes it: entries and samples per second from the stop to the last sample stored (\`mwctl status\` polled every 0.2 s), mwgated's and dbus-daemon's CPU (schedstat) over that span per 1,000 samples. Peer: bleak $bleak_version (PyPI, its default notification path) making MbientLab's SDK download of the same 800 Hz log on the same board (metawear-logging.md §8.1: \`0B 06 <n> <n/20>\`, \`0B 0E\` after each page; every entry decoded and paired into samples), its own CPU (getrusage) and dbus-daemon's over its download."
+    echo
+    echo "| case | entries/s | samples/s | ms CPU / 1,000 samples | dbus-daemon ms / 1,000 samples | samples in the download | stored in the session / taken by the board |"
+    echo "|---|---:|---:|---:|---:|---:|---:|"
+    for d in acquire start-notify; do
+        echo "| mwgated, $d, at the stop | $(value logged_${d}_entries_per_s) | $(value logged_${d}_samples_per_s) | $(value logged_${d}_cpu_ms_per_1000) | $(value logged_${d}_dbus_ms_per_1000) | $(value logged_${d}_after_stop_samples) | $(value logged_${d}_session_points) / $(value logged_${d}_board_measured) |"
+    done
+    echo "| bleak, SDK download, same log size | $(value bleak_entries_per_s) | $(value bleak_samples_per_s) | $(value bleak_cpu_ms_per_1000) | $(value bleak_dbus_ms_per_1000) | $(value bleak_samples) | |"
+    echo
+    echo "During the session, at the model's pace: $(value logged_acquire_in_session_samples_per_s) (AcquireNotify) and $(value logged_start-notify_in_session_samples_per_s) (StartNotify) samples/s downloaded while the board logs 800; the stop took $(value logged_acquire_stop_s) / $(value logged_start-notify_stop_s) s (download, a last empty readout, the seal)."
+    echo "Throughput, mwgated ÷ bleak in samples/s: AcquireNotify $(ratio "$(value bleak_samples_per_s)" "$(value logged_acquire_samples_per_s)")× , StartNotify $(ratio "$(value bleak_samples_per_s)" "$(value logged_start-notify_samples_per_s)")× (above 1: mwgated faster); CPU per sample, bleak ÷ mwgated: $(ratio "$(value logged_acquire_cpu_ms_per_1000)" "$(value bleak_cpu_ms_per_1000)")× / $(ratio "$(value logged_start-notify_cpu_ms_per_1000)" "$(value bleak_cpu_ms_per_1000)")×. mwgated stores every page in SQLite before it confirms it on the board (a page is deleted only once stored); bleak keeps the samples in memory."
+    echo
+    echo "Time to close an 8 s gap after reconnect: gyro streamed at 100 Hz with backfill on, after 15 s of session the board goes out of range for 8 s (VanishDevice, then RestoreDevice); times from the board back in range (\`mwctl status\` polled every 0.1 s):"
+    echo
+    echo "| path | back to streaming | gap closed (last backfilled sample stored) | of which after streaming | samples backfilled / not delivered by the board | CPU per 1,000 backfilled samples (less the stream's own) |"
+    echo "|---|---:|---:|---:|---:|---:|"
+    for d in acquire start-notify; do
+        echo "| $d | $(value gap_${d}_back_to_streaming_s) s | $(value gap_${d}_closed_after_s) s | $(value gap_${d}_closed_after_streaming_s) s | $(value gap_${d}_backfilled) / $(value gap_${d}_missing) | $(value gap_${d}_cpu_ms_per_1000) ms |"
+    done
+    echo
+    [[ ${#failed_runs[@]} -eq 0 ]] || echo "**Failed runs** (empty cells above; see the area's log): ${failed_runs[*]}."
+    echo
+    echo "The log is trimmed every 5 s while the stream is healthy, so the download after the gap reads the gap and up to 5 s before it, at the model's pace (400 entries/s). Load average at the start of the daemon runs: $load_daemon; at the end: $load_daemon_end."
     echo
     echo "<details><summary>raw</summary>"
     echo

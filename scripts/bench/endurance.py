@@ -22,6 +22,9 @@ import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mwgated_daemon import environment, mwctl_json, wait_ready  # noqa: E402
+
 mwgated, mwctl, work, bus_address = sys.argv[1:5]
 boards, idle_seconds, session_seconds = (int(v) for v in sys.argv[5:8])
 tick = os.sysconf("SC_CLK_TCK")
@@ -29,25 +32,8 @@ config = os.path.join(work, "etc", "mwgated.toml")
 documents = os.path.join(work, "documents")
 
 
-def environment(notify_path):
-    env = dict(os.environ)
-    # WATCHDOG_USEC as the unit gives it (WatchdogSec=30): the daemon feeds it at half that.
-    env.update(NOTIFY_SOCKET=notify_path, WATCHDOG_USEC="30000000", STATE_DIRECTORY=os.path.join(work, "state"),
-               RUNTIME_DIRECTORY=os.path.join(work, "run"), CONFIGURATION_DIRECTORY=os.path.join(work, "etc"))
-    env.pop("JOURNAL_STREAM", None)
-    return env
-
-
-def mwctl_json(*args):
-    try:
-        out = subprocess.run([mwctl, *args, "--json"], capture_output=True, text=True, timeout=30)
-    except subprocess.TimeoutExpired:
-        return None
-    return json.loads(out.stdout) if out.returncode == 0 and out.stdout.strip() else None
-
-
 def board_rows():
-    status = mwctl_json("status") or {}
+    status = mwctl_json(mwctl, "status") or {}
     return status.get("boards", [])
 
 
@@ -180,25 +166,10 @@ def checkpoint_owed(database):
     return len(blocks) * 4096
 
 
-def wait_ready(sock, process, limit=60.0):
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        sock.settimeout(0.2)
-        try:
-            message = sock.recv(4096).decode(errors="replace")
-        except socket.timeout:
-            if process.poll() is not None:
-                return False
-            continue
-        if "READY=1" in message.split("\n"):
-            return True
-    return False
-
-
 notify_path = os.path.join(work, "notify.sock")
 sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 sock.bind(notify_path)
-process = subprocess.Popen([mwgated, "--config", config], env=environment(notify_path),
+process = subprocess.Popen([mwgated, "--config", config], env=environment(work, notify_path),
                            stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "mwgated.log"), "w"))
 try:
     if not wait_ready(sock, process):
@@ -295,7 +266,7 @@ try:
     # The sink drains what the seals queued (the stop seals the last chunks).
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        backlog = ((mwctl_json("status") or {}).get("backlog") or {})
+        backlog = ((mwctl_json(mwctl, "status") or {}).get("backlog") or {})
         if backlog.get("documents", 1) == 0:
             break
         time.sleep(1)

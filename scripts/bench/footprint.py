@@ -16,6 +16,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mwgated_daemon import wait_ready  # noqa: E402
+
 mwgated, mwctl, work, data_dir = sys.argv[1:5]
 starts, seconds, steady_after, boards = (int(v) for v in sys.argv[5:9])
 tick = os.sysconf("SC_CLK_TCK")
@@ -42,22 +45,6 @@ def notify_socket(name):
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     sock.bind(path)
     return sock, path
-
-
-def wait_ready(sock, process, limit=30.0):
-    """Seconds until a datagram with READY=1 arrives (None if the daemon exits or times out)."""
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        sock.settimeout(0.2)
-        try:
-            message = sock.recv(4096).decode(errors="replace")
-        except socket.timeout:
-            if process.poll() is not None:
-                return None
-            continue
-        if "READY=1" in message.split("\n"):
-            return time.monotonic()
-    return None
 
 
 def stop(process):
@@ -177,7 +164,7 @@ for i in range(starts):
     t0 = time.monotonic()
     process = subprocess.Popen([mwgated, "--config", config], env=environment(path),
                                stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, f"start-{i}.log"), "w"))
-    ready = wait_ready(sock, process)
+    ready = wait_ready(sock, process, 30.0)
     if ready is None:
         stop(process)
         sys.exit(f"footprint: mwgated did not send READY=1 (start {i}); see {work}/start-{i}.log:\n"
@@ -192,7 +179,7 @@ print(f"ready_median_ms={statistics.median(ready_ms):.1f}")
 # 2. Steady state with the boards streaming.
 process = subprocess.Popen([mwgated, "--config", config], env=environment(path),
                            stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "run.log"), "w"))
-if wait_ready(sock, process) is None:
+if wait_ready(sock, process, 30.0) is None:
     stop(process)
     sys.exit("footprint: mwgated did not become ready:\n" + open(os.path.join(work, "run.log")).read()[-2000:])
 pid = process.pid
