@@ -88,12 +88,6 @@ public actor BlueZSimulator {
         writeValueDelay = delay
     }
 
-    /// Board `index` reads its flash log out at `notificationsPerSecond` from now on: the
-    /// configuration's `readoutNotificationsPerSecond` (`--readout-rate`) for one board, mid-run.
-    public func setReadoutRate(_ index: Int, notificationsPerSecond: Int) throws {
-        try device(index).model.flashLog.readoutInterval = 1_000_000_000 / UInt64(max(1, notificationsPerSecond))
-    }
-
     /// The unique bus name currently acting as bluetoothd.
     public var bluezUniqueName: String? { bluez?.uniqueName }
 

@@ -335,7 +335,7 @@ extension BlueZSimulator {
     /// Paces board `index`'s flash-log readouts at `notificationsPerSecond` from now on, the
     /// readout under way too (benchmarks: a board that reads out faster than the central takes
     /// the entries measures the central, not the simulated link).
-    public func setReadoutRate(_ index: Int, notificationsPerSecond: UInt32) throws {
+    public func setReadoutRate(_ index: Int, notificationsPerSecond: Int) throws {
         let device = try device(index)
         guard (1...10_000).contains(notificationsPerSecond) else {
             throw DBusError(name: DBusError.Name.invalidArgs,

@@ -91,7 +91,7 @@ public enum SimulatorControlInterface {
             },
             DBusMethod("SetReadoutRate", in: [.uint32, .uint32], inNames: ["board", "notificationsPerSecond"]) { [weak simulator] call in
                 let (index, rate) = try boardAnd(call, UInt32.self)
-                try await simulator?.setReadoutRate(index, notificationsPerSecond: rate); return []
+                try await simulator?.setReadoutRate(index, notificationsPerSecond: Int(rate)); return []
             },
             DBusMethod("ResetBoard", in: [.uint32], inNames: ["board"]) { [weak simulator] call in
                 try await simulator?.resetBoard(try board(call)); return []
