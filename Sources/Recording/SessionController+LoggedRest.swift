@@ -74,8 +74,12 @@ extension SessionController {
     /// read all of what the board kept of the rests, and what it holds past them (logged while
     /// no session recorded) may be deleted.
     public func loggedReadoutBegins(board: String) {
-        guard loggedRests[board] != nil else { return }
-        for k in loggedRests[board]!.indices { loggedRests[board]![k].readoutBegun = true }
+        guard let rests = loggedRests[board] else { return }
+        loggedRests[board] = rests.map { rest in
+            var begun = rest
+            begun.readoutBegun = true
+            return begun
+        }
         loggedDrains.insert(board)
     }
 
