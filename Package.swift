@@ -225,7 +225,7 @@ let package = Package(
             swiftSettings: strict
         ),
         // Test fixtures shared by the test targets: a private dbus-daemon and child processes.
-        .target(name: "TestSupport", dependencies: ["DBus"], path: "Tests/TestSupport", exclude: ["Fixtures"], swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["DBus", .product(name: "Logging", package: "swift-log")], path: "Tests/TestSupport", exclude: ["Fixtures"], swiftSettings: strict),
         // The in-process gateway start-up (bus, BlueZ simulator, state directory, gateway) shared
         // by the gateway, control API and fuzz tests; separate so light test targets stay light.
         .target(

@@ -7,6 +7,7 @@ import GatewayTestSupport
 import Logging
 import MetaWear
 import Testing
+import TestSupport
 
 /// What the pipeline says about gyro samples that reach it after the shutdown's seal: a loss
 /// only when they belong to the sealed session (a board still streaming into it when the seal
@@ -19,7 +20,7 @@ struct SamplesAfterShutdownTests {
     static let warning = "arrived after the shutdown's seal and were not recorded"
 
     /// A pipeline on a fresh buffer, the board streaming (between sessions), logging into `logs`.
-    static func withStreamingBoard(_ body: (RecordingPipeline, LoggedLines) async throws -> Void) async throws {
+    static func withStreamingBoard(_ body: (RecordingPipeline, LogCapture) async throws -> Void) async throws {
         let directory = NSTemporaryDirectory() + "mwgate-after-seal-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -27,7 +28,7 @@ struct SamplesAfterShutdownTests {
                                     configuration: .init(userID: "00000000-0000-4000-8000-000000000001"))
         var settings = GatewaySettings(boards: .addresses([board]), streaming: SimulatedGatewayRig.streaming, stateDirectory: directory)
         settings.streamBetweenSessions = true
-        let logs = LoggedLines()
+        let logs = LogCapture()
         let pipeline = RecordingPipeline(settings: settings, store: store, logger: logs.logger())
         let description = BoardDescription(model: .metaMotionR, chip: .bmi160, firmwareRevision: nil, modelNumber: nil,
                                            hardwareRevision: nil, manufacturer: nil, serialNumber: nil,
@@ -76,33 +77,6 @@ struct SamplesAfterShutdownTests {
             await Self.samples(pipeline)
             await Self.boardEventsEnd(pipeline)
             #expect(logs.text.contains("10 gyro samples of the sealed session \(Self.warning)"), "\(logs.text)")
-        }
-    }
-}
-
-/// Log lines of a swift-log `Logger`, every level.
-final class LoggedLines: @unchecked Sendable {
-    private let lock = NSLock()
-    private var lines: [String] = []
-
-    var text: String { lock.withLock { lines.joined(separator: "\n") } }
-
-    func logger() -> Logger {
-        var logger = Logger(label: "test") { _ in Handler(lines: self) }
-        logger.logLevel = .trace
-        return logger
-    }
-
-    private struct Handler: LogHandler {
-        let lines: LoggedLines
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-        func log(event: LogEvent) {
-            lines.lock.withLock { lines.lines.append("\(event.level) \(event.message)") }
         }
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Recording
 import Testing
+import TestSupport
 import UpstreamFixtures
 @testable import Uplink
 

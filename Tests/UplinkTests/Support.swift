@@ -1,7 +1,6 @@
 import Basics
 import Foundation
 import GNSS
-import Logging
 import MetaWear
 import Recording
 import Testing
@@ -61,35 +60,6 @@ func recordSession(into store: BufferStore, boards: Int, seconds: Double, startS
     let record = try controller.submitSurvey(survey, sessionID: sessionID,
                                              submittedAt: Date(timeIntervalSince1970: startSecond + seconds + 30))
     return RecordedSession(sessionID: sessionID, record: record, chunkNames: record.gscopeData)
-}
-
-/// Log lines captured from a swift-log Logger.
-final class LogCapture: @unchecked Sendable {
-    private let lock = NSLock()
-    private var lines: [String] = []
-    func append(_ s: String) { lock.withLock { lines.append(s) } }
-    var text: String { lock.withLock { lines.joined(separator: "\n") } }
-
-    func logger(_ label: String = "test") -> Logger {
-        var l = Logger(label: label) { _ in CapturingHandler(capture: self) }
-        l.logLevel = .trace
-        return l
-    }
-}
-
-struct CapturingHandler: LogHandler {
-    let capture: LogCapture
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .trace
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-    func log(event: LogEvent) {
-        let all = metadata.merging(event.metadata ?? [:]) { $1 }
-        capture.append("\(event.level) \(event.message) \(all.map { "\($0)=\($1)" }.sorted().joined(separator: " "))"
-                       + (event.error.map { " error=\($0)" } ?? ""))
-    }
 }
 
 func loadSchema(_ name: String) throws -> [String: Any] {
