@@ -26,6 +26,7 @@ OUTBOX = "/var/lib/mwgate/outbox"
 # bluetoothd's log, in the VM's memory (vm-init.sh copies it to /results at the end).
 BLUETOOTHD_LOG = "/run/mwgate-vm/bluetoothd.log"
 SYSTEM_BUS = "unix:path=/run/dbus/system_bus_socket"
+METAWEAR_COMMAND = "326a9001-85cb-9195-d9dd-464cfbbae75a"
 METAWEAR_NOTIFY = "326a9006-85cb-9195-d9dd-464cfbbae75a"
 BOARD_SEEDS = {0: 1, 1: 2}  # mwsim --peripheral: board N's signal seed is N + 1
 BOARD_MODELS = ("MetaMotion R", "MetaMotion S")  # mwsim --peripheral --model mixed
@@ -781,8 +782,12 @@ def link_closed_and_sensor_stopped(address, since):
     down = wait_link(address, False, 5)
     polled = None if down is None else waited_from - since + down
     with open(os.path.join(RESULTS, "mwsim.log")) as f:
-        lines = [line for line in f if "link closed; gyro sampling" in line and float(line.split()[0]) >= since]
-    board_end = float(lines[0].split()[0]) - since if lines else None
+        ends = [line for line in f if ("link closed; gyro sampling" in line or "link down from" in line)
+                and float(line.split()[0]) >= since]
+    # "link closed; gyro sampling" is the board's session ending; a link that ended before the
+    # board had one (no GATT session yet) shows only its bluetoothd's "link down".
+    lines = [line for line in ends if "link closed; gyro sampling" in line]
+    board_end = float(ends[0].split()[0]) - since if ends else None
     closed = polled if polled is None or board_end is None else min(polled, board_end)
     stopped = bool(lines) and lines[-1].strip().endswith("no")
     evidence = (lines[-1].strip() if lines else "no link-closed line from the board") + (
@@ -810,13 +815,65 @@ def shutdown_timeline(gateway_name, since):
     return ", ".join(f"{name} {found[name]:.2f} s" for name in marks if name in found) or "no shutdown lines"
 
 
+# bluetoothd 5.66 ends a link on `Device1.Disconnect` only from its DISCONNECT_TIMER (2 s,
+# src/device.c device_request_disconnect -> disconnect_all), armed with timeout_add_seconds: a
+# GLib seconds timeout, whose expiry GLib rounds to a whole second (gmain.c
+# g_timeout_set_expiration: up when 250 ms or more past one), so it fires 1.75-2.75 s after
+# the call arrives.
+DISCONNECT_TIMER_LATEST = 2.75
+# Beyond that timer: bluetoothd taking the call off the bus, the management Disconnect through
+# btvirt to the board's controller and the board's bluetoothd reporting it, all on the VM's two
+# busy vCPUs (measured: docs/bluez-vm.md, "The stop group's first connection").
+DISCONNECT_MARGIN = 0.75
+# How soon after the signal mwgated must have asked for Disconnect when bluetoothd has no GATT
+# objects for the board (its stop then has nothing to write, Disconnect is all it can do).
+DISCONNECT_ASKED_WITHIN = 1.0
+
+
+def device_path(address, adapter="hci0"):
+    return f"/org/bluez/{adapter}/dev_{address.upper().replace(':', '_')}"
+
+
+def command_characteristic_exported(address):
+    """Whether bluetoothd on the gateway's adapter exports the board's command characteristic,
+    the one a stop writes `FE 06` (the board ends the link itself) to."""
+    prefix = device_path(address) + "/"
+    return any(str(path).startswith(prefix) and str(interfaces.get("org.bluez.GattCharacteristic1", {}).get("UUID", ""))
+               == METAWEAR_COMMAND for path, interfaces in bluez_objects().items())
+
+
+def monitor_device_calls(path):
+    """dbus-monitor as root: every Device1 method call on the gateway's adapter (Connect,
+    Disconnect), with its time. Few messages, so the monitor keeps up under TCG."""
+    return subprocess.Popen(["stdbuf", "-oL", "dbus-monitor", "--system",
+                             "type='method_call',interface='org.bluez.Device1',path_namespace='/org/bluez/hci0'"],
+                            stdout=open(path, "w"), stderr=subprocess.STDOUT)
+
+
+def disconnect_asked(monitor_log, address, since):
+    """Seconds from `since` to the first Device1.Disconnect of the board seen by the monitor."""
+    calls = [m for m in parse_monitor(monitor_log) if m["kind"] == "method call" and m["member"] == "Disconnect"
+             and m["path"] == device_path(address) and m["time"] >= since]
+    return calls[0]["time"] - since if calls else None
+
+
 def group_stop(checks):
     """(5) SIGTERM during connect, during the handshake and while recording: exit within 2 s,
-    sensors stopped and links closed. STOP_ROUNDS (default 1) repeats the three moments."""
+    sensors stopped and links closed. STOP_ROUNDS (default 1) repeats the three moments.
+
+    A stop while bluetoothd exports no GATT objects for the board yet (the first connection's
+    link up at the controller, services not yet discovered) has no command characteristic to
+    write `FE 06` to, so no client can end that link sooner than bluetoothd's DISCONNECT_TIMER.
+    There the check holds mwgated to what it owns: the exit within 2 s, `Disconnect` asked
+    within DISCONNECT_ASKED_WITHIN of the signal, and the link gone within the timer's latest
+    expiry plus DISCONNECT_MARGIN of that call (docs/bluez-vm.md, "The stop group's first
+    connection")."""
     for name in ("hci0", "hci1"):
         power(name)
     boards = Boards(["hci1"], model="metamotion-r")
     address = boards.addresses[0]
+    monitor_log = os.path.join(RESULTS, "device-calls.log")
+    monitor = monitor_device_calls(monitor_log)
     rounds = int(os.environ.get("STOP_ROUNDS", "1"))
     for round_number in range(1, rounds + 1):
         for moment, wanted in (("connect", ("connecting",)), ("handshake", ("handshaking", "configuring")),
@@ -829,22 +886,46 @@ def group_stop(checks):
                 w in b["state"] for w in wanted) else None)(gateway.board(address)), 60, interval=0.25)
             if moment == "recording":
                 time.sleep(3)
+            try:
+                exported = command_characteristic_exported(address)
+            except dbus.DBusException:
+                exported = True  # unknown: hold the stop to the full check
             t0 = time.time()
             took = gateway.stop(grace=10)
             ended = getattr(gateway, "output_ended", None)
             closed, stopped, evidence = link_closed_and_sensor_stopped(address, t0)
+            time.sleep(0.2)  # the monitor's line for a Disconnect sent just before the exit
+            asked = disconnect_asked(monitor_log, address, t0)
             # A gateway that never reached the state measured nothing: no pass.
-            ok = state is not None and took is not None and took <= 2.0 and closed is not None and closed <= 2.0
+            exited = state is not None and took is not None and took <= 2.0
+            if exported or closed is not None and closed <= 2.0:
+                ok = exited and closed is not None and closed <= 2.0
+                link = f"{f'closed {closed:.2f} s after the signal' if closed is not None else 'still up 5 s later'}"
+            else:
+                limit = None if asked is None else asked + DISCONNECT_TIMER_LATEST + DISCONNECT_MARGIN
+                ok = exited and asked is not None and asked <= DISCONNECT_ASKED_WITHIN and \
+                    closed is not None and closed <= limit
+                link = (f"{f'closed {closed:.2f} s after the signal' if closed is not None else 'still up 5 s later'}"
+                        f" (bluetoothd exported no GATT objects for the board at the signal, so no FE 06 could be "
+                        f"written and only its 2 s DISCONNECT_TIMER ends the link; checked instead: Disconnect asked "
+                        f"{f'{asked:.2f} s' if asked is not None else 'never (no call seen)'} after the signal "
+                        f"(<= {DISCONNECT_ASKED_WITHIN} s), link gone within {DISCONNECT_TIMER_LATEST} + "
+                        f"{DISCONNECT_MARGIN} s of it{f' (<= {limit:.2f} s)' if limit is not None else ''})")
             if moment == "recording":
                 ok = ok and stopped
             checks.record(f"SIGTERM during {moment}: exit within 2 s, link closed"
                           + (", sensors stopped" if moment == "recording" else "")
                           + (f" (round {round_number})" if rounds > 1 else ""), ok,
                           f"state when signalled: {state!r}; exited after "
-                          f"{f'{took:.2f} s' if took is not None else 'more than 10 s (killed)'}; link "
-                          f"{f'closed {closed:.2f} s after the signal' if closed is not None else 'still up 5 s later'}; "
+                          f"{f'{took:.2f} s' if took is not None else 'more than 10 s (killed)'}; link {link}; "
+                          f"Disconnect asked {f'{asked:.2f} s after the signal' if asked is not None else 'never'}; "
                           f"board: {evidence}; mwgated's log: {shutdown_timeline(name, t0)}"
                           + (f", output ended {ended - t0:.2f} s" if ended else ""))
+            # A bluetoothd that died in the stop is a failure of its own (and would fail every
+            # later round); a new one lets them run.
+            bluetoothd_survived(checks, f"the stop during {moment}" + (f" (round {round_number})" if rounds > 1 else ""),
+                                ["hci0", "hci1"])
+    monitor.terminate()
     boards.stop()
 
 
