@@ -25,11 +25,12 @@ extension BufferStore {
     }
 
     /// Opens a restart gap for each board with points in `sessionID` (recovery, in its
-    /// transaction).
+    /// transaction), except a logged board's: its whole log waits for it (`logged_rests`).
     static func openRestartGaps(_ db: Database, sessionID: String) throws {
         try db.execute(sql: """
             INSERT OR IGNORE INTO restart_gaps (session_id, board)
-            SELECT DISTINCT session_id, board FROM chunks WHERE session_id = ?
+            SELECT DISTINCT session_id, board FROM chunks WHERE session_id = ?1
+              AND board NOT IN (SELECT board FROM logged_rests WHERE session_id = ?1)
             """, arguments: [sessionID])
     }
 

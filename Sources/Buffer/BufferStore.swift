@@ -292,6 +292,7 @@ public final class BufferStore: Sendable {
         m.registerMigration("v4-chunk-points") { db in try createChunkPoints(db) }
         m.registerMigration("v5-missed-samples") { db in try addMissedSamples(db) }
         m.registerMigration("v6-restart-gaps") { db in try createRestartGaps(db) }
+        m.registerMigration("v7-logged-rests") { db in try createLoggedRests(db) }
         return m
     }
 

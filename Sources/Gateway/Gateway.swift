@@ -85,14 +85,20 @@ public struct Gateway: Sendable {
 
         // What the boards logged while no gateway ran is in their flash logs.
         var restartGaps: [RestartGap] = []
+        // What logged sessions (interrupted, shut down, or with a board away at the stop) still
+        // wait for from the boards' logs.
+        var loggedRests: [KeptLoggedRest] = []
         // Those of an earlier start not filled yet too (the store keeps them until filled).
         if settings.backfill {
             do { restartGaps = try store.restartGaps() } catch {
                 logger.warning("the recovered sessions' restart gaps cannot be read, they stay unfilled: \(error)")
             }
+            do { loggedRests = try store.loggedRests() } catch {
+                logger.warning("what logged sessions wait for from the boards' logs cannot be read, it stays on the boards: \(error)")
+            }
         }
         let pipeline = RecordingPipeline(settings: settings, store: store, logger: logger, clockProbe: clockProbe,
-                                         restartGaps: restartGaps)
+                                         restartGaps: restartGaps, loggedRests: loggedRests)
         let gnssLogger = logger
         let source = settings.gnss?.makeSource(configuration: FixSourceConfiguration(events: { gnssLogger.info("gnss: \($0)") }))
 

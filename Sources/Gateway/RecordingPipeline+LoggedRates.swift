@@ -74,7 +74,7 @@ extension RecordingPipeline {
     /// is read out from this link on.
     func drainLoggedRest(_ key: String) {
         guard controller.hasLoggedRest(board: key) else { return }
-        controller.loggedReadoutBegins(board: key)
+        controller.loggedReadoutBegins(board: key, now: timeline.now)
         logger.info("board \(key) is back: reading out what it logged for a stopped session")
         backfillDemandContinuation.yield(.drainFlashLog(key))
     }

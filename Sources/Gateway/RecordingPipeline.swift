@@ -91,10 +91,12 @@ public actor RecordingPipeline {
     /// A pipeline writing into `store`. `timeline` maps event instants to the Recording clock.
     /// `restartGaps` are the gaps restarts left in the sessions startup recovery closed (now or before)
     /// (``BufferStore/restartGaps()``, kept until filled): each board's flash log fills its gap when
-    /// it streams again.
+    /// it streams again. `loggedRests` are what logged sessions still wait for from the boards'
+    /// logs (``BufferStore/loggedRests()``): each board's log is read out for them when it is back.
     public init(settings: GatewaySettings, store: BufferStore, logger: Logger,
                 clockProbe: any ClockSynchronisationProbe = KernelClockSynchronisation(),
-                timeline: MonotonicTimeline = MonotonicTimeline(), restartGaps: [RestartGap] = []) {
+                timeline: MonotonicTimeline = MonotonicTimeline(), restartGaps: [RestartGap] = [],
+                loggedRests: [KeptLoggedRest] = []) {
         self.settings = settings
         self.logger = logger
         self.timeline = timeline
@@ -112,6 +114,7 @@ public actor RecordingPipeline {
                           accelerometerRateHz: settings.accelerometerRateHertz)
         try? controller.adoptAwaitingSurveyFromStore()
         controller.expectRestartBackfill(restartGaps)
+        controller.expectLoggedRests(loggedRests)
         backlog = BacklogWatch(read: { try store.backlogStats() })
         (sensorDemand, sensorDemandContinuation) = AsyncStream.makeStream(of: Bool.self, bufferingPolicy: .bufferingNewest(1))
         (backfillDemand, backfillDemandContinuation) = AsyncStream.makeStream(of: BackfillDemand.self, bufferingPolicy: .bufferingNewest(64))
@@ -177,7 +180,7 @@ public actor RecordingPipeline {
             if case .failed(let reason) = status { report(area: "board", "\(key) flash log: \(reason)") }
             publish()
         case .flashLogDownloaded(let download):
-            if recordsLogged { loggedDownloaded(key, download) } else { backfill(key, download) }
+            if recordsLogged || controller.hasLoggedRest(board: key) { loggedDownloaded(key, download) } else { backfill(key, download) }
         case .button(_, let togglesSession):
             guard togglesSession, settings.buttonTogglesSession else { return }
             buttonPressed(board: key, at: timeline.nanoseconds(event.receivedAt))
@@ -381,9 +384,13 @@ public actor RecordingPipeline {
         let now = timeline.now
         controller.tick(now: now)
         let waiters = finishing?.waiters ?? []
+        // At a logged rate the boards' logs are not read to the end: the next start reads the
+        // rest when each board is back (those a finishing stop read to the end wait for nothing).
+        let unread = finishing.map { $0.boards.union($0.away) } ?? attached.union(controller.detachedBoards)
         finishing = nil
         if case .recording(let id) = controller.state {
             boardsStreamingAtTheSeal = attached
+            keepLoggedRests(unread, now: now)
             do {
                 let end = try stop(trigger: .shutdown, now: now)
                 for waiter in waiters { waiter.resume(returning: .success(end)) }

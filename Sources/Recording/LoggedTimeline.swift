@@ -26,6 +26,12 @@ struct LoggedTimeline {
         period = 1e9 / rateHertz
     }
 
+    /// Continues boot `uid`'s line after a sample placed at `time` (monotonic ns) by an earlier
+    /// gateway (the stored last point of a session a restart interrupted).
+    mutating func resume(uid: UInt8, after time: Int64) {
+        lastTime[uid] = Double(time)
+    }
+
     private static let tick = BoardTicks.millisecondsPerTick * 1e6
     /// How much of the distance to a sample's tick time the line takes each sample.
     private static let pull = 1.0 / 64

@@ -170,6 +170,12 @@ public protocol RecordingStore: AnyObject {
     func restartGapBounded(sessionID: String, board: String, until: Double) throws
     /// The restart gap of `board` in `sessionID` is filled, or can no longer be.
     func restartGapClosed(sessionID: String, board: String) throws
+    /// What a logged session waits for from a board's flash log (``KeptLoggedRest``; its
+    /// `nextSeq` and `storedTail` are not stored): kept, or updated, so a gateway restarted
+    /// before the board's log is read still fills the session from it.
+    func keepLoggedRest(_ rest: KeptLoggedRest) throws
+    /// The logged session `sessionID` has everything `board`'s log held for it, or can no longer get it.
+    func loggedRestClosed(sessionID: String, board: String) throws
 }
 
 extension RecordingStore {
@@ -177,4 +183,8 @@ extension RecordingStore {
     public func restartGapBounded(sessionID: String, board: String, until: Double) throws {}
     /// A store that keeps no restart gaps.
     public func restartGapClosed(sessionID: String, board: String) throws {}
+    /// A store that keeps nothing across a restart.
+    public func keepLoggedRest(_ rest: KeptLoggedRest) throws {}
+    /// A store that keeps nothing across a restart.
+    public func loggedRestClosed(sessionID: String, board: String) throws {}
 }

@@ -32,7 +32,7 @@ extension SessionController {
         var outcome = LoggedOutcome()
         var page = LoggedPage(gyro: gyro, accelerometer: accelerometer, gyroScale: gyroScale, accelerometerScale: accelerometerScale,
                               bootOrigins: bootOrigins)
-        let restsStored = fillLoggedRests(board: board, page: &page, outcome: &outcome)
+        let restsStored = fillLoggedRests(board: board, page: &page, outcome: &outcome, now: now)
         guard let session, let stream = boards[board] else {
             // Read out for stopped sessions: what no rest took was logged while no session
             // recorded, and nothing keeps it.
@@ -43,11 +43,13 @@ extension SessionController {
         // Logged before the session (the sensors started a moment before it).
         let placed = place(page, on: &recording, from: session.startedAt, through: .infinity)
         outcome.skipped += placed.skipped
+        loggedRecordings[board] = recording
+        // Its boot origins are kept before its points are (a restart places the rest with them).
+        keepLoggedSession(board: board)
         for point in placed.points {
             outcome.recorded += 1
             if commit(board: board, point: point, source: timeBase.source) { sealOpenChunk(board: board) }
         }
-        loggedRecordings[board] = recording
         outcome.durable = restsStored && writeSegments(now: now, force: true)
         return outcome
     }

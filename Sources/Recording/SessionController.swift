@@ -131,6 +131,8 @@ public final class SessionController {
     var loggedDrains: Set<String> = []
     /// The rests the stop under way keeps (``keepLoggedRests(boards:now:)``).
     var pendingLoggedRests: [String: LoggedRest] = [:]
+    /// Per logged board of the recording session: the boot origins the store keeps for it.
+    var keptLoggedOrigins: [String: Set<UInt8>] = [:]
     /// The fixes that locate logged points, kept from the oldest one still to be downloaded.
     var loggedFixes: LocationMerger<GyroItem>
     /// Sessions stopped and awaiting their hazard survey, oldest first.
@@ -191,6 +193,7 @@ public final class SessionController {
             }
         }
         boards[board] = stream
+        keepLoggedSession(board: board)
     }
 
     /// Removes a board (disconnect): its samples are committed and its chunk sealed. Points
@@ -226,8 +229,15 @@ public final class SessionController {
             ResumePoint(seq: 0, points: 0, time: started, hold: nil, gyroRate: $0.gyroRate, accelerometerRate: $0.accelerometerRate)
         }
         loggedRecordings.removeAll()
+        keptLoggedOrigins.removeAll()
+        // What an interrupted session waits for from a board not back yet ends here: the board
+        // now records for this one.
+        boundOpenLoggedRests(at: started)
         lastSegmentWrite = .min
-        for key in boards.keys { resetBoard(key) }
+        for key in boards.keys.sorted() {
+            resetBoard(key)
+            keepLoggedSession(board: key)
+        }
         return id
     }
 
@@ -262,7 +272,7 @@ public final class SessionController {
         let end = SessionEnd(sessionID: s.id, endedAt: timeBase.epochMilliseconds(monotonic: now), trigger: trigger,
                              boards: s.boards.sorted(), pointCount: s.pointCount, distance: s.distance.metres,
                              timeSource: s.worstSource)
-        waitForLoggedRests()
+        waitForLoggedRests(sessionID: s.id)
         retryFailedSeals(now: now, force: true)
         try store.endSession(end)
         session = nil

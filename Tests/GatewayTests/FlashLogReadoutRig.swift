@@ -4,16 +4,30 @@ import Recording
 
 /// A board model's flash log read out into a recorder page by page, as mwgated's board session
 /// does: each page handed to ``SessionController/backfill(board:logged:accelerometer:bootOrigins:complete:now:)``
-/// and confirmed (deleted on the board) only when the recorder says it is durable. For the
-/// in-process tests of gaps filled from the log.
+/// (a board that streams and logs) or ``SessionController/recordLogged(board:gyro:accelerometer:gyroScale:accelerometerScale:bootOrigins:now:)``
+/// (a board that logs at a rate beyond the link, ``loggedGyroScale``) and confirmed (deleted on
+/// the board) only when the recorder says it is durable. For the in-process tests of gaps and
+/// logged sessions filled from the log.
 struct FlashLogReadoutRig {
     var board: SimulatedBoard
     let loggers: [MotionSensor: LoggerIDs]
     let revision: UInt8
+    /// The gyro's LSB per °/s when the board logs instead of streaming (its pages are recorded as
+    /// the session's points); nil: the pages fill the gaps of its stream.
+    var loggedGyroScale: Double?
     /// Where each boot's tick 0 lies on the board's clock (read at every handshake).
     var origins: [UInt8: Int64] = [:]
     private(set) var downloader: LogDownloader?
     private var page: [LoggedSample] = []
+    /// Pages the recorder stored.
+    private(set) var pagesStored = 0
+    /// The first stored page from this number on that is not its readout's last (a full page
+    /// the board keeps until confirmed) is not confirmed: the gateway dies first (kill -9
+    /// between the store and the board's delete); nothing more is received until ``linkLost()``.
+    var holdConfirmAfter: Int?
+    private(set) var confirmHeld = false
+    /// A readout ended since the caller cleared it.
+    var readoutEnded = false
 
     init(board: SimulatedBoard, loggers: [MotionSensor: LoggerIDs], revision: UInt8) {
         self.board = board
@@ -21,12 +35,29 @@ struct FlashLogReadoutRig {
         self.revision = revision
     }
 
-    /// The board's link handshake: the clock read, logging (re)started, the gyro started.
-    mutating func handshake(gyro: GyroConfiguration, chip: IMUChip) {
+    /// A rig for `board` (a BMI160) with its gyro's two loggers allocated on it.
+    static func loggingGyro(of board: SimulatedBoard) -> FlashLogReadoutRig {
+        var board = board
+        var ids: [UInt8] = []
+        for trigger in LoggingCommands.triggers(.gyro, chip: .bmi160) {
+            for reply in board.write(trigger.bytes).notifications {
+                if case .success(.triggerAllocated(let id))? = LogNotificationDecoder.decode(reply) { ids.append(id) }
+            }
+        }
+        return FlashLogReadoutRig(board: board, loggers: [.gyro: LoggerIDs(xy: ids[0], z: ids[1])], revision: 2)
+    }
+
+    /// Reads the board clock (`0B 84`): where its boot's tick 0 lies.
+    mutating func readClock() {
         if let reply = board.write([0x0B, 0x84]).notifications.first, reply.count == 7 {
             let tick = UInt32(reply[2]) | UInt32(reply[3]) << 8 | UInt32(reply[4]) << 16 | UInt32(reply[5]) << 24
             origins[reply[6] & 7] = Int64(board.nanoseconds) - Int64(BoardTicks.milliseconds(UInt64(tick)) * 1e6)
         }
+    }
+
+    /// The board's link handshake: the clock read, logging (re)started, the gyro started.
+    mutating func handshake(gyro: GyroConfiguration, chip: IMUChip) {
+        readClock()
         for p in LoggingCommands.start(overwriteWhenFull: true) + Commands.startGyro(gyro, mode: .single, chip: chip) {
             _ = board.write(p.bytes)
         }
@@ -44,26 +75,44 @@ struct FlashLogReadoutRig {
     mutating func linkLost() {
         downloader = nil
         page = []
+        confirmHeld = false
+        holdConfirmAfter = nil
         board.linkLost()
     }
 
     /// A notification of the logging module while a readout runs.
     mutating func receive(_ bytes: [UInt8], into controller: SessionController, board key: String, now: Int64) {
-        guard var d = downloader else { return }
+        guard var d = downloader, !confirmHeld else { return }
         let step = d.receive(bytes, at: Int64(board.nanoseconds))
         downloader = d
         page += step.samples.filter { $0.sensor == .gyro }.map(\.sample)
         send(step.writes, into: controller, board: key, now: now)
         let finished = d.state == .finished
         guard step.pageReady || finished else { return }
-        let outcome = controller.backfill(board: key, logged: page, bootOrigins: origins, complete: finished, now: now)
-        page = []
-        if outcome.durable, var current = downloader {
-            let confirm = current.confirmPage()
-            downloader = current
-            send(confirm, into: controller, board: key, now: now)
+        let durable: Bool
+        if let scale = loggedGyroScale {
+            durable = controller.recordLogged(board: key, gyro: page, gyroScale: scale, bootOrigins: origins, now: now).durable
+        } else {
+            durable = controller.backfill(board: key, logged: page, bootOrigins: origins, complete: finished, now: now).durable
         }
-        if finished { downloader = nil }
+        page = []
+        if durable {
+            pagesStored += 1
+            if let hold = holdConfirmAfter, pagesStored >= hold, !finished {
+                confirmHeld = true
+                return
+            }
+            if var current = downloader {
+                let confirm = current.confirmPage()
+                downloader = current
+                send(confirm, into: controller, board: key, now: now)
+            }
+        }
+        if finished {
+            downloader = nil
+            readoutEnded = true
+            if loggedGyroScale != nil { controller.loggedReadoutEnded(board: key) }
+        }
     }
 
     private mutating func send(_ packets: [Packet], into controller: SessionController, board key: String, now: Int64) {
