@@ -129,29 +129,36 @@ public struct LoggingCapabilities: Hashable, Sendable, CustomStringConvertible {
 
     /// From the logging module-info reply and the board model. Revision 3 replies carry the
     /// capacity (u32 at extra[1]) and the page size (u16 at extra[5]), per MbientLab's API
-    /// document; revision 2's field disagrees with the documented flash (11,136 against
-    /// ~1 M entries on a MetaMotion RL), so there the model's documented flash decides.
+    /// document. On revision 2 the model's documented flash decides: the same field in the
+    /// SDK's canned MetaMotion R reply reads 11,136, against the ~1 M entries documented; a
+    /// real MetaMotion R (firmware 1.4.5) reports 1,048,576 there, so for a model no source
+    /// documents (a MetaMotion C) what its board reports is taken, and nil when it reports none.
     public init?(moduleInfo: ModuleInfo, model: BoardModel) {
         guard moduleInfo.module == .logging, let revision = moduleInfo.revision else { return nil }
         self.revision = revision
         let extra = moduleInfo.extra
         triggerSlots = extra.isEmpty ? 0 : Int(extra[0])
+        let reported = extra.count >= 5
+            ? Int(UInt32(extra[1]) | UInt32(extra[2]) << 8 | UInt32(extra[3]) << 16 | UInt32(extra[4]) << 24) : nil
         if revision >= 3, extra.count >= 7 {
-            capacityEntries = Int(UInt32(extra[1]) | UInt32(extra[2]) << 8 | UInt32(extra[3]) << 16 | UInt32(extra[4]) << 24)
+            capacityEntries = reported
             pageEntries = Int(UInt16(extra[5]) | UInt16(extra[6]) << 8)
         } else {
-            capacityEntries = Self.documentedCapacity(model)
+            capacityEntries = Self.documentedCapacity(model) ?? (revision == 2 ? reported.flatMap { $0 > 0 ? $0 : nil } : nil)
             pageEntries = nil
         }
     }
 
-    /// Entries the model's flash holds per MbientLab's product pages (8 bytes an entry):
-    /// MetaMotion S 512 MB (66,781,184 by its module info), MetaMotion RL 8 MB (1,048,576).
-    /// No source states it for the MetaMotion R or C or older boards: nil, shown as unknown.
+    /// Entries the model's flash holds (8 bytes an entry): MetaMotion S 512 MB (66,781,184 by
+    /// its module info, MbientLab's product page "~67M entries"); MetaMotion RL 8 MB (1,048,576,
+    /// its product page "~1M entries"); MetaMotion R the same 8 MB (1,048,576: what a real
+    /// MetaMotion R's logging module info reports, and MbientLab documents the RL with the
+    /// MetaMotion R's datasheet and schematic). No source states it for the MetaMotion C or
+    /// older boards: nil (their own report, when they give one, is used instead).
     public static func documentedCapacity(_ model: BoardModel) -> Int? {
         switch model {
         case .metaMotionS: 66_781_184
-        case .metaMotionRL: 1_048_576
+        case .metaMotionRL, .metaMotionR: 1_048_576
         default: nil
         }
     }

@@ -28,7 +28,8 @@ public struct BoardProfile: Hashable, Sendable {
     public var moduleInfo: [UInt8: [UInt8]]
     /// Log entries the flash holds (metawear-logging.md §9): MetaMotion S 66,781,184 (its
     /// module info, API-MMS "~67M"); MetaMotion RL 1,048,576 (API-MMRL "8MB", 8 bytes an
-    /// entry). MetaMotion R: not stated by any source; the RL's figure (same board family).
+    /// entry). MetaMotion R: the same 1,048,576 (what a real MetaMotion R's logging module info
+    /// reports; MbientLab documents the RL with the MetaMotion R's datasheet).
     public var flashCapacityEntries: Int
     /// Entries per flash page (512 on MetaMotion S; unknown on rev-2 boards, 512 chosen).
     public var flashPageEntries: Int

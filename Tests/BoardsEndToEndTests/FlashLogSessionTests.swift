@@ -57,8 +57,9 @@ struct FlashLogSessionTests {
             let logging = first.writes.filter { isFlashLogWrite($0) }
             #expect(logging == (0..<8).map { [0x0B, 0x82, UInt8($0)] }
                     + [[0x0B, 0x02, 0x13, 0x05, 0xFF, 0x60], [0x0B, 0x02, 0x13, 0x05, 0xFF, 0x24], [0x0B, 0x0B, 0x01], [0x0B, 0x01, 0x01]])
+            // A MetaMotion R's 8 MB: 1,048,576 entries, 5,242.88 s at 100 Hz gyro (200 entries/s).
             #expect(recorder.flashLog(address) == [.starting, .logging(loggers: [.gyro: LoggerIDs(xy: 0, z: 1)],
-                                                                       capacityEntries: nil, secondsToFull: nil)])
+                                                                       capacityEntries: 1_048_576, secondsToFull: 5242.88)])
             #expect(transport.board.withModel { $0.flashLog.isLogging })
             let stored = transport.board.withModel { $0.flashLog.storedCount }
             first.stream(milliseconds: 300)
@@ -86,7 +87,8 @@ struct FlashLogSessionTests {
         }
         try await withSession(transport) { _, recorder in
             try await waitUntil("logging") { isLogging(recorder.flashLog(address).last) }
-            #expect(recorder.flashLog(address).last == .logging(loggers: [.gyro: LoggerIDs(xy: 1, z: 2)], capacityEntries: nil, secondsToFull: nil))
+            #expect(recorder.flashLog(address).last == .logging(loggers: [.gyro: LoggerIDs(xy: 1, z: 2)], capacityEntries: 1_048_576,
+                                                                secondsToFull: 5242.88))
             let first = try await link(transport, 0)
             #expect(!first.writes.contains { $0.count == 6 && $0[1] == 0x02 }, "no trigger allocated")
             #expect(transport.board.withModel { $0.flashLog.triggers.compactMap { $0 }.count } == 3)

@@ -7,8 +7,8 @@ import Testing
 
 /// A session's length (`[session] max_duration`, `mwctl session start --duration`) and the
 /// refusal of a length a board's flash cannot hold at a logged rate (issue 21 part 3), on the
-/// simulated boards (a MetaMotion R, whose capacity no source states, and a MetaMotion S,
-/// 66,781,184 entries by its module info).
+/// simulated boards (a MetaMotion R, 1,048,576 entries: 8 MB, what a real one's module info
+/// reports, and a MetaMotion S, 66,781,184 entries by its module info).
 @Suite(.serialized, .enabled(if: TestBus.isAvailable, "needs /usr/bin/dbus-daemon"))
 struct SessionLengthTests {
     /// The boards stream before the session starts: with their sensors started by the session
@@ -46,14 +46,29 @@ struct SessionLengthTests {
         try await GatewayHarness.with(mode: .manual, gnss: false, streaming: logged) { h in
             try await h.eventually("both boards connected") { s in s.boards.count == 2 && s.boards.allSatisfy(\.isConnected) }
             let pipeline = h.gateway.pipeline
+            let metaMotionR = h.addresses[0].rawValue
             let metaMotionS = h.addresses[1].rawValue
+            let rRefusal = { (session: String, lower: String) in
+                "board \(metaMotionR): gyro 800 Hz writes 1600 log entries/s; a MetaMotion R's flash holds 1048576 entries, full after "
+                    + "10 min 55 s, shorter than the \(session) session asked for; shorten the session to 10 min 55 s or less, \(lower)"
+            }
+            let sRefusal = "board \(metaMotionS): gyro 800 Hz writes 1600 log entries/s; a MetaMotion S's flash holds 66781184 entries, "
+                + "full after 11 h 35 min, shorter than the 12 h 0 min session asked for; shorten the session to 11 h 35 min or less, "
+                + "or lower gyro_rate to 400 Hz"
             do {
                 _ = try await pipeline.startSession(duration: 12 * 3600)
                 Issue.record("a 12 h session at 800 Hz was not refused")
             } catch let error as RecordingPipeline.CommandError {
-                #expect(error.message == "cannot record a session of 12 h 0 min: board \(metaMotionS): gyro 800 Hz writes 1600 log "
-                    + "entries/s; a MetaMotion S's flash holds 66781184 entries, full after 11 h 35 min, shorter than the 12 h 0 min "
-                    + "session asked for; shorten the session to 11 h 35 min or less, or lower gyro_rate to 400 Hz")
+                let refusals = [(metaMotionR, rRefusal("12 h 0 min", "or lower the rates")), (metaMotionS, sRefusal)]
+                    .sorted { $0.0 < $1.0 }.map(\.1).joined(separator: "; ")
+                #expect(error.message == "cannot record a session of 12 h 0 min: \(refusals)")
+            }
+            // 20 min: the MetaMotion S holds it, the MetaMotion R's 8 MB does not.
+            do {
+                _ = try await pipeline.startSession(duration: 20 * 60)
+                Issue.record("a 20 min session at 800 Hz was not refused on the MetaMotion R")
+            } catch let error as RecordingPipeline.CommandError {
+                #expect(error.message == "cannot record a session of 20 min 0 s: " + rRefusal("20 min 0 s", "or lower gyro_rate to 400 Hz"))
             }
             #expect(await pipeline.status.session.isRecording == false, "nothing started")
         }

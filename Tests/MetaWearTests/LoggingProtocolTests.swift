@@ -42,8 +42,15 @@ import Testing
         #expect(mms == LoggingCapabilities(revision: 3, triggerSlots: 8, capacityEntries: 66_781_184, pageEntries: 512))
         let mmr = try ModuleInfo(reply: hex("0b 80 00 02 08 80 2b 00 00"))
         #expect(LoggingCapabilities(moduleInfo: mmr, model: .metaMotionRL)?.capacityEntries == 1_048_576)
-        #expect(LoggingCapabilities(moduleInfo: mmr, model: .metaMotionR)?.capacityEntries == nil, "not stated anywhere")
+        // The SDK's canned reply says 11,136: the documented 8 MB decides.
+        #expect(LoggingCapabilities(moduleInfo: mmr, model: .metaMotionR)?.capacityEntries == 1_048_576)
         #expect(LoggingCapabilities(moduleInfo: mmr, model: .metaMotionR)?.triggerSlots == 8)
+        // A real MetaMotion R (firmware 1.4.5, MbientLab's MetaBase) reports 1,048,576 in the same
+        // field; a MetaMotion C, whose flash no source documents, gets what its board reports.
+        let reported = try ModuleInfo(reply: hex("0b 80 00 02 08 00 00 10 00"))
+        #expect(LoggingCapabilities(moduleInfo: reported, model: .metaMotionC)?.capacityEntries == 1_048_576)
+        let silent = try ModuleInfo(reply: hex("0b 80 00 02 08"))
+        #expect(LoggingCapabilities(moduleInfo: silent, model: .metaMotionC)?.capacityEntries == nil, "unknown, shown as such")
         #expect(LoggingCapabilities(moduleInfo: ModuleInfo(absent: .logging), model: .metaMotionR) == nil)
         // 3 h of gyro at 100 Hz (200 entries/s) fit an RL: 1,048,576 / 200 = 5,242.88 s.
         #expect(LoggingCapabilities(moduleInfo: mmr, model: .metaMotionRL)?.secondsOfLogging(entriesPerSecond: 200) == 5242.88)
