@@ -28,7 +28,12 @@ public final class SystemdNotifier: Sendable {
     /// (the process environment by default).
     public init(environment: [String: String] = ProcessEnvironment.current) {
         let name = environment["NOTIFY_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
-        if let name, let address = UnixAddress(name), let sender = try? UnixDatagramSender() {
+        // A send never waits: the callers run on the cooperative pool, and a receiver that
+        // does not read (a busy PID 1, a test harness that stopped reading after READY=1) left
+        // every pool thread blocked in sendto once its queue (10 datagrams) was full, and with
+        // them the whole daemon (issue 21: mwctl session stop unanswered for 300 s). What does
+        // not fit is dropped; the next status or watchdog ping follows within seconds.
+        if let name, let address = UnixAddress(name), let sender = try? UnixDatagramSender(waits: false) {
             self.address = address
             self.sender = sender
             self.socketName = name

@@ -54,11 +54,16 @@ final class UnixDatagramSender: @unchecked Sendable {
     // The descriptor is written once at init and closed once in deinit; sendto on one fd from
     // several threads is safe in the kernel, so no lock is needed.
     let fd: Int32
+    /// `MSG_DONTWAIT` on every send, or none.
+    private let sendFlags: Int32
 
-    init() throws(SocketError) {
+    /// A sender whose sends wait while the receiver's queue is full, or, with `waits` false,
+    /// fail at once with `EAGAIN` instead.
+    init(waits: Bool = true) throws(SocketError) {
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw SocketError("socket") }
         self.fd = fd
+        sendFlags = Int32(MSG_NOSIGNAL) | (waits ? 0 : Int32(MSG_DONTWAIT))
     }
 
     deinit { close(fd) }
@@ -73,7 +78,7 @@ final class UnixDatagramSender: @unchecked Sendable {
     func send(_ payload: [UInt8], to address: UnixAddress) -> Int32? {
         let sent = payload.withUnsafeBytes { bytes in
             address.withSockaddr { addr, len in
-                sendto(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL), addr, len)
+                sendto(fd, bytes.baseAddress, bytes.count, sendFlags, addr, len)
             }
         }
         return sent < 0 ? errno : nil
@@ -98,7 +103,7 @@ final class UnixDatagramSender: @unchecked Sendable {
                 message.msg_iovlen = 0
                 message.msg_control = controlBytes.baseAddress
                 message.msg_controllen = controlBytes.count
-                return sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
+                return sendmsg(fd, &message, sendFlags)
             }
         }
         return result < 0 ? errno : nil

@@ -49,6 +49,20 @@ import Testing
         #expect(SystemdNotifier.watchdog(environment: ["WATCHDOG_USEC": "soon"], pid: 42) == nil)
     }
 
+    /// A receiver that stops reading (a busy PID 1; the bench harness, which read only up to
+    /// READY=1) fills its queue after a few datagrams: a send then fails at once instead of
+    /// blocking the calling thread, which left the daemon's cooperative pool stuck in sendto
+    /// (issue 21). What was queued before still arrives.
+    @Test func aReceiverThatDoesNotReadNeverBlocksASend() throws {
+        let receiver = try DatagramReceiver()
+        let notifier = SystemdNotifier(environment: ["NOTIFY_SOCKET": receiver.name])
+        let results = (0..<200).map { _ in notifier.send(["WATCHDOG=1"]) }
+        #expect(results.first == true)
+        #expect(results.contains(false), "the receiver's queue holds far fewer than 200 datagrams")
+        let datagram = try #require(receiver.receive())
+        #expect(String(decoding: datagram.bytes, as: UTF8.self) == "WATCHDOG=1")
+    }
+
     @Test func unreachableSocketReportsFailure() {
         let notifier = SystemdNotifier(environment: ["NOTIFY_SOCKET": "/nonexistent/notify"])
         #expect(notifier.isEnabled)

@@ -6,6 +6,7 @@ import json
 import os
 import socket
 import subprocess
+import threading
 import time
 
 
@@ -87,7 +88,18 @@ class Daemon:
                                         stdout=subprocess.DEVNULL, stderr=open(self.log_path, "w"))
         if not wait_ready(self.sock, self.process):
             raise SystemExit(f"mwgated did not become ready:\n{self.log_tail()}")
+        # systemd reads every notification; a socket nobody reads fills after 10 datagrams
+        # (net.unix.max_dgram_qlen), and an mwgated that waited in sendto then hung (issue 21).
+        threading.Thread(target=self._drain_notifications, daemon=True).start()
         return self
+
+    def _drain_notifications(self):
+        self.sock.settimeout(None)
+        while True:
+            try:
+                self.sock.recv(4096)
+            except OSError:
+                return
 
     @property
     def pid(self):
