@@ -60,6 +60,9 @@ public actor GattLink {
     /// Characteristics whose notifications this link acquired (AcquireNotify).
     private var acquiredPaths: [DBusObjectPath] = []
     private var groupers: [NotificationGrouper] = []
+    /// The grouping interval last asked for, and whether reads ignore it for now.
+    private var groupingInterval: Duration = .zero
+    private var readsPromptly = false
     private var closed = false
 
     /// Opens a fresh connection to `busAddress` (nil: system bus).
@@ -258,8 +261,21 @@ public actor GattLink {
     /// Call it once a handshake's request-and-reply exchange is over (grouping would hold
     /// each reply); `.zero` hands each notification on by itself again.
     public func groupNotifications(_ interval: Duration) {
+        groupingInterval = interval
         for grouper in groupers { grouper.setInterval(interval) }
-        for reader in readers { reader.setCoalescing(interval) }
+        for reader in readers { reader.setCoalescing(readsPromptly ? .zero : interval) }
+    }
+
+    /// With `true`, an `AcquireNotify` reader reads as soon as datagrams arrive instead of
+    /// resting the grouping interval after each read, until `false`. bluetoothd sends each
+    /// notification into the socket without waiting and drops what does not fit (278 small
+    /// datagrams on a default kernel, `net.core.wmem_default`): a reader resting 250 ms loses
+    /// notifications from about 1,100 a second, which a flash-log readout reaches. Reading at
+    /// once costs a wake-up per connection event (at most 134 a second), only while it lasts.
+    /// `StartNotify` signals are read at once anyway (bluetoothd does not drop them).
+    public func readPromptly(_ promptly: Bool) {
+        readsPromptly = promptly
+        for reader in readers { reader.setCoalescing(promptly ? .zero : groupingInterval) }
     }
 
     /// Hands on every `StartNotify` notification held by the grouping now, on the

@@ -121,6 +121,11 @@ public struct FlashLogDownload: Sendable {
     /// Entries the board sent twice (a resent page) and half samples dropped.
     public var duplicatesDropped: Int
     public var orphanedEntries: Int
+    /// Times this download's readout was asked for again because it stopped delivering (a
+    /// notification lost on the way), and entries the board's progress showed lost (sent
+    /// again by the resumed readout unless a page holding them was confirmed first).
+    public var readoutsResumed = 0
+    public var entriesMissed = 0
 
     /// All fields.
     public init(gyro: [LoggedSample], clock: BoardClock?, clockReadAt: ContinuousClock.Instant?, duplicatesDropped: Int, orphanedEntries: Int) {
@@ -188,6 +193,13 @@ public struct BoardSessionOptions: Sendable {
     /// Whether the board also logs the streamed sensors to its flash while streaming
     /// (`[boards] backfill`), so gaps of the link can be filled from it.
     public var flashLogging: Bool
+    /// How long a flash-log readout may go without a logging notification, while entries or
+    /// the length are due, before it is asked for again from the last confirmed page
+    /// (``LogDownloader/resume()``): a lost page end otherwise leaves the board waiting for a
+    /// confirm for ever (metawear-logging.md P6). A page is 256 notifications, under 3 s at
+    /// the slowest readout pace seen (100 notifications/s); a resume that comes early costs
+    /// that page once more, nothing else.
+    public var readoutStallTimeout: Duration = .seconds(5)
 
     public init(configuration: StreamingConfiguration, handshake: HandshakeSequencer.Options = .init(),
                 reconnection: ReconnectionPolicy = .init(), preferredAdapter: String? = nil,

@@ -146,8 +146,10 @@ extension BoardSession {
         } else {
             flush = LoggingCommands.flushWhileLogging(revision: capabilities.revision, overwriteWhenFull: true)
         }
+        current?.operations.yield(.readPromptly(true))
         write(flush + downloader.begin())
         current?.download = downloader
+        noteReadoutActivity()
     }
 
     /// The end of a session whose sensors the board logs instead of streaming (rates beyond
@@ -217,7 +219,18 @@ extension BoardSession {
     public func confirmFlashLogPage() {
         guard var downloader = current?.download else { return }
         write(downloader.confirmPage())
-        current?.download = downloader.state == .finished ? nil : downloader
+        if downloader.state == .finished {
+            downloadEnded()
+        } else {
+            current?.download = downloader
+            noteReadoutActivity()
+        }
+    }
+
+    /// The readout is over on this link: reads rest between batches again.
+    private func downloadEnded() {
+        current?.download = nil
+        current?.operations.yield(.readPromptly(false))
     }
 
     private func downloadReceived(_ notification: GattNotification) {
@@ -225,6 +238,12 @@ extension BoardSession {
         let nanoseconds = Int64((notification.receivedAt - Self.epoch) / .nanoseconds(1))
         let step = downloader.receive(notification.bytes, at: nanoseconds)
         current?.download = downloader
+        if step.resumed {
+            // The board's count showed entries lost on the way: the page under way comes again.
+            current?.downloaded = []
+            current?.downloadedAccelerometer = []
+            noteReadoutActivity()
+        }
         current?.downloaded += step.samples.filter { $0.sensor == .gyro }.map(\.sample)
         current?.downloadedAccelerometer += step.samples.filter { $0.sensor == .accelerometer }.map(\.sample)
         write(step.writes)
@@ -235,12 +254,14 @@ extension BoardSession {
                                         clockReadAt: current?.clockReadAt ?? current?.handshakeEndedAt, duplicatesDropped: downloader.duplicatesDropped,
                                         orphanedEntries: downloader.orphanedEntries)
             page.complete = finished
+            page.readoutsResumed = downloader.resumes
+            page.entriesMissed = downloader.missedEntries
             page.accelerometer = current?.downloadedAccelerometer ?? []
             current?.downloaded = []
             current?.downloadedAccelerometer = []
             if finished {
                 // The last page waits for its confirm only when the board ended it with 0B 0D.
-                if !downloader.awaitsConfirm { current?.download = nil }
+                if !downloader.awaitsConfirm { downloadEnded() }
                 emitFlashLog(flashLogLogging ?? .starting)
             }
             emit(.flashLogDownloaded(page))

@@ -10,6 +10,8 @@ struct LinkWork {
     let replyTimers: AsyncStream<ReplyTimer>.Continuation
     /// Wakes the stream watchdog when the sensors start.
     let watch: AsyncStream<Void>.Continuation
+    /// Wakes the readout watchdog when a flash-log readout starts or goes on after a confirm.
+    let readoutWatch: AsyncStream<Void>.Continuation
     var sequencer: HandshakeSequencer?
     /// The flash log's start while its replies are awaited.
     var flashStart: FlashLogStart?
@@ -22,6 +24,10 @@ struct LinkWork {
     var download: LogDownloader?
     var downloaded: [LoggedSample] = []
     var downloadedAccelerometer: [LoggedSample] = []
+    /// When the download last heard from the board (or was started or confirmed).
+    var downloadActivityAt: ContinuousClock.Instant?
+    /// The link's dropped notifications as last seen (``BoardLink/droppedNotifications``).
+    var droppedNotificationsSeen = 0
     /// Entries the log held at the last mark (``BoardSession/markFlashLogForTrim()``), and
     /// whether its length read is awaited.
     var trimMark: UInt32?
@@ -50,6 +56,9 @@ enum LinkOperation: Sendable {
     case groupNotifications
     /// Hand on every notification at once again (a request-and-reply exchange on a grouped link).
     case ungroupNotifications
+    /// Read notifications as they arrive while a flash-log readout runs, or rest between
+    /// reads again (``BoardLink/readPromptly(_:)``).
+    case readPromptly(Bool)
 }
 
 /// A reply timeout for one handshake step or the flash log's start.
@@ -71,11 +80,14 @@ extension BoardSession {
         let (operations, operationInput) = AsyncStream.makeStream(of: LinkOperation.self, bufferingPolicy: .bufferingOldest(1024))
         let (timers, timerInput) = AsyncStream.makeStream(of: ReplyTimer.self, bufferingPolicy: .bufferingOldest(64))
         let (watch, watchInput) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        current = LinkWork(link: link, operations: operationInput, replyTimers: timerInput, watch: watchInput)
+        let (readoutWatch, readoutWatchInput) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        current = LinkWork(link: link, operations: operationInput, replyTimers: timerInput, watch: watchInput,
+                           readoutWatch: readoutWatchInput)
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.perform(operations, on: link) }
             group.addTask { await self.runReplyTimers(timers) }
             group.addTask { await self.watchStream(watch) }
+            group.addTask { await self.watchReadout(readoutWatch) }
             if let interval = options.batteryInterval {
                 group.addTask {
                     while !Task.isCancelled {
@@ -162,6 +174,8 @@ extension BoardSession {
                 await link.groupNotifications(options.notificationCoalescing, readCoalescing: options.signalReadCoalescing)
             case .ungroupNotifications:
                 await link.groupNotifications(.zero, readCoalescing: .zero)
+            case .readPromptly(let promptly):
+                await link.readPromptly(promptly)
             }
             if Task.isCancelled { return }
         }

@@ -6,6 +6,7 @@ extension BoardSession {
     /// replies go to the sequencer and motion samples of a board still streaming from
     /// before a reconnect are kept when its configuration is known.
     func receive(_ batch: [GattNotification]) {
+        checkLinkDrops()
         if let plan {
             // The flash log's replies are its own, not samples.
             guard current?.flashStart != nil || current?.download != nil || current?.awaitingTrimLength == true,
@@ -13,6 +14,7 @@ extension BoardSession {
                 publish(tap.events(from: batch, decoder: plan.decoder))
                 return
             }
+            if current?.download != nil { current?.downloadActivityAt = .now }
             var others: [GattNotification] = []
             for notification in batch {
                 if Self.isLogging(notification) { flashLogReceived(notification) } else { others.append(notification) }
@@ -45,15 +47,21 @@ extension BoardSession {
     /// Sleeps until the stream would be overdue and checks only then, so a healthy stream
     /// costs one timer wake-up per timeout; while the sensors are off it waits to be woken.
     func watchStream(_ wakes: AsyncStream<Void>) async {
+        await watch(wakes, due: { self.watchdogWakeTime() }, check: { await self.checkWatchdog() })
+    }
+
+    /// A watchdog's loop: sleeps until `due()` and runs `check` then; while `due()` is nil it
+    /// waits for a wake. Ends with cancellation or the end of `wakes`.
+    func watch(_ wakes: AsyncStream<Void>, due: () -> ContinuousClock.Instant?, check: () async -> Void) async {
         var woken = wakes.makeAsyncIterator()
         while !Task.isCancelled {
-            guard let wake = watchdogWakeTime() else {
+            guard let wake = due() else {
                 if await woken.next() == nil { return }
                 continue
             }
             try? await Task.sleep(until: wake, clock: .continuous)
             if Task.isCancelled { return }
-            await checkWatchdog()
+            await check()
         }
     }
 

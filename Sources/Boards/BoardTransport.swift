@@ -46,6 +46,15 @@ public protocol BoardLink: Sendable {
     /// Groups notifications for the steady stream (see
     /// ``BoardSessionOptions/notificationCoalescing``); called once a handshake is over.
     func groupNotifications(_ interval: Duration, readCoalescing: Duration) async
+    /// While a flash-log readout runs (`true`), notifications are read as they arrive, not
+    /// after a rest: a readout comes far faster than a stream, and bluetoothd drops what an
+    /// `AcquireNotify` socket cannot take (278 small datagrams on a default kernel). `false`
+    /// rests as ``groupNotifications(_:readCoalescing:)`` said again.
+    func readPromptly(_ promptly: Bool) async
+    /// Notifications this link received and could not hand on because ``notifications`` was
+    /// full (its consumer fell that far behind): each one is lost, which a running flash-log
+    /// readout must hear of (it asks again).
+    var droppedNotifications: Int { get }
     /// Turns notifications off and ends the link; ``notifications`` finishes after its last
     /// notifications. Idempotent.
     func close() async

@@ -68,6 +68,12 @@ final class GattBoardLink: BoardLink {
         if readCoalescing > .zero { await session.link.coalesceNotificationReads(readCoalescing) }
     }
 
+    func readPromptly(_ promptly: Bool) async {
+        await session.link.readPromptly(promptly)
+    }
+
+    var droppedNotifications: Int { session.sink.dropped }
+
     /// Reads replies at once again, so a stop's writes are not slowed by grouped reads.
     func prepareForStop() async {
         await session.link.coalesceNotificationReads(.zero)

@@ -12,6 +12,8 @@ final class NotificationSink: Sendable {
         var stream: AsyncStream<[GattNotification]>.Continuation?
         var waiting: [[GattNotification]] = []
         var ended = false
+        /// Notifications a full stream or list refused.
+        var dropped = 0
     }
 
     private let state = Mutex(State())
@@ -27,14 +29,20 @@ final class NotificationSink: Sendable {
     func deliver(_ batch: [GattNotification]) {
         state.withLock { state in
             if let stream = state.stream {
-                GattBoardLink.notificationGauge.record(stream.yield(batch))
+                let result = stream.yield(batch)
+                if case .dropped = result { state.dropped += batch.count }
+                GattBoardLink.notificationGauge.record(result)
             } else if !state.ended, state.waiting.count < limit {
                 state.waiting.append(batch)
             } else {
+                if !state.ended { state.dropped += batch.count }
                 GattBoardLink.notificationGauge.record(AsyncStream<[GattNotification]>.Continuation.YieldResult.dropped(batch))
             }
         }
     }
+
+    /// Notifications refused so far because the stream (or the list between links) was full.
+    var dropped: Int { state.withLock { $0.dropped } }
 
     /// Sends everything from now on (after what waited, in order) to `stream`; a stream that
     /// is still attached is finished first. When the session already ended, `stream` is
@@ -42,7 +50,11 @@ final class NotificationSink: Sendable {
     func attach(_ stream: AsyncStream<[GattNotification]>.Continuation) {
         state.withLock { state in
             state.stream?.finish()
-            for batch in state.waiting { GattBoardLink.notificationGauge.record(stream.yield(batch)) }
+            for batch in state.waiting {
+                let result = stream.yield(batch)
+                if case .dropped = result { state.dropped += batch.count }
+                GattBoardLink.notificationGauge.record(result)
+            }
             state.waiting.removeAll()
             if state.ended { stream.finish() } else { state.stream = stream }
         }

@@ -51,6 +51,9 @@ extension RecordingPipeline {
         finishing?.lastProgress = timeline.now
         loggedReadoutSamples[key, default: 0] += download.gyro.count
         guard download.complete else { return }
+        if download.readoutsResumed > 0 {
+            logger.warning("board \(key) flash log: \(Self.readoutRecovery(download).dropFirst(2))")
+        }
         controller.loggedReadoutEnded(board: key)
         // The pages of a readout come one by one; the readout held nothing when none had a sample.
         let readoutWasEmpty = loggedReadoutSamples.removeValue(forKey: key) == 0

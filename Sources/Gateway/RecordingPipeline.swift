@@ -237,8 +237,17 @@ public actor RecordingPipeline {
         let summary = "\(download.gyro.count) samples downloaded, \(outcome.filled) filled a gap, \(outcome.stillMissing) still missing, "
             + "\(outcome.alreadyStreamed) streamed, \(outcome.outsideGap) outside the gap, \(outcome.unplaced) unplaced, "
             + "\(outcome.collisions) at a streamed sample's time, \(download.duplicatesDropped) resent entries dropped"
+            + Self.readoutRecovery(download)
         logger.info("board \(key) flash log: \(summary)")
         publish()
+    }
+
+    /// How often the download's readout stopped delivering and was asked for again, for the
+    /// summary (empty when it never did).
+    static func readoutRecovery(_ download: FlashLogDownload) -> String {
+        guard download.readoutsResumed > 0 else { return "" }
+        return ", readout asked for again \(download.readoutsResumed) time(s) after it stopped delivering"
+            + " (\(download.entriesMissed) entries seen lost on the way)"
     }
 
     // MARK: Tick

@@ -31,6 +31,9 @@ public struct LogDownloader: Sendable {
         /// A page is complete: store its samples, then `confirmPage()` (only when the caller
         /// confirms pages itself).
         public var pageReady = false
+        /// The readout was asked for again (``resume()``): samples returned since the last page
+        /// confirm are void, they come again.
+        public var resumed = false
     }
 
     /// How far the download is.
@@ -65,6 +68,9 @@ public struct LogDownloader: Sendable {
 
     private var assemblers: [MotionSensor: LogSampleAssembler]
     private var deduplicator = ReadoutDeduplicator()
+    /// The assemblers and the deduplicator as they stood when the board last deleted what it
+    /// sent (the last page confirm, or the start): where a resumed readout goes on from.
+    private var confirmed: (assemblers: [MotionSensor: LogSampleAssembler], deduplicator: ReadoutDeduplicator)
     private var received: UInt32 = 0
     private var firstEntryAt: Int64?
     private var lastEntryAt: Int64?
@@ -77,6 +83,7 @@ public struct LogDownloader: Sendable {
         self.progressUpdates = progressUpdates
         self.confirmsPagesItself = confirmsPagesItself
         assemblers = loggers.mapValues { LogSampleAssembler(xyLogger: $0.xy, zLogger: $0.z) }
+        confirmed = (assemblers, deduplicator)
     }
 
     /// Half samples dropped because their other half never came, all sensors.
@@ -89,6 +96,7 @@ public struct LogDownloader: Sendable {
     public mutating func begin() -> [Packet] {
         state = .awaitingLength
         lastPageConfirmed = true
+        pageIncomplete = false
         return LoggingCommands.downloadPreamble(revision: revision)
     }
 
@@ -97,6 +105,39 @@ public struct LogDownloader: Sendable {
         for sensor in assemblers.keys { assemblers[sensor]?.discardHeld() }
         deduplicator.linkLost()
         if state != .finished { state = .idle }
+    }
+
+    /// Readouts asked for again because they stopped delivering or lost entries (``resume()``).
+    public private(set) var resumes = 0
+    /// Entries the board's progress showed sent and not received. The page under way is then
+    /// not reported: at its end the readout is asked for again and the board sends the page
+    /// once more (entries of a page confirmed before the loss showed are gone).
+    public private(set) var missedEntries = 0
+    /// Notifications of the page under way were lost: its end asks for the readout again.
+    private var pageIncomplete = false
+    /// Entries of this readout already counted in ``missedEntries``.
+    private var readoutDeficit: UInt32 = 0
+
+    /// Notifications were lost on the way (a full queue between the radio and this download):
+    /// the page under way is read again from its start when it ends, not reported. While the
+    /// board waits for a confirm it sends nothing a loss could have taken.
+    public mutating func notificationsLost() {
+        if state == .reading { pageIncomplete = true }
+    }
+
+    /// The readout stopped delivering before its end (metawear-logging.md P6: a lost page end
+    /// leaves the board waiting for a confirm that never comes; a lost entry must not be
+    /// confirmed away): the download goes back to what the board deleted, the last confirmed
+    /// page, and asks again (length, then readout). The board sends its unconfirmed entries
+    /// once more (§11.11) and each is taken once. Samples returned since the last page confirm
+    /// are void: the caller drops them, they come again. Nothing while the board waits for the
+    /// caller's confirm (``State/awaitingConfirm``), before ``begin()`` or once finished.
+    public mutating func resume() -> [Packet] {
+        guard state == .reading || state == .awaitingLength else { return [] }
+        assemblers = confirmed.assemblers
+        deduplicator = confirmed.deduplicator
+        resumes += 1
+        return begin()
     }
 
     /// Whether the board waits for (or, at the end, may still take) a page confirm.
@@ -108,6 +149,7 @@ public struct LogDownloader: Sendable {
         guard awaitsConfirm else { return [] }
         lastPageConfirmed = true
         if state == .awaitingConfirm { state = .reading } else { deduplicator.readoutCompleted() }
+        confirmed = (assemblers, deduplicator)
         return [LoggingCommands.confirmPage]
     }
 
@@ -123,6 +165,7 @@ public struct LogDownloader: Sendable {
             guard state == .awaitingLength else { break }
             progress = Progress(total: n, left: n)
             received = 0
+            readoutDeficit = 0
             firstEntryAt = nil
             if n == 0 { finish(&step) } else {
                 state = .reading
@@ -138,13 +181,38 @@ public struct LogDownloader: Sendable {
             measureRate()
         case .success(.progress(let left)):
             guard state == .reading || state == .awaitingConfirm else { break }
+            // The board counts what it sent, in order before this: fewer left than we count
+            // means entries were lost on the way; they are still on the board unless a page
+            // holding them was confirmed since. The readout goes on to the page's end, where
+            // the board waits and nothing of this readout can follow the request for it again
+            // (asked mid-page, entries the board sent before taking the new request would pass
+            // for the new readout's); at the readout's end it is asked for again at once.
+            if state == .reading, progress.total >= received, left < progress.total - received {
+                let deficit = progress.total - received - left
+                if deficit > readoutDeficit {
+                    missedEntries += Int(deficit - readoutDeficit)
+                    readoutDeficit = deficit
+                }
+                pageIncomplete = true
+                if left == 0 {
+                    step.writes = resume()
+                    step.resumed = true
+                }
+                break
+            }
             progress.left = left
             if left == 0 { finish(&step) }
         case .success(.pageCompleted):
             guard state == .reading else { break }
+            if pageIncomplete {
+                step.writes = resume()
+                step.resumed = true
+                break
+            }
             lastPageConfirmed = false
             if confirmsPagesItself {
                 lastPageConfirmed = true
+                confirmed = (assemblers, deduplicator)
                 step.writes.append(LoggingCommands.confirmPage)
             } else {
                 state = .awaitingConfirm

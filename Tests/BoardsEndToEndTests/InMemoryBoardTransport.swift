@@ -159,10 +159,24 @@ final class InMemoryLink: BoardLink, @unchecked Sendable {
         lock.withLock { grouping = interval }
     }
 
+    func readPromptly(_ promptly: Bool) async {}
+
+    /// Nothing is dropped here: the tests hand the session what they choose.
+    var droppedNotifications: Int { 0 }
+
     /// The board streams for `milliseconds` of its time; returns the notifications sent.
     @discardableResult
     func stream(milliseconds: UInt64) -> [[UInt8]] {
         let sent = board.advance(milliseconds: milliseconds)
+        if !sent.isEmpty { deliver(sent) }
+        return sent
+    }
+
+    /// As ``stream(milliseconds:)``, but what `lose` picks never reaches the session (lost on
+    /// the way to the host, as bluetoothd drops what a full AcquireNotify socket cannot take).
+    @discardableResult
+    func stream(milliseconds: UInt64, losing lose: ([UInt8]) -> Bool) -> [[UInt8]] {
+        let sent = board.advance(milliseconds: milliseconds).filter { !lose($0) }
         if !sent.isEmpty { deliver(sent) }
         return sent
     }

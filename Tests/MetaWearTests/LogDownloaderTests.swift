@@ -12,6 +12,13 @@ import Testing
         var downloader: LogDownloader
         var samples: [(sensor: MotionSensor, sample: LoggedSample)] = []
         var pagesReady = 0
+        /// Confirm each page as it is ready (a caller that stores at once), and drop what a
+        /// resumed readout voids: `samples` then holds what such a caller stored.
+        var confirmsPages = false
+        /// Samples up to the last confirm.
+        var confirmedCount = 0
+        /// Timed notifications lost on the way to the host.
+        var lose: ([UInt8]) -> Bool = { _ in false }
 
         /// Writes packets, feeding each immediate reply back (which may write more).
         mutating func send(_ packets: [Packet]) {
@@ -22,16 +29,29 @@ import Testing
 
         mutating func feed(_ bytes: [UInt8], at time: UInt64) {
             let step = downloader.receive(bytes, at: Int64(time))
+            if step.resumed { samples.removeSubrange(confirmedCount...) }
             samples += step.samples
             if step.pageReady { pagesReady += 1 }
             send(step.writes)
+            if confirmsPages, downloader.awaitsConfirm {
+                send(downloader.confirmPage())
+                confirmedCount = samples.count
+            }
+        }
+
+        /// The caller's watchdog: the readout is asked for again, the unconfirmed samples dropped.
+        mutating func resume() {
+            samples.removeSubrange(confirmedCount...)
+            send(downloader.resume())
         }
 
         /// Moves simulated time in 5 ms steps, delivering what the board sends, until `until`
         /// or until `stop` holds.
         mutating func run(until: UInt64, stop: (Rig) -> Bool = { $0.downloader.state == .finished }) {
             while board.nanoseconds < until, !stop(self) {
-                for notification in board.advance(to: board.nanoseconds + 5_000_000) { feed(notification.bytes, at: notification.nanoseconds) }
+                for notification in board.advance(to: board.nanoseconds + 5_000_000) where !lose(notification.bytes) {
+                    feed(notification.bytes, at: notification.nanoseconds)
+                }
             }
         }
 
@@ -107,6 +127,61 @@ import Testing
         let count = rig.samples.count
         #expect(count > 700, "the log grew while the link was down")
         expectEverySample(rig.samples, seed: 8, count: count)
+    }
+
+    /// A logged MetaMotion R (1,200 samples, four full pages and part of a fifth) read out by
+    /// a caller that stores and confirms each page, with `lose` dropping notifications on the
+    /// way (issue 21).
+    private func lossyRig(seed: UInt32, lose: @escaping ([UInt8]) -> Bool) -> Rig {
+        var rig = Rig(board: SimulatedBoard(profile: .metaMotionR, seed: seed), downloader: LogDownloader(revision: 2, loggers: [:]))
+        let ids = rig.setUpGyroLoggers(chip: .bmi160)
+        rig.downloader = LogDownloader(revision: 2, loggers: [.gyro: ids], confirmsPagesItself: false)
+        rig.confirmsPages = true
+        rig.lose = lose
+        startLoggingGyro(&rig, chip: .bmi160)
+        _ = rig.board.advance(to: 12_000_000_000)
+        rig.send(Commands.stop(.gyro, mode: .single, chip: .bmi160) + [LoggingCommands.stop])
+        return rig
+    }
+
+    /// The second page's end (`0B 0D`) is lost: the board waits for a confirm, the download
+    /// for entries, for ever (P6). Asked for again, the board sends its unconfirmed page once
+    /// more and every sample is stored once.
+    @Test func aLostPageEndIsResumedFromTheLastConfirmedPage() {
+        var pageEnds = 0
+        var rig = lossyRig(seed: 11) { bytes in
+            guard bytes == [0x0B, 0x0D] else { return false }
+            pageEnds += 1
+            return pageEnds == 2
+        }
+        rig.send(rig.downloader.begin())
+        rig.run(until: 60_000_000_000)
+        #expect(rig.downloader.state == .reading && rig.board.flashLog.isReadingOut, "both wait: the stall")
+        #expect(rig.samples.count > 256 && rig.samples.count <= 512)
+        rig.resume()
+        rig.run(until: 120_000_000_000)
+        #expect(rig.downloader.state == .finished)
+        #expect(rig.downloader.resumes == 1)
+        expectEverySample(rig.samples, seed: 11, count: 1200)
+        #expect(rig.board.flashLog.storedCount == 0)
+    }
+
+    /// One readout notification (two entries) of the third page is lost: the board's next
+    /// progress count is short of what arrived, so the readout is asked for again before the
+    /// page is reported and confirmed away; every sample is stored once.
+    @Test func aLostEntryShowsInTheProgressCountAndIsReadAgain() {
+        var readouts = 0
+        var rig = lossyRig(seed: 12) { bytes in
+            guard bytes.count == 20, bytes[1] == 0x07 else { return false }
+            readouts += 1
+            return readouts == 600
+        }
+        rig.send(rig.downloader.begin())
+        rig.run(until: 120_000_000_000)
+        #expect(rig.downloader.state == .finished)
+        #expect(rig.downloader.resumes == 1 && rig.downloader.missedEntries == 2)
+        expectEverySample(rig.samples, seed: 12, count: 1200)
+        #expect(rig.board.flashLog.storedCount == 0)
     }
 
     /// With pages confirmed by the caller, the board waits: nothing is deleted before the
