@@ -34,6 +34,10 @@ public struct BackfillPlanner: Sendable {
         case extrapolated
         /// No anchor in its boot: from the board clock read at connect (± link latency).
         case boardClock = "board_clock"
+        /// Between its streamed neighbours in the log's order, spread by its ticks: the
+        /// stream's times there are off by more than the anchors allow (a new link's first
+        /// points, a burst), so only the order is certain.
+        case logOrder = "log_order"
     }
 
     /// A logged sample that was not streamed, with its time.
@@ -62,7 +66,8 @@ public struct BackfillPlanner: Sendable {
     public struct Plan: Hashable, Sendable {
         /// The samples to add, in time order, none at the time of a streamed one.
         public var backfilled: [Backfilled] = []
-        /// Logged samples that were also streamed (matched by value and time).
+        /// Logged samples that were also streamed (matched by value, near their ticks' time or
+        /// in the log's order).
         public var alreadyStreamed = 0
         /// Logged samples outside the session's span.
         public var outsideSession = 0
@@ -103,30 +108,25 @@ public struct BackfillPlanner: Sendable {
     public func plan(streamed: [StreamedSample], logged: [LoggedSample]) -> Plan {
         var plan = Plan()
         let period = streamPeriod(streamed)
-        var candidates: [Backfilled] = []
         var errors: [Double] = []
         let index = BackfillAnchors.index(streamed)
-        var used = Set<Int>()
-        for boot in boots(logged) {
-            let anchors = BackfillAnchors.find(boot, in: streamed, index: index, origin: bootOrigins[boot.uid],
-                                               tolerance: originTolerance, period: period)
+        let boots = boots(logged)
+        // Every boot's anchors first: a walk in log order must not take another boot's.
+        let anchors = boots.map {
+            BackfillAnchors.find($0, in: streamed, index: index, origin: bootOrigins[$0.uid], tolerance: originTolerance, period: period)
+        }
+        let used = Set(anchors.flatMap { $0.streamedIndex.compactMap { $0 } })
+        var candidates: [Backfilled] = []
+        for (boot, anchors) in zip(boots, anchors) {
             plan.alreadyStreamed += anchors.count
-            used.formUnion(anchors.streamedIndex.compactMap { $0 })
             errors += anchors.leaveOneOutErrors(boot, period: period)
-            for k in boot.ticks.indices where anchors.streamedIndex[k] == nil {
-                guard let (time, placement) = place(k, boot, anchors, period: period) else { plan.unplaced += 1; continue }
-                // Streamed after all, but not where the tight anchor search looked (a stationary
-                // stretch before the first lock, or stamped off by a period next to a loss).
-                if let twin = BackfillAnchors.nearest(boot.samples[k].raw, around: Double(time), within: 2.5 * period,
-                                                      streamed, index, excluded: { used.contains($0) }) {
-                    used.insert(twin)
-                    plan.alreadyStreamed += 1
-                    if abs(streamed[twin].time - time) > Int64(period / 2) { plan.retimed.append(Retimed(streamedIndex: twin, time: time)) }
-                    continue
-                }
-                candidates.append(Backfilled(time: time, raw: boot.samples[k].raw, resetUID: boot.uid,
-                                             tick: boot.samples[k].tick, placement: placement))
+            let twins = LogOrderTwins(boot, anchors: anchors, streamed: streamed, excluded: used)
+            plan.alreadyStreamed += twins.found.count
+            for k in twins.found {
+                guard let twin = twins.streamedIndex[k], let (time, _) = place(k, boot, anchors, period: period) else { continue }
+                if abs(streamed[twin].time - time) > Int64(period / 2) { plan.retimed.append(Retimed(streamedIndex: twin, time: time)) }
             }
+            candidates += unstreamed(boot, anchors, twins, streamed, period: period, plan: &plan)
         }
         candidates.sort { $0.time < $1.time }
         let misplaced = Set(plan.retimed.map(\.streamedIndex))
@@ -134,14 +134,17 @@ public struct BackfillPlanner: Sendable {
         var streamCursor = 0
         for candidate in candidates {
             if let span = sessionSpan, !span.contains(candidate.time) { plan.outsideSession += 1; continue }
+            // Placed between its streamed neighbours by the log's order: no streamed sample
+            // between them is its twin, however close.
+            let inLogOrder = candidate.placement == .logOrder
             while streamCursor < streamed.count, streamed[streamCursor].time <= candidate.time - minimumSpacing { streamCursor += 1 }
             var nearStream = false
             var j = streamCursor
-            while j < streamed.count, streamed[j].time < candidate.time + minimumSpacing {
+            while !inLogOrder, j < streamed.count, streamed[j].time < candidate.time + minimumSpacing {
                 if !misplaced.contains(j) { nearStream = true; break }
                 j += 1
             }
-            let nearPrevious = plan.backfilled.last.map { candidate.time - $0.time < minimumSpacing } ?? false
+            let nearPrevious = plan.backfilled.last.map { candidate.time - $0.time < (inLogOrder ? 1 : minimumSpacing) } ?? false
             if nearStream || nearPrevious { plan.collisions += 1; continue }
             plan.backfilled.append(candidate)
         }
@@ -150,6 +153,63 @@ public struct BackfillPlanner: Sendable {
             plan.medianAnchorError = errors[errors.count / 2]
         }
         return plan
+    }
+
+    /// The boot's samples the stream lost, placed. Each stretch of them between two streamed
+    /// twins belongs between those in time: placed where the anchors put them when that is
+    /// between the twins' times (at least half a period from each), else spread over that span
+    /// by their ticks (the stream's times there are off: the order is what is known).
+    private func unstreamed(_ boot: BootLog, _ anchors: BackfillAnchors, _ twins: LogOrderTwins,
+                            _ streamed: [StreamedSample], period: Double, plan: inout Plan) -> [Backfilled] {
+        var out: [Backfilled] = []
+        var k = 0
+        while k < boot.samples.count {
+            guard twins.streamedIndex[k] == nil else { k += 1; continue }
+            var end = k
+            while end + 1 < boot.samples.count, twins.streamedIndex[end + 1] == nil { end += 1 }
+            var stretch: [Backfilled] = []
+            for p in k...end {
+                guard let (time, placement) = place(p, boot, anchors, period: period) else { plan.unplaced += 1; continue }
+                stretch.append(Backfilled(time: time, raw: boot.samples[p].raw, resetUID: boot.uid, tick: boot.samples[p].tick,
+                                          placement: placement))
+            }
+            let (before, after) = twins.neighbours(of: k)
+            if let before, let after, let low = twins.streamedIndex[before].map({ streamed[$0].time }),
+               let high = twins.streamedIndex[after].map({ streamed[$0].time }) {
+                let margin = Int64(period / 2)
+                let fits = stretch.count == end - k + 1 && stretch.first.map { $0.time >= low + margin } != false
+                    && stretch.last.map { $0.time <= high - margin } != false
+                    && zip(stretch, stretch.dropFirst()).allSatisfy { $0.time < $1.time }
+                if !fits {
+                    stretch = spread(k...end, boot, between: (before, low), and: (after, high))
+                    // More samples than nanoseconds between the neighbours: no time is left.
+                    plan.collisions += end - k + 1 - stretch.count
+                }
+            }
+            out += stretch
+            k = end + 1
+        }
+        return out
+    }
+
+    /// Log positions `stretch` spread over the streamed times of their neighbours `before` and
+    /// `after` (log position, time) by their ticks, in order, each strictly between.
+    private func spread(_ stretch: ClosedRange<Int>, _ boot: BootLog, between before: (Int, Int64),
+                        and after: (Int, Int64)) -> [Backfilled] {
+        let span = Double(after.1 - before.1)
+        let tickSpan = boot.ticks[after.0] - boot.ticks[before.0]
+        var out: [Backfilled] = []
+        var previous = before.1
+        for p in stretch {
+            let share = tickSpan > 0 ? (boot.ticks[p] - boot.ticks[before.0]) / tickSpan
+                : Double(p - before.0) / Double(after.0 - before.0)
+            let time = max(previous + 1, before.1 + Int64((share * span).rounded()))
+            guard time < after.1 else { break }
+            previous = time
+            out.append(Backfilled(time: time, raw: boot.samples[p].raw, resetUID: boot.uid, tick: boot.samples[p].tick,
+                                  placement: .logOrder))
+        }
+        return out
     }
 
     /// The stream's real period: the median spacing of consecutive samples less than two

@@ -108,7 +108,10 @@ extension SessionController {
         let accelerometer = backfilledAccelerometer(board: board)
         for sample in plan.backfilled {
             let time = timeBase.epochMilliseconds(monotonic: sample.time)
-            guard time > after + halfPeriod, time < until - halfPeriod else { outcome.outsideGap += 1; continue }
+            // Placed in the log's order between its streamed neighbours, it is strictly
+            // between them; otherwise half a period from the gap's edges is another sample's.
+            let margin = sample.placement == .logOrder ? 0 : halfPeriod
+            guard time > after + margin, time < until - margin else { outcome.outsideGap += 1; continue }
             let value = MotionSamples(single: sample.raw, scale: scale)[0]
             let located = stream.merger.locate(GyroItem(sample: value, missedBefore: 0, source: timeBase.source), time)
             points.append((BackfillKey(resetUID: sample.resetUID, tick: sample.tick),

@@ -142,7 +142,7 @@ extension SessionController {
         let storedAfter = Set(pending.gap.head.filter { $0.gyroscope.timestamp < until + 1000 }.map {
             RawVector(counts: ($0.gyroscope.x, $0.gyroscope.y, $0.gyroscope.z), scale: scale)
         })
-        let end = storedAfter.isEmpty ? until - periodMs / 2 : until + 1000
+        let end = storedAfter.isEmpty ? until : until + 1000
         // The session's stored points inside the stretch filled (after a gap within its tail:
         // the points held for a link drop's backfill when the gateway died): a logged sample
         // at one's time is that sample.
@@ -151,12 +151,16 @@ extension SessionController {
         var lastStored = previous
         for sample in placed {
             let time = timeBase.epochMilliseconds(monotonic: sample.time)
+            // Placed in the log's order between its streamed (stored) neighbours, it is none
+            // of them and strictly between them; otherwise a sample within half a period of a
+            // stored one is that one.
+            let margin = sample.placement == .logOrder ? 0 : periodMs / 2
             while nextInside < inside.count, inside[nextInside] < time - periodMs / 2 {
                 lastStored = max(lastStored, inside[nextInside])
                 nextInside += 1
             }
-            if nextInside < inside.count, abs(inside[nextInside] - time) <= periodMs / 2 { continue }
-            guard time > previous + periodMs / 2, time < end, !storedAfter.contains(sample.raw),
+            if margin > 0, nextInside < inside.count, abs(inside[nextInside] - time) <= margin { continue }
+            guard time > previous + margin, time < (storedAfter.isEmpty ? end - margin : end), !storedAfter.contains(sample.raw),
                   pending.sealedSamples.insert(BackfillKey(resetUID: sample.resetUID, tick: sample.tick)).inserted else { continue }
             let value = MotionSamples(single: sample.raw, scale: scale)[0]
             let sealedTime = time - shift

@@ -1,0 +1,98 @@
+import MetaWear
+
+/// The streamed twin of every logged sample of one boot that the stream carried, found in the
+/// log's order rather than by time.
+///
+/// The anchor search (``BackfillAnchors``) takes a streamed sample as a logged one's twin only
+/// within a few milliseconds of where the board's ticks put it. Next to a link drop the stream's
+/// own times are off by more than that: a new link's timestamper starts from nothing (its first
+/// points 70 ms early in the soak), or a reconnect's first notifications come as a burst with
+/// equal times. A twin looked for by time alone was then missed and its logged sample went in
+/// twice, and the gap's last samples, placed where their ticks put them, fell behind the early
+/// first point after the gap and were dropped. But the log and the stream hold the board's
+/// samples in the same order: between two anchors the streamed samples are twins of logged
+/// samples between the anchors' log positions, and whatever of those has no twin is what the
+/// link lost there. So each streamed sample after (before) a known twin takes the next logged
+/// sample in log order with its raw counts, the one nearest where the ticks put it, within the
+/// ticks' span from the known twin plus ``slack``. Pure.
+struct LogOrderTwins {
+    /// The streamed index of each log position's twin (anchors included); nil: the stream
+    /// lost that sample.
+    private(set) var streamedIndex: [Int?]
+    /// Log positions with a twin, ascending (their streamed indices ascend too).
+    private(set) var known: [Int] = []
+    /// Log positions whose twin was found here (not an anchor).
+    private(set) var found: [Int] = []
+
+    /// How much farther (nanoseconds) a twin's ticks may lie from a known twin's than the two
+    /// streamed times do: a stream's times next to a drop are off by up to tens of milliseconds,
+    /// and the board's crystal drifts up to 200 ppm (24 ms in the two minutes kept).
+    static let slack = 250_000_000.0
+
+    /// Twins of `boot`'s samples in `streamed` (time order), from its `anchors`; streamed
+    /// samples in `excluded` (another boot's anchors) are not taken, and a walk stops at one.
+    init(_ boot: BootLog, anchors: BackfillAnchors, streamed: [BackfillPlanner.StreamedSample], excluded: Set<Int>) {
+        streamedIndex = anchors.streamedIndex
+        let positions = anchors.positions
+        guard let first = positions.first, let last = positions.last, let firstStreamed = streamedIndex[first],
+              let lastStreamed = streamedIndex[last] else { return }
+        var walk = Walk(boot: boot, streamed: streamed, excluded: excluded)
+        walk.match(from: (first, firstStreamed), forward: false, streamedUntil: -1, logUntil: -1)
+        for (a, b) in zip(positions, positions.dropFirst()) {
+            guard let sa = streamedIndex[a], let sb = streamedIndex[b], sb > sa + 1, b > a + 1 else { continue }
+            walk.match(from: (a, sa), forward: true, streamedUntil: sb, logUntil: b)
+        }
+        walk.match(from: (last, lastStreamed), forward: true, streamedUntil: streamed.count, logUntil: boot.samples.count)
+        for (k, s) in walk.twins { streamedIndex[k] = s }
+        found = walk.twins.map(\.0).sorted()
+        known = streamedIndex.indices.filter { streamedIndex[$0] != nil }
+    }
+
+    /// The known twin at or before log position `k`, and the one at or after it.
+    func neighbours(of k: Int) -> (before: Int?, after: Int?) {
+        var low = 0, high = known.count
+        while low < high {
+            let mid = (low + high) / 2
+            if known[mid] <= k { low = mid + 1 } else { high = mid }
+        }
+        let before = low > 0 ? known[low - 1] : nil
+        if before == k { return (k, k) }
+        return (before, low < known.count ? known[low] : nil)
+    }
+
+    /// One walk from a known twin along the stream and the log, in the same direction.
+    private struct Walk {
+        let boot: BootLog
+        let streamed: [BackfillPlanner.StreamedSample]
+        let excluded: Set<Int>
+        var twins: [(Int, Int)] = []
+
+        /// Matches the streamed samples after (`forward`) or before the known twin `from`
+        /// (log position, streamed index), up to `streamedUntil` and `logUntil` (exclusive).
+        mutating func match(from: (log: Int, streamed: Int), forward: Bool, streamedUntil: Int, logUntil: Int) {
+            let step = forward ? 1 : -1
+            var reference = from
+            var cursor = from.log + step
+            var s = from.streamed + step
+            while s != streamedUntil, cursor != logUntil, !excluded.contains(s) {
+                // Nanoseconds from the reference, counted away from it.
+                let elapsed = Double(step) * Double(streamed[s].time - streamed[reference.streamed].time)
+                let raw = streamed[s].raw
+                var best: (k: Int, error: Double)?
+                var k = cursor
+                while k != logUntil {
+                    let ticks = Double(step) * (boot.ticks[k] - boot.ticks[reference.log])
+                    if ticks > elapsed + LogOrderTwins.slack { break }
+                    if boot.samples[k].raw == raw, abs(ticks - elapsed) < best?.error ?? .infinity { best = (k, abs(ticks - elapsed)) }
+                    k += step
+                }
+                if let best {
+                    twins.append((best.k, s))
+                    reference = (best.k, s)
+                    cursor = best.k + step
+                }
+                s += step
+            }
+        }
+    }
+}
