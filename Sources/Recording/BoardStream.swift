@@ -176,8 +176,13 @@ struct StreamedWindow {
         }
     }
 
-    /// Adds samples in time order, forgetting those older than ``span``.
+    /// Adds samples in time order, forgetting those older than ``span``. A new link's first
+    /// samples stamped before the last one of the link before go 1 ms after it, as their
+    /// points do (``SessionController/overlapPlacedAfter``): the planner needs time order, and
+    /// places a gap's samples between the same neighbours the session has.
     mutating func append(_ sample: BackfillPlanner.StreamedSample) {
+        var sample = sample
+        if let last = samples.last, sample.time <= last.time { sample.time = last.time + 1_000_000 }
         samples.append(sample)
         // Trimmed in steps, so the copy is paid once per thousand samples.
         if samples.count > 1024, let first = samples.first, sample.time - first.time > Self.span + 10_000_000_000 {

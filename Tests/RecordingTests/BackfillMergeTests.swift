@@ -21,7 +21,8 @@ struct BackfillMergeTests {
     /// Records `seconds` of 100 Hz gyro with `hole` (start, end, seconds) lost: a link drop
     /// (detach and re-attach) or a stall (left attached); at `downloadAt` the board's log is
     /// read out (on a copy of the board, in simulated time) and handed to the controller.
-    func record(seconds: Double, hole: (Double, Double), reattach: Bool, downloadAt: Double?, seed: UInt64) throws -> Outcome {
+    func record(seconds: Double, hole: (Double, Double), reattach: Bool, downloadAt: Double?, seed: UInt64,
+                early: @escaping (Double) -> Int64 = { _ in 0 }) throws -> Outcome {
         let store = MemoryStore()
         let base = TimeBase(wallNanoseconds: 1_800_000_000_000_000_000, monotonicNanoseconds: 0, systemClockSynchronised: true)
         let controller = SessionController(store: store, timeBase: base)
@@ -41,7 +42,7 @@ struct BackfillMergeTests {
         var outcome = SessionController.BackfillOutcome()
         var downloaded = false
         var heldAtDownload = false
-        let link = BatchingLinkDriver(hole: hole, reattach: reattach, seed: seed)
+        let link = BatchingLinkDriver(hole: hole, reattach: reattach, seed: seed, early: early)
         // Every gyro sample's true time is noted, also those the hole loses; only gyro is lost.
         let (delivered, now) = try link.run(&board, into: controller, seconds: seconds, deliver: { n, event, inHole in
             guard case .gyro(let s) = event else { return true }
@@ -126,6 +127,24 @@ struct BackfillMergeTests {
     @Test func anEightSecondStallIsFilledExactly() throws {
         let o = try record(seconds: 40, hole: (10, 18), reattach: false, downloadAt: 25, seed: 23)
         check(o)
+    }
+
+    /// A 70 ms link drop whose new link's first second is stamped 70 ms early (its timestamper
+    /// starts from nothing): its first point comes one period after the last one before, so
+    /// the times show no gap (soak seed 12, board 3: 7 samples lost). The log shows it.
+    @Test(arguments: [25, 26] as [UInt64])
+    func aShortDropHiddenByAnEarlyNewLinkIsFilled(seed: UInt64) throws {
+        let o = try record(seconds: 30, hole: (10, 10.07), reattach: true, downloadAt: 15, seed: seed,
+                           early: { t in t >= 10.07 && t < 11.07 ? 70_000_000 : 0 })
+        let indices = o.points.map(index)
+        #expect(o.heldAtDownload, "the points of the new link waited")
+        #expect(Set(indices).count == indices.count, "no sample twice")
+        #expect(zip(o.points, o.points.dropFirst()).allSatisfy { $0.gyroscope.timestamp < $1.gyroscope.timestamp }, "time order")
+        #expect(zip(indices, indices.dropFirst()).allSatisfy { $0 < $1 }, "in the board's order")
+        let first = indices.min() ?? 0, last = indices.max() ?? 0
+        #expect(UInt64(indices.count) == last - first + 1, "every sample from the first to the last: \(indices.count) of \(last - first + 1)")
+        let backfilled = o.points.filter(\.backfilled).count
+        #expect((6...8).contains(backfilled) && backfilled == o.backfill.filled, "the drop's samples filled: \(o.backfill)")
     }
 
     /// No download within the wait: the held points are committed with the gap marked.

@@ -11,6 +11,9 @@ struct BatchingLinkDriver {
     var hole: (Double, Double)
     var reattach: Bool
     var seed: UInt64
+    /// How much earlier than their arrival notifications are handed over at `t` seconds,
+    /// nanoseconds: a new link's timestamper that misjudges its first second (0: none).
+    var early: (Double) -> Int64 = { _ in 0 }
 
     /// Streams `board` (gyro started) into `controller` (attached, recording) for `seconds`,
     /// ticking it after each connection event, then runs `afterEvent` with the time in
@@ -40,7 +43,7 @@ struct BatchingLinkDriver {
                 let event = decoder.decode(n.bytes)
                 guard deliver(n, event, holeNow) else { continue }
                 if case .gyro(let s) = event { delivered += s.count }
-                controller.ingest(board: "B", event: event, receivedAt: now)
+                controller.ingest(board: "B", event: event, receivedAt: now - early(t))
             }
             controller.tick(now: now)
             try afterEvent(t, board)
