@@ -42,9 +42,14 @@ extension SessionController {
     /// board still waits (one gap a board is kept).
     func keepStopGap(board: String, sessionID: String) -> PendingRestartGap? {
         guard restartGaps[board] == nil, let stream = boards[board], let hold = stream.hold, let after = hold.after,
-              let first = hold.points.first else { return nil }
-        var pending = PendingRestartGap(RestartGap(sessionID: sessionID, board: board, nextSeq: 0, tail: [], after: after))
-        pending.until = first.point.gyroscope.timestamp
+              let last = hold.points.last else { return nil }
+        // The whole held stretch, not only up to its first point: a hold that began at one gap
+        // (a bluetoothd restart) holds the gaps after it too (the board's link dropped again
+        // before its log came: soak seed 12, 7 samples). The held points are the stretch's
+        // stored points, which the log's samples are matched with and placed between.
+        let held = hold.points.map(\.point)
+        var pending = PendingRestartGap(RestartGap(sessionID: sessionID, board: board, nextSeq: 0, tail: held, after: after))
+        pending.until = last.point.gyroscope.timestamp
         pending.logged = hold.logged
         pending.stoppedStream = (stream.gyroRate, stream.merger)
         return pending

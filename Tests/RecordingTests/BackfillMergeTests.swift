@@ -22,7 +22,8 @@ struct BackfillMergeTests {
     /// (detach and re-attach) or a stall (left attached); at `downloadAt` the board's log is
     /// read out (on a copy of the board, in simulated time) and handed to the controller.
     func record(seconds: Double, hole: (Double, Double), reattach: Bool, downloadAt: Double?, seed: UInt64,
-                early: @escaping (Double) -> Int64 = { _ in 0 }) throws -> Outcome {
+                early: @escaping (Double) -> Int64 = { _ in 0 }, moreHoles: [(Double, Double)] = [],
+                downloadAfterStop: Bool = false) throws -> Outcome {
         let store = MemoryStore()
         let base = TimeBase(wallNanoseconds: 1_800_000_000_000_000_000, monotonicNanoseconds: 0, systemClockSynchronised: true)
         let controller = SessionController(store: store, timeBase: base)
@@ -42,7 +43,7 @@ struct BackfillMergeTests {
         var outcome = SessionController.BackfillOutcome()
         var downloaded = false
         var heldAtDownload = false
-        let link = BatchingLinkDriver(hole: hole, reattach: reattach, seed: seed, early: early)
+        let link = BatchingLinkDriver(hole: hole, reattach: reattach, seed: seed, early: early, moreHoles: moreHoles)
         // Every gyro sample's true time is noted, also those the hole loses; only gyro is lost.
         let (delivered, now) = try link.run(&board, into: controller, seconds: seconds, deliver: { n, event, inHole in
             guard case .gyro(let s) = event else { return true }
@@ -57,6 +58,11 @@ struct BackfillMergeTests {
             }
         })
         try controller.stop(trigger: .controlAPI, now: now)
+        if downloadAfterStop {
+            heldAtDownload = controller.hasPendingCorrections(sessionID: try #require(store.sessions.first))
+            let (logged, origins) = download(board, loggers: LoggerIDs(xy: ids[0], z: ids[1]))
+            outcome = controller.backfill(board: "B", logged: logged, bootOrigins: origins, now: now)
+        }
         var points: [RecordedPoint] = []
         for (_, chunk) in store.sealed where chunk.board == "B" { points += try PointCodec.decode(chunk.bytes) }
         return Outcome(points: points, backfill: outcome, delivered: delivered, truth: truth, heldAtDownload: heldAtDownload)
@@ -145,6 +151,23 @@ struct BackfillMergeTests {
         #expect(UInt64(indices.count) == last - first + 1, "every sample from the first to the last: \(indices.count) of \(last - first + 1)")
         let backfilled = o.points.filter(\.backfilled).count
         #expect((6...8).contains(backfilled) && backfilled == o.backfill.filled, "the drop's samples filled: \(o.backfill)")
+    }
+
+    /// The session stops while the points after a 0.5 s drop still wait for the log, and the
+    /// link dropped again meanwhile (70 ms): the stop keeps the whole held stretch, and the
+    /// log arriving after it fills both gaps (soak seed 12: the second one's 7 samples lost).
+    @Test func aStopKeepsEveryGapOfTheHeldStretch() throws {
+        let o = try record(seconds: 14, hole: (10, 10.5), reattach: true, downloadAt: nil, seed: 27,
+                           moreHoles: [(12, 12.07)], downloadAfterStop: true)
+        let points = o.points.sorted { $0.gyroscope.timestamp < $1.gyroscope.timestamp }
+        let indices = points.map(index)
+        #expect(o.heldAtDownload, "the stop kept the gap for the log")
+        #expect(Set(indices).count == indices.count, "no sample twice")
+        #expect(zip(indices, indices.dropFirst()).allSatisfy { $0 < $1 }, "in the board's order")
+        let first = indices.min() ?? 0, last = indices.max() ?? 0
+        #expect(UInt64(indices.count) == last - first + 1, "every sample from the first to the last: \(indices.count) of \(last - first + 1)")
+        let backfilled = points.filter(\.backfilled).count
+        #expect((55...59).contains(backfilled), "both gaps filled: \(backfilled) backfilled")
     }
 
     /// No download within the wait: the held points are committed with the gap marked.

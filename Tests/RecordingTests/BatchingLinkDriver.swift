@@ -14,6 +14,8 @@ struct BatchingLinkDriver {
     /// How much earlier than their arrival notifications are handed over at `t` seconds,
     /// nanoseconds: a new link's timestamper that misjudges its first second (0: none).
     var early: (Double) -> Int64 = { _ in 0 }
+    /// Further holes, like `hole`.
+    var moreHoles: [(Double, Double)] = []
 
     /// Streams `board` (gyro started) into `controller` (attached, recording) for `seconds`,
     /// ticking it after each connection event, then runs `afterEvent` with the time in
@@ -32,7 +34,7 @@ struct BatchingLinkDriver {
         while Double(now) < seconds * 1e9 {
             now += Int64(Double.random(in: 7.5e6...30e6, using: &rng))
             let t = Double(now) / 1e9
-            let holeNow = t >= hole.0 && t < hole.1
+            let holeNow = ([hole] + moreHoles).contains { t >= $0.0 && t < $0.1 }
             if holeNow != inHole {
                 inHole = holeNow
                 if reattach {
