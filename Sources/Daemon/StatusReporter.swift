@@ -20,6 +20,8 @@ public actor StatusReporter {
     private let notifier: SystemdNotifier
     private let minimumStatusInterval: Duration
     private var previous: GatewayStatus?
+    /// Boards the journal last called connected (`board-connected`), by address.
+    private var connectedBoards: Set<String> = []
     private var hadFix = false
     private var lastStatusLine: String?
     private var lastStatusSentAt: ContinuousClock.Instant?
@@ -96,19 +98,27 @@ public actor StatusReporter {
             logger.event(.sessionStarted, "session \(newSession) started (\(new.session.trigger ?? "unknown"))",
                          metadata: ["session": "\(newSession)", "trigger": "\(new.session.trigger ?? "unknown")"])
         }
-        let oldBoards = Dictionary(uniqueKeysWithValues: (old?.boards ?? []).map { ($0.address, $0) })
         for board in new.boards {
-            // Connected means past the handshake, streaming or idle with the sensors off.
-            let wasStreaming = oldBoards[board.address]?.isConnected ?? false
-            if board.isConnected, !wasStreaming {
+            let wasConnected = connectedBoards.contains(board.address)
+            // Connected means past the handshake, streaming or idle with the sensors off. A
+            // connected board asked to stream whose samples have not come yet stays connected:
+            // it is the same link (a session's start turns an idle board's stream on, and at a
+            // logged rate no sample ever streams), and saying "lost" then "connected" at every
+            // session start would cry wolf in the journal. A stream restarted after a silence
+            // (`restarting the stream`, then `streaming` without samples) is not connected until
+            // samples flow again, so a silent link gives one lost and one connected event.
+            let isConnected = board.isConnected || (wasConnected && board.isInStreamingState)
+            if isConnected, !wasConnected {
                 logger.event(.boardConnected, "board \(board.address) connected: \(board.model ?? "unknown model")",
                              metadata: ["board": "\(board.address)"])
-            } else if !board.isConnected, wasStreaming, !board.isStopped {
+            } else if !isConnected, wasConnected, !board.isStopped {
                 // A stopped board was stopped by the gateway (at shutdown the seal waits for
                 // the boards' stop, so their last state is published), not lost.
                 logger.event(.boardLost, "board \(board.address) lost (\(board.state))", metadata: ["board": "\(board.address)"])
             }
+            if isConnected { connectedBoards.insert(board.address) } else { connectedBoards.remove(board.address) }
         }
+        connectedBoards.formIntersection(new.boards.map(\.address))
         let fresh = new.gnss.age(at: now.timeIntervalSince1970).map { $0 <= Self.fixTimeout } ?? false
         let hasFix = new.gnss.hasPosition && fresh && new.gnss.isRunning
         if hasFix, !hadFix {

@@ -71,6 +71,13 @@ public struct BoardStatus: Codable, Sendable, Equatable {
     /// How the board session words its idle state (`idle (sensors off; …)`).
     public static let idleStatePrefix = "idle ("
 
+    /// How the board session words its streaming state (`streaming (…)`): the link is up and
+    /// the stream asked for, whether or not its samples flow yet (``isStreaming``).
+    public static let streamingStatePrefix = "streaming ("
+
+    /// True in the streaming state (``streamingStatePrefix``), samples or not.
+    public var isInStreamingState: Bool { state.hasPrefix(Self.streamingStatePrefix) }
+
     /// True once the gateway stopped the board on purpose (shutdown, or the board removed):
     /// its session ended, which is no loss of the board.
     public var isStopped: Bool { state == Self.stoppedState }

@@ -39,7 +39,7 @@ enum BoardRow {
 
     /// The state without the board description a streaming board's state repeats.
     static func state(_ state: String) -> String {
-        state.hasPrefix("streaming (") ? "streaming" : state
+        state.hasPrefix(BoardStatus.streamingStatePrefix) ? "streaming" : state
     }
 
     private static func sampleAge(_ seconds: Double) -> String {
