@@ -240,8 +240,7 @@ extension BoardSession {
         current?.download = downloader
         if step.resumed {
             // The board's count showed entries lost on the way: the page under way comes again.
-            current?.downloaded = []
-            current?.downloadedAccelerometer = []
+            dropUnconfirmedPage()
             noteReadoutActivity()
         }
         current?.downloaded += step.samples.filter { $0.sensor == .gyro }.map(\.sample)

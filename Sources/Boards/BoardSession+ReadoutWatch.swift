@@ -38,10 +38,15 @@ extension BoardSession {
         let writes = downloader.resume()
         guard !writes.isEmpty else { return }
         current?.download = downloader
-        current?.downloaded = []
-        current?.downloadedAccelerometer = []
+        dropUnconfirmedPage()
         write(writes)
         noteReadoutActivity()
+    }
+
+    /// Drops the samples of the page under way: a resumed readout sends them again.
+    func dropUnconfirmedPage() {
+        current?.downloaded = []
+        current?.downloadedAccelerometer = []
     }
 
     /// Notifications the link could not hand on since the last look are lost: the page under

@@ -29,9 +29,7 @@ final class NotificationSink: Sendable {
     func deliver(_ batch: [GattNotification]) {
         state.withLock { state in
             if let stream = state.stream {
-                let result = stream.yield(batch)
-                if case .dropped = result { state.dropped += batch.count }
-                GattBoardLink.notificationGauge.record(result)
+                Self.yield(batch, to: stream, counting: &state)
             } else if !state.ended, state.waiting.count < limit {
                 state.waiting.append(batch)
             } else {
@@ -50,14 +48,19 @@ final class NotificationSink: Sendable {
     func attach(_ stream: AsyncStream<[GattNotification]>.Continuation) {
         state.withLock { state in
             state.stream?.finish()
-            for batch in state.waiting {
-                let result = stream.yield(batch)
-                if case .dropped = result { state.dropped += batch.count }
-                GattBoardLink.notificationGauge.record(result)
-            }
+            for batch in state.waiting { Self.yield(batch, to: stream, counting: &state) }
             state.waiting.removeAll()
             if state.ended { stream.finish() } else { state.stream = stream }
         }
+    }
+
+    /// Yields `batch` to `stream`, recording the result in the gauge and counting its
+    /// notifications in ``dropped`` when the full stream refused it.
+    private static func yield(_ batch: [GattNotification], to stream: AsyncStream<[GattNotification]>.Continuation,
+                              counting state: inout State) {
+        let result = stream.yield(batch)
+        if case .dropped = result { state.dropped += batch.count }
+        GattBoardLink.notificationGauge.record(result)
     }
 
     /// Finishes the attached stream; what comes later waits for the next ``attach(_:)``.
