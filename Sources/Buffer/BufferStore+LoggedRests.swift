@@ -58,12 +58,13 @@ extension BufferStore {
 
     /// What stopped logged sessions (a previous gateway's too, and those startup recovery
     /// closed) still wait for from their boards' logs, oldest session first, each with the seq
-    /// of the board's next chunk and its last stored points. Sessions no longer awaiting their
-    /// survey lose theirs (their records document names their chunks for good).
+    /// of the board's next chunk and its last stored points. A session whose survey is in keeps
+    /// its rests (their chunks revise its records document); rests of sessions the buffer no
+    /// longer holds go.
     public func loggedRests() throws -> [KeptLoggedRest] {
         let rows = try writer.write { db -> [Row] in
             try db.execute(sql: """
-                DELETE FROM logged_rests WHERE session_id NOT IN (SELECT id FROM sessions WHERE state = 'awaiting_survey');
+                DELETE FROM logged_rests WHERE session_id NOT IN (SELECT id FROM sessions WHERE \(Self.correctable));
                 DELETE FROM logged_rest_origins WHERE (session_id, board) NOT IN (SELECT session_id, board FROM logged_rests);
                 """)
             return try Row.fetchAll(db, sql: "SELECT * FROM logged_rests ORDER BY started_at, board")

@@ -73,9 +73,9 @@ extension BufferStore: RecordingStore {
         // a second UNIQUE index and a counter in the session row (a page each per seal). The
         // next upload_seq is the largest of four index seeks, one per upload state (the CHECK
         // constraint allows no other), not a scan of the session; the duplicate check does
-        // scan the session's entries, comparing the integer seq before the board. The three answers come packed in one integer
-        // (next upload_seq << 2 | duplicate << 1 | recording-and-kept), read as a plain value,
-        // not as a Row (which builds a column-name table for every fetch).
+        // scan the session's entries, comparing the integer seq before the board. The four answers come packed in one integer
+        // (next upload_seq << 3 | submitted << 2 | duplicate << 1 | recording-and-kept), read as
+        // a plain value, not as a Row (which builds a column-name table for every fetch).
         guard let packed = try Int64.fetchOne(db.cachedStatement(sql: """
             SELECT (1 + max(
                     coalesce((SELECT max(upload_seq) FROM chunks INDEXED BY chunks_session_upload
@@ -85,7 +85,8 @@ extension BufferStore: RecordingStore {
                     coalesce((SELECT max(upload_seq) FROM chunks INDEXED BY chunks_session_upload
                               WHERE session_id = ?1 AND upload_state = 'sent'), -1),
                     coalesce((SELECT max(upload_seq) FROM chunks INDEXED BY chunks_session_upload
-                              WHERE session_id = ?1 AND upload_state = 'dead'), -1))) * 4
+                              WHERE session_id = ?1 AND upload_state = 'dead'), -1))) * 8
+                + (state = 'submitted') * 4
                 + EXISTS (SELECT 1 FROM chunks INDEXED BY chunks_session_upload
                           WHERE session_id = ?1 AND seq = ?3 AND board = ?2) * 2
                 + (state = 'recording' AND data_state = 'kept')
@@ -93,7 +94,7 @@ extension BufferStore: RecordingStore {
             """), arguments: [chunk.sessionID, chunk.board, chunk.seq]) else {
             throw StoreError.unknownSession(chunk.sessionID)
         }
-        let found = (live: packed & 1 == 1, duplicate: packed & 2 == 2, nextUploadSeq: packed >> 2)
+        let found = (live: packed & 1 == 1, duplicate: packed & 2 == 2, submitted: packed & 4 == 4, nextUploadSeq: packed >> 3)
         if found.duplicate {
             throw StoreError.sessionState(chunk.sessionID, "chunk \(chunk.seq) of board \(chunk.board) is already sealed")
         }
@@ -142,6 +143,7 @@ extension BufferStore: RecordingStore {
                     ended_at = CASE WHEN stop_trigger = 'recovered' THEN max(coalesce(ended_at, ?5), ?5) ELSE ended_at END
                 WHERE id = ?3
                 """, arguments: [chunk.pointCount, chunk.board, chunk.sessionID, chunk.missedSamples, chunk.lastTimestamp])
+            if found.submitted { try reviseRecords(db, sessionID: chunk.sessionID, after: found.nextUploadSeq) }
             try refreshSummary(db, sessionID: chunk.sessionID)
         }
         return name
@@ -257,7 +259,8 @@ extension BufferStore: RecordingStore {
             userID: configuration.userID, timestamp: row["submitted_at"], survey: noHazard ? .noHazard : .hazards(hazards),
             gscopeData: names, sessionID: sessionID, boards: boards, start: Int64(startedAt.rounded()),
             end: Int64(endedAt.rounded()), pointCount: row["point_count"],
-            timeSource: TimeSource(rawValue: source) ?? .unsynchronisedSystemClock)
+            timeSource: TimeSource(rawValue: source) ?? .unsynchronisedSystemClock,
+            revision: row["revision"], revisedAt: (row["revised_at"] as Double?).map { Int64($0.rounded()) })
     }
 
     /// Closes sessions a crash or power loss left `recording`: each board's unsealed points

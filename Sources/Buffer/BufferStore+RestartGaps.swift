@@ -12,6 +12,10 @@ extension BufferStore {
     /// than the flash log holds from before a crash while it is trimmed (10 s and a margin).
     static let restartTailMilliseconds = 60_000.0
 
+    /// The sessions a correction chunk may still be sealed into (a `WHERE` clause over
+    /// `sessions`): stopped, survey or not, with their data kept.
+    static let correctable = "state IN ('awaiting_survey', 'submitted') AND data_state = 'kept'"
+
     /// v6: the restart gaps waiting for a board's flash log.
     static func createRestartGaps(_ db: Database) throws {
         try db.execute(sql: """
@@ -35,12 +39,12 @@ extension BufferStore {
     }
 
     /// The restart gaps still waiting for a board's log: in sessions recovered at startup, now
-    /// or at an earlier start, that still await their survey (a submitted records document
-    /// names its chunks for good, so a correction could not be found by it; such rows go).
+    /// or at an earlier start, stopped (a session whose survey is in gets its correction chunks
+    /// too: they revise its records document). Rows of sessions the buffer no longer holds go.
     public func restartGaps() throws -> [RestartGap] {
         let rows = try writer.write { db -> [Row] in
             try db.execute(sql: """
-                DELETE FROM restart_gaps WHERE session_id NOT IN (SELECT id FROM sessions WHERE state = 'awaiting_survey')
+                DELETE FROM restart_gaps WHERE session_id NOT IN (SELECT id FROM sessions WHERE \(Self.correctable))
                 """)
             return try Row.fetchAll(db, sql: """
                 SELECT g.session_id, g.board, g.until_ms FROM restart_gaps g JOIN sessions s ON s.id = g.session_id

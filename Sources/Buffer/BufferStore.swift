@@ -293,6 +293,7 @@ public final class BufferStore: Sendable {
         m.registerMigration("v5-missed-samples") { db in try addMissedSamples(db) }
         m.registerMigration("v6-restart-gaps") { db in try createRestartGaps(db) }
         m.registerMigration("v7-logged-rests") { db in try createLoggedRests(db) }
+        m.registerMigration("v8-record-revisions") { db in try addRecordRevisions(db) }
         return m
     }
 

@@ -7,7 +7,9 @@ import Recording
 /// Delivery is at-least-once: an item handed out by `nextBatch` is `in_flight` until
 /// `markSent` or `markFailed`; at startup in-flight items go back to pending. Document
 /// names are fixed at seal (chunks) or submission (records), so a replayed upload is
-/// idempotent upstream (create with `exists=false`, ALREADY_EXISTS = success).
+/// idempotent upstream (create with `exists=false`, ALREADY_EXISTS = success). A records
+/// document revised after its survey is queued again under the same name with a new `id`
+/// (see `reviseRecords`), and replaces the stored one upstream.
 public struct OutboxItem: Hashable, Sendable {
     /// Kind of document.
     public enum Kind: String, Hashable, Sendable {

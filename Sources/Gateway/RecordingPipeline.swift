@@ -508,6 +508,12 @@ public actor RecordingPipeline {
 
     func reportStoreErrorIfNew() {
         for board in controller.takeBackfillRequests() { backfillDemandContinuation.yield(.download(board)) }
+        for revision in controller.takeRevisions() {
+            logger.notice("""
+                session \(revision.sessionID) revised with \(revision.samples) samples from board \(revision.board): \
+                its records document names the correction chunks and is uploaded again
+                """)
+        }
         guard let error = controller.lastStoreError, error != lastReportedStoreError else { return }
         lastReportedStoreError = error
         report(area: "buffer", error)

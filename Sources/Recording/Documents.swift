@@ -156,7 +156,11 @@ public enum HazardSurvey: Hashable, Sendable {
 /// Required fields (the original app's schema): `user_id`, `timestamp` (Unix epoch seconds of
 /// submission), `hazards`, `gscope_data` (realtime_data names in seal order). Extra fields:
 /// `schema_version`, `session_id`, `no_hazard`, `boards`, `start`, `end` (epoch ms),
-/// `point_count`, `time_source`.
+/// `point_count`, `time_source`, and once revised `revision` and `revised_at`.
+///
+/// A record is revised when a board's flash log fills a gap of its session after the survey
+/// went in (issue 21): the correction chunks are added to `gscope_data` after the others, and the
+/// same document (same name) is written again with its new `end` and `point_count`.
 public struct RecordsDocument: Hashable, Sendable {
     /// Firestore collection.
     public static let collection = "records"
@@ -174,10 +178,16 @@ public struct RecordsDocument: Hashable, Sendable {
     public var end: Int64
     public var pointCount: Int
     public var timeSource: TimeSource
+    /// How many times correction chunks were added after the survey went in (0: never; the
+    /// document then has no `revision` or `revised_at` field, as before revisions existed).
+    public var revision: Int
+    /// When the last revision was made, epoch ms (nil until revised).
+    public var revisedAt: Int64?
 
     /// A document.
     public init(userID: String, timestamp: Int64, survey: HazardSurvey, gscopeData: [String], sessionID: String,
-                boards: [String], start: Int64, end: Int64, pointCount: Int, timeSource: TimeSource) {
+                boards: [String], start: Int64, end: Int64, pointCount: Int, timeSource: TimeSource,
+                revision: Int = 0, revisedAt: Int64? = nil) {
         self.userID = userID
         self.timestamp = timestamp
         self.survey = survey
@@ -188,6 +198,8 @@ public struct RecordsDocument: Hashable, Sendable {
         self.end = end
         self.pointCount = pointCount
         self.timeSource = timeSource
+        self.revision = revision
+        self.revisedAt = revisedAt
     }
 
     /// `user_id + "___" + time`.
@@ -195,7 +207,7 @@ public struct RecordsDocument: Hashable, Sendable {
 
     /// The fields in Firestore's type system.
     public var fields: [(String, FirestoreValue)] {
-        [
+        var fields: [(String, FirestoreValue)] = [
             ("user_id", .string(userID)),
             ("timestamp", .integer(timestamp)),
             ("hazards", .map(survey.hazards.sorted { $0.key < $1.key }.map { ($0.key, .integer(Int64($0.value))) })),
@@ -209,6 +221,11 @@ public struct RecordsDocument: Hashable, Sendable {
             ("point_count", .integer(Int64(pointCount))),
             ("time_source", .string(timeSource.rawValue)),
         ]
+        if revision > 0 {
+            fields.append(("revision", .integer(Int64(revision))))
+            fields.append(("revised_at", revisedAt.map { .integer($0) } ?? .null))
+        }
+        return fields
     }
 
     /// Size by Firestore's rules.

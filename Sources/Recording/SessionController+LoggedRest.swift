@@ -4,7 +4,8 @@ import MetaWear
 /// beyond the link, issue 21 part 3): the stop could not read its log to the end, so what the
 /// board took until the stop is read when it comes back (idle, or into a later session) and
 /// sealed into the stopped session as correction chunks after its last, marked `backfilled`
-/// (its records document names them, so the survey waits for them). What the board logged
+/// (its records document names them: the survey waits a while for them, and a survey submitted
+/// before they are in is revised). What the board logged
 /// after the stop, not knowing of it, belongs to no session and is not kept.
 ///
 /// The buffer keeps what each logged board of a session still waits for (``KeptLoggedRest``)
@@ -82,6 +83,7 @@ extension SessionController {
 
     /// `sessionID` waits for nothing more from `board`'s log.
     func closeLoggedRest(sessionID: String, board: String) {
+        revisionFinished(sessionID: sessionID, board: board)
         do { try store.loggedRestClosed(sessionID: sessionID, board: board) } catch {
             lastStoreError = "the rest of \(board)'s log for session \(sessionID) is not closed: \(error)"
         }
@@ -131,11 +133,7 @@ extension SessionController {
         guard var rests = loggedRests[board] else { return true }
         var stored = true
         for k in rests.indices {
-            guard awaitingSurvey.contains(rests[k].sessionID) else {
-                lastStoreError = "the rest of \(board)'s log for session \(rests[k].sessionID) is not kept: its survey was submitted first"
-                rests[k].done = true
-                continue
-            }
+            // A session whose survey went in meanwhile gets them too: they revise its records.
             if !rests[k].storedTail.isEmpty, !page.gyro.isEmpty {
                 // The first page after a restart may hold what the session stored already (read,
                 // stored, not yet deleted on the board when the gateway went).
@@ -223,6 +221,7 @@ extension SessionController {
                 return false
             }
             sealedCount += 1
+            noteRevision(chunk)
             sealed(chunk)
             seq += 1
             start += slice.count

@@ -27,8 +27,8 @@ extension SessionController {
 
     /// Whether the stopped session `sessionID` still has a gap its boards' flash logs are read
     /// for (a restart gap, a gap its stop came too early for, or a logged board away at its stop):
-    /// its survey had better wait, since a correction chunk sealed after the survey would not be
-    /// named by its records.
+    /// its survey had better wait a while, since a correction chunk sealed after the survey
+    /// revises its records document (a second write of it upstream).
     public func hasPendingCorrections(sessionID: String) -> Bool {
         restartGaps.values.contains { $0.contains { $0.gap.sessionID == sessionID } }
             || loggedRests.values.contains { $0.contains { $0.sessionID == sessionID } }
@@ -38,7 +38,7 @@ extension SessionController {
     /// it: the held points are committed with the gap marked (the stop does not wait), and the
     /// gap is kept, to be filled like a restart gap: its samples are sealed into the stopped
     /// session as correction chunks once the log arrives (before the survey, which waits a
-    /// while for it). Nil when nothing waits, the gap has no start, or a restart gap of the
+    /// while for it, or after it, revising its records document). Nil when nothing waits, the gap has no start, or a restart gap of the
     /// board still waits (one gap a board is kept).
     func keepStopGap(board: String, sessionID: String) -> PendingRestartGap? {
         guard restartGaps[board] == nil, let stream = boards[board], let hold = stream.hold, let after = hold.after,
@@ -107,6 +107,7 @@ extension SessionController {
                                                  outcome: &outcome)
             stored = stored && gapStored
             if finished {
+                revisionFinished(sessionID: pending.gap.sessionID, board: board)
                 do { try store.restartGapClosed(sessionID: pending.gap.sessionID, board: board) } catch {
                     lastStoreError = "restart gap of \(board) in session \(pending.gap.sessionID) not closed: \(error)"
                 }
@@ -123,13 +124,9 @@ extension SessionController {
     private func backfill(_ pending: inout PendingRestartGap, board: String, page: [LoggedSample], bootOrigins: [UInt8: Int64],
                           complete: Bool, outcome: inout BackfillOutcome) -> (stored: Bool, finished: Bool) {
         guard let until = pending.until, pending.gap.after != nil else { return (true, false) }
+        // Its survey may have gone in meanwhile: the correction chunks then revise its records
+        // document (the store names them in it and queues it again).
         pending.logged.add(page, bootOrigins: bootOrigins)
-        guard awaitingSurvey.contains(pending.gap.sessionID) else {
-            // Its survey was submitted meanwhile: the records document is written and names
-            // its chunks, so a correction could no longer be found by it.
-            lastStoreError = "restart gap of \(board) not filled: session \(pending.gap.sessionID) was submitted first"
-            return (true, true)
-        }
         guard let stream = pending.stoppedStream ?? boards[board].map({ (gyroRate: $0.gyroRate, merger: $0.merger) }),
               let window = streamed[board], let scale = window.scale else { return (false, false) }
         let periodMs = 1000 / stream.gyroRate

@@ -135,6 +135,10 @@ public final class SessionController {
     var keptLoggedOrigins: [String: Set<UInt8>] = [:]
     /// The fixes that locate logged points, kept from the oldest one still to be downloaded.
     var loggedFixes: LocationMerger<GyroItem>
+    /// Backfilled samples sealed into sessions whose survey is in, until their gap is done
+    /// (``takeRevisions()``), and the revisions done since the last take.
+    var revisionsUnderway: [SessionBoard: Int] = [:]
+    var revisionsFinished: [SessionRevision] = []
     /// Sessions stopped and awaiting their hazard survey, oldest first.
     public private(set) var awaitingSurvey: [String] = []
     /// Stopped sessions that recorded no point (no records document can be written for them).

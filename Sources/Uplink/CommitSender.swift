@@ -36,7 +36,10 @@ struct CommitSender: Sendable {
         var documents: [(OutboxItem, SinkDocument)] = []
         for item in items {
             do {
-                documents.append((item, try load(item, prepared: prepared)))
+                // A records document revised since the outbox was read: the revision is queued
+                // after the chunks it adds, and goes up in its turn instead of this version.
+                guard let document = try load(item, prepared: prepared) else { continue }
+                documents.append((item, document))
             } catch {
                 deadLetter(item, reason: "cannot load \(item.kind.rawValue)/\(item.documentName): \(error)")
             }
@@ -117,7 +120,8 @@ struct CommitSender: Sendable {
         return error
     }
 
-    private func load(_ item: OutboxItem, prepared: [Int64: SinkDocument]) throws -> SinkDocument {
+    /// The item's document; nil for a records document whose outbox row a revision replaced.
+    private func load(_ item: OutboxItem, prepared: [Int64: SinkDocument]) throws -> SinkDocument? {
         switch item.kind {
         case .realtimeData:
             if let ready = prepared[item.id], ready.name == item.documentName { return ready }
@@ -126,7 +130,8 @@ struct CommitSender: Sendable {
             }
             return .realtimeData(doc)
         case .records:
-            guard let doc = try store.recordsDocument(sessionID: item.sessionID) else {
+            guard let doc = try store.recordsDocument(forUpload: item) else {
+                guard try store.recordsDocument(sessionID: item.sessionID) == nil else { return nil }
                 throw LoadError(description: "session has no submitted survey")
             }
             guard doc.name == item.documentName else {

@@ -114,8 +114,10 @@ struct SegmentTests {
     }
 
     /// Issue 21: the gap a restart left is kept by the store until the board's log fills it,
-    /// so a second restart before that still knows it (and where it ended).
-    @Test("a restart gap is kept across restarts until it is filled; a submitted session's goes")
+    /// so a second restart before that still knows it (and where it ended). A session whose
+    /// survey went in keeps its gap (the filling revises its records document); a deleted
+    /// session's goes.
+    @Test("a restart gap is kept across restarts until it is filled, survey or not; a deleted session's goes")
     func restartGapsKept() throws {
         let t0 = 1_800_000_000_000.0
         let dir = temporaryDirectory()
@@ -135,12 +137,14 @@ struct SegmentTests {
         store = try openStore(dir)
         #expect(try store.recoverInterruptedSessions().isEmpty)
         let gaps = try store.restartGaps()
-        #expect(gaps.map(\.sessionID) == ["S"], "the submitted session's gap is gone")
+        #expect(gaps.map(\.sessionID) == ["S", "T"], "the submitted session keeps its gap")
         #expect(gaps.first?.until == t0 + 9_000)
         #expect(gaps.first?.head.count == 150, "what the session after the gap stored: its anchors")
         try store.restartGapClosed(sessionID: "S", board: Self.board)
         store = try openStore(dir)
-        #expect(try store.restartGaps().isEmpty)
+        #expect(try store.restartGaps().map(\.sessionID) == ["T"])
+        try store.deleteSession("T")
+        #expect(try store.restartGaps().isEmpty, "the deleted session's gap is gone")
     }
 
     @Test("a seal keeps the segments it does not cover; recovery seals the rest from where the chunks end, each point once")

@@ -64,8 +64,7 @@ struct AwayAcrossSessionsTests {
             now += Int64(Double.random(in: 7.5e6...30e6, using: &rng))
             if !away, now >= goneAt {
                 away = true
-                controller.detach(board: "B", now: now)
-                rig.linkLost()
+                rig.goesAway(from: controller, board: "B", now: now)
             }
             if second == nil, now >= stopAt, case .recording = controller.state {
                 try controller.stop(trigger: .controlAPI, now: now)
@@ -86,24 +85,9 @@ struct AwayAcrossSessionsTests {
             }
             if away, !back, now >= backAt {
                 back = true
-                rig.handshake(gyro: gyro, chip: .bmi160)
-                controller.attach(board: "B", gyroRateHertz: 100)
-                trimmer.forgetMark()
+                rig.links(gyro: gyro, into: controller, board: "B", trimmer: &trimmer)
             }
-            let linkUp = !away || back
-            for n in rig.board.advance(to: UInt64(now)) {
-                guard linkUp else { continue }
-                if n.bytes.first == 0x0B { rig.receive(n.bytes, into: controller, board: "B", now: now); continue }
-                controller.ingest(board: "B", event: decoder.decode(n.bytes), receivedAt: now)
-            }
-            controller.tick(now: now)
-            for trim in controller.flashLogTrims(now: now) where rig.downloader == nil && linkUp {
-                trimmer.apply(trim, to: &rig.board)
-            }
-            if rig.downloader == nil, linkUp, controller.takeBackfillRequests().contains("B") {
-                trimmer.forgetMark()
-                rig.beginReadout(into: controller, board: "B", now: now)
-            }
+            rig.stream(to: now, linkUp: !away || back, into: controller, board: "B", decoder: decoder, trimmer: &trimmer)
         }
         #expect(!controller.isWaitingForRestartBackfill(board: "B"), "the first session's gap is filled")
         try controller.stop(trigger: .controlAPI, now: now)

@@ -80,6 +80,42 @@ struct FlashLogReadoutRig {
         board.linkLost()
     }
 
+    /// The board went out of range: the recorder detaches it, its readout ends, it logs on.
+    mutating func goesAway(from controller: SessionController, board key: String, now: Int64) {
+        controller.detach(board: key, now: now)
+        linkLost()
+    }
+
+    /// The board links (again, when it comes back): its handshake (a BMI160's 100 Hz gyro,
+    /// `gyro`), the recorder attaches it, and a log trim mark from before no longer stands.
+    mutating func links(gyro: GyroConfiguration, into controller: SessionController, board key: String,
+                        trimmer: inout BoardLogTrimmer) {
+        handshake(gyro: gyro, chip: .bmi160)
+        controller.attach(board: key, gyroRateHertz: 100)
+        trimmer.forgetMark()
+    }
+
+    /// One step of a board that streams and logs its gyro, up to `now`: while its link is up its
+    /// notifications go to the recorder (the logging module's to the readout), the recorder
+    /// ticks, the log is trimmed as the recorder says (by `trimmer`, not while a readout runs),
+    /// and a readout begins when the recorder asks for the board's log.
+    mutating func stream(to now: Int64, linkUp: Bool, into controller: SessionController, board key: String,
+                         decoder: NotificationDecoder, trimmer: inout BoardLogTrimmer) {
+        for n in board.advance(to: UInt64(now)) {
+            guard linkUp else { continue }
+            if n.bytes.first == 0x0B { receive(n.bytes, into: controller, board: key, now: now); continue }
+            controller.ingest(board: key, event: decoder.decode(n.bytes), receivedAt: now)
+        }
+        controller.tick(now: now)
+        for trim in controller.flashLogTrims(now: now) where downloader == nil && linkUp {
+            trimmer.apply(trim, to: &board)
+        }
+        if downloader == nil, linkUp, controller.takeBackfillRequests().contains(key) {
+            trimmer.forgetMark()
+            beginReadout(into: controller, board: key, now: now)
+        }
+    }
+
     /// A notification of the logging module while a readout runs.
     mutating func receive(_ bytes: [UInt8], into controller: SessionController, board key: String, now: Int64) {
         guard var d = downloader, !confirmHeld else { return }

@@ -30,6 +30,9 @@ struct LoggedRestartTests {
         case restartedWhileAwayAtTheStop(awayAt: Double, stopAt: Double)
         /// Graceful shutdown at `seconds` while the session records (the logs not read to the end).
         case shutDownAt(Double)
+        /// The board goes away at `awayAt` s; the session stops at `stopAt` s without it, its
+        /// survey goes in at once, and the board is back 30 s later (no restart).
+        case awayAtTheStopSurveyFirst(awayAt: Double, stopAt: Double)
     }
 
     static let gyro = GyroConfiguration(rate: .hz800, range: .dps2000)
@@ -60,6 +63,15 @@ struct LoggedRestartTests {
         try check(run, endsAt: .theStop)
     }
 
+    /// The rest of the log comes after the survey: it revises the session's records document.
+    @Test func aBoardBackThirtySecondsAfterTheSurveyRevisesTheRecord() throws {
+        let run = try record(.awayAtTheStopSurveyFirst(awayAt: 2.5, stopAt: 3.5), seed: 66)
+        try check(run, endsAt: .theStop)
+        let record = try #require(run.record)
+        #expect(record.gscopeData == run.chunkNames, "the record names every chunk, in seal order")
+        #expect(record.revision > 0 && record.pointCount == run.points.count, "revised: \(record.revision), \(record.pointCount) points")
+    }
+
     struct Run {
         var points: [RecordedPoint]
         /// Entries the board wrote in all, and by the session's end (the stop, or the board's return).
@@ -68,6 +80,9 @@ struct LoggedRestartTests {
         var onBoard: Int
         var restsLeft: Int
         var restartGaps: Int
+        /// The session's records document when its survey went in, as the store has it now.
+        var record: RecordsDocument?
+        var chunkNames: [String] = []
     }
 
     enum End { case boardBack, theStop }
@@ -130,7 +145,8 @@ struct LoggedRestartTests {
         var goneAt: Int64?, backAt: Int64?, readoutBegunAt: Int64?
         var writtenByTheStop = 0
         var lastReadoutEnd: Int64 = 0
-        let end: Int64 = 40_000_000_000
+        var end: Int64 = 40_000_000_000
+        if case .awayAtTheStopSurveyFirst = departure { end = 300_000_000_000 }
 
         func restart() throws {
             // A new process: recovery, what the store kept, the board's next link.
@@ -178,7 +194,7 @@ struct LoggedRestartTests {
                     rig.holdConfirmAfter = rig.pagesStored + pages
                 }
                 if alive, goneAt == nil, rig.confirmHeld { kill() }
-            case .restartedWhileAwayAtTheStop(let awayAt, let stopAt):
+            case .restartedWhileAwayAtTheStop(let awayAt, let stopAt), .awayAtTheStopSurveyFirst(let awayAt, let stopAt):
                 if linkUp, !stopped, now >= Int64(awayAt * 1e9) {
                     // Out of range: the recorder detaches it, it logs on.
                     linkUp = false
@@ -190,8 +206,13 @@ struct LoggedRestartTests {
                     controller.keepLoggedRests(boards: controller.detachedBoards, now: now)
                     try controller.stop(trigger: .controlAPI, now: now)
                     writtenByTheStop = rig.board.flashLog.written
+                    if case .awayAtTheStopSurveyFirst = departure {
+                        try controller.submitSurvey(.noHazard, sessionID: sessionID, submittedAt: Date(timeIntervalSince1970: 1_800_000_010))
+                        // Back (below) 3 s after this: 30 s after the survey, with no restart.
+                        goneAt = now + 27_000_000_000
+                    }
                 }
-                if stopped, goneAt == nil, now >= Int64((stopAt + 0.5) * 1e9) {
+                if case .restartedWhileAwayAtTheStop = departure, stopped, goneAt == nil, now >= Int64((stopAt + 0.5) * 1e9) {
                     alive = false
                     goneAt = now
                 }
@@ -226,11 +247,13 @@ struct LoggedRestartTests {
             }
             if readoutBegunAt != nil, rig.downloader == nil, rig.board.flashLog.storedCount == 0 { break }
         }
-        let points = try store.dataset(sessionID: sessionID).points.filter { $0.board == Self.board }.map(\.point)
+        let dataset = try store.dataset(sessionID: sessionID)
+        let points = dataset.points.filter { $0.board == Self.board }.map(\.point)
         if case .boardBack = departure.end { #expect(writtenByTheStop == rig.board.flashLog.written, "nothing logged after the return") }
         return Run(points: points, written: rig.board.flashLog.written, writtenByTheStop: writtenByTheStop,
                    onBoard: rig.board.flashLog.storedCount, restsLeft: try store.loggedRests().count,
-                   restartGaps: try store.restartGaps().count)
+                   restartGaps: try store.restartGaps().count, record: try store.recordsDocument(sessionID: sessionID),
+                   chunkNames: dataset.chunkNames)
     }
 }
 
@@ -238,7 +261,7 @@ extension LoggedRestartTests.Departure {
     var end: LoggedRestartTests.End {
         switch self {
         case .killedAfterStoringPage, .killedAt, .killedReadingAtTheStop: .boardBack
-        case .restartedWhileAwayAtTheStop, .shutDownAt: .theStop
+        case .restartedWhileAwayAtTheStop, .shutDownAt, .awayAtTheStopSurveyFirst: .theStop
         }
     }
 }

@@ -30,6 +30,9 @@ struct RestartGapTests {
         var onBoard: Int
         /// Interrupted sessions whose stored end is not their last point.
         var endsNotAtTheLastPoint: Int
+        /// Interrupted sessions whose records document was revised (their survey went in before
+        /// the board's log was read).
+        var revisedRecords = 0
     }
 
     // swiftlint:disable:next function_body_length
@@ -41,10 +44,12 @@ struct RestartGapTests {
     /// With `linkDrop` the board's link goes at `at` s for `down` s before the kill (the points
     /// after that gap wait for the log until the download, `downloadAfter`). With
     /// `restartedClockOffset` (seconds) the restarted gateway's epoch times run that much ahead
-    /// of the killed one's (its GNSS correction estimated otherwise).
+    /// of the killed one's (its GNSS correction estimated otherwise). With `surveyAtRestart` the
+    /// interrupted session's survey goes in as soon as the gateway is back (before the download).
     func record(profile: BoardProfile, seed: UInt64, killAt: Double = 10, down: Double, downloadAfter: Double = 0,
                 accelerometer: Bool = false, secondKill: (at: Double, down: Double)? = nil,
-                linkDrop: (at: Double, down: Double)? = nil, restartedClockOffset: Double = 0) throws -> Run {
+                linkDrop: (at: Double, down: Double)? = nil, restartedClockOffset: Double = 0,
+                surveyAtRestart: Bool = false) throws -> Run {
         print("RestartGapTests seed \(seed)")
         let dir = NSTemporaryDirectory() + "mwgate-restart-gap-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -149,6 +154,9 @@ struct RestartGapTests {
                 controller.expectBackfill(board: "B", true)
                 controller.attach(board: "B", gyroRateHertz: 100, accelerometerRateHertz: accelerometerRate)
                 trimmer.forgetMark()
+                if surveyAtRestart, let interrupted = killedSessions.last {
+                    try controller.submitSurvey(.noHazard, sessionID: interrupted, submittedAt: Date(timeIntervalSince1970: 1_800_000_050))
+                }
             }
             if !linkDown, restarts == 0, now >= linkDropAt, now < linkBackAt {
                 // The link drops: the recorder detaches the board, which goes on logging.
@@ -197,10 +205,11 @@ struct RestartGapTests {
         }
         resumedID = id
         try controller.stop(trigger: .controlAPI, now: now)
-        func documentPoints(_ id: String, at second: Double) throws -> (points: [RecordedPoint], names: Int) {
-            let record = try controller.submitSurvey(.noHazard, sessionID: id, submittedAt: Date(timeIntervalSince1970: second))
+        func documentPoints(_ id: String, at second: Double) throws -> (points: [RecordedPoint], names: Int, revised: Bool) {
+            let record = try store.recordsDocument(sessionID: id)
+                ?? controller.submitSurvey(.noHazard, sessionID: id, submittedAt: Date(timeIntervalSince1970: second))
             let points = try record.gscopeData.flatMap { try store.realtimeDocument(name: $0)?.points ?? [] }
-            return (points, record.gscopeData.count)
+            return (points, record.gscopeData.count, record.revision > 0)
         }
         #expect(killedSessions.first == sessionID)
         var run = Run(interrupted: [], resumed: [], namedChunks: 0, chunks: 0, onBoard: board.flashLog.storedCount,
@@ -210,6 +219,7 @@ struct RestartGapTests {
             let dataset = try store.dataset(sessionID: id)
             run.interrupted += interrupted.points
             run.namedChunks += interrupted.names
+            if interrupted.revised { run.revisedRecords += 1 }
             run.chunks += dataset.chunkNames.count
             if dataset.endedAt != interrupted.points.last?.gyroscope.timestamp { run.endsNotAtTheLastPoint += 1 }
         }
@@ -341,6 +351,14 @@ struct RestartGapTests {
     @Test func aRestartedGatewayWhoseClockIsOffStillFillsTheGapOnce() throws {
         let run = try record(profile: .metaMotionR, seed: 50, down: 3, restartedClockOffset: 1.5)
         expectEverySampleOnce(run, down: 3)
+    }
+
+    /// The walker submits the interrupted session's survey as soon as the gateway is back, before
+    /// the board's log is read: the gap is filled all the same, and the record revised.
+    @Test func aSurveyBeforeTheDownloadGetsTheGapAsARevision() throws {
+        let run = try record(profile: .metaMotionR, seed: 41, down: 8, downloadAfter: 12, surveyAtRestart: true)
+        expectEverySampleOnce(run, down: 8)
+        #expect(run.revisedRecords == 1)
     }
 
     @Test func aMetaMotionSKilledForThreeSecondsLosesNothing() throws {
