@@ -10,7 +10,9 @@ import Glibc
 ///
 /// A file appears complete or not at all: it is written to a temporary file in the same
 /// directory, fsynced, renamed over the final name, and the directory is fsynced. A document
-/// whose file exists is already stored (its name is its identity), so a replay is a no-op.
+/// whose file exists is already stored (its name is its identity), so a replay is a no-op;
+/// except a revised records document (``RecordsDocument/revision`` > 0), which replaces the
+/// file the same atomic way (a reader sees the old version or the new, whole).
 ///
 /// The writes and fsyncs run on NIO's blocking-I/O thread pool, not on Swift's cooperative
 /// pool: on a 2-core board that pool has two threads, and an fsync that waits for the SD
@@ -49,7 +51,7 @@ public struct DirectorySink: Sink {
             for doc in documents {
                 guard Self.isSafeFileName(doc.name) else { throw .permanent(reason: "document name \"\(doc.name)\" is not a safe file name") }
                 let final = path(of: doc)
-                if FileManager.default.fileExists(atPath: final) { continue }
+                if !doc.replacesStored, FileManager.default.fileExists(atPath: final) { continue }
                 try Self.writeAtomically(doc.jsonBytes, to: final, directory: "\(root)/\(doc.collection)")
             }
         }

@@ -23,9 +23,13 @@ public enum FirestoreEncoding {
     }
 
     /// The `documents:commit` body for `documents`, in order, each created only if absent
-    /// (`currentDocument.exists=false`). A `records` document gets `gscope_data` through an
+    /// (`currentDocument.exists=false`), so a replay of a first write is refused (ALREADY_EXISTS)
+    /// rather than written twice. A `records` document gets `gscope_data` through an
     /// `appendMissingElements` transform so a replay never repeats a name and the seal order
-    /// is kept.
+    /// is kept. A revised `records` document (``RecordsDocument/revision`` > 0) replaces the
+    /// one stored, without a precondition: whether an earlier version landed upstream is not
+    /// known here (its upload may have been cut off after the commit), and the full replace
+    /// gives the same document either way, replayed or not.
     public static func commitBody(_ documents: [SinkDocument], databasePath: String) -> String {
         String(decoding: commitBodyBytes(documents, databasePath: databasePath), as: UTF8.self)
     }
@@ -82,6 +86,10 @@ public enum FirestoreEncoding {
                 out.typed(.string(name))
             }
             out.raw("]}}]")
+            if record.revision > 0 {
+                out.raw("}")
+                return
+            }
         }
         out.raw(#","currentDocument":{"exists":false}}"#)
     }

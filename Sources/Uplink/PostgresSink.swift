@@ -53,9 +53,11 @@ public struct PostgresSinkConfiguration: Sendable {
 
 /// Writes documents into the `records` and `realtime_data` tables (created by migration),
 /// one transaction per batch, `INSERT … ON CONFLICT (name) DO NOTHING` so a replay is a
-/// no-op. One connection, opened on first use and reopened after a failure. Every call to
-/// the server has a deadline, and cancelling the caller closes the connection, so a write
-/// never waits for a dead server for longer than the configured timeouts.
+/// no-op; a revised records document updates its row when it is newer than the row's
+/// (`revision`), so a replay of an older version never undoes a newer one. One connection,
+/// opened on first use and reopened after a failure. Every call to the server has a deadline,
+/// and cancelling the caller closes the connection, so a write never waits for a dead server
+/// for longer than the configured timeouts.
 public actor PostgresSink: Sink {
     public nonisolated var name: String { "postgresql" }
     public let configuration: PostgresSinkConfiguration
@@ -99,6 +101,12 @@ public actor PostgresSink: Sink {
             )
             """,
             "CREATE INDEX IF NOT EXISTS records_user_time ON records (user_id, \"timestamp\")",
+        ]),
+        // Records revised after their survey (issue 21): a revision replaces the row it
+        // follows; rows written before keep 0 and NULL, like documents never revised.
+        (2, [
+            "ALTER TABLE records ADD COLUMN IF NOT EXISTS revision integer NOT NULL DEFAULT 0",
+            "ALTER TABLE records ADD COLUMN IF NOT EXISTS revised_at bigint",
         ]),
     ]
 
@@ -206,11 +214,14 @@ public actor PostgresSink: Sink {
             let boards = FirestoreValue.array(r.boards.map { .string($0) }).jsonText
             try await execute("""
                 INSERT INTO records (name, user_id, "timestamp", hazards, gscope_data, no_hazard, schema_version, session_id,
-                                     boards, "start", "end", point_count, time_source)
+                                     boards, "start", "end", point_count, time_source, revision, revised_at)
                 VALUES (\(r.name), \(r.userID), \(r.timestamp), \(hazards)::jsonb, \(gscope)::jsonb, \(r.survey == .noHazard),
                         \(Int(RealtimeDataDocument.schemaVersion)), \(r.sessionID), \(boards)::jsonb, \(r.start), \(r.end),
-                        \(r.pointCount), \(r.timeSource.rawValue))
-                ON CONFLICT (name) DO NOTHING
+                        \(r.pointCount), \(r.timeSource.rawValue), \(r.revision), \(r.revisedAt))
+                ON CONFLICT (name) DO UPDATE SET gscope_data = excluded.gscope_data, boards = excluded.boards,
+                    "end" = excluded."end", point_count = excluded.point_count, time_source = excluded.time_source,
+                    revision = excluded.revision, revised_at = excluded.revised_at
+                WHERE records.revision < excluded.revision
                 """, on: conn)
         }
     }

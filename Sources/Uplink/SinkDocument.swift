@@ -22,6 +22,13 @@ public enum SinkDocument: Hashable, Sendable {
         }
     }
 
+    /// Whether the document replaces one stored under its name (a revised records document)
+    /// rather than being created once.
+    public var replacesStored: Bool {
+        if case let .records(d) = self { return d.revision > 0 }
+        return false
+    }
+
     /// Session the document belongs to.
     public var sessionID: String {
         switch self {

@@ -62,7 +62,7 @@ struct PostgresTests {
         let service = SyncService(store: store, sink: sink, configuration: SyncConfiguration(idlePollInterval: 0.2))
         try await runReal(service) { (try? store.backlogStats().count) == 0 }
         try await checkSessionInPostgres(pg, store: store, session: first)
-        #expect(try await pg.query("SELECT max(version) FROM mwgate_migrations") == "1")
+        #expect(try await pg.query("SELECT max(version) FROM mwgate_migrations") == "2")
 
         // A replay after an unknown outcome is a no-op.
         let docs = try first.chunkNames.map { SinkDocument.realtimeData(try #require(try store.realtimeDocument(name: $0))) }

@@ -21,7 +21,9 @@ public func schemaViolations(_ value: Any, _ schema: [String: Any], path: String
         let types = (t as? [String]) ?? [(t as? String) ?? ""]
         if !types.contains(where: { isType(value, $0) }) { out.append("\(path): expected \(types), got \(type(of: value)) \(value)") }
     }
-    if let c = schema["const"], "\(c)" != "\(value)" { out.append("\(path): expected const \(c), got \(value)") }
+    // A schema's `true` parses as an NSNumber (printed 1), a document's as a native Bool.
+    func canonical(_ v: Any) -> String { type(of: v) == Bool.self ? ((v as? Bool) == true ? "1" : "0") : "\(v)" }
+    if let c = schema["const"], canonical(c) != canonical(value) { out.append("\(path): expected const \(c), got \(value)") }
     if let e = schema["enum"] as? [Any], !e.contains(where: { "\($0)" == "\(value)" }) { out.append("\(path): \(value) not in \(e)") }
     let numeric: Double? = (value as? Double) ?? (value as? Int64).map(Double.init)
     if let m = (schema["minimum"] as? NSNumber)?.doubleValue, let v = numeric, v < m { out.append("\(path): \(v) < \(m)") }
