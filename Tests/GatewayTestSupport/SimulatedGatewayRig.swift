@@ -56,6 +56,7 @@ public struct SimulatedGatewayRig: Sendable {
         label: String,
         simulator: (inout SimulatorConfiguration) -> Void = { _ in },
         settings: ([BluetoothAddress], String, String) throws -> GatewaySettings,
+        logs: LogCapture? = nil,
         isolation: isolated (any Actor)? = #isolation,
         _ body: (SimulatedGatewayRig) async throws -> Value
     ) async throws -> Value {
@@ -75,8 +76,9 @@ public struct SimulatedGatewayRig: Sendable {
                 guard let address = BluetoothAddress(info.address) else { throw TestBusError(message: "bad address \(info.address)") }
                 addresses.append(address)
             }
-            var logger = Logger(label: "mwgate.\(label)")
-            logger.logLevel = .warning
+            // Warnings and worse on the console; with `logs`, notices too, kept for the test.
+            var logger = logs?.logger("mwgate.\(label)") ?? Logger(label: "mwgate.\(label)")
+            logger.logLevel = logs == nil ? .warning : .notice
             let gateway = try await Gateway.assemble(
                 settings: try settings(addresses, stateDirectory.path, bus.address), logger: logger,
                 clockProbe: FixedClockSynchronisation(false))

@@ -2,6 +2,7 @@ import Foundation
 import Gateway
 import Recording
 import Testing
+import TestSupport
 
 /// The gateway fills a stalled board's gap from its flash log, end to end through dbus-daemon
 /// and the simulated BlueZ (issue 21): the board withholds its stream for 8 s while it goes
@@ -108,6 +109,44 @@ struct BackfillEndToEndTests {
             // sensor for a few periods (see above); the holes check says none is missing.
             #expect(backfilled >= 100, "the 3 s gap came from the log: \(backfilled) backfilled")
             #expect(Set(record.gscopeData) == Set(dataset.chunkNames), "the records document names every chunk, the corrections too")
+        }
+    }
+
+    /// The same, but the survey goes in at once (the walker does not wait, or the download
+    /// outlasts the survey's wait): the gap is filled all the same, its correction chunks revise
+    /// the session's records document, and the journal says so.
+    @Test func aSurveyBeforeTheDownloadEndsIsRevisedWithTheGap() async throws {
+        let logs = LogCapture()
+        try await GatewayHarness.with(mode: .manual, gnss: false, backfill: true, logs: logs) { h in
+            try await h.eventually("both boards connected and logging") { s in
+                s.boards.count == 2 && s.boards.allSatisfy { $0.isConnected }
+            }
+            let pipeline = h.gateway.pipeline
+            let sessionID = try await pipeline.startSession()
+            let board = h.addresses[0].rawValue
+            try await h.eventually("samples before the stall") { s in s.boards.allSatisfy { $0.gyroSamplesInSession >= 300 } }
+            try await h.simulator.stall(0, seconds: 3)
+            try await Task.sleep(for: .seconds(4))
+            try await pipeline.stopSession()
+            let submitted = try await pipeline.submitSurvey(.noHazard, sessionID: sessionID, waitingForBackfillAtMost: .zero)
+            let journal = "session \(sessionID) revised with"
+            var waited = 0
+            while !logs.text.contains(journal), waited < 900 {
+                try await Task.sleep(for: .milliseconds(100))
+                waited += 1
+            }
+            let line = logs.text.split(separator: "\n").first { $0.contains(journal) } ?? "none"
+            let record = try #require(try h.gateway.store.recordsDocument(sessionID: sessionID))
+            let dataset = try h.gateway.store.dataset(sessionID: sessionID)
+            let points = dataset.points.filter { $0.board == board }.map(\.point)
+            let backfilled = points.filter(\.backfilled).count
+            print("survey before the download: \(points.count) points, \(backfilled) backfilled, holes \(Self.holes(points)); "
+                  + "record \(submitted.gscopeData.count) -> \(record.gscopeData.count) chunks, revision \(record.revision); journal: \(line)")
+            #expect(line.contains("from board \(board)"), "the journal says the session was revised: \(line)")
+            #expect(submitted.revision == 0 && record.revision > 0 && record.name == submitted.name)
+            #expect(record.gscopeData == dataset.chunkNames, "the revised record names every chunk, in seal order")
+            #expect(Self.holes(points).isEmpty, "every sample the board took is in the session")
+            #expect(backfilled >= 100, "the 3 s gap came from the log: \(backfilled) backfilled")
         }
     }
 

@@ -43,7 +43,8 @@ final class GatewayHarness: Sendable {
     /// then the simulator and the bus.
     static func with(mode: GatewaySettings.SessionMode, gnss: Bool = true, streamBetweenSessions: Bool = false,
                      backfill: Bool = false, streaming: StreamingConfiguration = SimulatedGatewayRig.streaming,
-                     maxSessionDuration: Double? = nil, _ body: (GatewayHarness) async throws -> Void) async throws {
+                     maxSessionDuration: Double? = nil, logs: LogCapture? = nil,
+                     _ body: (GatewayHarness) async throws -> Void) async throws {
         try await SimulatedGatewayRig.with(label: "gw", settings: { addresses, stateDirectory, busAddress in
             var settings = GatewaySettings(
                 boards: .addresses(addresses), streaming: streaming,
@@ -54,7 +55,7 @@ final class GatewayHarness: Sendable {
             settings.backfill = backfill
             settings.maxSessionDuration = maxSessionDuration
             return settings
-        }) { rig in
+        }, logs: logs) { rig in
             let group = rig.gateway.serviceGroup(gracefulShutdownSignals: [])
             try await RunningServices.with(run: { try await group.run() }, shutDown: { await group.triggerGracefulShutdown() }) { services in
                 try await body(GatewayHarness(rig: rig, services: services))
