@@ -147,7 +147,9 @@ extension BoardSession {
             flush = LoggingCommands.flushWhileLogging(revision: capabilities.revision, overwriteWhenFull: true)
         }
         current?.operations.yield(.readPromptly(true))
-        write(flush + downloader.begin())
+        // A flush while logging pauses logging as a trim does: one batch.
+        writeTogether(flush)
+        write(downloader.begin())
         current?.download = downloader
         noteReadoutActivity()
     }
@@ -212,7 +214,12 @@ extension BoardSession {
     public func trimFlashLog() {
         guard current?.flashLogging == true, current?.download == nil, let count = current?.trimMark, count > 0 else { return }
         current?.trimMark = nil
-        write(LoggingCommands.trim(entries: count, overwriteWhenFull: true))
+        // The board drops entries only while it does not log (P15): whatever it samples
+        // between the stop and the start is in no log. Written one by one (each write waits
+        // for bluetoothd's answer, then the link's pacing) that pause spanned a sample or two,
+        // which only the stream then held: a kill -9 before it was stored lost it (soak seed
+        // 12, one sample a board). As one batch the three reach the board back to back.
+        writeTogether(LoggingCommands.trim(entries: count, overwriteWhenFull: true))
     }
 
     /// What the last reported page held is stored: the board may delete it and go on.

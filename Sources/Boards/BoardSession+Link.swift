@@ -52,6 +52,8 @@ struct LinkWork {
 enum LinkOperation: Sendable {
     case handshake(HandshakeSequencer.Action)
     case write(Packet)
+    /// Writes that go out as one batch (``BoardLink/writeInOrder(_:)``).
+    case writeTogether([Packet])
     /// The handshake's request-and-reply exchange is over: group notifications.
     case groupNotifications
     /// Hand on every notification at once again (a request-and-reply exchange on a grouped link).
@@ -111,6 +113,13 @@ extension BoardSession {
         for packet in packets { current?.operations.yield(.write(packet)) }
     }
 
+    /// Queues `packets` on the current link as one batch, for a sequence the board must get
+    /// back to back.
+    func writeTogether(_ packets: [Packet]) {
+        guard !packets.isEmpty else { return }
+        current?.operations.yield(.writeTogether(packets))
+    }
+
     /// Gives up on the current link: the transport drops it and connects again.
     func failLink(_ reason: String) async {
         guard current?.failed == false else { return }
@@ -156,12 +165,9 @@ extension BoardSession {
             if isStopping { return }
             switch operation {
             case .write(let packet), .handshake(.write(let packet)):
-                do {
-                    try await link.write(packet)
-                } catch {
-                    await failLink("write failed: \(error)")
-                    return
-                }
+                guard await wentOut({ try await link.write(packet) }) else { return }
+            case .writeTogether(let packets):
+                guard await wentOut({ try await link.writeInOrder(packets) }) else { return }
             case .handshake(.readDeviceInformation(let field)):
                 deviceInformationRead(field, await link.readDeviceInformation(field))
             case .handshake(.pause(let milliseconds)):
@@ -178,6 +184,17 @@ extension BoardSession {
                 await link.readPromptly(promptly)
             }
             if Task.isCancelled { return }
+        }
+    }
+
+    /// Performs one write; a failed write gives the link up. Returns whether it went out.
+    private func wentOut(_ write: () async throws -> Void) async -> Bool {
+        do {
+            try await write()
+            return true
+        } catch {
+            await failLink("write failed: \(error)")
+            return false
         }
     }
 

@@ -38,6 +38,10 @@ public protocol BoardLink: Sendable {
     /// Writes `packet` to the command characteristic (with response when it requires one);
     /// writes leave in call order.
     func write(_ packet: Packet) async throws
+    /// Writes `packets` in order as one batch, without waiting for each write's answer before
+    /// sending the next: a sequence the board must get back to back (logging stopped and
+    /// started again around a trim leaves unlogged whatever the board samples in between).
+    func writeInOrder(_ packets: [Packet]) async throws
     /// Reads a Device Information string.
     func readDeviceInformation(_ field: DeviceInformationField) async -> DeviceInformationRead
     /// What bluetoothd learnt about the board through its own plugins (Modalias, Battery1),

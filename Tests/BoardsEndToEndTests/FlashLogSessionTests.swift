@@ -171,6 +171,35 @@ struct FlashLogSessionTests {
         }
     }
 
+    /// A trim stops logging around the drop, and what the board samples until logging starts
+    /// again is in no log: only the stream has it, and a gateway killed before storing it, or a
+    /// stall at that moment, lost it for good (soak seed 12: one sample a board just before a
+    /// kill -9). Over a link where each write call takes 8 ms of the board's time (a
+    /// connection event, bluetoothd's answer, the link's pacing) the stop, drop and start go
+    /// out as one batch, so every sample the board takes after the trim's count is logged.
+    @Test func aTrimLeavesNoSampleOutOfTheLog() async throws {
+        let transport = InMemoryBoardTransport(millisecondsPerWrite: 8)
+        try await withSession(transport) { session, recorder in
+            try await waitUntil("logging") { isLogging(recorder.flashLog(address).last) }
+            let first = try await link(transport, 0)
+            first.stream(milliseconds: 300)
+            await session.markFlashLogForTrim()
+            try await waitUntil("the trim") {
+                await session.trimFlashLog()
+                return first.writes.contains { $0.count == 6 && $0[0] == 0x0B && $0[1] == 0x09 }
+            }
+            first.stream(milliseconds: 100)
+            // What is left is what the board logged after the mark, the trim's moment included.
+            // The gyro's x·y entries (logger 0) carry the sample's x: its index here.
+            let logged = transport.board.withModel { board in
+                board.flashLog.entries.filter { $0.loggerID == 0 }.map { UInt16(truncatingIfNeeded: $0.data) }
+            }
+            let holes = zip(logged, logged.dropFirst()).filter { $1 != $0 &+ 1 }.map { "\($0)->\($1)" }
+            #expect(logged.count >= 10)
+            #expect(holes.isEmpty, "samples the board took after the trims and did not log: \(holes)")
+        }
+    }
+
     /// A count taken more than a second after the recorder asked may include samples past the
     /// stretch it checked (a loaded gateway handing the mark on late): it is not used.
     @Test func aMarkCountedLateIsNotTrimmed() async throws {

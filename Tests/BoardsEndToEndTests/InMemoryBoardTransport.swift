@@ -26,8 +26,12 @@ actor InMemoryBoardTransport: BoardTransport {
     private let ended: AsyncStream<Void>
     private let endedContinuation: AsyncStream<Void>.Continuation
 
-    init(profile: BoardProfile = .metaMotionR) {
+    /// Board time each write call of its links takes (``InMemoryLink/init(board:millisecondsPerWrite:)``).
+    private let millisecondsPerWrite: UInt64
+
+    init(profile: BoardProfile = .metaMotionR, millisecondsPerWrite: UInt64 = 0) {
         board = InMemoryBoard(profile: profile)
+        self.millisecondsPerWrite = millisecondsPerWrite
         (events, continuation) = AsyncStream.makeStream(of: BoardTransportEvent.self, bufferingPolicy: .bufferingOldest(64))
         (ended, endedContinuation) = AsyncStream.makeStream(of: Void.self)
     }
@@ -76,7 +80,7 @@ actor InMemoryBoardTransport: BoardTransport {
 
     private func connect(failures: Int) {
         continuation.yield(.connecting(failures: failures, lastFailure: self.failures.last))
-        let link = InMemoryLink(board: board)
+        let link = InMemoryLink(board: board, millisecondsPerWrite: millisecondsPerWrite)
         links.append(link)
         if reconnectSamples > 0, board.gyroStreaming {
             // The outage's own samples never arrive; then the board streams on the new link.
@@ -127,9 +131,15 @@ final class InMemoryLink: BoardLink, @unchecked Sendable {
     private var deviceInformationReads: [DeviceInformationField] = []
     private var closed = false
     private var grouping: Duration?
+    /// Board time (ms) each write call takes, see ``init(board:millisecondsPerWrite:)``.
+    private let millisecondsPerWrite: UInt64
 
-    init(board: InMemoryBoard) {
+    /// With `millisecondsPerWrite` the board's clock moves on that much (streaming what falls
+    /// due) before each write call reaches it, as a real link's connection events and the
+    /// write's round trip through bluetoothd do; a batch (``writeInOrder(_:)``) pays it once.
+    init(board: InMemoryBoard, millisecondsPerWrite: UInt64 = 0) {
         self.board = board
+        self.millisecondsPerWrite = millisecondsPerWrite
         (notifications, continuation) = AsyncStream.makeStream(of: [GattNotification].self, bufferingPolicy: .bufferingOldest(4096))
     }
 
@@ -139,10 +149,15 @@ final class InMemoryLink: BoardLink, @unchecked Sendable {
     var groupingInterval: Duration? { lock.withLock { grouping } }
 
     func write(_ packet: Packet) async throws {
+        try await writeInOrder([packet])
+    }
+
+    func writeInOrder(_ packets: [Packet]) async throws {
+        if millisecondsPerWrite > 0 { stream(milliseconds: millisecondsPerWrite) }
         let replies: [[UInt8]] = try lock.withLock {
             guard !closed else { throw InMemoryLinkClosed() }
-            written.append(packet.bytes)
-            return board.write(packet.bytes)
+            written += packets.map(\.bytes)
+            return packets.flatMap { board.write($0.bytes) }
         }
         for reply in replies { deliver([reply]) }
     }
