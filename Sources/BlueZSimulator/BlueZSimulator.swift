@@ -56,6 +56,9 @@ public actor BlueZSimulator {
     var scanning = false
     /// Bumped when a scan ends (or bluetoothd "restarts"), so the old scan's rounds stop.
     var scanGeneration = 0
+    /// Bumped when bluetoothd "restarts": what the bluetoothd before received and had not
+    /// carried out dies with it (see ``connect(_:daemon:)``).
+    var daemonGeneration = 0
     var random: SeededRandom
     var stopped = false
     /// How much later than at once bluetoothd handles each `WriteValue` (see
@@ -109,6 +112,7 @@ public actor BlueZSimulator {
     /// process dies) and starts again with only the adapter; boards must be rediscovered.
     public func restartBluetoothd() async throws {
         log("mwsim: fault restart-bluetoothd")
+        daemonGeneration += 1
         for device in devices {
             tearDownLink(device, announce: false)
             device.deviceExported = false

@@ -6,8 +6,14 @@ import MetaWearBoardModel
 extension BlueZSimulator {
     // MARK: Connect / Disconnect
 
-    func connect(_ index: Int) async throws {
+    /// `Connect` on board `index`'s device object as bluetoothd `daemon` (its
+    /// ``daemonGeneration``) exported it. A call that bluetoothd received just before it went
+    /// away is never carried out: the process that would have made the link is gone (a stale
+    /// `Connect` handled during the restart left the board linked to no one, not advertising,
+    /// and so never found again: soak seed 12, board 0 lost from the bluetoothd restart on).
+    func connect(_ index: Int, daemon: Int) async throws {
         let device = try device(index)
+        guard daemon == daemonGeneration else { throw BlueZError.failed("bluetoothd went away") }
         guard powered else { throw BlueZError.notReady() }
         if device.connected { return }
         guard !device.connecting else { throw BlueZError.inProgress() }
@@ -29,7 +35,8 @@ extension BlueZSimulator {
         }
         // Link establishment takes a few connection intervals.
         try? await Task.sleep(for: .milliseconds(20))
-        guard device.connecting, generation == device.linkGeneration, powered, !device.vanished, !stopped else {
+        guard device.connecting, generation == device.linkGeneration, daemon == daemonGeneration, powered, !device.vanished,
+              !stopped else {
             device.connecting = false
             throw BlueZError.failed("le-connection-abort-by-local")
         }

@@ -190,6 +190,7 @@ extension BlueZSimulator {
         guard let bluez else { return }
         device.deviceExported = true
         let index = device.index
+        let daemon = daemonGeneration
         let mac = device.model.profile.macAddress
         let interface = storedInterface(Self.deviceInterface, path: device.path, values: [
             ("Address", .string(device.address)),
@@ -215,7 +216,7 @@ extension BlueZSimulator {
         ] + (device.modaliasKnown ? device.modalias.map { [("Modalias", DBusValue.string($0))] } ?? [] : []),
         absent: device.modaliasKnown ? [] : [("Modalias", .string)], writable: ["Alias", "Trusted", "Blocked", "WakeAllowed"], methods: [
             // bluetoothd answers these once the link is up or gone, its loop on to the next call.
-            answeringMethod("Connect") { simulator, _ in .later { try await simulator.connect(index); return [] } },
+            answeringMethod("Connect") { simulator, _ in .later { try await simulator.connect(index, daemon: daemon); return [] } },
             answeringMethod("Disconnect") { simulator, _ in .later { try await simulator.disconnect(index); return [] } },
             method("Pair") { _, _ in throw DBusError(name: "org.bluez.Error.AuthenticationFailed", message: "Authentication Failed") },
             method("CancelPairing") { _, _ in throw BlueZError.doesNotExist() },

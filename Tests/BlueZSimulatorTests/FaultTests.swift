@@ -122,6 +122,27 @@ struct FaultTests {
         }
     }
 
+    /// A `Connect` the old bluetoothd received and had not carried out when it went away dies
+    /// with it (the soak, seed 12: mwgated's reconnect of a board whose notify socket the
+    /// restart had just closed was handled during the restart, the board was linked to no one,
+    /// stopped advertising and was never found again). The board is found and linked again.
+    @Test func aConnectTheOldBluetoothdReceivedDiesWithIt() async throws {
+        try await SimulatorHarness.with { harness in
+            let path = try await harness.simulator.boardInfo(0).path
+            _ = try? await harness.call("/org/bluez/hci0", "org.bluez.Adapter1", "StartDiscovery")
+            try await harness.eventually("device discovered") {
+                (try? await harness.property(path, "org.bluez.Device1", "Address")) != nil
+            }
+            let old = await harness.simulator.daemonGeneration
+            async let restart: Void = harness.simulator.restartBluetoothd()
+            try await harness.eventually("bluetoothd going away") { await harness.simulator.daemonGeneration != old }
+            // The call the old daemon read just before it went, handled now.
+            await #expect(throws: (any Error).self) { try await harness.simulator.connect(0, daemon: old) }
+            try await restart
+            _ = try await harness.connect(0)
+        }
+    }
+
     @Test func stallSilencesTheStreamForThePeriod() async throws {
         try await SimulatorHarness.with { harness in
             let gap = try await Self.largestGap(harness, stalling: [1.0])
