@@ -38,10 +38,13 @@ extension SessionController {
     /// it: the held points are committed with the gap marked (the stop does not wait), and the
     /// gap is kept, to be filled like a restart gap: its samples are sealed into the stopped
     /// session as correction chunks once the log arrives (before the survey, which waits a
-    /// while for it, or after it, revising its records document). Nil when nothing waits, the gap has no start, or a restart gap of the
-    /// board still waits (one gap a board is kept).
+    /// while for it, or after it, revising its records document). Nil when nothing waits or
+    /// the gap has no start. A gap of an earlier session the board's log is still read for
+    /// does not stand in the way: each gap takes the log's samples of its own stretch (soak
+    /// seed 11: a board back from out of range 6 s into the next session, its download of both
+    /// stretches still running at that session's stop, lost the 395 samples this gap held).
     func keepStopGap(board: String, sessionID: String) -> PendingRestartGap? {
-        guard restartGaps[board] == nil, let stream = boards[board], let hold = stream.hold, let after = hold.after,
+        guard let stream = boards[board], let hold = stream.hold, let after = hold.after,
               let last = hold.points.last else { return nil }
         // The whole held stretch, not only up to its first point: a hold that began at one gap
         // (a bluetoothd restart) holds the gaps after it too (the board's link dropped again

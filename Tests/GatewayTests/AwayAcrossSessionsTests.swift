@@ -25,8 +25,16 @@ struct AwayAcrossSessionsTests {
         try run(seed: 52, killedAfterTheStop: true)
     }
 
+    /// The second session stops 2.5 s after the board is back, while the readout of its log
+    /// (both stretches) still runs: the second session's gap is kept like the first's, though
+    /// the first's still waits, and both are filled when the log arrives (soak seed 11: 395
+    /// samples of the second session lost).
+    @Test func aSecondStopWhileTheFirstGapIsStillReadKeepsItsOwnGap() throws {
+        try run(seed: 54, killedAfterTheStop: false, secondStopAfterBack: 2_500_000_000)
+    }
+
     // swiftlint:disable:next function_body_length
-    func run(seed: UInt64, killedAfterTheStop: Bool) throws {
+    func run(seed: UInt64, killedAfterTheStop: Bool, secondStopAfterBack: Int64? = nil) throws {
         print("AwayAcrossSessionsTests seed \(seed)")
         let dir = NSTemporaryDirectory() + "mwgate-away-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -58,7 +66,7 @@ struct AwayAcrossSessionsTests {
         let goneAt: Int64 = 5_000_000_000, stopAt: Int64 = 7_000_000_000, startAt: Int64 = 8_000_000_000
         let backAt: Int64 = 11_000_000_000, end: Int64 = 30_000_000_000
         var away = false, back = false, killed = false
-        var indexAtStop = 0, indexAtStart = 0
+        var indexAtStop = 0, indexAtStart = 0, indexAtSecondStop: Int?
 
         while now < end {
             now += Int64(Double.random(in: 7.5e6...30e6, using: &rng))
@@ -87,13 +95,20 @@ struct AwayAcrossSessionsTests {
                 back = true
                 rig.links(gyro: gyro, into: controller, board: "B", trimmer: &trimmer)
             }
+            if let after = secondStopAfterBack, back, indexAtSecondStop == nil, now >= backAt + after {
+                #expect(rig.downloader != nil, "the readout still runs at the second stop")
+                try controller.stop(trigger: .controlAPI, now: now)
+                indexAtSecondStop = Int(rig.board.state(.gyro).nextSampleIndex)
+            }
             rig.stream(to: now, linkUp: !away || back, into: controller, board: "B", decoder: decoder, trimmer: &trimmer)
         }
-        #expect(!controller.isWaitingForRestartBackfill(board: "B"), "the first session's gap is filled")
-        try controller.stop(trigger: .controlAPI, now: now)
+        #expect(!controller.isWaitingForRestartBackfill(board: "B"), "the sessions' gaps are filled")
+        if indexAtSecondStop == nil { try controller.stop(trigger: .controlAPI, now: now) }
         let firstRecord = try controller.submitSurvey(.noHazard, sessionID: first, submittedAt: Date(timeIntervalSince1970: 1_800_000_100))
         let firstPoints = try store.dataset(sessionID: first).points.map(\.point).sorted { $0.gyroscope.timestamp < $1.gyroscope.timestamp }
+        // A session's corrections come after its chunks: in time order.
         let secondPoints = try store.dataset(sessionID: second ?? "").points.map(\.point)
+            .sorted { $0.gyroscope.timestamp < $1.gyroscope.timestamp }
         let firstLast = firstPoints.last.map(BackfillEndToEndTests.index) ?? 0
         let secondFirst = secondPoints.first.map(BackfillEndToEndTests.index) ?? 0
         print("away across sessions: first \(firstPoints.count) points (\(firstPoints.filter(\.backfilled).count) backfilled), "
@@ -108,5 +123,8 @@ struct AwayAcrossSessionsTests {
         guard !killedAfterTheStop else { return }
         #expect(BackfillEndToEndTests.holes(secondPoints).isEmpty, "the second session holds every sample from its start")
         #expect(secondFirst <= indexAtStart + 4, "the second session begins at its start (within a simulated clock step): \(secondFirst) for \(indexAtStart)")
+        if let indexAtSecondStop, let secondLast = secondPoints.last.map(BackfillEndToEndTests.index) {
+            #expect(secondLast >= indexAtSecondStop - 2, "the second session reaches its stop: \(secondLast) of \(indexAtSecondStop)")
+        }
     }
 }
