@@ -202,7 +202,7 @@ extension SessionController {
         let period = 1e9 / rate
         let offset = StoredTailAlignment.offset(stored: samples(pending.gap.tail), streamed: window.samples,
                                                 logged: pending.logged.samples, bootOrigins: pending.logged.bootOrigins,
-                                                threshold: StoredTailAlignment.threshold)
+                                                threshold: StoredTailAlignment.threshold(period: period))
         let streamed = (samples(pending.gap.tail, shifted: offset) + samples(head) + window.samples).sorted { $0.time < $1.time }
         let planner = BackfillPlanner(nominalPeriod: period, bootOrigins: pending.logged.bootOrigins)
         return (planner.plan(streamed: streamed, logged: pending.logged.samples).backfilled, Double(offset) / 1e6)

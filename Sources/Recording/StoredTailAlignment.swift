@@ -14,13 +14,19 @@ import MetaWear
 /// hold no sample of the new stream yet: then the board clock read at connect stands for the
 /// stream (it is off by the link's latency, which the planner's anchor search allows for). Pure.
 enum StoredTailAlignment {
-    /// Offsets below this are left alone: the planner finds anchors within a second of the
-    /// board clock's prediction, and the tail's own times are what the session holds.
-    static let threshold: Int64 = 250_000_000
+    /// Offsets below this are left alone, for a sensor sampling every `period` nanoseconds:
+    /// half a period, the least that moves a sample onto its neighbour's time. The planner's
+    /// anchor search would find the tail's samples at any offset under a second, but a tail and
+    /// a new stream that disagree by whole periods place the gap between them on one clock or
+    /// the other, so its first or last samples fall onto stored ones and are dropped (the
+    /// make-test soak, seed 20261121: a restarted gateway 100 ms off lost 10 samples a board
+    /// when only offsets of 250 ms and more were corrected). Both medians are measured against
+    /// the same board clock reading, so its link latency cancels out.
+    static func threshold(period: Double) -> Int64 { Int64(period / 2) }
 
     /// Nanoseconds to add to `stored` times to put them on `streamed`'s clock; 0 with fewer
     /// than `minimumMatches` unambiguous matches in the tail, or when the offset is under
-    /// `threshold` (within what the planner's anchor search allows: nothing to correct).
+    /// `threshold` (``threshold(period:)``: nothing to correct).
     static func offset(stored: [BackfillPlanner.StreamedSample], streamed: [BackfillPlanner.StreamedSample],
                        logged: [LoggedSample], bootOrigins: [UInt8: Int64], threshold: Int64,
                        minimumMatches: Int = 5) -> Int64 {

@@ -361,6 +361,28 @@ struct RestartGapTests {
         #expect(run.revisedRecords == 1)
     }
 
+    /// The restarted gateway's clock 100 ms (or 40 ms) off the killed one's, under the 250 ms
+    /// the tail used to be moved for: the make-test soak (seed 20261121, board 0) lost the ten
+    /// samples after the tail, placed on the new stream's clock onto the tail's last times.
+    /// Each session keeps its own gateway's clock, so a restarted clock behind the killed one
+    /// puts the interrupted session's end after the new one's start: time order is checked
+    /// within each session.
+    @Test(arguments: [0.1, -0.1, 0.04])
+    func aRestartedGatewaySlightlyOffStillFillsTheGapOnce(offset: Double) throws {
+        let run = try record(profile: .metaMotionR, seed: 55, down: 3, restartedClockOffset: offset)
+        let points = run.interrupted + run.resumed
+        let holes = zip(points, points.dropFirst()).filter { Self.index($1) != Self.index($0) + 1 }
+            .map { "\(Self.index($0))->\(Self.index($1))" }
+        let indices = points.map(Self.index)
+        print("restart gap, clock \(offset) s off: \(run.interrupted.filter(\.backfilled).count) backfilled, holes \(holes.prefix(10))")
+        #expect(holes.isEmpty, "every sample the board took is stored: \(holes.prefix(10))")
+        #expect(Set(indices).count == indices.count, "no sample twice")
+        for session in [run.interrupted, run.resumed] {
+            #expect(zip(session, session.dropFirst()).allSatisfy { $0.gyroscope.timestamp < $1.gyroscope.timestamp }, "time order")
+        }
+        #expect(run.namedChunks == run.chunks, "the records document names the correction chunks")
+    }
+
     @Test func aMetaMotionSKilledForThreeSecondsLosesNothing() throws {
         let run = try record(profile: .metaMotionS, seed: 42, down: 3)
         expectEverySampleOnce(run, down: 3)
