@@ -55,7 +55,8 @@ struct PendingRestartGap {
     var sealedChunks = 0
     /// A stop gap's board as the stopped session left it: its gyro rate and its fixes (the
     /// board may be detached, or streaming into the next session, by the time its log comes).
-    /// Nil for a restart gap, which uses the board's new stream.
+    /// Nil for a restart gap, which uses the board's new stream, until the board leaves the
+    /// recorder while the gap waits (``SessionController/keepStreamForRestartGaps(board:)``).
     var stoppedStream: (gyroRate: Double, merger: LocationMerger<GyroItem>)?
     /// The board's log was asked for (once the gap is bounded and the board streams).
     var requested = false

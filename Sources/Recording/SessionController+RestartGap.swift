@@ -73,6 +73,17 @@ extension SessionController {
         requestRestartBackfill(board: board)
     }
 
+    /// `board` leaves the recorder (idle after its session's stop, or its link gone) while its
+    /// restart gaps wait for the log, whose readout goes on: they keep the stream's rate and
+    /// fixes for their placement. Without them no page of the readout could be stored, none
+    /// confirmed, and the readout stalled (the make-test soak: 4,602 entries left for good).
+    func keepStreamForRestartGaps(board: String) {
+        guard let stream = boards[board], let gaps = restartGaps[board] else { return }
+        for k in gaps.indices where gaps[k].stoppedStream == nil {
+            restartGaps[board]?[k].stoppedStream = (stream.gyroRate, stream.merger)
+        }
+    }
+
     /// The board streams after the restart, from monotonic `time`: a gap not bounded yet ends
     /// there (kept in the store, so a later gateway knows it), and its log can be read (once
     /// it keeps one).

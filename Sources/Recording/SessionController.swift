@@ -214,6 +214,7 @@ public final class SessionController {
             resumeAt[board] = ResumePoint(seq: b.seq, points: b.pointsCommitted, time: b.previousPointTime, hold: b.hold,
                                           gyroRate: b.gyroRate, accelerometerRate: b.accelerometerRate)
         }
+        keepStreamForRestartGaps(board: board)
         boards[board] = nil
     }
 

@@ -46,10 +46,12 @@ struct RestartGapTests {
     /// `restartedClockOffset` (seconds) the restarted gateway's epoch times run that much ahead
     /// of the killed one's (its GNSS correction estimated otherwise). With `surveyAtRestart` the
     /// interrupted session's survey goes in as soon as the gateway is back (before the download).
+    /// With `idleDuringReadout` the board leaves the recorder as the readout begins (its session
+    /// stopped, its sensors off: mwgated detaches an idle board) and the readout goes on.
     func record(profile: BoardProfile, seed: UInt64, killAt: Double = 10, down: Double, downloadAfter: Double = 0,
                 accelerometer: Bool = false, secondKill: (at: Double, down: Double)? = nil,
                 linkDrop: (at: Double, down: Double)? = nil, restartedClockOffset: Double = 0,
-                surveyAtRestart: Bool = false) throws -> Run {
+                surveyAtRestart: Bool = false, idleDuringReadout: Bool = false) throws -> Run {
         print("RestartGapTests seed \(seed)")
         let dir = NSTemporaryDirectory() + "mwgate-restart-gap-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -194,6 +196,7 @@ struct RestartGapTests {
                 trimmer.forgetMark()
                 downloader = LogDownloader(revision: revision, loggers: loggers, confirmsPagesItself: false)
                 send(LoggingCommands.flushWhileLogging(revision: revision, overwriteWhenFull: true) + downloader!.begin())
+                if idleDuringReadout, restarts > 0 { controller.detach(board: "B", now: now) }
             }
         }
         #expect(downloader == nil, "the readout finished")
@@ -381,6 +384,16 @@ struct RestartGapTests {
             #expect(zip(session, session.dropFirst()).allSatisfy { $0.gyroscope.timestamp < $1.gyroscope.timestamp }, "time order")
         }
         #expect(run.namedChunks == run.chunks, "the records document names the correction chunks")
+    }
+
+    /// The board goes idle while its restart gap is read (the soak's short form: the session
+    /// stopped 4 s after the board was back, and mwgated detaches an idle board): the gap is
+    /// placed with the stream the board had, every page stored and confirmed, and the readout
+    /// ends. Before, each page waited for a stream that was gone: never stored, never
+    /// confirmed, the readout stalled with 4,602 entries left until the daemon stopped.
+    @Test func aBoardIdleDuringTheReadoutStillFillsTheGap() throws {
+        let run = try record(profile: .metaMotionR, seed: 56, down: 3, idleDuringReadout: true)
+        expectEverySampleOnce(run, down: 3)
     }
 
     @Test func aMetaMotionSKilledForThreeSecondsLosesNothing() throws {
