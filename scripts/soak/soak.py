@@ -337,8 +337,12 @@ class Soak:
             s = self.status() if self.supervisor.ready() else None
             if s and s.get("backlog") is not None:
                 b = s["backlog"]
+                # With backfill on, a board may still be read out (a gap its log fills after
+                # the survey, as a revision of the session's records): that is data on its way,
+                # not lost, so the run waits for it as for the backlog.
+                reading = self.args.backfill and any(board.get("flashLogEntriesLeft") for board in s.get("boards", []))
                 if b["documents"] == 0 and b["inFlight"] == 0 and s["session"]["state"] == "idle" \
-                        and not s["session"].get("awaitingSurvey"):
+                        and not s["session"].get("awaitingSurvey") and not reading:
                     drained = True
                     break
                 if s["session"].get("awaitingSurvey"):
