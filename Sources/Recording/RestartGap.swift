@@ -63,6 +63,8 @@ struct PendingRestartGap {
     /// The logged samples sealed so far: a later page's plan may place one of them again
     /// (its anchors moved), and it is not stored twice.
     var sealedSamples: Set<BackfillKey> = []
+    /// The last logged sample sealed: the log's samples after it go after it.
+    var lastSealed: BackfillKey?
 
     init(_ gap: RestartGap) {
         self.gap = gap

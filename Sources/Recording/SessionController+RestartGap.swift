@@ -166,7 +166,7 @@ extension SessionController {
         var nextInside = 0
         var lastStored = previous
         for sample in placed {
-            let time = timeBase.epochMilliseconds(monotonic: sample.time)
+            var time = timeBase.epochMilliseconds(monotonic: sample.time)
             // Placed in the log's order between its streamed (stored) neighbours, it is none
             // of them and strictly between them; otherwise a sample within half a period of a
             // stored one is that one.
@@ -176,8 +176,17 @@ extension SessionController {
                 nextInside += 1
             }
             if margin > 0, nextInside < inside.count, abs(inside[nextInside] - time) <= margin { continue }
-            guard time > previous + margin, time < (storedAfter.isEmpty ? end - margin : end), !storedAfter.contains(sample.raw),
+            // The log's next sample after the last one sealed (by an earlier page) is not that
+            // one, however near: that page placed its samples past the tail's anchors by the
+            // stream's period, and once the new stream's anchors come they may lie a few ms
+            // earlier (seed 48, 8 s gap: 5.6 ms, and the page's first sample fell within half a
+            // period of the last sealed and was lost). It goes after it, in the log's order.
+            let followsSealed = pending.lastSealed.map { $0.resetUID == sample.resetUID && $0.tick < sample.tick } ?? false
+            if followsSealed, time <= previous { time = previous + periodMs / 100 }
+            guard time > previous + (followsSealed ? 0 : margin), time < (storedAfter.isEmpty ? end - margin : end),
+                  !storedAfter.contains(sample.raw),
                   pending.sealedSamples.insert(BackfillKey(resetUID: sample.resetUID, tick: sample.tick)).inserted else { continue }
+            pending.lastSealed = BackfillKey(resetUID: sample.resetUID, tick: sample.tick)
             let value = MotionSamples(single: sample.raw, scale: scale)[0]
             let sealedTime = time - shift
             let located = stream.merger.locate(GyroItem(sample: value, missedBefore: 0, source: timeBase.source), sealedTime)

@@ -396,6 +396,17 @@ struct RestartGapTests {
         expectEverySampleOnce(run, down: 3)
     }
 
+    /// The log's pages before the new stream's samples place the gap past the tail's anchors by
+    /// the stream's period; the next page brings the new stream's anchors, which put its first
+    /// sample a few ms earlier than that, within half a period of the last one sealed: it is
+    /// still the next sample, not that one (seed 48 lost sample 1792 at the MetaMotion R's page
+    /// boundary, and 1280 on the MetaMotion S).
+    @Test(arguments: [(BoardProfile.metaMotionR, 8.0, 12.0), (.metaMotionS, 3.0, 0)])
+    func aPageBoundaryAtTheGapsEndLosesNoSample(profile: BoardProfile, down: Double, downloadAfter: Double) throws {
+        let run = try record(profile: profile, seed: 48, down: down, downloadAfter: downloadAfter)
+        expectEverySampleOnce(run, down: down)
+    }
+
     @Test func aMetaMotionSKilledForThreeSecondsLosesNothing() throws {
         let run = try record(profile: .metaMotionS, seed: 42, down: 3)
         expectEverySampleOnce(run, down: 3)
