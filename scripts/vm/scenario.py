@@ -93,6 +93,16 @@ def bluetoothd_alive():
         return False
 
 
+def bluetoothd_fault():
+    """How bluetoothd ended, from the kernel's log (its segfault line: the faulting address, and
+    the instruction's offset in the binary) and the core files vm-init.sh has it leave."""
+    kernel = subprocess.run(["dmesg"], capture_output=True, text=True).stdout.splitlines()
+    faults = [line.split("] ", 1)[-1] for line in kernel if "bluetoothd" in line and ("segfault" in line or "trap" in line)]
+    cores = sorted(name for name in os.listdir("/run/mwgate-vm") if name.startswith("core.bluetoothd"))
+    return (f"kernel: {faults[-1]!r}" if faults else "no segfault line from the kernel") + \
+        (f", core {cores[-1]} (results/)" if cores else ", no core file")
+
+
 def restart_bluetoothd(adapters):
     """SIGTERM to bluetoothd (if it still runs), a new one with the VM's flags, adapters powered."""
     try:
@@ -117,7 +127,7 @@ def bluetoothd_survived(checks, during, adapters):
     with open(BLUETOOTHD_LOG) as f:
         last = [line.strip() for line in f if line.strip()][-3:]
     checks.record(f"bluetoothd 5.66 still running after {during}", False,
-                  f"bluetoothd died (last log lines: {last}); started again for the next scenarios")
+                  f"bluetoothd died ({bluetoothd_fault()}; last log lines: {last}); started again for the next scenarios")
     restart_bluetoothd(adapters)
     return False
 
@@ -875,9 +885,13 @@ def group_stop(checks):
     monitor_log = os.path.join(RESULTS, "device-calls.log")
     monitor = monitor_device_calls(monitor_log)
     rounds = int(os.environ.get("STOP_ROUNDS", "1"))
+    # STOP_MOMENTS: some of the three moments only (e.g. "connect", to repeat the stops that
+    # meet bluetoothd's connect race many times in one VM boot).
+    moments = [m for m in (("connect", ("connecting",)), ("handshake", ("handshaking", "configuring")),
+                           ("recording", ("streaming",)))
+               if m[0] in os.environ.get("STOP_MOMENTS", "connect,handshake,recording").split(",")]
     for round_number in range(1, rounds + 1):
-        for moment, wanted in (("connect", ("connecting",)), ("handshake", ("handshaking", "configuring")),
-                               ("recording", ("streaming",))):
+        for moment, wanted in moments:
             wait_link(address, False, 10)
             name = f"stop-{moment}" + (f"-{round_number}" if rounds > 1 else "")
             gateway = Gateway(name, f'addresses = ["{address}"]',

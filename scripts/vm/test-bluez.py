@@ -48,7 +48,7 @@ def run_group(group, out):
         f.write(group)
     with open(os.path.join(scenario, "environment"), "w") as f:
         f.write(f"SESSION_SECONDS={os.environ.get('SESSION_SECONDS', '60')}\n")
-        for name in ("BENCH_SECONDS", "LINK_DROPS", "BENCH_BUS_TRACE", "BENCH_NOTIFICATIONS", "SESSION_RATE", "IDLE_SECONDS", "STOP_ROUNDS"):
+        for name in ("BENCH_SECONDS", "LINK_DROPS", "BENCH_BUS_TRACE", "BENCH_NOTIFICATIONS", "SESSION_RATE", "IDLE_SECONDS", "STOP_ROUNDS", "STOP_MOMENTS"):
             if name in os.environ:
                 f.write(f"{name}={os.environ[name]}\n")
         # -d: bluetoothd's debug log, to see where it stopped when it crashes.

@@ -72,6 +72,11 @@ done
 # could not hand on ("notify_io_cb() sendmsg: Resource temporarily unavailable", 7,551 lines in
 # 90 s) and spent its time waiting on 9p instead of serving the links (docs/bluez-vm.md).
 mkdir -p /run/mwgate-vm
+# A bluetoothd that crashes leaves its core in the VM's memory (copied to /results at the end):
+# 5.66 dies in some link teardowns (docs/bluez-vm.md), and its log, even with -d, stops short of
+# the fault. Read a core on the host with gdb and Debian's bluez-dbgsym (docs/bluez-vm.md).
+ulimit -c unlimited
+echo '/run/mwgate-vm/core.%e.%p' >/proc/sys/kernel/core_pattern
 /usr/libexec/bluetooth/bluetoothd -n $BLUETOOTHD_FLAGS >/run/mwgate-vm/bluetoothd.log 2>&1 &
 echo $! >/run/bluetoothd.pid
 echo "vm: stack up at $(cut -d' ' -f1 /proc/uptime) s ($(ls /sys/class/bluetooth | tr '\n' ' '))"
@@ -79,6 +84,8 @@ echo "vm: stack up at $(cut -d' ' -f1 /proc/uptime) s ($(ls /sys/class/bluetooth
 sh /scenario/scenario.sh
 echo "vm: scenario exit $? at $(cut -d' ' -f1 /proc/uptime) s"
 cp /run/mwgate-vm/bluetoothd.log /results/bluetoothd.log
+cp /run/mwgate-vm/core.* /results/ 2>/dev/null
+dmesg >/results/dmesg.log 2>/dev/null
 sync
 umount /results 2>/dev/null
 echo o >/proc/sysrq-trigger
