@@ -59,6 +59,10 @@ public actor GattLink {
     private var notifyPaths: [DBusObjectPath] = []
     /// Characteristics whose notifications this link acquired (AcquireNotify).
     private var acquiredPaths: [DBusObjectPath] = []
+    /// Characteristics whose `AcquireNotify` was sent and not answered: in flight (bluetoothd
+    /// answers only once its GATT client is ready, seconds after a reconnect's `Connect`), or
+    /// given up by a cancelled caller. bluetoothd holds each as acquired meanwhile.
+    private var acquiring: [DBusObjectPath] = []
     private var groupers: [NotificationGrouper] = []
     /// The grouping interval last asked for, and whether reads ignore it for now.
     private var groupingInterval: Duration = .zero
@@ -198,9 +202,23 @@ public actor GattLink {
             var refusals = 0
             while true {
                 do {
-                    let reply = try await connection.call(destination: BlueZNames.service, path: characteristic.path,
+                    acquiring.append(characteristic.path)
+                    let reply: DBusMessage
+                    do {
+                        reply = try await connection.call(destination: BlueZNames.service, path: characteristic.path,
                                                           interface: BlueZNames.gattCharacteristic, member: "AcquireNotify",
                                                           arguments: [[String: DBusValue]().dbusValue], timeout: callTimeout)
+                    } catch is CancellationError {
+                        // Unanswered as far as we know: it stays in `acquiring` for close().
+                        throw CancellationError()
+                    } catch {
+                        acquiring.removeAll { $0 == characteristic.path }
+                        throw error
+                    }
+                    acquiring.removeAll { $0 == characteristic.path }
+                    // Closed while the answer was on its way: its descriptor closes with the
+                    // reply, which bluetoothd sees as the hang-up that releases it.
+                    guard !closed else { throw DBusError.disconnected("the GATT link is closed") }
                     let (descriptor, _) = try reply.decode(DBusFileDescriptor.self, UInt16.self)
                     let fd = descriptor.duplicate()
                     if fd >= 0 {
@@ -209,7 +227,9 @@ public actor GattLink {
                         activeDelivery = "AcquireNotify"
                         return
                     }
-                } catch let error as DBusError where BlueZErrorClass(error) == .noReply {
+                } catch is CancellationError {
+                    throw CancellationError()
+                } catch let error as DBusError where BlueZErrorClass(error) == .noReply || closed {
                     throw error
                 } catch let error as DBusError where Self.isHeldElsewhere(error) && refusals < Self.acquireRetries {
                     // Still held by a link we just closed (a quick reconnect): BlueZ frees it
@@ -322,23 +342,34 @@ public actor GattLink {
     }
 
     /// Turns notifications off (StopNotify / closing the fd) and closes the connection.
-    /// Best effort with a short timeout: the link may already be gone.
+    /// Best effort with a short timeout: the link may already be gone. Every step runs even
+    /// when the calling task is cancelled (a stop cancels a link that is still opening, and
+    /// its calls must still reach bluetoothd before the connection leaves the bus).
     ///
     /// An acquired notification is released first and the connection closed only once
     /// bluetoothd has seen the descriptor hang up (`NotifyAcquired` false): bluetoothd 5.66
     /// frees the notify client when its owner leaves the bus and then, handling the hang-up,
     /// uses it again and crashes (fixed upstream after 5.66; real-bluez-vm.md, docs/bluez-vm.md),
-    /// taking every board's link down with it.
+    /// taking every board's link down with it. An `AcquireNotify` not answered yet gets a
+    /// `StopNotify`: 5.66 holds such a call's notification as acquired from the start, and
+    /// when its owner leaves the bus before the answer it frees the owner's client but keeps
+    /// the acquisition, so the board's notifications are refused to every client ("Notify
+    /// acquired") until its device object goes, and that removal uses the freed client
+    /// (docs/bluez-vm.md, "The stop group and bluetoothd's acquired notifications").
+    /// `StopNotify` releases it cleanly while the link is up (src/gatt-client.c
+    /// `characteristic_stop_notify` -> `destroy_sock`).
     public func close() async {
         guard !closed else { return }
         closed = true
         // Waited for no longer than the release below: a StartNotify session whose StopNotify
         // a busy bluetoothd has not answered by then ends with this connection anyway (only an
         // acquired notify must be released first, the 5.66 crash), and a stop has 2 s in all.
-        for path in notifyPaths {
-            _ = try? await connection.call(destination: BlueZNames.service, path: path,
-                                           interface: BlueZNames.gattCharacteristic, member: "StopNotify",
-                                           timeout: Self.releaseWait)
+        var unanswered: [DBusObjectPath] = []
+        for path in acquiring where await linkIsUp(under: path) { unanswered.append(path) }
+        for path in notifyPaths + unanswered {
+            _ = try? await connection.callDespiteCancellation(destination: BlueZNames.service, path: path,
+                                                              interface: BlueZNames.gattCharacteristic, member: "StopNotify",
+                                                              timeout: Self.releaseWait)
         }
         readers.forEach { $0.stop() }
         for reader in readers { await reader.closed() }
@@ -357,14 +388,39 @@ public actor GattLink {
         for path in acquiredPaths {
             while ContinuousClock.now < deadline {
                 let remaining = deadline - .now
-                guard let reply = try? await connection.call(
+                guard let reply = try? await connection.callDespiteCancellation(
                     destination: BlueZNames.service, path: path, interface: DBusStandardInterface.properties,
                     member: "Get", arguments: [.string(BlueZNames.gattCharacteristic), .string("NotifyAcquired")],
                     timeout: min(remaining, .milliseconds(200))),
                       let value = try? reply.decode(DBusValue.self), value.unwrappingVariants == .boolean(true)
                 else { break }
-                try? await Task.sleep(for: .milliseconds(10))
+                await pause(.milliseconds(10))
             }
+        }
+    }
+
+    /// Whether bluetoothd counts the device owning `characteristic` as connected (read, not
+    /// signalled: after 5.66's connect race the property reads true though it was never
+    /// signalled). With the link gone, an unanswered `AcquireNotify` must not get a
+    /// `StopNotify`: 5.66 freed its client when the subscription's CCCD write failed and keeps
+    /// the acquisition pointing at it, so a `StopNotify` then uses the freed client (fixed
+    /// upstream after 5.66, bluez 476ae809a "gatt-client: avoid UAF after acquire notify failure").
+    private func linkIsUp(under characteristic: DBusObjectPath) async -> Bool {
+        // /org/bluez/hciN/dev_XX_XX_XX_XX_XX_XX/serviceNNNN/charNNNN
+        let parts = characteristic.rawValue.split(separator: "/")
+        guard parts.count > 4, let device = try? DBusObjectPath("/" + parts.prefix(4).joined(separator: "/")),
+              let reply = try? await connection.callDespiteCancellation(
+                  destination: BlueZNames.service, path: device, interface: DBusStandardInterface.properties,
+                  member: "Get", arguments: [.string(BlueZNames.device), .string("Connected")], timeout: Self.releaseWait),
+              let value = try? reply.decode(DBusValue.self)
+        else { return false }
+        return value.unwrappingVariants == .boolean(true)
+    }
+
+    /// Waits `duration` on the connection's I/O thread, cancelled or not (see ``close()``).
+    private func pause(_ duration: Duration) async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            if !connection.schedule(after: duration, { done.resume() }) { done.resume() }
         }
     }
 }

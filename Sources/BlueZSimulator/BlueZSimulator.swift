@@ -118,6 +118,8 @@ public actor BlueZSimulator {
             device.deviceExported = false
             device.gattExported = false
             device.notifySessions = []
+            device.pendingAcquireOwner = nil
+            device.abandonedAcquire = false
             device.modaliasKnown = false
             device.batteryInterfaceExported = false
         }
@@ -234,7 +236,23 @@ public actor BlueZSimulator {
             log("mwsim: board \(device.index) client \(name) left the bus while its AcquireNotify channel was still held (bluetoothd 5.66 would crash here)")
             releaseNotifyPipe(device)
         }
+        for device in devices where device.pendingAcquireOwner == name {
+            // 5.66 frees the caller's notify client (its disconnect watch) but keeps the
+            // acquisition pointing at it: the notification is refused to every client from now
+            // on, and the device object's removal uses the freed client (measured in the
+            // real-BlueZ VM, docs/bluez-vm.md).
+            abandonedAcquires += 1
+            device.pendingAcquireOwner = nil
+            device.abandonedAcquire = true
+            log("mwsim: board \(device.index) client \(name) left the bus before its AcquireNotify was answered (bluetoothd 5.66 keeps the notify acquired for a freed client)")
+        }
     }
+
+    /// Clients that left the bus while their `AcquireNotify` waited for an answer: each one
+    /// leaves Debian 12's bluetoothd 5.66 refusing that board's notifications to everyone
+    /// until its device object goes, and that removal uses freed memory (see
+    /// ``clientLeft(_:)``). A gateway gives such a call back with `StopNotify` first.
+    public private(set) var abandonedAcquires = 0
 
     /// Clients that left the bus while bluetoothd still held their acquired notification:
     /// each one crashes Debian 12's bluetoothd 5.66 (see ``clientLeft(_:)``). A gateway must

@@ -179,7 +179,9 @@ extension BlueZSimulator {
     func startNotify(_ index: Int, _ role: GATTLayout.Role, sender: String) throws {
         let device = try device(index)
         guard role == .notify else { return }  // battery level: accepted, never changes
-        guard device.notifyPipe == nil else { throw BlueZError.notPermitted("Notify acquired") }
+        guard device.notifyPipe == nil, device.pendingAcquireOwner == nil, !device.abandonedAcquire else {
+            throw BlueZError.notPermitted("Notify acquired")
+        }
         // One session per sender. bluetoothd 5.66 keeps a session through a link drop with
         // its registration cleared and registers it again itself when the link is attached
         // (src/gatt-client.c btd_gatt_client_disconnected / btd_gatt_client_connected): while
@@ -196,6 +198,14 @@ extension BlueZSimulator {
     func stopNotify(_ index: Int, _ role: GATTLayout.Role, sender: String) throws {
         let device = try device(index)
         guard role == .notify else { return }
+        // bluetoothd 5.66 releases a held acquisition on any client's StopNotify, without
+        // looking at the sender (src/gatt-client.c characteristic_stop_notify -> destroy_sock);
+        // an AcquireNotify still waiting is then never answered.
+        if device.pendingAcquireOwner != nil {
+            log("mwsim: board \(index) StopNotify by \(sender) released the unanswered AcquireNotify of \(device.pendingAcquireOwner ?? "")")
+            device.pendingAcquireOwner = nil
+            return
+        }
         guard device.notifySessions.remove(sender) != nil else { throw BlueZError.failed("No notify session started") }
         log("mwsim: board \(index) StopNotify by \(sender)")
         refreshNotifying(device)
@@ -205,11 +215,16 @@ extension BlueZSimulator {
         let device = try device(index)
         guard role == .notify else { throw BlueZError.notSupported() }
         guard device.connected else { throw BlueZError.notConnected() }
+        guard device.pendingAcquireOwner == nil, !device.abandonedAcquire else {
+            log("mwsim: board \(index) AcquireNotify refused: notify already acquired (\(device.abandonedAcquire ? "for a client bluetoothd freed" : "an AcquireNotify waits"))")
+            throw BlueZError.notPermitted("Notify acquired")
+        }
         // bluetoothd 5.66 writes the CCCD at once but hands out the socket only when its GATT
         // client is ready (ServicesResolved), dropping what the board sends meanwhile
         // (src/gatt-client.c register_notify_io_cb, notify_io_cb).
         guard device.servicesResolved else {
             log("mwsim: board \(index) AcquireNotify by \(sender) before ServicesResolved: answered once resolved")
+            device.pendingAcquireOwner = sender
             let generation = device.linkGeneration
             return .later { [weak self] in
                 guard let self else { throw DBusError.disconnected() }
@@ -223,8 +238,16 @@ extension BlueZSimulator {
         let device = try device(index)
         while !device.servicesResolved {
             try? await Task.sleep(for: .milliseconds(5))
-            guard device.connected, generation == device.linkGeneration else { throw BlueZError.failed("Not connected") }
+            // Released by a StopNotify, or its caller left: 5.66 never answers (our reply
+            // goes nowhere or ends a call that was given up).
+            guard device.pendingAcquireOwner == sender else { throw BlueZError.failed("Notify released") }
+            guard device.connected, generation == device.linkGeneration else {
+                device.pendingAcquireOwner = nil
+                throw BlueZError.failed("Not connected")
+            }
         }
+        guard device.pendingAcquireOwner == sender else { throw BlueZError.failed("Notify released") }
+        device.pendingAcquireOwner = nil
         return try handOutNotifyPipe(device, sender: sender)
     }
 

@@ -243,6 +243,8 @@ extension BlueZSimulator {
         device.deviceExported = false
         device.gattExported = false
         device.notifySessions = []
+        device.pendingAcquireOwner = nil
+        device.abandonedAcquire = false
         device.servicesResolved = false
         // A temporary device's Modalias goes with its object; a new object learns it again.
         device.modaliasKnown = false

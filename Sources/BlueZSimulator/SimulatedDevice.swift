@@ -40,6 +40,14 @@ final class SimulatedDevice {
     var notifyPipe: NotifyPipe?
     /// The bus name that acquired ``notifyPipe``.
     var notifyPipeOwner: String?
+    /// The caller of an `AcquireNotify` waiting for ServicesResolved: bluetoothd 5.66 holds
+    /// the notification as acquired from the call on (src/gatt-client.c
+    /// `characteristic_acquire_notify` sets `notify_io` at once).
+    var pendingAcquireOwner: String?
+    /// The notification still held as acquired for a client bluetoothd freed: its caller left
+    /// the bus before the answer (``BlueZSimulator/clientLeft(_:)``). Refused to every client
+    /// until the device object goes.
+    var abandonedAcquire = false
     /// Bumped on every link change so stale link tasks stop.
     var linkGeneration = 0
     var connectedAt: ContinuousClock.Instant?

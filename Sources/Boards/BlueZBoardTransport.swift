@@ -25,6 +25,9 @@ public actor BlueZBoardTransport: BoardTransport {
     private var machine: ReconnectionMachine
     private var facts: DeviceFacts?
     private var link: GattBoardLink?
+    /// The link being opened for an attempt, from its connection's opening until it is
+    /// handed on or failed: its `AcquireNotify` may be waiting for bluetoothd's GATT client.
+    private var opening: (attempt: Int, link: GattLink)?
     /// The notify session held through link drops (``NotificationDelivery/sessionKeptOverDrops``),
     /// nil until the first link opens one and after anything that ends it in bluetoothd.
     private var keptSession: BoardNotifySession?
@@ -80,6 +83,15 @@ public actor BlueZBoardTransport: BoardTransport {
     public func stop(writing commands: [Packet]) async {
         guard !stopped else { return }
         stopped = true
+        if let opening {
+            // A link still opening (typically its `AcquireNotify` waiting for bluetoothd's
+            // GATT client after a reconnect) is closed first, while the link is up: its close
+            // gives the unanswered call back with `StopNotify`. Ended by `FE 06` or left to the
+            // process's exit instead, bluetoothd 5.66 keeps the board's notifications acquired
+            // for a freed client (GattLink.close(), docs/bluez-vm.md).
+            self.opening = nil
+            await opening.link.close()
+        }
         if let link {
             await link.prepareForStop()
             await Self.writeStopCommands(commands) { try await link.writeInOrder($0) }
@@ -284,9 +296,10 @@ public actor BlueZBoardTransport: BoardTransport {
         }
         work.spawn { [self] in
             do {
-                let session = try await BoardNotifySession.open(id: attempt, device: device, client: client, options: options, onEnd: {
-                    work.spawn { [self] in await notificationsEnded(session: attempt) }
-                })
+                let session = try await BoardNotifySession.open(
+                    id: attempt, device: device, client: client, options: options,
+                    opening: { [self] link in await noteOpening(link, attempt: attempt) },
+                    onEnd: { work.spawn { [self] in await notificationsEnded(session: attempt) } })
                 await sessionOpened(session, attempt: attempt)
             } catch {
                 await linkOpeningFailed("\(error)", attempt: attempt)
@@ -294,7 +307,17 @@ public actor BlueZBoardTransport: BoardTransport {
         }
     }
 
+    private func noteOpening(_ opened: GattLink, attempt: Int) async {
+        guard !stopped else {
+            // The stop has passed its look at links being opened: this one closes itself.
+            await opened.close()
+            return
+        }
+        opening = (attempt, opened)
+    }
+
     private func sessionOpened(_ session: BoardNotifySession, attempt: Int) async {
+        if opening?.attempt == attempt { opening = nil }
         guard attempt == linkAttempt, !stopped else {
             await session.close()
             return
@@ -332,6 +355,7 @@ public actor BlueZBoardTransport: BoardTransport {
     }
 
     private func linkOpeningFailed(_ reason: String, attempt: Int) {
+        if opening?.attempt == attempt { opening = nil }
         guard attempt == linkAttempt else { return }
         feed(.sessionFailed(reason))
     }

@@ -27,12 +27,17 @@ final class BoardNotifySession: Sendable {
     /// Opens a connection and turns notifications on (handed on one by one until
     /// ``GattLink/groupNotifications(_:)``). `onEnd` is called once when the session's
     /// notifications end: closed by us, or, for an acquired socket, by bluetoothd at a drop.
+    /// `opening` gets the link as soon as its connection is open, before notifications are
+    /// turned on: whoever stops the board meanwhile closes it (see
+    /// ``BlueZBoardTransport/stop(writing:)``).
     static func open(id: Int, device: DBusObjectPath, client: BlueZClient, options: BoardSessionOptions,
+                     opening: @Sendable (GattLink) async -> Void = { _ in },
                      onEnd: @escaping @Sendable () -> Void) async throws -> BoardNotifySession {
         guard let command = await client.characteristic(MetaWearGATT.command, under: device),
               let notify = await client.characteristic(MetaWearGATT.notify, under: device)
         else { throw LinkOpeningError("MetaWear characteristics missing") }
         let link = try await GattLink.open(busAddress: client.busAddress, minimumWriteInterval: options.minimumWriteInterval)
+        await opening(link)
         let sink = NotificationSink(limit: GattBoardLink.bufferedBatches)
         do {
             try await link.subscribe(to: notify, delivery: options.notificationDelivery, coalescing: .zero,

@@ -123,6 +123,18 @@ public final class DBusConnection: Sendable {
                                         member: member, body: arguments), timeout: timeout)
     }
 
+    /// Calls a method and waits for its reply even when the calling task is cancelled: only
+    /// the reply, an error reply, `timeout` or this connection's end finish it. For a call that
+    /// must reach the peer whatever became of its caller, such as giving back what the peer
+    /// holds for this connection before the connection leaves the bus (bluetoothd's acquired
+    /// notification, GattLink.close()); a cancelled task's ``call(destination:path:interface:member:arguments:timeout:)``
+    /// would not even be sent.
+    public func callDespiteCancellation(destination: String?, path: DBusObjectPath, interface: String?, member: String,
+                                        arguments: [DBusValue] = [], timeout: Duration) async throws -> DBusMessage {
+        try await core.call(.methodCall(destination: destination, path: path, interface: interface,
+                                        member: member, body: arguments), timeout: timeout, cancellable: false)
+    }
+
     /// Calls a method described by a prepared message (see ``DBusMessage/methodCall(destination:path:interface:member:body:)``).
     public func call(_ message: DBusMessage, timeout: Duration) async throws -> DBusMessage {
         try await core.call(message, timeout: timeout)

@@ -179,8 +179,9 @@ final class ConnectionCore: @unchecked Sendable {
     }
 
     /// Sends a method call and waits for its reply, an error reply, the timeout, or
-    /// cancellation of the calling task.
-    func call(_ message: DBusMessage, timeout: Duration) async throws -> DBusMessage {
+    /// cancellation of the calling task (unless `cancellable` is false: then only the first
+    /// three, or the connection's end).
+    func call(_ message: DBusMessage, timeout: Duration, cancellable: Bool = true) async throws -> DBusMessage {
         var message = message
         message.kind = .methodCall
         message.noReplyExpected = false
@@ -188,6 +189,12 @@ final class ConnectionCore: @unchecked Sendable {
         let deadline = EventLoop.now() + Self.nanoseconds(timeout)
         let calls = loop.calls
         let waiter = ReplyWaiter(serial: calls.nextSerial())
+        guard cancellable else {
+            return try await withUnsafeThrowingContinuation { continuation in
+                waiter.install(continuation)
+                startCall(raw, deadline, waiter)
+            }
+        }
         return try await withTaskCancellationHandler {
             // Unchecked: the waiter's state resumes it exactly once (reply, error, timeout,
             // cancellation or disconnection, whichever is first); the check cost shows at

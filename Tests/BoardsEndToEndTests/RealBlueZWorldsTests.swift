@@ -185,7 +185,11 @@ struct BoundedStopTests {
 /// stop while the link is being opened: in the real-BlueZ VM nothing ended that link (no
 /// `Disconnect`, no `FE 06`), and it outlived mwgated until the next gateway's stop. Here the
 /// reconnect's `AcquireNotify` waits for `ServicesResolved` (60 s away), as 5.66's does, and
-/// bluetoothd answers `Disconnect` only after 3 s: the board itself must end the link.
+/// bluetoothd answers `Disconnect` only after 3 s: the board itself must end the link. The
+/// waiting `AcquireNotify` must be given back before the link's connection leaves the bus:
+/// 5.66 otherwise keeps the board's notifications acquired for a client it freed, refuses them
+/// to every later client (measured in the real-BlueZ VM) and uses the freed client when the
+/// device object goes.
 @Suite("Boards end to end: a stop after the connect race", .enabled(if: TestBus.isAvailable))
 struct UnannouncedLinkStopTests {
     @Test(.timeLimit(.minutes(2)))
@@ -216,6 +220,10 @@ struct UnannouncedLinkStopTests {
             #expect(after.contains { $0.contains("fe06") }, "the board never got FE 06: \(after)")
             #expect(ended?.contains("link lost (board") == true, "the link was not ended by the board: \(ended ?? "no link loss")")
             #expect(try await rig.sensorsIdle(0), "sensors still on after the stop")
+            // The bus reports the link's connection gone to bluetoothd a moment later.
+            try await Task.sleep(for: .milliseconds(300))
+            let abandoned = await rig.simulator.abandonedAcquires
+            #expect(abandoned == 0, "\(abandoned) AcquireNotify left unanswered by a client that left the bus (bluetoothd 5.66 keeps the notify acquired for a freed client)")
         }
     }
 }
