@@ -58,6 +58,10 @@ struct PendingRestartGap {
     /// Nil for a restart gap, which uses the board's new stream, until the board leaves the
     /// recorder while the gap waits (``SessionController/keepStreamForRestartGaps(board:)``).
     var stoppedStream: (gyroRate: Double, merger: LocationMerger<GyroItem>)?
+    /// The stored tail was streamed by this process (a gap its session's stop kept): its times
+    /// are on the stream window's clock already, and the tail is in that window. Only a tail an
+    /// earlier gateway stored is moved onto the new stream's clock (``StoredTailAlignment``).
+    var tailStreamedHere = false
     /// The board's log was asked for (once the gap is bounded and the board streams).
     var requested = false
     /// The logged samples sealed so far: a later page's plan may place one of them again

@@ -53,6 +53,7 @@ extension SessionController {
         let held = hold.points.map(\.point)
         var pending = PendingRestartGap(RestartGap(sessionID: sessionID, board: board, nextSeq: 0, tail: held, after: after))
         pending.until = last.point.gyroscope.timestamp
+        pending.tailStreamedHere = true
         pending.logged = hold.logged
         pending.stoppedStream = (stream.gyroRate, stream.merger)
         return pending
@@ -220,7 +221,12 @@ extension SessionController {
         // notifications come in a burst and their times are squeezed together.
         let head = pending.gap.head.filter { $0.gyroscope.timestamp >= (pending.until ?? 0) + 1000 }
         let period = 1e9 / rate
-        let offset = StoredTailAlignment.offset(stored: samples(pending.gap.tail), streamed: window.samples,
+        // A tail this process streamed is in the window on its own clock: measured against the
+        // window's older samples (the link before the gap, stamped with its own latency) it
+        // would seem off, and moving it put its samples twice into the anchors, 20 ms apart
+        // for a new link stamped 20 ms early (soak seed 11: a bluetoothd restart's gap, kept
+        // by a stop before its MetaMotion S's readout ended, got none of its 69 samples).
+        let offset = pending.tailStreamedHere ? 0 : StoredTailAlignment.offset(stored: samples(pending.gap.tail), streamed: window.samples,
                                                 logged: pending.logged.samples, bootOrigins: pending.logged.bootOrigins,
                                                 threshold: StoredTailAlignment.threshold(period: period))
         let streamed = (samples(pending.gap.tail, shifted: offset) + samples(head) + window.samples).sorted { $0.time < $1.time }

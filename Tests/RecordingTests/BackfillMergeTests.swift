@@ -20,10 +20,11 @@ struct BackfillMergeTests {
 
     /// Records `seconds` of 100 Hz gyro with `hole` (start, end, seconds) lost: a link drop
     /// (detach and re-attach) or a stall (left attached); at `downloadAt` the board's log is
-    /// read out (on a copy of the board, in simulated time) and handed to the controller.
+    /// read out (on a copy of the board, in simulated time) and handed to the controller; with
+    /// `downloadAfterStop`, at the stop instead: its first `pagedBeforeStop` samples before it.
     func record(seconds: Double, hole: (Double, Double), reattach: Bool, downloadAt: Double?, seed: UInt64,
                 early: @escaping (Double) -> Int64 = { _ in 0 }, moreHoles: [(Double, Double)] = [],
-                downloadAfterStop: Bool = false) throws -> Outcome {
+                downloadAfterStop: Bool = false, pagedBeforeStop: Int? = nil) throws -> Outcome {
         let store = MemoryStore()
         let base = TimeBase(wallNanoseconds: 1_800_000_000_000_000_000, monotonicNanoseconds: 0, systemClockSynchronised: true)
         let controller = SessionController(store: store, timeBase: base)
@@ -57,11 +58,17 @@ struct BackfillMergeTests {
                 outcome = controller.backfill(board: "B", logged: logged, bootOrigins: origins)
             }
         })
+        let (logged, origins) = downloadAfterStop ? download(board, loggers: LoggerIDs(xy: ids[0], z: ids[1])) : ([], [:])
+        if let pagedBeforeStop {
+            // The readout's pages up to `pagedBeforeStop` samples came before the stop.
+            _ = controller.backfill(board: "B", logged: Array(logged.prefix(pagedBeforeStop)), bootOrigins: origins,
+                                    complete: false, now: now)
+        }
         try controller.stop(trigger: .controlAPI, now: now)
         if downloadAfterStop {
             heldAtDownload = controller.hasPendingCorrections(sessionID: try #require(store.sessions.first))
-            let (logged, origins) = download(board, loggers: LoggerIDs(xy: ids[0], z: ids[1]))
-            outcome = controller.backfill(board: "B", logged: logged, bootOrigins: origins, now: now)
+            let rest = Array(logged.dropFirst(pagedBeforeStop ?? 0))
+            outcome = controller.backfill(board: "B", logged: rest, bootOrigins: origins, now: now)
         }
         var points: [RecordedPoint] = []
         for (_, chunk) in store.sealed where chunk.board == "B" { points += try PointCodec.decode(chunk.bytes) }
@@ -168,6 +175,28 @@ struct BackfillMergeTests {
         #expect(UInt64(indices.count) == last - first + 1, "every sample from the first to the last: \(indices.count) of \(last - first + 1)")
         let backfilled = points.filter(\.backfilled).count
         #expect((55...59).contains(backfilled), "both gaps filled: \(backfilled) backfilled")
+    }
+
+    /// The session stops while a 0.7 s drop's samples are still being read from the log (most
+    /// pages in before the stop, the rest after), and the new link is stamped 20-40 ms earlier
+    /// than the one before it (a new link's timestamper starts from nothing): the stop's gap
+    /// is filled all the same. Its tail (the held points) is in the stream window already;
+    /// moved as a restart gap's tail is, onto a clock measured against the link before the
+    /// gap, it put the held samples twice into the anchors and lost 4 (20 ms) and 8 (40 ms)
+    /// samples (soak seed 11, a bluetoothd restart's gap: all 69 of a MetaMotion S).
+    @Test(arguments: [20_000_000, 40_000_000] as [Int64])
+    func aStopGapOfANewLinkStampedEarlyIsFilled(early: Int64) throws {
+        let o = try record(seconds: 16, hole: (10, 10.7), reattach: true, downloadAt: nil, seed: 27,
+                           early: { t in t >= 10.7 ? early : 0 }, downloadAfterStop: true, pagedBeforeStop: 50_000)
+        let points = o.points.sorted { $0.gyroscope.timestamp < $1.gyroscope.timestamp }
+        let indices = points.map(index)
+        let first = indices.min() ?? 0, last = indices.max() ?? 0
+        let backfilled = points.filter(\.backfilled).count
+        #expect(o.heldAtDownload, "the stop kept the gap for the log")
+        #expect(Set(indices).count == indices.count, "no sample twice")
+        #expect(zip(indices, indices.dropFirst()).allSatisfy { $0 < $1 }, "in the board's order")
+        #expect(UInt64(indices.count) == last - first + 1, "every sample from the first to the last: \(indices.count) of \(last - first + 1)")
+        #expect((69...72).contains(backfilled) && backfilled == o.backfill.filled, "the drop's samples filled: \(o.backfill)")
     }
 
     /// No download within the wait: the held points are committed with the gap marked.
