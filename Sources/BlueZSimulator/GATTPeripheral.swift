@@ -26,7 +26,14 @@ public actor GATTPeripheral {
         case restore
         /// A press and release of the button.
         case pressButton
+        /// Flash-log readouts paced at this many notifications per second from now on (the
+        /// model's default is 200), as mwsim's own bluetoothd offers (`SetReadoutRate`): a real
+        /// board reads out as fast as its link carries.
+        case readoutRate(notificationsPerSecond: Int)
     }
+
+    /// The readout paces a board accepts (notifications per second).
+    public static let readoutRates = 1...10_000
 
     /// How the board presents itself.
     public struct Options: Sendable {
@@ -181,6 +188,10 @@ public actor GATTPeripheral {
         case .pressButton:
             advanceBoard()
             for bytes in board.pressButton() + board.releaseButton() { notify(bytes) }
+        case .readoutRate(let perSecond):
+            advanceBoard()
+            board.flashLog.readoutInterval = 1_000_000_000 / UInt64(max(1, perSecond))
+            log("flash-log readout at \(perSecond) notifications/s")
         }
     }
 
@@ -226,11 +237,17 @@ public actor GATTPeripheral {
         return String(last.dropFirst(4).map { $0 == "_" ? ":" : $0 })
     }
 
+    /// The link is gone: as on mwsim's own bluetoothd (LinkScheduler `tearDownLink`), a log
+    /// readout under way ends with it and its unconfirmed entries wait for the next `0B 06`
+    /// (metawear-logging.md §11.11); without this the readout ran on unseen and its next
+    /// `0B 07`s went to whichever link came next, before the gateway asked for them.
     private func linkDown() {
         if central != nil {
-            log("link closed; gyro sampling: \(board.state(.gyro).isSampling ? "yes" : "no")")
+            log("link closed; gyro sampling: \(board.state(.gyro).isSampling ? "yes" : "no")"
+                + (board.flashLog.isReadingOut ? "; log readout ended" : ""))
         }
         central = nil
+        board.linkLost()
         stopNotifying()
     }
 
@@ -354,6 +371,11 @@ public actor GATTPeripheral {
     func write(_ bytes: [UInt8], options callOptions: [String: DBusValue]) async {
         noteCentral(callOptions)
         advanceBoard()
+        // The flash log's own writes (logging on/off, trims, readouts, page confirms): a test
+        // lines them up with the samples its documents miss.
+        if bytes.count >= 2, bytes[0] == 0x0B, [0x01, 0x06, 0x09, 0x0E, 0x10].contains(bytes[1]) {
+            log("log command \(hexString(bytes)) at gyro sample \(board.state(.gyro).nextSampleIndex)")
+        }
         let result = board.write(bytes)
         for reply in result.notifications { notify(reply) }
         guard let effect = result.linkEffect else { return }

@@ -84,8 +84,15 @@ enum PeripheralCommandLine {
         case ("remove", 2): return .success((board, .remove))
         case ("restore", 2): return .success((board, .restore))
         case ("press", 2): return .success((board, .pressButton))
+        case ("readout-rate", 3):
+            guard let perSecond = Int(words[2]), GATTPeripheral.readoutRates.contains(perSecond) else {
+                return .failure(Invalid(description: "command '\(line)': readout-rate needs notifications per second within "
+                                        + "\(GATTPeripheral.readoutRates.lowerBound)…\(GATTPeripheral.readoutRates.upperBound)"))
+            }
+            return .success((board, .readoutRate(notificationsPerSecond: perSecond)))
         default:
-            return .failure(Invalid(description: "command '\(line)': unknown; use disconnect, silence S, power-cycle, remove, restore or press"))
+            return .failure(Invalid(description: "command '\(line)': unknown; use disconnect, silence S, power-cycle, remove, "
+                                    + "restore, press or readout-rate N"))
         }
     }
 }
