@@ -8,7 +8,9 @@
 # (PyPI, inside the VM) receiving the same stream with AcquireNotify and with StartNotify. First,
 # before the session: the ATT notifications the board sends in IDLE_SECONDS (60) with no session
 # recording (btmon on its adapter; issue 19 part 2: 0). BENCH_NOTIFICATIONS=kept-session runs
-# mwgated with `[boards] notifications = "kept-session"` (default: acquire). MWGATE_VM_BTMON=1 adds
+# mwgated with `[boards] notifications = "kept-session"` (default: acquire). BENCH_BACKFILL=1 runs it
+# with `[boards] backfill = true` (the board logs to flash, each drop's gap is filled from the log:
+# the loss per drop is then what the documents still miss). MWGATE_VM_BTMON=1 adds
 # an HCI trace and, from it, where each reconnect's time went on the air (the ATT requests);
 # BENCH_BUS_TRACE=1 the bus trace and, from it, each reconnect's calls and signals.
 # Needs root (the VM cache and qemu's 9p shares) and what make deps installs.
@@ -55,6 +57,9 @@ drops=${LINK_DROPS:-20}
     echo "| measure | value |"
     echo "|---|---:|"
     echo "| mwgated's notification path (\`[boards] notifications\`, BENCH_NOTIFICATIONS) | $(metric "mwgated notification path") |"
+    echo "| flash-log backfill (\`[boards] backfill\`, BENCH_BACKFILL) | $(metric "backfill") |"
+    echo "| samples backfilled from the log over the drops (status) | $(metric "samples backfilled (status)") |"
+    echo "| mwgated CPU per 1,000 samples over the drops and after (streamed + backfilled) | $(metric "mwgated CPU ms per 1000 samples (the drops and after, streamed + backfilled)") ms |"
     echo "| the VM's two CPUs busy while measured | $(metric "VM CPUs busy while measured, %") % |"
     echo "| mwgated CPU per 1,000 samples while recording (the path above) | $(metric "mwgated CPU ms per 1000 samples (recording, AcquireNotify)") ms |"
     echo "| mwgated CPU per 1,000 samples while recording, after the link drops | $(metric "mwgated CPU ms per 1000 samples (recording, after the drops)") ms |"

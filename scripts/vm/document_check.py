@@ -58,16 +58,32 @@ def _sessions(docs, address, session_id):
     return [(s, by_session[s]) for s in sorted(by_session, key=lambda s: (first_time(s), s))]
 
 
-def check_documents(docs, address, seed, session_id=None, resets=False):
+def _in_runs(index, runs):
+    """Whether sample `index` (its low 16 bits) lies in one of `runs`, (first, last) 16-bit."""
+    low = index & 0xFFFF
+    return any((low - first) & 0xFFFF <= (last - first) & 0xFFFF for first, last in runs)
+
+
+def check_documents(docs, address, seed, session_id=None, resets=False, sent=None):
     """The report: count, duplicates, reordered (index behind the previous sample's),
     time_backwards (a timestamp before the previous point's), mismatched (values not the
     model's), gaps (first missing index, how many), gap_after (for each gap, the time of the
     point before it, ms, or None), sessions, and the first out-of-order
     sample (session, seq, position in its document, previous index, its index). With `resets`,
     a board whose numbering starts again near 0 (power cycle) begins a new run instead of
-    counting as reordered."""
+    counting as reordered.
+    backfilled: points marked `backfilled` (the flash log filled them in). With `sent`, the
+    runs of samples the board handed to its bluetoothd ((first, last), 16-bit; mwsim.log's
+    summary): unsent_unmarked counts points the board never sent over the link that are not
+    marked backfilled (the mark is wrong), with the first few in unsent_unmarked_first;
+    sent_backfilled counts marked points the board did send (the stream lost them on the way).
+    false_marks counts points whose gap mark (`missed_before`) says samples are missing before
+    them where none is (their index follows the previous point's), false_marked_samples what
+    those marks add up to."""
     report = {"count": 0, "duplicates": 0, "reordered": 0, "time_backwards": 0, "mismatched": 0, "gaps": [],
-              "gap_after": [], "sessions": 0, "first_out_of_order": None}
+              "gap_after": [], "sessions": 0, "first_out_of_order": None, "backfilled": 0,
+              "unsent_unmarked": 0, "unsent_unmarked_first": [], "sent_backfilled": 0, "false_marks": 0,
+              "false_marked_samples": 0}
     for session, session_docs in _sessions(docs, address, session_id):
         report["sessions"] += 1
         previous = previous_time = None
@@ -102,12 +118,25 @@ def check_documents(docs, address, seed, session_id=None, resets=False):
                         continue
                     else:
                         full = previous + delta
+                    if delta == 1 and p.get("missed_before"):
+                        report["false_marks"] += 1
+                        report["false_marked_samples"] += p["missed_before"]
                     if delta > 1:
                         report["gaps"].append((previous + 1, delta - 1))
                         # When the stream broke: the time of the last point before the gap.
                         report["gap_after"].append(previous_time)
                 previous = full
                 report["count"] += 1
+                marked = bool(p.get("backfilled"))
+                report["backfilled"] += marked
+                if sent is not None:
+                    was_sent = _in_runs(full, sent)
+                    if marked and was_sent:
+                        report["sent_backfilled"] += 1
+                    elif not marked and not was_sent:
+                        report["unsent_unmarked"] += 1
+                        if len(report["unsent_unmarked_first"]) < 5:
+                            report["unsent_unmarked_first"].append(full)
                 if raw != simulator_signal("gyro", seed, full):
                     report["mismatched"] += 1
     return report

@@ -782,6 +782,166 @@ def group_faults(checks):
     boards.stop()
 
 
+def backfilled_so_far(gateway, address):
+    """The status's gyroSamplesBackfilled of the board (0 before any)."""
+    b = gateway.board(address)
+    return (b or {}).get("gyroSamplesBackfilled") or 0
+
+
+def wait_backfill_settled(gateway, address, since_count, timeout):
+    """After a gap: seconds until the status shows samples backfilled beyond `since_count` and
+    no download under way any more, with the count unchanged for 2 s (None: not within
+    `timeout`), and the samples backfilled meanwhile."""
+    t0 = time.time()
+    last, stable_since = None, None
+    while time.time() - t0 < timeout:
+        b = gateway.board(address) or {}
+        count = b.get("gyroSamplesBackfilled") or 0
+        downloading = "downloading" in str(b.get("flashLog") or "")
+        if count != last:
+            last, stable_since = count, time.time()
+        elif count > since_count and not downloading and time.time() - stable_since >= 2:
+            return stable_since - t0, count - since_count
+        time.sleep(0.25)
+    return None, (last or 0) - since_count
+
+
+def group_backfill(checks):
+    """Issue 21 through the real stack: one board with `[boards] backfill = true` (it logs its
+    gyro to flash while streaming, metawear-logging.md) at 100 Hz, a session with faults: the
+    board disconnects; goes silent until the link drops; is out of range for ~8 s (remove,
+    restore); bluetoothd restarted; then the stop. Every gap's samples come back from the log
+    (2 notifications per entry pair through bluetoothd's AcquireNotify socket, or its
+    PropertiesChanged signals with BACKFILL_NOTIFICATIONS=start-notify). The documents are
+    checked sample by sample against the board model's signal: no index missing, no
+    duplicates, no reordering, values as sent, and every sample the board never sent over the
+    link present and marked `backfilled`."""
+    for name in ("hci0", "hci1"):
+        power(name)
+    boards = Boards(["hci1"], model="metamotion-r")
+    address = boards.addresses[0]
+    # [boards] notifications: "acquire" (the default) or "start-notify".
+    path = os.environ.get("BACKFILL_NOTIFICATIONS", "acquire")
+    # BACKFILL_READOUT_RATE: the board's readout pace, notifications/s (the model's 200 unless
+    # set; a real board reads out as fast as its link carries, the mwsim bench measured 3,600
+    # entries/s through mwgated at 10,000/s).
+    rate = os.environ.get("BACKFILL_READOUT_RATE")
+    if rate:
+        boards.command(0, f"readout-rate {rate}")
+        path += f", readout {rate}/s"
+    gateway = Gateway("backfill", f'addresses = ["{address}"]\nbackfill = true\n'
+                                  f'notifications = "{os.environ.get("BACKFILL_NOTIFICATIONS", "acquire")}"')
+    if not gateway.wait_connected(address, 120):
+        checks.record("backfill: board connected", False, f"{gateway.board(address)}")
+        return
+    started = gateway.ctl("session", "start")
+    b = gateway.wait_streaming(address, 60)
+    logging = wait_for("flash logging", lambda: str((gateway.board(address) or {}).get("flashLog") or "")
+                       .startswith("logging"), 30)
+    checks.record(f"backfill ({path}): the board streams and logs to its flash", bool(b) and bool(logging),
+                  f"session start {started.returncode} {started.stderr.strip()}; flash log: "
+                  f"{(gateway.board(address) or {}).get('flashLog')!r}")
+    if not b:
+        return
+    vm0, cpu0 = vm_cpu_times(), process_cpu(gateway.proc.pid)
+    # The board's flash-log view every second (results/backfill-status.log): where a gap's
+    # download stood when one is missing.
+    polling = threading.Event()
+
+    def poll_status():
+        with open(os.path.join(RESULTS, "backfill-status.log"), "a") as out:
+            while not polling.wait(1.0):
+                b = gateway.board(address) or {}
+                out.write(f"{time.time():.3f} {b.get('state')!r} streaming={b.get('streaming')} "
+                          f"received={b.get('gyroSamplesReceived')} backfilled={b.get('gyroSamplesBackfilled')} "
+                          f"flash={b.get('flashLog')!r} left={b.get('flashLogEntriesLeft')}\n")
+                out.flush()
+    poller = threading.Thread(target=poll_status, daemon=True)
+    poller.start()
+    time.sleep(5)
+    faults = []  # (name, seconds to streaming, seconds to backfill settled, samples backfilled)
+
+    def fault(name, action, back_within):
+        before = backfilled_so_far(gateway, address)
+        t0 = time.time()
+        action()
+        wait_link(address, False, 20)
+        back = wait_link(address, True, 40)
+        if not bluetoothd_survived(checks, f"{name} (backfill)", ("hci0", "hci1")):
+            back = wait_link(address, True, 40)
+        streaming = time_to_streaming(gateway, address, back_within)
+        since_fault = time.time() - t0
+        settled, filled = wait_backfill_settled(gateway, address, before, 60)
+        faults.append((name, None if streaming is None else round(since_fault, 2),
+                       None if settled is None else round(settled, 2), filled))
+        checks.record(f"backfill ({path}): {name}: streaming again, the gap downloaded",
+                      streaming is not None and settled is not None,
+                      f"link back after {seconds_or_never(back)}, streaming {since_fault:.1f} s after the fault; "
+                      f"{filled} samples backfilled, the download done {seconds_or_never(settled)} after streaming again"
+                      + ("" if settled is not None else f" (flash log: {(gateway.board(address) or {}).get('flashLog')!r})")
+                      if streaming is not None else
+                      f"not streaming within {back_within} s of the link coming back ({gateway.board(address)})")
+        time.sleep(2)
+
+    fault("the board disconnects", lambda: boards.command(0, "disconnect"), 30)
+    fault("the board goes silent until the link drops", lambda: boards.command(0, "silence 4"), 30)
+
+    # BACKFILL_AWAY_SECONDS: how long the board is out of range (8 s unless set).
+    away = float(os.environ.get("BACKFILL_AWAY_SECONDS", "8"))
+
+    def out_of_range():
+        boards.command(0, "remove")
+        wait_link(address, False, 15)
+        time.sleep(away)
+        boards.command(0, "restore")
+    fault(f"out of range for {away:.0f} s", out_of_range, 60)
+    fault("bluetoothd restarted", lambda: restart_bluetoothd(("hci0", "hci1")), 40)
+    time.sleep(3)
+    cpu1, vm1 = process_cpu(gateway.proc.pid), vm_cpu_times()
+    stopped = gateway.ctl("session", "stop")
+    polling.set()
+    poller.join(5)
+    status = gateway.board(address) or {}
+    backfilled = status.get("gyroSamplesBackfilled") or 0
+    checks.metric(f"backfill ({path}): VM CPUs busy over the session, %", vm_busy_percent(vm0, vm1))
+    checks.metric(f"backfill ({path}): mwgated CPU s over the session", round(cpu1 - cpu0, 2))
+    checks.metric(f"backfill ({path}): samples backfilled (status)", backfilled)
+    checks.metric(f"backfill ({path}): per fault (name, streaming s, download done after s, backfilled)", faults)
+    # The stop waits for no download (a survey waits up to 15 s for one): give the documents time.
+    wait_for("documents", lambda: documents(), 30)
+    time.sleep(5)
+    gateway.stop()
+    bluetoothd_survived(checks, "mwgated's stop (backfill)", ("hci0", "hci1"))
+    boards.stop()
+    runs = sent_runs("hci1") or []
+    docs = documents()
+    save_documents("outbox")
+    report = check_documents(docs, address, BOARD_SEEDS[0], sent=[(first, last) for first, last, _, _ in runs])
+    if report["first_out_of_order"]:
+        log(f"{address}: first sample out of order: {report['first_out_of_order']}")
+    # Not a check (yet): gap marks where no sample is missing (issue 18 defect 6, arrival
+    # jitter under TCG); with backfill each one also holds the points after it for a download.
+    checks.metric(f"backfill ({path}): gap marks where no sample is missing (marks, samples they claim)",
+                  [report["false_marks"], report["false_marked_samples"]])
+    with open(os.path.join(RESULTS, "mwsim.log")) as f:
+        dropped = [line.strip() for line in f if "dropped: bluetoothd's socket was full" in line]
+    missing = sum(n for _, n in report["gaps"])
+    checks.record(f"backfill ({path}): documents sample by sample, no index missing",
+                  report["count"] > 0 and report["sessions"] == 1 and not report["gaps"] and not report["duplicates"]
+                  and not report["reordered"] and not report["time_backwards"] and not report["mismatched"],
+                  f"{report['count']} samples in {report['sessions']} session(s), {missing} missing in gaps "
+                  f"{report['gaps'][:5]}{'...' if len(report['gaps']) > 5 else ''}, {report['duplicates']} duplicated, "
+                  f"{report['reordered']} out of order, {report['time_backwards']} times going back, "
+                  f"{report['mismatched']} differ from the model; session stop {stopped.returncode} "
+                  f"{stopped.stderr.strip()}; board's notifications bluetoothd did not take: {dropped or 'none'}")
+    checks.record(f"backfill ({path}): what the board never sent is there, marked backfilled",
+                  runs and report["backfilled"] > 0 and not report["unsent_unmarked"],
+                  f"{report['backfilled']} points marked backfilled (status: {backfilled}), "
+                  f"{report['sent_backfilled']} of them sent by the board but lost on the way; "
+                  f"{report['unsent_unmarked']} points the board never sent without the mark "
+                  f"{report['unsent_unmarked_first']}; the board sent {len(runs)} runs")
+
+
 def link_closed_and_sensor_stopped(address, since):
     """After mwgated exited: seconds from `since` (the signal) until the link was down, whether
     the board says its gyro stopped, and the evidence. The gateway's adapter is polled only from
@@ -1055,7 +1215,16 @@ def group_bench(checks):
     # [boards] notifications: "acquire" (the default) or "kept-session" (docs/operations.md).
     notifications = os.environ.get("BENCH_NOTIFICATIONS", "acquire")
     checks.metric("mwgated notification path", notifications)
-    gateway = Gateway("bench", f'addresses = ["{address}"]\nnotifications = "{notifications}"')
+    # BENCH_BACKFILL=1: `[boards] backfill = true`, the board logs to flash and mwgated fills
+    # each drop's gap from it (issue 21), so the documents' loss per drop is what that misses.
+    backfill = os.environ.get("BENCH_BACKFILL", "") not in ("", "0")
+    checks.metric("backfill", "on" if backfill else "off")
+    # BENCH_READOUT_RATE: the board's readout pace, notifications/s (the model's 200 unless set).
+    if os.environ.get("BENCH_READOUT_RATE"):
+        boards.command(0, f"readout-rate {os.environ['BENCH_READOUT_RATE']}")
+        checks.metric("board's readout pace, notifications/s", int(os.environ["BENCH_READOUT_RATE"]))
+    gateway = Gateway("bench", f'addresses = ["{address}"]\nnotifications = "{notifications}"\n'
+                               f'backfill = {"true" if backfill else "false"}')
     if not gateway.wait_connected(address, 120):
         checks.record("bench: board connected", False, f"{gateway.board(address)}")
         return
@@ -1084,6 +1253,9 @@ def group_bench(checks):
     checks.metric("dbus-daemon CPU ms per 1000 samples", round(1000 * (bus1 - bus0) / thousands, 1))
 
     drops = int(os.environ.get("LINK_DROPS", "20"))
+    # The drops' whole span (and the measure after them): mwgated's CPU over every sample it
+    # took in, streamed or downloaded from the log.
+    span0 = (process_cpu(gateway.proc.pid), samples_received(gateway, address) or 0, backfilled_so_far(gateway, address))
     timings = []  # (link down seconds, link back -> streaming seconds or None)
     commanded = []  # when each drop was asked of the board
     # Where a reconnect's time goes: bluetoothd's signals and the gateway's calls on the bus,
@@ -1132,6 +1304,12 @@ def group_bench(checks):
     cpu1, n1 = process_cpu(gateway.proc.pid), samples_received(gateway, address)
     checks.metric("mwgated CPU ms per 1000 samples (recording, after the drops)",
                   round(1000 * (cpu1 - cpu0) / (max(1, (n1 or 0) - (n0 or 0)) / 1000), 1))
+    taken = (n1 or 0) - span0[1] + backfilled_so_far(gateway, address) - span0[2]
+    checks.metric("mwgated CPU ms per 1000 samples (the drops and after, streamed + backfilled)",
+                  round(1000 * (cpu1 - span0[0]) / (max(1, taken) / 1000), 1))
+    if backfill:
+        checks.metric("samples backfilled (status)", backfilled_so_far(gateway, address))
+        checks.metric("flash log at the end of the drops", (gateway.board(address) or {}).get("flashLog"))
     stopped = gateway.ctl("session", "stop")
     if stopped.returncode != 0:
         checks.record("bench: mwctl session stop", False, f"status {stopped.returncode}: {stopped.stderr.strip()}")
@@ -1452,7 +1630,7 @@ def group_startnotify(checks):
 
 GROUPS = {"discovery": group_discovery, "boards": group_boards, "session": group_session, "faults": group_faults,
           "stop": group_stop, "bench": group_bench, "startnotify": group_startnotify,
-          "session-stack": group_session_stack, "idle": group_idle}
+          "session-stack": group_session_stack, "idle": group_idle, "backfill": group_backfill}
 
 
 def main():
