@@ -135,8 +135,23 @@ struct BackfillHold {
     /// order) held records hold.
     var journaled = 0
 
+    /// Time of the first point of the board's newest link that the hold took in, epoch ms
+    /// (nil: none since the hold began).
+    var newestLinkSince: Double?
+
+    /// When the wait for the log began, epoch ms: the first held point, or the first point of
+    /// a newer link. A link that drops while points wait joins its gap to the hold, and the
+    /// log of that gap can only be read once the board is back: counted from the first held
+    /// point, a board away for more than the wait less a download had the whole stretch
+    /// committed unfilled before its log arrived (real-BlueZ VM: away 30-64 s, docs/bluez-vm.md).
+    var since: Double { newestLinkSince ?? points.first?.point.gyroscope.timestamp ?? 0 }
+
     /// Time of the first held point, epoch ms.
-    var since: Double { points.first?.point.gyroscope.timestamp ?? 0 }
+    var firstHeld: Double { points.first?.point.gyroscope.timestamp ?? 0 }
+
+    /// Longest a hold lasts from its first point, in waits, however often its board's link
+    /// drops before its log is read (at the default wait 5 min: 30,000 points at 100 Hz).
+    static let longestHoldInWaits = 5.0
 }
 
 /// Logged samples downloaded from a board's flash log (pages of one or more readouts), in

@@ -202,7 +202,8 @@ public final class SessionController {
 
     /// Removes a board (disconnect): its samples are committed and its chunk sealed. Points
     /// held for a backfill wait on (journaled) for the board's return, until
-    /// ``Configuration/backfillWait`` or the session's end.
+    /// ``Configuration/backfillWait`` from its new link's first point (its log can only be
+    /// read then) or the session's end.
     public func detach(board: String, now: Int64) {
         guard boards[board] != nil else { return }
         drainAll(board: board, now: now)
@@ -379,7 +380,9 @@ public final class SessionController {
         let nowMs = timeBase.epochMilliseconds(monotonic: now)
         for key in boards.keys {
             commit(board: key, boards[key]?.merger.release(now: nowMs) ?? [])
-            if let hold = boards[key]?.hold, nowMs - hold.since > configuration.backfillWait {
+            if let hold = boards[key]?.hold,
+               nowMs - hold.since > configuration.backfillWait
+                || nowMs - hold.firstHeld > BackfillHold.longestHoldInWaits * configuration.backfillWait {
                 releaseHold(board: key, backfilled: [])
             }
         }
@@ -482,6 +485,7 @@ public final class SessionController {
         markGap(&p, stream)
         if p.missedBefore > 0 { gapsNoticed[board, default: 0] += 1 }
         if stream.hold != nil {
+            if firstOfNewLink { stream.hold?.newestLinkSince = p.gyroscope.timestamp }
             stream.hold?.points.append((p, l.payload.source))
             return false
         }

@@ -199,6 +199,24 @@ struct BackfillMergeTests {
         #expect((69...72).contains(backfilled) && backfilled == o.backfill.filled, "the drop's samples filled: \(o.backfill)")
     }
 
+    /// The link drops again while the points after a short drop still wait for the log, and
+    /// the board stays away 35 s: the wait restarts with the new link, so the log read 22 s
+    /// after it fills both gaps. Counted from the first held point (10.07 s), the wait ended
+    /// at 70 s and the whole stretch was committed with the gaps marked (the real-BlueZ VM's
+    /// backfill group, docs/bluez-vm.md: a bluetoothd restart whose link came back after
+    /// 30-64 s, a board out of range for 40 s, each time with a false 1-sample gap's hold open).
+    @Test func aLongDropWhilePointsWaitIsFilledOnceTheBoardIsBack() throws {
+        let o = try record(seconds: 80, hole: (10, 10.07), reattach: true, downloadAt: 72, seed: 28, moreHoles: [(15, 50)])
+        let indices = o.points.map(index)
+        #expect(o.heldAtDownload, "the points after the drops still waited for the log")
+        #expect(Set(indices).count == indices.count, "no sample twice")
+        #expect(zip(indices, indices.dropFirst()).allSatisfy { $0 < $1 }, "in the board's order")
+        let first = indices.min() ?? 0, last = indices.max() ?? 0
+        #expect(UInt64(indices.count) == last - first + 1, "every sample from the first to the last: \(indices.count) of \(last - first + 1)")
+        let backfilled = o.points.filter(\.backfilled).count
+        #expect((3_495...3_515).contains(backfilled) && backfilled == o.backfill.filled, "both gaps filled: \(o.backfill)")
+    }
+
     /// No download within the wait: the held points are committed with the gap marked.
     @Test func withoutTheLogTheGapStaysMarked() throws {
         let o = try record(seconds: 90, hole: (10, 18), reattach: true, downloadAt: nil, seed: 24)
