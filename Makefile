@@ -24,7 +24,7 @@ test: deps
 # The real-BlueZ scenarios (`make test` runs them as its last pass; MWGATE_BLUEZ_VM=0 leaves them out,
 # MWGATE_BLUEZ_VM=only runs only them): mwgated and mwctl from a release build (scripts/vm/build-release.sh)
 # inside a qemu VM with Debian's kernel and bluetoothd 5.66, boards as `mwsim --peripheral`
-# (docs/bluez-vm.md). BLUEZ_GROUPS="session stop": some groups; BLUEZ_GROUPS=all: also those not yet reliable (stop).
+# (docs/bluez-vm.md). BLUEZ_GROUPS="session stop": some groups; BLUEZ_GROUPS=all: also those not yet reliable (stop, backfill).
 BLUEZ_GROUPS ?=
 test-bluez: deps
 	bin=$$(scripts/vm/build-release.sh $(SWIFT_FLAGS)) && MWGATE_BIN=$$bin scripts/vm/test-bluez.py $(BLUEZ_GROUPS)
