@@ -26,7 +26,7 @@ GROUPS = ["discovery", "faults", "startnotify", "session"]
 # all of them with "all". They join GROUPS once they pass. stop: the bluetoothd 5.66 crash after
 # a connect-state stop is sidestepped since ff55eed, but at host load 10-12 recording stops still
 # took 2.3-2.45 s and no run at load <= 6 was possible yet (docs/bluez-vm.md, "Which binaries").
-# backfill: 2 of 9 runs passed; a gap after a long absence is not filled in time and a restart
+# backfill: 3 of 10 runs passed; a gap after a long absence is not filled in time and a restart
 # gap's samples were placed 0.6 s early once (docs/bluez-vm.md, "Backfill through the real stack").
 OPEN_GROUPS = ["stop", "backfill"]
 # boards: session's first part alone (no recording), a quicker look at two boards.
