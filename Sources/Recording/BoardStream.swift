@@ -134,6 +134,8 @@ struct BackfillHold {
     /// How many of the board's points after the gap (held, then still provisional, in sample
     /// order) held records hold.
     var journaled = 0
+    /// A second readout was asked for, the first having ended before the gap did.
+    var readAgain = false
 
     /// Time of the first point of the board's newest link that the hold took in, epoch ms
     /// (nil: none since the hold began).
@@ -152,6 +154,13 @@ struct BackfillHold {
     /// Longest a hold lasts from its first point, in waits, however often its board's link
     /// drops before its log is read (at the default wait 5 min: 30,000 points at 100 Hz).
     static let longestHoldInWaits = 5.0
+
+    /// Whether the log downloaded so far reaches past the gap: it holds one of the held points
+    /// (the raw counts of a sample streamed after the gap, at `scale` LSB per unit).
+    func logReachesPastTheGap(scale: Double) -> Bool {
+        let logged = Set(self.logged.samples.map(\.raw))
+        return points.contains { logged.contains(RawVector(counts: ($0.point.gyroscope.x, $0.point.gyroscope.y, $0.point.gyroscope.z), scale: scale)) }
+    }
 }
 
 /// Logged samples downloaded from a board's flash log (pages of one or more readouts), in

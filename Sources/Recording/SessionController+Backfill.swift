@@ -79,6 +79,16 @@ extension SessionController {
         let fresh = boards[board]?.hold?.logged.add(logged, bootOrigins: bootOrigins) ?? []
         guard let hold = boards[board]?.hold else { return outcome }
         let points = place(board: board, logged: hold.logged.samples, bootOrigins: hold.logged.bootOrigins, outcome: &outcome)
+        // A readout reads the entries its start counted: one begun before the gap ended (the
+        // board stalled on, and its link came back still stalled) ends short of the gap's end,
+        // and a request while it ran was not taken (soak seed 11: the last 38 samples of a
+        // stall's gap). Read the log again, once, before the gap is given up.
+        var complete = complete
+        if complete, !hold.readAgain, let scale = streamed[board]?.scale, !hold.logReachesPastTheGap(scale: scale) {
+            boards[board]?.hold?.readAgain = true
+            backfillRequests.insert(board)
+            complete = false
+        }
         if complete {
             outcome.filled += points.count
             outcome.stillMissing += releaseHold(board: board, backfilled: points.map(\.point))
