@@ -16,7 +16,7 @@ heavy='UplinkTests|DaemonTests'
 # after the connect race (UnannouncedLinkStopTests: the link ended within 10 s, its waiting
 # AcquireNotify given back before its connection leaves) failed once there in the first pass
 # ("timed out waiting for the link closed", 2026-11-28 clean-clone run, load ~1) and passed 6 of
-# 6 alone in 2.7 s each; its cause under that load is not found yet (docs/bluez-vm.md).
+# 6 alone in 2.7 s each; its cause under that load is not found yet (session 16 closing note).
 bounded='BoundedStopTests|UnannouncedLinkStopTests'
 # The Firestore fault test was reported hung in 2 of 5 runs beside the other server suites: the
 # output stopped at its "commit of 1 document(s) got no answer" and never went on. That may be
