@@ -64,6 +64,8 @@ struct PendingRestartGap {
     var tailStreamedHere = false
     /// The board's log was asked for (once the gap is bounded and the board streams).
     var requested = false
+    /// A second readout was asked for, the first having ended before the gap did.
+    var readAgain = false
     /// The logged samples sealed so far: a later page's plan may place one of them again
     /// (its anchors moved), and it is not stored twice.
     var sealedSamples: Set<BackfillKey> = []

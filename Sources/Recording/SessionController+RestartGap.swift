@@ -146,6 +146,9 @@ extension SessionController {
               let window = streamed[board], let scale = window.scale else { return (false, false) }
         let periodMs = 1000 / stream.gyroRate
         var points: [RecordedPoint] = []
+        var keys: [BackfillKey] = []
+        var placedKeys: Set<BackfillKey> = []
+        var lastPlaced = pending.lastSealed
         // Placed on the new stream's clock; the stored tail's times are moved onto it by
         // `shift` ms for the comparisons, and the points sealed on the tail's (the session's).
         let (placed, shift) = placeRestartGap(pending, window: window, scale: scale, rate: stream.gyroRate)
@@ -166,8 +169,12 @@ extension SessionController {
         let inside = pending.gap.tail.map { $0.gyroscope.timestamp + shift }.filter { $0 > from }
         var nextInside = 0
         var lastStored = previous
+        // The log holds a sample the board took after the gap (placed past its end, or one the
+        // stream after it stored): its readout began after the gap ended.
+        var logPastTheGap = false
         for sample in placed {
             var time = timeBase.epochMilliseconds(monotonic: sample.time)
+            if time >= until + periodMs / 2 || storedAfter.contains(sample.raw) { logPastTheGap = true }
             // Placed in the log's order between its streamed (stored) neighbours, it is none
             // of them and strictly between them; otherwise a sample within half a period of a
             // stored one is that one.
@@ -182,12 +189,13 @@ extension SessionController {
             // stream's period, and once the new stream's anchors come they may lie a few ms
             // earlier (seed 48, 8 s gap: 5.6 ms, and the page's first sample fell within half a
             // period of the last sealed and was lost). It goes after it, in the log's order.
-            let followsSealed = pending.lastSealed.map { $0.resetUID == sample.resetUID && $0.tick < sample.tick } ?? false
+            let followsSealed = lastPlaced.map { $0.resetUID == sample.resetUID && $0.tick < sample.tick } ?? false
             if followsSealed, time <= previous { time = previous + periodMs / 100 }
+            let key = BackfillKey(resetUID: sample.resetUID, tick: sample.tick)
             guard time > previous + (followsSealed ? 0 : margin), time < (storedAfter.isEmpty ? end - margin : end),
-                  !storedAfter.contains(sample.raw),
-                  pending.sealedSamples.insert(BackfillKey(resetUID: sample.resetUID, tick: sample.tick)).inserted else { continue }
-            pending.lastSealed = BackfillKey(resetUID: sample.resetUID, tick: sample.tick)
+                  !storedAfter.contains(sample.raw), !pending.sealedSamples.contains(key), placedKeys.insert(key).inserted else { continue }
+            keys.append(key)
+            lastPlaced = key
             let value = MotionSamples(single: sample.raw, scale: scale)[0]
             let sealedTime = time - shift
             let located = stream.merger.locate(GyroItem(sample: value, missedBefore: 0, source: timeBase.source), sealedTime)
@@ -199,12 +207,48 @@ extension SessionController {
                                         gapMilliseconds: Int((time - before).rounded()), backfilled: true))
             previous = time
         }
-        guard sealRestartCorrection(&pending, board: board, points) else { return (false, false) }
-        outcome.filled += points.count
+        let filledBefore = pending.filled
+        let sealed = sealRestartCorrection(&pending, board: board, points)
+        // Only the samples whose chunk the store took count as sealed: the rest stay in the
+        // gap's logged samples, placed again by the next page or readout (a failed write that
+        // marked them lost them for good, while the board, never told to, still held them).
+        let stored = keys.prefix(pending.filled - filledBefore)
+        pending.sealedSamples.formUnion(stored)
+        if let last = stored.last { pending.lastSealed = last }
+        outcome.filled += stored.count
+        guard sealed else {
+            // The page is not confirmed, so the board keeps it: the gap waits for the log again.
+            pending.requested = false
+            backfillRequests.insert(board)
+            return (false, false)
+        }
         guard complete else { return (true, false) }
+        // A readout reads the entries its start counted: one begun before the gap ended (a
+        // readout under way when the stream came back, which ignores the gap's own request)
+        // ends short of it, and the board still holds the rest. Read the log again, once,
+        // before the gap is given up (as for a held gap, `BackfillHold.readAgain`).
+        if !pending.readAgain, !logPastTheGap, !logReachesPast(pending, until: until, window: window, scale: scale, periodMs: periodMs) {
+            pending.readAgain = true
+            backfillRequests.insert(board)
+            return (true, false)
+        }
         let expected = max(0, Int(((until - from) / periodMs).rounded()) - 1 - inside.filter { $0 < until }.count)
         outcome.stillMissing += max(0, expected - pending.filled)
         return (true, true)
+    }
+
+    /// Whether the log downloaded for the gap holds a sample the board streamed from the gap's
+    /// end (`until`) on: the raw counts of a stored point of the gap's tail or head, or of the
+    /// stream window, at or after it.
+    private func logReachesPast(_ pending: PendingRestartGap, until: Double, window: StreamedWindow, scale: Double,
+                                periodMs: Double) -> Bool {
+        let logged = Set(pending.logged.samples.map(\.raw))
+        let stored = (pending.gap.tail + pending.gap.head).filter { $0.gyroscope.timestamp >= until - periodMs / 2 }
+        if stored.contains(where: { logged.contains(RawVector(counts: ($0.gyroscope.x, $0.gyroscope.y, $0.gyroscope.z), scale: scale)) }) {
+            return true
+        }
+        let from = timeBase.monotonic(epochMilliseconds: until - periodMs / 2)
+        return window.samples.contains { $0.time >= from && logged.contains($0.raw) }
     }
 
     /// The gap's logged samples placed against the session's stored tail (its raw counts

@@ -48,10 +48,13 @@ struct RestartGapTests {
     /// interrupted session's survey goes in as soon as the gateway is back (before the download).
     /// With `idleDuringReadout` the board leaves the recorder as the readout begins (its session
     /// stopped, its sensors off: mwgated detaches an idle board) and the readout goes on.
+    /// With `readoutCountedEarly` (seconds), the first readout after the restart holds only what
+    /// the board had logged that long before the gateway was back (a readout under way when the
+    /// stream came back, which counted the log then); a second one, if asked for, reads the rest.
     func record(profile: BoardProfile, seed: UInt64, killAt: Double = 10, down: Double, downloadAfter: Double = 0,
                 accelerometer: Bool = false, secondKill: (at: Double, down: Double)? = nil,
                 linkDrop: (at: Double, down: Double)? = nil, restartedClockOffset: Double = 0,
-                surveyAtRestart: Bool = false, idleDuringReadout: Bool = false) throws -> Run {
+                surveyAtRestart: Bool = false, idleDuringReadout: Bool = false, readoutCountedEarly: Double? = nil) throws -> Run {
         print("RestartGapTests seed \(seed)")
         let dir = NSTemporaryDirectory() + "mwgate-restart-gap-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -107,6 +110,9 @@ struct RestartGapTests {
         var linkDown = false
         let linkDropAt = linkDrop.map { Int64($0.at * 1e9) } ?? .max
         let linkBackAt = linkDrop.map { Int64(($0.at + $0.down) * 1e9) } ?? .max
+        // The board as it was when the early readout counted its log, until that readout is read.
+        var earlyReadout: SimulatedBoard?
+        var earlyReadoutDone = readoutCountedEarly == nil
         func killTime() -> Int64 { restarts < kills.count ? Int64(kills[restarts].at * 1e9) : .max }
         func restartTime() -> Int64 { restarts < kills.count ? Int64((kills[restarts].at + kills[restarts].down) * 1e9) : .max }
         let end = Int64((kills.last!.at + kills.last!.down + 30) * 1e9)
@@ -186,11 +192,31 @@ struct RestartGapTests {
                 // kill -9: nothing more is written, the link is gone.
                 if downloader != nil { downloader = nil }
                 board.linkLost()
+                if let early = readoutCountedEarly, earlyReadout == nil, !earlyReadoutDone,
+                   now >= restartTime() - Int64(early * 1e9) { earlyReadout = board }
                 continue
             }
             controller.tick(now: now)
             for trim in controller.flashLogTrims(now: now) where downloader == nil && linkUp {
                 trimmer.apply(trim, to: &board)
+            }
+            if downloader == nil, linkUp, restarts > 0, let counted = earlyReadout, controller.takeBackfillRequests().contains("B") {
+                // The early readout, on the board as it was then, page by page (its pages
+                // confirmed on that copy only: the board keeps them).
+                earlyReadout = nil
+                earlyReadoutDone = true
+                let live = board
+                board = counted
+                downloader = LogDownloader(revision: revision, loggers: loggers, confirmsPagesItself: false)
+                send(LoggingCommands.flushWhileLogging(revision: revision, overwriteWhenFull: true) + downloader!.begin())
+                let readoutEnd = board.nanoseconds + 120_000_000_000
+                while downloader != nil, board.nanoseconds < readoutEnd {
+                    for n in board.advance(to: board.nanoseconds + 5_000_000) where n.bytes.first == 0x0B { feed(n.bytes) }
+                }
+                #expect(downloader == nil, "the early readout finished")
+                downloader = nil
+                board = live
+                continue
             }
             if downloader == nil, linkUp, now >= lastRestart + Int64(downloadAfter * 1e9), controller.takeBackfillRequests().contains("B") {
                 trimmer.forgetMark()
@@ -405,6 +431,15 @@ struct RestartGapTests {
     func aPageBoundaryAtTheGapsEndLosesNoSample(profile: BoardProfile, down: Double, downloadAfter: Double) throws {
         let run = try record(profile: profile, seed: 48, down: down, downloadAfter: downloadAfter)
         expectEverySampleOnce(run, down: down)
+    }
+
+    /// The readout that first delivers after the restart counted the board's log 0.5 s before
+    /// the gateway was back (one under way when the stream returned ignores the gap's request):
+    /// the gap is not closed with its last 50 samples missing, the log is read again and fills
+    /// them.
+    @Test func aRestartGapWhoseReadoutEndedShortIsReadAgain() throws {
+        let run = try record(profile: .metaMotionR, seed: 57, down: 3, readoutCountedEarly: 0.5)
+        expectEverySampleOnce(run, down: 3)
     }
 
     @Test func aMetaMotionSKilledForThreeSecondsLosesNothing() throws {

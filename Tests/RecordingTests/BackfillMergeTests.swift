@@ -16,6 +16,8 @@ struct BackfillMergeTests {
         /// True time of each sample index, monotonic nanoseconds.
         var truth: [UInt64: UInt64]
         var heldAtDownload: Bool
+        /// After the stop: what the first readout did, when the controller asked for a second.
+        var firstReadout: SessionController.BackfillOutcome?
     }
 
     /// Records `seconds` of 100 Hz gyro with `hole` (start, end, seconds) lost: a link drop
@@ -23,10 +25,12 @@ struct BackfillMergeTests {
     /// read out (on a copy of the board, in simulated time) and handed to the controller; with
     /// `downloadAfterStop`, at the stop instead: its first `pagedBeforeStop` samples before it.
     /// With `readAt`, the readout holds only what the board had logged by then; when the
-    /// controller asks for the log again, the whole log is read at once.
+    /// controller asks for the log again, the whole log is read at once (after the stop too).
+    /// With `refuseCorrection`, the store refuses the first chunk sealed after the stop.
     func record(seconds: Double, hole: (Double, Double), reattach: Bool, downloadAt: Double?, seed: UInt64,
                 early: @escaping (Double) -> Int64 = { _ in 0 }, moreHoles: [(Double, Double)] = [],
-                downloadAfterStop: Bool = false, pagedBeforeStop: Int? = nil, readAt: Double? = nil) throws -> Outcome {
+                downloadAfterStop: Bool = false, pagedBeforeStop: Int? = nil, readAt: Double? = nil,
+                refuseCorrection: Bool = false) throws -> Outcome {
         let store = MemoryStore()
         let base = TimeBase(wallNanoseconds: 1_800_000_000_000_000_000, monotonicNanoseconds: 0, systemClockSynchronised: true)
         let controller = SessionController(store: store, timeBase: base)
@@ -75,14 +79,23 @@ struct BackfillMergeTests {
                                     complete: false, now: now)
         }
         try controller.stop(trigger: .controlAPI, now: now)
+        var firstReadout: SessionController.BackfillOutcome?
         if downloadAfterStop {
             heldAtDownload = controller.hasPendingCorrections(sessionID: try #require(store.sessions.first))
-            let rest = Array(logged.dropFirst(pagedBeforeStop ?? 0))
-            outcome = controller.backfill(board: "B", logged: rest, bootOrigins: origins, now: now)
+            _ = controller.takeBackfillRequests()
+            let (counted, countedOrigins) = readout.map { download($0, loggers: LoggerIDs(xy: ids[0], z: ids[1])) } ?? (logged, origins)
+            if refuseCorrection { store.refusedSeals["B"] = 1 }
+            let rest = Array(counted.dropFirst(pagedBeforeStop ?? 0))
+            outcome = controller.backfill(board: "B", logged: rest, bootOrigins: countedOrigins, now: now)
+            if controller.takeBackfillRequests().contains("B") {
+                firstReadout = outcome
+                outcome = controller.backfill(board: "B", logged: logged, bootOrigins: origins, now: now)
+            }
         }
         var points: [RecordedPoint] = []
         for (_, chunk) in store.sealed where chunk.board == "B" { points += try PointCodec.decode(chunk.bytes) }
-        return Outcome(points: points, backfill: outcome, delivered: delivered, truth: truth, heldAtDownload: heldAtDownload)
+        return Outcome(points: points, backfill: outcome, delivered: delivered, truth: truth, heldAtDownload: heldAtDownload,
+                       firstReadout: firstReadout)
     }
 
     /// The whole log read out on a copy of the board (its clock read first, as at connect).
@@ -244,6 +257,34 @@ struct BackfillMergeTests {
         #expect(o.heldAtDownload, "the points after the gap waited")
         let backfilled = expectEverySampleOnce(o)
         #expect((295...305).contains(backfilled) && o.backfill.stillMissing == 0, "the stall's 3 s filled: \(o.backfill)")
+    }
+
+    /// The session stops while a 3 s stall's points wait for the log, and the readout that
+    /// delivers after the stop counted the log 0.5 s before the stall ended (a readout under
+    /// way when the link came back ignores the gap's own request): the stop's gap is not given
+    /// up with its last 50 samples missing, the log is read again and fills them.
+    @Test func aStopGapWhoseReadoutEndedShortIsReadAgain() throws {
+        let o = try record(seconds: 16, hole: (10, 13), reattach: false, downloadAt: nil, seed: 28, downloadAfterStop: true,
+                           readAt: 12.5)
+        #expect(o.heldAtDownload, "the stop kept the gap for the log")
+        let backfilled = expectEverySampleOnce(o)
+        let first = o.firstReadout?.filled ?? 0
+        #expect(o.firstReadout != nil, "the log was asked for again")
+        #expect((295...305).contains(backfilled) && backfilled == first + o.backfill.filled && o.backfill.stillMissing == 0,
+                "the stall's 3 s filled: \(first), then \(o.backfill)")
+    }
+
+    /// The store refuses the correction chunk of a stop's gap (a full or failing disk): the
+    /// page is not confirmed (the board keeps it), none of its samples counts as stored, the
+    /// gap stays open and the log is asked for again, whose readout then stores them all.
+    @Test func aRefusedCorrectionChunkLeavesItsSamplesToTheNextReadout() throws {
+        let o = try record(seconds: 16, hole: (10, 10.7), reattach: true, downloadAt: nil, seed: 27, downloadAfterStop: true,
+                           refuseCorrection: true)
+        #expect(o.heldAtDownload, "the stop kept the gap for the log")
+        let backfilled = expectEverySampleOnce(o)
+        #expect(o.firstReadout.map { !$0.durable && $0.filled == 0 } == true,
+                "the log was asked for again, nothing of the refused page counting as stored: \(String(describing: o.firstReadout))")
+        #expect((69...72).contains(backfilled) && backfilled == o.backfill.filled, "the drop's samples filled: \(o.backfill)")
     }
 
     /// No download within the wait: the held points are committed with the gap marked.
