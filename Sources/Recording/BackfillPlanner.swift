@@ -18,11 +18,16 @@ public struct BackfillPlanner: Sendable {
         public var time: Int64
         /// Raw counts as streamed.
         public var raw: RawVector
+        /// Which of the board's links streamed it (each link's timestamper starts from
+        /// nothing, so times compare exactly only within one link): samples of one link share
+        /// the number, the next link has another.
+        public var link: Int
 
-        /// Both fields.
-        public init(time: Int64, raw: RawVector) {
+        /// All fields.
+        public init(time: Int64, raw: RawVector, link: Int = 0) {
             self.time = time
             self.raw = raw
+            self.link = link
         }
     }
 

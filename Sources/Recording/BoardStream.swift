@@ -191,12 +191,17 @@ struct StreamedWindow {
     var samples: [BackfillPlanner.StreamedSample] = []
     /// LSB per unit (°/s, g) of the streamed sensor (the range in force).
     var scale: Double?
+    /// The number the samples of the board's current link get.
+    private(set) var link = 0
+
+    /// The board's next samples come over a new link (a new stream, its own timestamper).
+    mutating func beginLink() { link += 1 }
 
     /// Adds stamped samples (raw counts at their monotonic times) with their scale.
     mutating func append(_ stamped: [SampleTimestamper<MotionSamples>.Stamped]) {
         for s in stamped {
             scale = s.payload.scale
-            for (k, t) in s.times.enumerated() { append(BackfillPlanner.StreamedSample(time: t, raw: s.payload.raw(k))) }
+            for (k, t) in s.times.enumerated() { append(BackfillPlanner.StreamedSample(time: t, raw: s.payload.raw(k), link: link)) }
         }
     }
 

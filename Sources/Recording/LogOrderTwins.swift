@@ -14,7 +14,9 @@ import MetaWear
 /// samples between the anchors' log positions, and whatever of those has no twin is what the
 /// link lost there. So each streamed sample after (before) a known twin takes the next logged
 /// sample in log order with its raw counts, the one nearest where the ticks put it, within the
-/// ticks' span from the known twin plus ``slack``. Pure.
+/// ticks' span from the known twin plus ``slack``. Across a link, the stream's time from the
+/// known twin is no measure (each link's timestamper starts from nothing): the new link's
+/// first twin is where a run of its samples is logged in the same order. Pure.
 struct LogOrderTwins {
     /// The streamed index of each log position's twin (anchors included); nil: the stream
     /// lost that sample.
@@ -28,6 +30,14 @@ struct LogOrderTwins {
     /// streamed times do: a stream's times next to a drop are off by up to tens of milliseconds,
     /// and the board's crystal drifts up to 200 ppm (24 ms in the two minutes kept).
     static let slack = 250_000_000.0
+
+    /// How many of a link's samples in a row its first twin is matched on (``Walk``'s run
+    /// match), and the fewest that make a match.
+    static let runLength = 8
+    static let shortestRun = 3
+    /// How many streamed samples of a new link are tried by run before the walk goes on by
+    /// time alone (a log read before the link began holds none of its samples).
+    static let triesAcrossLinks = 64
 
     /// Twins of `boot`'s samples in `streamed` (time order), from its `anchors`; streamed
     /// samples in `excluded` (another boot's anchors) are not taken, and a walk stops at one.
@@ -74,25 +84,79 @@ struct LogOrderTwins {
             var reference = from
             var cursor = from.log + step
             var s = from.streamed + step
+            var triedAcrossLinks = 0
             while s != streamedUntil, cursor != logUntil, !excluded.contains(s) {
                 // Nanoseconds from the reference, counted away from it.
                 let elapsed = Double(step) * Double(streamed[s].time - streamed[reference.streamed].time)
-                let raw = streamed[s].raw
                 var best: (k: Int, error: Double)?
-                var k = cursor
-                while k != logUntil {
-                    let ticks = Double(step) * (boot.ticks[k] - boot.ticks[reference.log])
-                    if ticks > elapsed + LogOrderTwins.slack { break }
-                    if boot.samples[k].raw == raw, abs(ticks - elapsed) < best?.error ?? .infinity { best = (k, abs(ticks - elapsed)) }
-                    k += step
+                if streamed[s].link != streamed[reference.streamed].link, triedAcrossLinks < LogOrderTwins.triesAcrossLinks {
+                    triedAcrossLinks += 1
+                    best = runTwin(of: s, elapsed: elapsed, reference: reference.log, cursor: cursor, step: step,
+                                   streamedUntil: streamedUntil, logUntil: logUntil)
+                }
+                if best == nil {
+                    best = nearTwin(of: s, elapsed: elapsed, reference: reference.log, cursor: cursor, step: step, logUntil: logUntil)
                 }
                 if let best {
                     twins.append((best.k, s))
                     reference = (best.k, s)
                     cursor = best.k + step
+                    triedAcrossLinks = 0
                 }
                 s += step
             }
+        }
+
+        /// The logged sample with `s`'s raw counts nearest where the ticks put it, at most
+        /// ``LogOrderTwins/slack`` beyond the stream's time from the reference.
+        private func nearTwin(of s: Int, elapsed: Double, reference: Int, cursor: Int, step: Int,
+                              logUntil: Int) -> (k: Int, error: Double)? {
+            let raw = streamed[s].raw
+            var best: (k: Int, error: Double)?
+            var k = cursor
+            while k != logUntil {
+                let ticks = Double(step) * (boot.ticks[k] - boot.ticks[reference])
+                if ticks > elapsed + LogOrderTwins.slack { break }
+                if boot.samples[k].raw == raw, abs(ticks - elapsed) < best?.error ?? .infinity { best = (k, abs(ticks - elapsed)) }
+                k += step
+            }
+            return best
+        }
+
+        /// The twin of `s`, the first sample (in the walk's direction) of another link than the
+        /// reference's, found by the samples themselves: the log position where the run of the
+        /// link's samples from `s` on (up to ``LogOrderTwins/runLength``) is logged in the same
+        /// order, the nearest to where the ticks put it if several are. The stream's time from
+        /// the reference is no measure here: each link's timestamper starts from nothing, and
+        /// the link before may have been stamped late by a false gap (real-BlueZ VM run 8: the
+        /// new link's first sample 0.35 s nearer the last twin than the ticks say, beyond the
+        /// slack, so every logged sample after the drop went in as unstreamed, 0.6 s early).
+        private func runTwin(of s: Int, elapsed: Double, reference: Int, cursor: Int, step: Int, streamedUntil: Int,
+                             logUntil: Int) -> (k: Int, error: Double)? {
+            var run = [streamed[s].raw]
+            var j = s + step
+            while run.count < LogOrderTwins.runLength, j != streamedUntil, !excluded.contains(j),
+                  streamed[j].link == streamed[s].link {
+                run.append(streamed[j].raw)
+                j += step
+            }
+            guard run.count >= LogOrderTwins.shortestRun else { return nil }
+            var best: (k: Int, error: Double)?
+            var k = cursor
+            while k != logUntil {
+                var matched = 0
+                var p = k
+                while matched < run.count, p != logUntil, boot.samples[p].raw == run[matched] {
+                    matched += 1
+                    p += step
+                }
+                if matched == run.count {
+                    let error = abs(Double(step) * (boot.ticks[k] - boot.ticks[reference]) - elapsed)
+                    if error < best?.error ?? .infinity { best = (k, error) }
+                }
+                k += step
+            }
+            return best
         }
     }
 }

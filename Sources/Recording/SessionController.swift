@@ -183,6 +183,8 @@ public final class SessionController {
             gyro: SampleTimestamper(configuration: gyro), accelerometer: accel,
             merger: LocationMerger(maxWait: configuration.fixWait, freshness: configuration.fixFreshness))
         stream.backfillExpected = backfillBoards.contains(board)
+        streamed[board]?.beginLink()
+        streamedAccelerometer[board]?.beginLink()
         if session != nil, let resume = resumeAt.removeValue(forKey: board) {
             stream.seq = resume.seq
             stream.pointsCommitted = resume.points

@@ -287,6 +287,28 @@ struct BackfillMergeTests {
         #expect((69...72).contains(backfilled) && backfilled == o.backfill.filled, "the drop's samples filled: \(o.backfill)")
     }
 
+    /// The notifications come 0.6 s later from 8 s on (the host fell behind: the timestamper
+    /// takes the pause for ~60 lost samples and stamps the rest of the link 0.6 s late, a false
+    /// gap whose hold waits for the log), then the link drops for 2 s and the new link is
+    /// stamped 0.15 s later than the stream before the false gap (its timestamper starts from
+    /// nothing). Measured across the drop, the stream's times are 0.45 s shorter than the
+    /// board's ticks, and the new link is off the anchors' line: the twins of its first
+    /// samples were looked for only within 250 ms of the ticks and not found, so the log's
+    /// samples after the false gap were all placed where the ticks put them: between the
+    /// late-stamped points of the link before, and twice where the new link streamed them
+    /// (real-BlueZ VM run 8, a bluetoothd restart: 10,805-10,860 each between two streamed
+    /// points, 11,632-11,659 twice). Without the fix: 15 samples twice and the drop's out of
+    /// order. Where the new link's stream sits in the log is known from the samples themselves
+    /// (their order since the link), whatever the two clocks say.
+    @Test(arguments: [29, 30] as [UInt64])
+    func aDropAfterALateStampedStretchKeepsEverySampleOnceInOrder(seed: UInt64) throws {
+        let o = try record(seconds: 30, hole: (10, 12), reattach: true, downloadAt: 22, seed: seed,
+                           early: { t in t >= 8 && t < 10 ? -600_000_000 : t >= 12 ? -150_000_000 : 0 })
+        #expect(o.heldAtDownload, "the points after the false gap waited")
+        let backfilled = expectEverySampleOnce(o)
+        #expect((195...205).contains(backfilled) && backfilled == o.backfill.filled, "the drop's 2 s filled: \(o.backfill)")
+    }
+
     /// No download within the wait: the held points are committed with the gap marked.
     @Test func withoutTheLogTheGapStaysMarked() throws {
         let o = try record(seconds: 90, hole: (10, 18), reattach: true, downloadAt: nil, seed: 24)
