@@ -43,7 +43,7 @@ extension RecordingPipeline {
         let outcome = controller.recordLogged(
             board: key, gyro: download.gyro, accelerometer: download.accelerometer, gyroScale: streaming.gyro?.range.scale ?? 1,
             accelerometerScale: streaming.accelerometer?.range.scale, bootOrigins: origins, now: timeline.now)
-        if outcome.durable { backfillDemandContinuation.yield(.confirmPage(key)) }
+        if outcome.durable { backfillDemand.send(.confirmPage(key)) }
         if outcome.recorded > 0 {
             book.backfilled(key, samples: outcome.recorded, attached: attached.contains(key), recording: controller.state != .idle)
             publish()
@@ -60,7 +60,7 @@ extension RecordingPipeline {
         if readoutWasEmpty, finishing?.boards.remove(key) != nil {
             logger.info("board \(key): its flash log is read to the end")
         }
-        if controller.state != .idle { backfillDemandContinuation.yield(.download(key)) }
+        if controller.state != .idle { backfillDemand.send(.download(key)) }
     }
 
     /// Keeps, for a logged session that stops, the rest of each of `boards`' log (they are
@@ -79,7 +79,7 @@ extension RecordingPipeline {
         guard controller.hasLoggedRest(board: key) else { return }
         controller.loggedReadoutBegins(board: key, now: timeline.now)
         logger.info("board \(key) is back: reading out what it logged for a stopped session")
-        backfillDemandContinuation.yield(.drainFlashLog(key))
+        backfillDemand.send(.drainFlashLog(key))
     }
 
     /// Asks the attached boards for their log (a board ignores it while a readout runs), about
@@ -88,7 +88,7 @@ extension RecordingPipeline {
         guard recordsLogged, controller.state != .idle,
               lastLoggedDownloadRequest.map({ now - $0 >= Self.loggedDownloadInterval }) ?? true else { return }
         lastLoggedDownloadRequest = now
-        for key in attached.sorted() { backfillDemandContinuation.yield(.download(key)) }
+        for key in attached.sorted() { backfillDemand.send(.download(key)) }
     }
 
     /// Begins the end of a logged session: the boards' sensors and logs stop and their logs
@@ -99,7 +99,7 @@ extension RecordingPipeline {
         guard !attached.isEmpty else { return false }
         finishing = Finishing(trigger: trigger, boards: attached, away: controller.detachedBoards, lastProgress: now)
         logger.info("session ending (\(trigger)): reading the boards' flash logs to the end first")
-        for key in attached.sorted() { backfillDemandContinuation.yield(.finishFlashLog(key)) }
+        for key in attached.sorted() { backfillDemand.send(.finishFlashLog(key)) }
         return true
     }
 

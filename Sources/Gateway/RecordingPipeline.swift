@@ -30,9 +30,8 @@ public actor RecordingPipeline {
     public nonisolated let sensorDemand: AsyncStream<Bool>
     private let sensorDemandContinuation: AsyncStream<Bool>.Continuation
     /// What the boards' flash logs should do now: download (a board's points wait for a
-    /// backfill), or delete the page just reported (what it holds is stored).
-    public nonisolated let backfillDemand: AsyncStream<BackfillDemand>
-    let backfillDemandContinuation: AsyncStream<BackfillDemand>.Continuation
+    /// backfill), or delete the page just reported (what it holds is stored); none dropped.
+    public nonisolated let backfillDemand = BackfillDemands()
     private var sensorsWanted: Bool
     /// Yields whenever the last board streaming into the pipeline stops streaming (stopped,
     /// lost, idle) and when the boards' events end (``consume(boardEvents:)`` returned): a
@@ -117,7 +116,6 @@ public actor RecordingPipeline {
         controller.expectLoggedRests(loggedRests)
         backlog = BacklogWatch(read: { try store.backlogStats() })
         (sensorDemand, sensorDemandContinuation) = AsyncStream.makeStream(of: Bool.self, bufferingPolicy: .bufferingNewest(1))
-        (backfillDemand, backfillDemandContinuation) = AsyncStream.makeStream(of: BackfillDemand.self, bufferingPolicy: .bufferingNewest(64))
         sensorsWanted = Self.sensorsWanted(settings, recording: false)
         (work, workContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         workContinuation.yield()
@@ -231,7 +229,7 @@ public actor RecordingPipeline {
         let outcome = controller.backfill(board: key, logged: download.gyro, accelerometer: download.accelerometer,
                                           bootOrigins: origins, complete: download.complete,
                                           now: timeline.now)
-        if outcome.durable { backfillDemandContinuation.yield(.confirmPage(key)) }
+        if outcome.durable { backfillDemand.send(.confirmPage(key)) }
         guard download.complete else { return }
         book.backfilled(key, samples: outcome.filled, attached: attached.contains(key), recording: controller.state != .idle)
         let summary = "\(download.gyro.count) samples downloaded, \(outcome.filled) filled a gap, \(outcome.stillMissing) still missing, "
@@ -264,8 +262,8 @@ public actor RecordingPipeline {
         controller.tick(now: now)
         for trim in controller.flashLogTrims(now: now) {
             switch trim {
-            case .mark(let board): backfillDemandContinuation.yield(.markFlashLog(board, askedAt: .now))
-            case .trim(let board): backfillDemandContinuation.yield(.trimFlashLog(board))
+            case .mark(let board): backfillDemand.send(.markFlashLog(board, askedAt: .now))
+            case .trim(let board): backfillDemand.send(.trimFlashLog(board))
             }
         }
         if settings.sessionMode == .always, attached.isEmpty, case .recording = controller.state,
@@ -416,7 +414,7 @@ public actor RecordingPipeline {
         publish()
         statusReaders.finishAll()
         sensorDemandContinuation.finish()
-        backfillDemandContinuation.finish()
+        backfillDemand.finish()
         workContinuation.finish()
     }
 
@@ -507,7 +505,7 @@ public actor RecordingPipeline {
     }
 
     func reportStoreErrorIfNew() {
-        for board in controller.takeBackfillRequests() { backfillDemandContinuation.yield(.download(board)) }
+        for board in controller.takeBackfillRequests() { backfillDemand.send(.download(board)) }
         for revision in controller.takeRevisions() {
             logger.notice("""
                 session \(revision.sessionID) revised with \(revision.samples) samples from board \(revision.board): \
@@ -537,21 +535,4 @@ public actor RecordingPipeline {
         let (seconds, attoseconds) = duration.components
         return seconds &* 1_000_000_000 &+ attoseconds / 1_000_000_000
     }
-}
-
-/// What a board's flash log should do (``RecordingPipeline/backfillDemand``).
-public enum BackfillDemand: Hashable, Sendable {
-    /// Download it: the board's points wait for a backfill.
-    case download(String)
-    /// Delete the page it last reported: what the page holds is stored.
-    case confirmPage(String)
-    /// Note how many entries it holds (the recorder measures the stored stretch from `askedAt`).
-    case markFlashLog(String, askedAt: ContinuousClock.Instant)
-    /// Drop what the last mark counted: it is stored.
-    case trimFlashLog(String)
-    /// The session ends: stop its logged sensors and its log, and download the rest.
-    case finishFlashLog(String)
-    /// A stopped session waits for what the board logged while away: stop its log and read it
-    /// out (also on a link where the flash log does not run).
-    case drainFlashLog(String)
 }
