@@ -82,6 +82,8 @@ public actor RecordingPipeline {
     var lastLoggedDownloadRequest: Int64?
     /// Per logged board: gyro samples in the pages of its readout so far.
     var loggedReadoutSamples: [String: Int] = [:]
+    /// Per board: what the pages of its readout filled so far, for the line at its end.
+    private var backfillReadouts: [String: BackfillReadoutSummary] = [:]
 
     /// The pipeline runs on ``RecordingThread``: its synchronous SQLite commits wait there,
     /// not on a thread of the shared cooperative pool.
@@ -230,13 +232,15 @@ public actor RecordingPipeline {
                                           bootOrigins: origins, complete: download.complete,
                                           now: timeline.now)
         if outcome.durable { backfillDemand.send(.confirmPage(key)) }
-        guard download.complete else { return }
-        book.backfilled(key, samples: outcome.filled, attached: attached.contains(key), recording: controller.state != .idle)
-        let summary = "\(download.gyro.count) samples downloaded, \(outcome.filled) filled a gap, \(outcome.stillMissing) still missing, "
-            + "\(outcome.alreadyStreamed) streamed, \(outcome.outsideGap) outside the gap, \(outcome.unplaced) unplaced, "
-            + "\(outcome.collisions) at a streamed sample's time, \(download.duplicatesDropped) resent entries dropped"
-            + Self.readoutRecovery(download)
-        logger.info("board \(key) flash log: \(summary)")
+        // Each page's fills count: a restart's or stop's gap is sealed page by page.
+        book.backfilled(key, samples: outcome.filled, intoEarlierSessions: outcome.filledIntoEarlierSessions,
+                        attached: attached.contains(key), recording: controller.state != .idle)
+        backfillReadouts[key, default: BackfillReadoutSummary()].add(download, outcome)
+        guard download.complete, let summary = backfillReadouts.removeValue(forKey: key) else {
+            if outcome.filled > 0 { publish() }
+            return
+        }
+        logger.info("board \(key) flash log: \(summary.text)")
         publish()
     }
 
@@ -486,6 +490,8 @@ public actor RecordingPipeline {
             drainLoggedRest(key)
         case .lost(let reason):
             detach(key, now: now)
+            // Its readout ended with the link: the next one is summed up on its own.
+            backfillReadouts[key] = nil
             report(area: "board", "\(key) lost: \(reason)")
             return
         default:

@@ -68,11 +68,11 @@ struct StatusBook {
     }
 
     /// Counts samples of `board` that its flash log filled in (in the session too while
-    /// `recording` and attached).
-    mutating func backfilled(_ board: String, samples: Int, attached: Bool, recording: Bool) {
+    /// `recording` and attached, but for those sealed `intoEarlierSessions`).
+    mutating func backfilled(_ board: String, samples: Int, intoEarlierSessions: Int = 0, attached: Bool, recording: Bool) {
         let before = boards[board]?.gyroSamplesBackfilled ?? 0
         boards[board]?.gyroSamplesBackfilled = before + samples
-        if attached, recording { boards[board]?.gyroSamplesInSession += samples }
+        if attached, recording { boards[board]?.gyroSamplesInSession += samples - intoEarlierSessions }
     }
 
     /// Takes a battery reading of `board`.

@@ -13,6 +13,12 @@ extension SessionController {
     public struct BackfillOutcome: Hashable, Sendable {
         /// Logged samples merged into the session (each a new point marked `backfilled`).
         public var filled = 0
+        /// Of ``filled``, those sealed into a stopped or interrupted session as correction
+        /// chunks (a stop's or a restart's gap), not into the one recording.
+        public var filledIntoEarlierSessions = 0
+        /// A gap the log was read for stays open and the log is asked for again: the readout
+        /// ended before the gap did, or the store refused what it filled.
+        public var readAgain = false
         /// Samples still missing in the gaps that were waiting (log full, board reset).
         public var stillMissing = 0
         /// Logged samples that were also streamed (nothing to add).
@@ -87,6 +93,7 @@ extension SessionController {
         if complete, !hold.readAgain, let scale = streamed[board]?.scale, !hold.logReachesPastTheGap(scale: scale) {
             boards[board]?.hold?.readAgain = true
             backfillRequests.insert(board)
+            outcome.readAgain = true
             complete = false
         }
         if complete {

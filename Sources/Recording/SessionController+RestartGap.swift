@@ -216,10 +216,12 @@ extension SessionController {
         pending.sealedSamples.formUnion(stored)
         if let last = stored.last { pending.lastSealed = last }
         outcome.filled += stored.count
+        outcome.filledIntoEarlierSessions += stored.count
         guard sealed else {
             // The page is not confirmed, so the board keeps it: the gap waits for the log again.
             pending.requested = false
             backfillRequests.insert(board)
+            outcome.readAgain = true
             return (false, false)
         }
         guard complete else { return (true, false) }
@@ -230,6 +232,7 @@ extension SessionController {
         if !pending.readAgain, !logPastTheGap, !logReachesPast(pending, until: until, window: window, scale: scale, periodMs: periodMs) {
             pending.readAgain = true
             backfillRequests.insert(board)
+            outcome.readAgain = true
             return (true, false)
         }
         let expected = max(0, Int(((until - from) / periodMs).rounded()) - 1 - inside.filter { $0 < until }.count)

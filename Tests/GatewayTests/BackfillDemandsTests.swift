@@ -15,6 +15,23 @@ struct BackfillDemandsTests {
     static let first = BluetoothAddress("C4:5A:2B:00:00:01")!
     static let second = BluetoothAddress("C4:5A:2B:00:00:02")!
 
+    /// A pipeline of `boards` on a fresh buffer, logging into `logs`.
+    static func withPipeline(boards: [BluetoothAddress], logs: LogCapture = LogCapture(),
+                             _ body: (RecordingPipeline) async throws -> Void) async throws {
+        let directory = NSTemporaryDirectory() + "mwgate-flash-log-pipeline-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try BufferStore(path: BufferStore.path(inStateDirectory: directory),
+                                    configuration: .init(userID: "00000000-0000-4000-8000-000000000001"))
+        let settings = GatewaySettings(boards: .addresses(boards), streaming: SimulatedGatewayRig.streaming, stateDirectory: directory)
+        try await body(RecordingPipeline(settings: settings, store: store, logger: logs.logger()))
+    }
+
+    /// A page of `board`'s flash-log readout, as its board session reports it.
+    static func pageEvent(_ board: BluetoothAddress, _ download: FlashLogDownload) -> BoardEvent {
+        BoardEvent(board: board, kind: .flashLogDownloaded(download), receivedAt: .now, wallClock: Date())
+    }
+
     /// Every demand waiting once the stream is finished, in the order the reader gets them.
     static func drain(_ demands: BackfillDemands) async -> [BackfillDemand] {
         var taken: [BackfillDemand] = []
@@ -27,25 +44,16 @@ struct BackfillDemandsTests {
     /// is still delivered. Its stream kept the newest 64 and dropped it, and the first board's
     /// readout then waited for its confirm for the rest of the link.
     @Test func aBurstOfAnotherBoardsPagesKeepsTheFirstBoardsConfirm() async throws {
-        let directory = NSTemporaryDirectory() + "mwgate-demands-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let store = try BufferStore(path: BufferStore.path(inStateDirectory: directory),
-                                    configuration: .init(userID: "00000000-0000-4000-8000-000000000001"))
-        let settings = GatewaySettings(boards: .addresses([Self.first, Self.second]), streaming: SimulatedGatewayRig.streaming,
-                                       stateDirectory: directory)
-        let pipeline = RecordingPipeline(settings: settings, store: store, logger: LogCapture().logger())
-        func page(_ board: BluetoothAddress) -> BoardEvent {
-            var download = FlashLogDownload(gyro: [], clock: nil, clockReadAt: nil, duplicatesDropped: 0, orphanedEntries: 0)
-            download.complete = false
-            return BoardEvent(board: board, kind: .flashLogDownloaded(download), receivedAt: .now, wallClock: Date())
+        var download = FlashLogDownload(gyro: [], clock: nil, clockReadAt: nil, duplicatesDropped: 0, orphanedEntries: 0)
+        download.complete = false
+        try await Self.withPipeline(boards: [Self.first, Self.second]) { pipeline in
+            await pipeline.handle(Self.pageEvent(Self.first, download))
+            for _ in 0..<70 { await pipeline.handle(Self.pageEvent(Self.second, download)) }
+            await pipeline.shutdown()
+            let taken = await Self.drain(pipeline.backfillDemand)
+            #expect(taken.contains(.confirmPage(Self.first.rawValue)), "the first board's page is confirmed: \(taken.count) demands")
+            #expect(taken.contains(.confirmPage(Self.second.rawValue)))
         }
-        await pipeline.handle(page(Self.first))
-        for _ in 0..<70 { await pipeline.handle(page(Self.second)) }
-        await pipeline.shutdown()
-        let taken = await Self.drain(pipeline.backfillDemand)
-        #expect(taken.contains(.confirmPage(Self.first.rawValue)), "the first board's page is confirmed: \(taken.count) demands")
-        #expect(taken.contains(.confirmPage(Self.second.rawValue)))
     }
 
     /// A long burst over four boards (marks, trims, downloads, page confirms, a finish) while
