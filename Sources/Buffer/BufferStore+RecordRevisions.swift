@@ -33,15 +33,32 @@ extension BufferStore {
             """, arguments: [record.name, sessionID, chunkUploadSeq + 1, record.firestoreSize, now])
     }
 
-    /// The records document an outbox item of kind `records` uploads, read with its outbox row:
-    /// nil when a revision replaced the row since the item was read (the revision, queued after
-    /// the chunks it names, is uploaded instead).
-    public func recordsDocument(forUpload item: OutboxItem) throws -> RecordsDocument? {
-        guard case let .record(row) = UploadHandle(item.id) else { return nil }
-        return try reader.read { db in
-            guard try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM record_uploads WHERE id = ?)", arguments: [row]) == true
-            else { return nil }
-            return try recordsDocument(db, sessionID: item.sessionID)
+    /// What an outbox item of kind `records` uploads, read with its outbox row in one read:
+    /// the session's records document; ``RecordsUpload/replaced`` when a revision replaced the
+    /// row since the item was read (the revision, queued after the chunks it names, is uploaded
+    /// instead); ``RecordsUpload/missing`` when the session has no records document.
+    public func recordsDocument(forUpload item: OutboxItem) throws -> RecordsUpload {
+        try reader.read { db in
+            guard let record = try recordsDocument(db, sessionID: item.sessionID) else { return .missing }
+            guard case let .record(row) = UploadHandle(item.id),
+                  try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM record_uploads WHERE id = ?)", arguments: [row]) == true
+            else { return .replaced }
+            return .document(record)
         }
+    }
+}
+
+/// What an outbox item of kind `records` uploads (``BufferStore/recordsDocument(forUpload:)``).
+public enum RecordsUpload: Sendable {
+    /// The session's records document, as it is now.
+    case document(RecordsDocument)
+    /// A revision replaced the item's outbox row: the revision's own row uploads it.
+    case replaced
+    /// The session has no records document (its survey was never submitted).
+    case missing
+
+    /// The document, if there is one to upload.
+    public var document: RecordsDocument? {
+        if case .document(let record) = self { record } else { nil }
     }
 }

@@ -130,14 +130,15 @@ struct CommitSender: Sendable {
             }
             return .realtimeData(doc)
         case .records:
-            guard let doc = try store.recordsDocument(forUpload: item) else {
-                guard try store.recordsDocument(sessionID: item.sessionID) == nil else { return nil }
-                throw LoadError(description: "session has no submitted survey")
+            switch try store.recordsDocument(forUpload: item) {
+            case .replaced: return nil
+            case .missing: throw LoadError(description: "session has no submitted survey")
+            case .document(let doc):
+                guard doc.name == item.documentName else {
+                    throw LoadError(description: "session's records document is \(doc.name)")
+                }
+                return .records(doc)
             }
-            guard doc.name == item.documentName else {
-                throw LoadError(description: "session's records document is \(doc.name)")
-            }
-            return .records(doc)
         }
     }
 

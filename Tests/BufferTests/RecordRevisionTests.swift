@@ -68,7 +68,7 @@ struct RecordRevisionTests {
         #expect(queued.filter { $0.kind == .records }.count == 1, "one upload of the record")
         #expect(queued.map(\.seq) == queued.map(\.seq).sorted())
         let last = try #require(queued.last)
-        let record = try #require(try store.recordsDocument(forUpload: last))
+        let record = try #require(try store.recordsDocument(forUpload: last).document)
         #expect(record.gscopeData.suffix(2) == [name, second])
         #expect(record.revision == 2)
     }
@@ -82,15 +82,36 @@ struct RecordRevisionTests {
         let taken = try store.uploadCandidates(limit: 10, perSession: 10)
         let oldRecord = try #require(taken.last)
         #expect(oldRecord.kind == .records)
-        #expect(try store.recordsDocument(forUpload: oldRecord)?.revision == 0)
+        #expect(try store.recordsDocument(forUpload: oldRecord).document?.revision == 0)
         // The board's log comes while the first version is on its way.
         try store.seal(Self.correction(id, seq: 1, t0: 1_800_000_020_000))
-        #expect(try store.recordsDocument(forUpload: oldRecord) == nil, "the old version is no longer the one to upload")
+        let replaced = try store.recordsDocument(forUpload: oldRecord)
+        #expect(replaced.document == nil, "the old version is no longer the one to upload")
+        guard case .replaced = replaced else {
+            Issue.record("replaced, not \(replaced): the old row's upload is skipped, not dead-lettered")
+            return
+        }
         try store.markSent(taken.map(\.id))
         let queued = try store.uploadCandidates(limit: 10, perSession: 10)
         #expect(queued.map(\.kind) == [.realtimeData, .records], "the correction and the revision still go up")
         let last = try #require(queued.last)
-        #expect(try store.recordsDocument(forUpload: last)?.revision == 1)
+        #expect(try store.recordsDocument(forUpload: last).document?.revision == 1)
+    }
+
+    @Test("a records upload of a session without a records document says it is missing, not replaced")
+    func missingRecord() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = try openStore(dir)
+        let id = try recordSession(store, start: 1_800_000_000_000, chunks: 1, submit: .noHazard)
+        var item = try #require(try store.uploadCandidates(limit: 10, perSession: 10).last)
+        #expect(item.kind == .records)
+        item.sessionID = id + "-gone"
+        let upload = try store.recordsDocument(forUpload: item)
+        guard case .missing = upload else {
+            Issue.record("missing, not \(upload): the upload is dead-lettered as having no survey")
+            return
+        }
     }
 
     @Test("a v7 buffer migrates: its sessions, chunks and uploads carry over, its records unrevised until a correction")
