@@ -120,6 +120,8 @@ public actor BlueZSimulator {
             device.notifySessions = []
             device.pendingAcquireOwner = nil
             device.abandonedAcquire = false
+            // Their calls end as the process does (the bus answers NoReply).
+            device.releasedAcquireCallers = []
             device.modaliasKnown = false
             device.batteryInterfaceExported = false
         }
@@ -236,6 +238,7 @@ public actor BlueZSimulator {
             log("mwsim: board \(device.index) client \(name) left the bus while its AcquireNotify channel was still held (bluetoothd 5.66 would crash here)")
             releaseNotifyPipe(device)
         }
+        for device in devices { device.releasedAcquireCallers.remove(name) }
         for device in devices where device.pendingAcquireOwner == name {
             // 5.66 frees the caller's notify client (its disconnect watch) but keeps the
             // acquisition pointing at it: the notification is refused to every client from now

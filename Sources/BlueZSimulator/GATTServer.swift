@@ -201,9 +201,10 @@ extension BlueZSimulator {
         // bluetoothd 5.66 releases a held acquisition on any client's StopNotify, without
         // looking at the sender (src/gatt-client.c characteristic_stop_notify -> destroy_sock);
         // an AcquireNotify still waiting is then never answered.
-        if device.pendingAcquireOwner != nil {
-            log("mwsim: board \(index) StopNotify by \(sender) released the unanswered AcquireNotify of \(device.pendingAcquireOwner ?? "")")
+        if let caller = device.pendingAcquireOwner {
+            log("mwsim: board \(index) StopNotify by \(sender) released the unanswered AcquireNotify of \(caller)")
             device.pendingAcquireOwner = nil
+            device.releasedAcquireCallers.insert(caller)
             return
         }
         guard device.notifySessions.remove(sender) != nil else { throw BlueZError.failed("No notify session started") }
@@ -238,17 +239,28 @@ extension BlueZSimulator {
         let device = try device(index)
         while !device.servicesResolved {
             try? await Task.sleep(for: .milliseconds(5))
-            // Released by a StopNotify, or its caller left: 5.66 never answers (our reply
-            // goes nowhere or ends a call that was given up).
+            if device.releasedAcquireCallers.contains(sender) { try await neverAnswered(device, sender: sender) }
+            // Its caller left: 5.66 never answers (our reply goes nowhere).
             guard device.pendingAcquireOwner == sender else { throw BlueZError.failed("Notify released") }
             guard device.connected, generation == device.linkGeneration else {
                 device.pendingAcquireOwner = nil
                 throw BlueZError.failed("Not connected")
             }
         }
+        if device.releasedAcquireCallers.contains(sender) { try await neverAnswered(device, sender: sender) }
         guard device.pendingAcquireOwner == sender else { throw BlueZError.failed("Notify released") }
         device.pendingAcquireOwner = nil
         return try handOutNotifyPipe(device, sender: sender)
+    }
+
+    /// A released `AcquireNotify` (see ``SimulatedDevice/releasedAcquireCallers``): no answer
+    /// while its caller is on the bus; the error thrown once it left goes nowhere.
+    private func neverAnswered(_ device: SimulatedDevice, sender: String) async throws -> Never {
+        while device.releasedAcquireCallers.contains(sender), !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        device.releasedAcquireCallers.remove(sender)
+        throw BlueZError.failed("Notify released")
     }
 
     private func handOutNotifyPipe(_ device: SimulatedDevice, sender: String) throws -> [DBusValue] {

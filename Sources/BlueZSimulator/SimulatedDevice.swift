@@ -48,6 +48,11 @@ final class SimulatedDevice {
     /// the bus before the answer (``BlueZSimulator/clientLeft(_:)``). Refused to every client
     /// until the device object goes.
     var abandonedAcquire = false
+    /// Callers whose waiting `AcquireNotify` a `StopNotify` released: 5.66 drops the call's
+    /// message unanswered (src/gatt-client.c `destroy_sock` -> `sock_io_destroy` unrefs
+    /// `notify_io->msg`), so the call ends only at its caller's timeout or when the caller
+    /// leaves the bus.
+    var releasedAcquireCallers: Set<String> = []
     /// Bumped on every link change so stale link tasks stop.
     var linkGeneration = 0
     var connectedAt: ContinuousClock.Instant?
