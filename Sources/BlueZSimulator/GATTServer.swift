@@ -127,6 +127,11 @@ extension BlueZSimulator {
             guard case .uint16 = raw.unwrappingVariants else { throw BlueZError.invalidArguments() }
         }
         guard role == .command else { throw BlueZError.notPermitted("Write not permitted") }
+        if device.dropLinkAtNextWrite {
+            device.dropLinkAtNextWrite = false
+            log("mwsim: fault link-drop board \(index) \(device.address) as a write arrives")
+            linkLost(device, reason: "supervision timeout")
+        }
         // A busy bluetoothd reaches the call late (counted from its arrival); the calls behind
         // it wait with it.
         if writeValueDelay > .zero { try? await Task.sleep(until: received + writeValueDelay, clock: .continuous) }

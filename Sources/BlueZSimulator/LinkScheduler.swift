@@ -14,6 +14,7 @@ extension BlueZSimulator {
     func connect(_ index: Int, daemon: Int) async throws {
         let device = try device(index)
         guard daemon == daemonGeneration else { throw BlueZError.failed("bluetoothd went away") }
+        log("mwsim: board \(index) \(device.address) Connect asked")
         guard powered else { throw BlueZError.notReady() }
         if device.connected { return }
         guard !device.connecting else { throw BlueZError.inProgress() }
@@ -46,6 +47,7 @@ extension BlueZSimulator {
 
     func disconnect(_ index: Int) async throws {
         let device = try device(index)
+        log("mwsim: board \(index) \(device.address) Disconnect asked")
         if device.connecting {
             // Disconnect cancels a pending Connect.
             device.connecting = false
@@ -173,6 +175,13 @@ extension BlueZSimulator {
         let device = try device(index)
         log("mwsim: fault link-drop board \(index) \(device.address)")
         linkLost(device, reason: "supervision timeout")
+    }
+
+    /// Test hook: board `index`'s link drops (supervision timeout) as the next `WriteValue` for
+    /// it reaches bluetoothd, whoever sends it: a link lost while a central's commands are on
+    /// their way, such as a stop's.
+    public func dropLinkAtNextWrite(_ index: Int) throws {
+        try device(index).dropLinkAtNextWrite = true
     }
 
     // MARK: Connection events

@@ -53,6 +53,8 @@ final class SimulatedDevice {
     /// `notify_io->msg`), so the call ends only at its caller's timeout or when the caller
     /// leaves the bus.
     var releasedAcquireCallers: Set<String> = []
+    /// The link drops as the next `WriteValue` reaches bluetoothd (``BlueZSimulator/dropLinkAtNextWrite(_:)``).
+    var dropLinkAtNextWrite = false
     /// Bumped on every link change so stale link tasks stop.
     var linkGeneration = 0
     var connectedAt: ContinuousClock.Instant?

@@ -83,6 +83,17 @@ public actor BlueZBoardTransport: BoardTransport {
     public func stop(writing commands: [Packet]) async {
         guard !stopped else { return }
         stopped = true
+        // The machine is stopped first, before anything here waits: the stop's own steps bring
+        // events (closing a link still opening fails its `AcquireNotify`, `FE 06` ends the
+        // link), and fed to a running machine they moved it on mid-stop, to a failed session
+        // and a backoff in which no link "may be up" any more, so the stop then wrote no
+        // `FE 06` and asked no `Disconnect`, and the machine's own `Disconnect` and next
+        // `Connect` were cancelled or left to outlive the stop (1 in 10 stops after the
+        // connect race at load 5, UnannouncedLinkStopTests). Every decision below is the one
+        // for the link as the stop found it.
+        linkAttempt += 1
+        let actions = machine.handle(.stop, at: now)
+        let linkMayBeUp = actions.contains(.disconnect)
         if let opening {
             // A link still opening (typically its `AcquireNotify` waiting for bluetoothd's
             // GATT client after a reconnect) is closed first, while the link is up: its close
@@ -95,7 +106,7 @@ public actor BlueZBoardTransport: BoardTransport {
         if let link {
             await link.prepareForStop()
             await Self.writeStopCommands(commands) { try await link.writeInOrder($0) }
-        } else if facts?.connected == true || machine.linkMayBeUp, let device = facts?.device {
+        } else if facts?.connected == true || linkMayBeUp, let device = facts?.device {
             // A link that is or may be up but not yet opened here (the early handshake; after
             // 5.66's connect race, where `Connected=true` never comes; a `Connect` that may
             // just have completed): the commands go through the shared connection instead, so
@@ -112,14 +123,12 @@ public actor BlueZBoardTransport: BoardTransport {
         let closing: BoardNotifySession? = link?.session ?? keptSession
         link = nil
         keptSession = nil
-        linkAttempt += 1
-        let actions = machine.handle(.stop, at: now)
         // Disconnect (on the shared connection) goes first and is not waited for: bluetoothd
         // answers it only once the link is down (the board's `FE 06` ends it sooner than 5.66's
         // 2 s timer), and handles it while the notify is held as any link drop. Then the link's
         // close (its notifications drained, an acquired notify released before its connection
         // leaves the bus: the 5.66 crash).
-        if actions.contains(.disconnect), let device = facts?.device { await client.requestDisconnect(device) }
+        if linkMayBeUp, let device = facts?.device { await client.requestDisconnect(device) }
         await closing?.close()
         await client.setScanning(false, requester: address.rawValue)
         continuation.finish()
