@@ -56,6 +56,18 @@ final class EndToEndRig: @unchecked Sendable {
         return try #require(BluetoothAddress(text))
     }
 
+    /// Runs a session for board `index` beside `body`, every event recorded (see
+    /// ``RecordedSession``); a session `body` did not stop ends with it, cancelled.
+    func withRecordedSession(_ index: Int = 0, options: BoardSessionOptions? = nil,
+                             _ body: (RecordedSession) async throws -> Void) async throws {
+        let address = try await address(index)
+        let session = BoardSession(address: address, client: client, options: try options ?? testOptions())
+        let recorder = EventRecorder()
+        let forwarder = recordEvents(session.events, into: recorder)
+        async let _ = session.run()
+        try await body(RecordedSession(address: address, session: session, recorder: recorder, forwarder: forwarder))
+    }
+
     /// Finds board `index`, connects it with `connect` (the rig's client unless another
     /// client should own the connection) and waits until its services are resolved: the
     /// device's path and its MetaWear notify characteristic.
@@ -203,6 +215,20 @@ final class EventRecorder: @unchecked Sendable {
     func isStreaming(_ board: BluetoothAddress) -> Bool {
         if case .streaming = states(board).last { return true }
         return false
+    }
+}
+
+/// A board session run by ``EndToEndRig/withRecordedSession(_:options:_:)`` and its recorded events.
+struct RecordedSession {
+    let address: BluetoothAddress
+    let session: BoardSession
+    let recorder: EventRecorder
+    let forwarder: Task<Void, Never>
+
+    /// Stops the session and returns once every event it sent is recorded.
+    func stop() async {
+        await session.stop()
+        await forwarder.value
     }
 }
 

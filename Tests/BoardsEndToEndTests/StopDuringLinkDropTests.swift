@@ -13,28 +13,24 @@ struct StopDuringLinkDropTests {
     @Test(.timeLimit(.minutes(2)))
     func aLinkLostWhileStoppingIsNotConnectedAgain() async throws {
         try await EndToEndRig.with(boards: 1, configure: { $0.disconnectReplyDelay = .seconds(3) }) { rig in
-            let address = try await rig.address(0)
-            let session = BoardSession(address: address, client: rig.client, options: try testOptions())
-            let recorder = EventRecorder()
-            let forwarder = recordEvents(session.events, into: recorder)
-            async let _ = session.run()
-            try await waitUntil("streaming") { recorder.samples(address).count >= 20 }
-            await rig.simulator.setWriteValueDelay(.milliseconds(300))
-            try await rig.simulator.dropLinkAtNextWrite(0)
-            let before = rig.simulatorLog.all.count
-            await session.stop()
-            await forwarder.value
-            // bluetoothd handles one client's calls in the order sent: the stop's `Disconnect`
-            // comes after anything the session asked before it.
-            try await waitUntil("bluetoothd handled the stop's Disconnect") {
-                rig.simulatorLog.all.dropFirst(before).contains { $0.contains("Disconnect asked") }
+            try await rig.withRecordedSession { board in
+                try await waitUntil("streaming") { board.recorder.samples(board.address).count >= 20 }
+                await rig.simulator.setWriteValueDelay(.milliseconds(300))
+                try await rig.simulator.dropLinkAtNextWrite(0)
+                let before = rig.simulatorLog.all.count
+                await board.stop()
+                // bluetoothd handles one client's calls in the order sent: the stop's `Disconnect`
+                // comes after anything the session asked before it.
+                try await waitUntil("bluetoothd handled the stop's Disconnect") {
+                    rig.simulatorLog.all.dropFirst(before).contains { $0.contains("Disconnect asked") }
+                }
+                let during = Array(rig.simulatorLog.all.dropFirst(before))
+                #expect(during.contains { $0.contains("link-drop board 0") && $0.contains("as a write arrives") },
+                        "the link did not drop during the stop: \(during)")
+                #expect(!during.contains { $0.contains("Connect asked") }, "the stop asked for the board again: \(during)")
+                #expect(board.recorder.states(board.address).last == .stopped)
+                #expect(try await !rig.simulator.isConnected(0), "the board's link is up after the stop")
             }
-            let during = Array(rig.simulatorLog.all.dropFirst(before))
-            #expect(during.contains { $0.contains("link-drop board 0") && $0.contains("as a write arrives") },
-                    "the link did not drop during the stop: \(during)")
-            #expect(!during.contains { $0.contains("Connect asked") }, "the stop asked for the board again: \(during)")
-            #expect(recorder.states(address).last == .stopped)
-            #expect(try await !rig.simulator.isConnected(0), "the board's link is up after the stop")
         }
     }
 }
