@@ -13,11 +13,10 @@ set -uo pipefail
 heavy='UplinkTests|DaemonTests'
 # Suites that hold the daemon to a wall-clock promise (SIGTERM stops within 2 s) run last and
 # alone: beside ninety other suites on 2 cores a 1.5 s stop was measured at 2.4 s. The stop
-# after the connect race (UnannouncedLinkStopTests: the link ended within 10 s, its waiting
-# AcquireNotify given back before its connection leaves) failed once there in the first pass
-# ("timed out waiting for the link closed", 2026-11-28 clean-clone run, load ~1) and passed 6 of
-# 6 alone in 2.7 s each; its cause under that load is not found yet (session 16 closing note).
-bounded='BoundedStopTests|UnannouncedLinkStopTests'
+# after the connect race (UnannouncedLinkStopTests) holds to no wall-clock promise and runs in
+# the first pass: its failure there ("timed out waiting for the link closed", session 16) was
+# the stop's own events driving the reconnection mid-stop, not the load (BlueZBoardTransport.stop).
+bounded='BoundedStopTests'
 # The Firestore fault test was reported hung in 2 of 5 runs beside the other server suites: the
 # output stopped at its "commit of 1 document(s) got no answer" and never went on. That may be
 # `swift test` holding back the test binary's output: in an UplinkTests|DaemonTests pass the
