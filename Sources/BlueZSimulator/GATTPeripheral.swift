@@ -26,9 +26,10 @@ public actor GATTPeripheral {
         case restore
         /// A press and release of the button.
         case pressButton
-        /// Flash-log readouts paced at this many notifications per second from now on (the
-        /// model's default is 200), as mwsim's own bluetoothd offers (`SetReadoutRate`): a real
-        /// board reads out as fast as its link carries.
+        /// Flash-log readouts paced at no more than this many notifications per second from
+        /// now on, as mwsim's own bluetoothd offers (`SetReadoutRate`). Unless set, a readout
+        /// goes as fast as bluetoothd takes the notifications (``readoutRates`` at most), as a
+        /// real board's goes as fast as its link carries.
         case readoutRate(notificationsPerSecond: Int)
     }
 
@@ -83,7 +84,18 @@ public actor GATTPeripheral {
     /// characteristic (it does so when the characteristic has `NotifyAcquired`): one
     /// datagram per notification, no D-Bus message, as cheap as a board's radio.
     private var notifyPipe: NotifyPipe?
-    /// Notifications bluetoothd did not take in time (its socket full): lost, as over the air.
+    /// Notifications made while bluetoothd's socket had no room, oldest first from
+    /// ``queuedHead``: the board's radio queue. They leave in order as bluetoothd reads
+    /// (``sendQueued()``), and a log readout waits while any are queued: a real board reads its
+    /// log out as fast as its link takes it and drops none of its own notifications. Before,
+    /// each one that found the socket full was dropped, so the readout had to be paced below
+    /// what a busy bluetoothd reads (200 a second; at 1,000 it dropped 100, docs/bluez-vm.md).
+    private var queued: [[UInt8]] = []
+    private var queuedHead = 0
+    /// The most notifications queued: past it bluetoothd has stopped reading (a hung daemon),
+    /// and the newest are dropped and counted.
+    static let queueLimit = 8_192
+    /// Notifications dropped because the queue was full.
     private var notificationsDropped = 0
     private var advertising = false
     private var removed = false
@@ -96,8 +108,13 @@ public actor GATTPeripheral {
         rootPath = try DBusObjectPath("/io/mwgate/peripheral/\(options.adapter)")
         adapterPath = try DBusObjectPath("/org/bluez/\(options.adapter)")
         board = SimulatedBoard(profile: options.profile, seed: options.seed)
+        board.flashLog.readoutInterval = Self.linkPacedReadoutInterval
         epoch = clock.now
     }
+
+    /// The readout's own pace when no rate is set: the fastest of ``readoutRates``, so what
+    /// holds it back is bluetoothd taking the notifications (see ``queued``).
+    static let linkPacedReadoutInterval = 1_000_000_000 / UInt64(readoutRates.upperBound)
 
     /// Registers the board on the system bus (`address`) and serves it until `commands` ends
     /// or the task is cancelled; then unregisters and prints what was sent.
@@ -173,7 +190,9 @@ public actor GATTPeripheral {
             await dropLink()
         case .powerCycle:
             let previousBoot = board.resetUID
+            let readoutInterval = board.flashLog.readoutInterval
             board = SimulatedBoard(profile: options.profile, seed: options.seed)
+            board.flashLog.readoutInterval = readoutInterval
             // A board's reset counter moves on at every boot (its clock reply and log entries
             // tell boots apart by it; a reconnect that finds the same one keeps the setup).
             while board.resetUID != (previousBoot &+ 1) & 0x07 { board.resetItself() }
@@ -256,9 +275,14 @@ public actor GATTPeripheral {
         notifyPipe?.close()
         notifyPipe = nil
         if notificationsDropped > 0 {
-            log("\(notificationsDropped) notification(s) dropped: bluetoothd's socket was full")
+            log("\(notificationsDropped) notification(s) dropped: bluetoothd stopped reading its socket")
             notificationsDropped = 0
         }
+        if queuedHead < queued.count {
+            log("\(queued.count - queuedHead) queued notification(s) never sent: the link ended first")
+        }
+        queued.removeAll()
+        queuedHead = 0
     }
 
     /// bluetoothd's view of the link, from `Device1.Connected` of the central's device object.
@@ -291,7 +315,34 @@ public actor GATTPeripheral {
     }
 
     private func advanceBoard() {
-        for notification in board.advance(to: nanosecondsNow()) { notify(notification.bytes) }
+        let now = nanosecondsNow()
+        sendQueued()
+        if queuedHead < queued.count { board.flashLog.holdReadout(at: now) }
+        for notification in board.advance(to: now) { notify(notification.bytes) }
+    }
+
+    /// Hands bluetoothd the queued notifications its socket has room for, oldest first.
+    private func sendQueued() {
+        guard let notifyPipe, silentUntil.map({ clock.now >= $0 }) ?? true else { return }
+        while queuedHead < queued.count {
+            switch notifyPipe.send(queued[queuedHead]) {
+            case .sent:
+                noteSent(queued[queuedHead])
+                queuedHead += 1
+            case .full:
+                if queuedHead > 1_024, queuedHead * 2 > queued.count {
+                    queued.removeFirst(queuedHead)
+                    queuedHead = 0
+                }
+                return
+            case .closed:
+                log("bluetoothd closed the notify socket")
+                stopNotifying()
+                return
+            }
+        }
+        queued.removeAll(keepingCapacity: true)
+        queuedHead = 0
     }
 
     /// Every 10 ms, the samples the board produced meanwhile (the board streams on whether
@@ -309,23 +360,30 @@ public actor GATTPeripheral {
     private func notify(_ bytes: [UInt8]) {
         if let silentUntil, clock.now < silentUntil { return }
         guard notifying, let bus else { return }
-        if bytes.count == 8, bytes[0] == 0x13, bytes[1] == singleGyroRegister {
-            var now = timespec()
-            clock_gettime(CLOCK_REALTIME, &now)
-            sent.record(x: UInt16(bytes[2]) | UInt16(bytes[3]) << 8, at: Double(now.tv_sec) + Double(now.tv_nsec) / 1e9)
-        }
         if let notifyPipe {
-            switch notifyPipe.send(bytes) {
-            case .sent: break
-            case .full: notificationsDropped += 1
+            let result: NotifyPipe.SendResult = queuedHead < queued.count ? .full : notifyPipe.send(bytes)
+            switch result {
+            case .sent: noteSent(bytes)
+            case .full:
+                if queued.count - queuedHead < Self.queueLimit { queued.append(bytes) } else { notificationsDropped += 1 }
             case .closed:
                 log("bluetoothd closed the notify socket")
                 stopNotifying()
             }
             return
         }
+        noteSent(bytes)
         try? bus.emitPropertiesChanged(path: notifyPath, interface: Self.characteristicInterface,
                                        changed: ["Value": .array(element: .byte, bytes.map { .byte($0) })])
+    }
+
+    /// Notes a gyro sample as sent over the link when bluetoothd has it (not when queued: a
+    /// queued one the link's end leaves unsent was never sent).
+    private func noteSent(_ bytes: [UInt8]) {
+        guard bytes.count == 8, bytes[0] == 0x13, bytes[1] == singleGyroRegister else { return }
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        sent.record(x: UInt16(bytes[2]) | UInt16(bytes[3]) << 8, at: Double(now.tv_sec) + Double(now.tv_nsec) / 1e9)
     }
 
     // MARK: Advertising

@@ -279,6 +279,15 @@ public struct SimulatedFlashLog: Hashable, Sendable {
 
     // MARK: Readout
 
+    /// The link has no room: a readout under way sends nothing before `now` (simulated ns)
+    /// and resumes at its own pace from there, without making up for the wait, as a board
+    /// whose radio queue is full holds its next `0B 07` back.
+    public mutating func holdReadout(at now: UInt64) {
+        guard var active = readout, active.nextDue < now else { return }
+        active.nextDue = now
+        readout = active
+    }
+
     private mutating func confirmPage(now: UInt64) {
         drop(unconfirmed)
         unconfirmed = 0

@@ -201,6 +201,23 @@ import Testing
         #expect(again.first == partial.first)
     }
 
+    /// A board whose radio queue is full holds its readout back (the real-BlueZ VM's
+    /// peripheral while bluetoothd has not read its socket): held until a moment, it sends
+    /// nothing before it and then goes on at its own pace, without a burst making up for the wait.
+    @Test func aHeldReadoutResumesAtItsPaceWithoutABurst() {
+        var board = SimulatedBoard(profile: .metaMotionR)
+        _ = send(&board, ["0B 02 13 05 FF 60", "0B 02 13 05 FF 24", "0B 01 01", "13 02 01 00", "13 01 01"])
+        _ = board.advance(to: 1_000_000_000)
+        _ = send(&board, ["13 01 00", "0B 01 00", "0B 07 01", "0B 06 C8 00 00 00 00 00 00 00"])
+        let interval = board.flashLog.readoutInterval
+        let held = board.nanoseconds + 50 * interval
+        board.flashLog.holdReadout(at: held)
+        let resumed = board.advance(to: held + 3 * interval).filter { $0.bytes[0] == 0x0B }
+        #expect(resumed.map(\.nanoseconds) == [0, 1, 2, 3].map { held + $0 * interval },
+                "\(resumed.count) readout notifications after the hold")
+        #expect(resumed.allSatisfy { $0.bytes[1] == 0x07 })
+    }
+
     @Test func faultsAndSlotExhaustion() {
         var board = SimulatedBoard(profile: .metaMotionR)
         let triggers = (0..<9).map { _ in "0B 02 13 05 FF 22" }

@@ -822,9 +822,9 @@ def group_backfill(checks):
     address = boards.addresses[0]
     # [boards] notifications: "acquire" (the default) or "start-notify".
     path = os.environ.get("BACKFILL_NOTIFICATIONS", "acquire")
-    # BACKFILL_READOUT_RATE: the board's readout pace, notifications/s (the model's 200 unless
-    # set; a real board reads out as fast as its link carries, the mwsim bench measured 3,600
-    # entries/s through mwgated at 10,000/s).
+    # BACKFILL_READOUT_RATE: a cap on the board's readout pace, notifications/s. Unless set it
+    # reads out as fast as bluetoothd takes its notifications, as a real board's goes as fast as
+    # its link carries (the mwsim bench measured 3,600 entries/s through mwgated at 10,000/s).
     rate = os.environ.get("BACKFILL_READOUT_RATE")
     if rate:
         boards.command(0, f"readout-rate {rate}")
@@ -924,7 +924,8 @@ def group_backfill(checks):
     checks.metric(f"backfill ({path}): gap marks where no sample is missing (marks, samples they claim)",
                   [report["false_marks"], report["false_marked_samples"]])
     with open(os.path.join(RESULTS, "mwsim.log")) as f:
-        dropped = [line.strip() for line in f if "dropped: bluetoothd's socket was full" in line]
+        dropped = [line.strip() for line in f if "notification(s) dropped" in line]
+    checks.metric(f"backfill ({path}): the board's readout pace, entries/s (overall, per readout)", readout_pace())
     missing = sum(n for _, n in report["gaps"])
     checks.record(f"backfill ({path}): documents sample by sample, no index missing",
                   report["count"] > 0 and report["sessions"] == 1 and not report["gaps"] and not report["duplicates"]
@@ -1375,6 +1376,25 @@ def drop_breakdown(commanded, timings):
                      "link up -> notifications on s": round(on - up, 3) if on and up else None,
                      "link up -> first sample s": round(timings[index][1], 3) if timings[index][1] is not None else None})
     return rows
+
+
+def readout_pace(page_entries=512):
+    """The board's flash-log readout pace from its own log (mwsim.log's `log command` lines):
+    per readout (`0B 06`), the pages confirmed (`0B 0E`, `page_entries` each) over the time from
+    the readout's start to its last confirm; [overall entries/s, [per readout: pages, entries/s]].
+    A readout with fewer than 2 pages confirmed is left out (no pace to speak of)."""
+    readouts = []
+    with open(os.path.join(RESULTS, "mwsim.log")) as f:
+        for line in f:
+            if "log command 0b06" in line:
+                readouts.append([float(line.split()[0]), []])
+            elif "log command 0b0e" in line and readouts:
+                readouts[-1][1].append(float(line.split()[0]))
+    paced = [(len(confirms), len(confirms) * page_entries / (confirms[-1] - start))
+             for start, confirms in readouts if len(confirms) >= 2 and confirms[-1] > start]
+    entries = sum(pages * page_entries for pages, _ in paced)
+    seconds = sum(pages * page_entries / pace for pages, pace in paced)
+    return [round(entries / seconds) if seconds else None, [(pages, round(pace)) for pages, pace in paced]]
 
 
 def sent_runs(adapter):
