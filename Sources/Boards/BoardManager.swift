@@ -138,6 +138,11 @@ public actor BoardManager {
         await sessions[address]?.confirmFlashLogPage()
     }
 
+    /// `address`'s last reported flash log page could not be stored (see ``BoardSession/declineFlashLogPage()``).
+    public func declineFlashLogPage(_ address: BluetoothAddress) async {
+        await sessions[address]?.declineFlashLogPage()
+    }
+
     /// Starts or stops the sensors of every board (see ``BoardSession/setSensors(_:)``), and
     /// of boards added later.
     public func setSensors(_ on: Bool) async {

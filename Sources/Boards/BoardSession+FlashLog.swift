@@ -117,8 +117,9 @@ extension BoardSession {
     /// reports the gyro (and accelerometer) samples of each page as it completes
     /// (``BoardEvent/Kind/flashLogDownloaded(_:)``, the last with `complete`). The board
     /// waits at each page's end and deletes the page only on ``confirmFlashLogPage()``, so
-    /// nothing is cleared before it is stored; a lost link ends the readout and the next one
-    /// starts again at the first page not confirmed. When the flash log is not running on a
+    /// nothing is cleared before it is stored; a lost link or a declined page
+    /// (``declineFlashLogPage()``) ends the readout and the next one starts again at the first
+    /// page not confirmed. When the flash log is not running on a
     /// link yet, the download starts once it does; nothing while a download runs.
     public func downloadFlashLog() {
         guard current?.flashLogging == true else {
@@ -232,6 +233,19 @@ extension BoardSession {
             current?.download = downloader
             noteReadoutActivity()
         }
+    }
+
+    /// What the last reported page held could not be stored (the store refused it): the
+    /// readout ends here without the page's confirm, so the board keeps the page (only a
+    /// confirm deletes one, metawear-logging.md §5.5), and the next ``downloadFlashLog()`` on
+    /// this link reads it again: a readout sends the oldest entries the board holds (§11.9),
+    /// the unconfirmed page first. Waiting for the link's end instead left a board that stays
+    /// linked (a nearly full SD card, for hours) without that readout.
+    public func declineFlashLogPage() {
+        guard current?.download?.awaitsConfirm == true else { return }
+        dropUnconfirmedPage()
+        downloadEnded()
+        emitFlashLog(flashLogLogging ?? .starting)
     }
 
     /// The readout is over on this link: reads rest between batches again.

@@ -11,8 +11,9 @@ import Synchronization
 /// while one waits asks for nothing more; a newer mark replaces the waiting one), so it is
 /// bounded by the boards, not by the burst.
 ///
-/// A board's waiting demands are taken page confirm first (the board waits on it), then the
-/// session's finish, a drain, a download, a trim, a mark. A trim goes before a waiting mark:
+/// A board's waiting demands are taken page answer first (its confirm or decline: the board
+/// waits on it; a decline must end the readout before a `download` can start the next), then
+/// the session's finish, a drain, a download, a trim, a mark. A trim goes before a waiting mark:
 /// it drops what the board's earlier mark counted, which the recorder had stored when it asked;
 /// after the newer mark it would drop entries the recorder has not stored yet.
 public final class BackfillDemands: AsyncSequence, Sendable {
@@ -20,18 +21,23 @@ public final class BackfillDemands: AsyncSequence, Sendable {
     public typealias Failure = Never
 
     private struct Waiting {
-        var confirmPage = false
+        /// The answer to the page the board waits on: true confirms it, false declines it (the
+        /// newer answer stands; the board sends no page before the last one is answered).
+        var pageStored: Bool?
         var finish = false
         var drain = false
         var download = false
         var trim = false
         var mark: ContinuousClock.Instant?
 
-        var isEmpty: Bool { !confirmPage && !finish && !drain && !download && !trim && mark == nil }
+        var isEmpty: Bool { pageStored == nil && !finish && !drain && !download && !trim && mark == nil }
 
         /// Takes the first waiting demand of `board`.
         mutating func take(_ board: String) -> BackfillDemand? {
-            if confirmPage { confirmPage = false; return .confirmPage(board) }
+            if let stored = pageStored {
+                pageStored = nil
+                return stored ? .confirmPage(board) : .declinePage(board)
+            }
             if finish { finish = false; return .finishFlashLog(board) }
             if drain { drain = false; return .drainFlashLog(board) }
             if download { download = false; return .download(board) }
@@ -64,7 +70,8 @@ public final class BackfillDemands: AsyncSequence, Sendable {
             var waiting = state.waiting[board] ?? Waiting()
             if waiting.isEmpty { state.order.append(board) }
             switch demand {
-            case .confirmPage: waiting.confirmPage = true
+            case .confirmPage: waiting.pageStored = true
+            case .declinePage: waiting.pageStored = false
             case .finishFlashLog: waiting.finish = true
             case .drainFlashLog: waiting.drain = true
             case .download: waiting.download = true
@@ -124,6 +131,9 @@ public enum BackfillDemand: Hashable, Sendable {
     case download(String)
     /// Delete the page it last reported: what the page holds is stored.
     case confirmPage(String)
+    /// Keep the page it last reported: what the page holds is not stored (the store refused
+    /// it). Its readout ends unconfirmed; the next `download` reads the page again.
+    case declinePage(String)
     /// Note how many entries it holds (the recorder measures the stored stretch from `askedAt`).
     case markFlashLog(String, askedAt: ContinuousClock.Instant)
     /// Drop what the last mark counted: it is stored.
@@ -137,7 +147,7 @@ public enum BackfillDemand: Hashable, Sendable {
     /// The board it is for.
     public var board: String {
         switch self {
-        case .download(let board), .confirmPage(let board), .markFlashLog(let board, _), .trimFlashLog(let board),
+        case .download(let board), .confirmPage(let board), .declinePage(let board), .markFlashLog(let board, _), .trimFlashLog(let board),
              .finishFlashLog(let board), .drainFlashLog(let board):
             board
         }

@@ -101,6 +101,8 @@ public struct BoardService: Service, CustomStringConvertible {
                         if let address = BluetoothAddress(board) { await manager.downloadFlashLog(address) }
                     case .confirmPage(let board):
                         if let address = BluetoothAddress(board) { await manager.confirmFlashLogPage(address) }
+                    case .declinePage(let board):
+                        if let address = BluetoothAddress(board) { await manager.declineFlashLogPage(address) }
                     case .markFlashLog(let board, let askedAt):
                         if let address = BluetoothAddress(board) { await manager.markFlashLogForTrim(address, askedAt: askedAt) }
                     case .trimFlashLog(let board):

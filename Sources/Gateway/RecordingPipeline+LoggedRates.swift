@@ -43,7 +43,7 @@ extension RecordingPipeline {
         let outcome = controller.recordLogged(
             board: key, gyro: download.gyro, accelerometer: download.accelerometer, gyroScale: streaming.gyro?.range.scale ?? 1,
             accelerometerScale: streaming.accelerometer?.range.scale, bootOrigins: origins, now: timeline.now)
-        if outcome.durable { backfillDemand.send(.confirmPage(key)) }
+        backfillDemand.send(outcome.durable ? .confirmPage(key) : .declinePage(key))
         if outcome.recorded > 0 {
             book.backfilled(key, samples: outcome.recorded, attached: attached.contains(key), recording: controller.state != .idle)
             publish()

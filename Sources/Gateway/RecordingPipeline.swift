@@ -231,7 +231,7 @@ public actor RecordingPipeline {
         let outcome = controller.backfill(board: key, logged: download.gyro, accelerometer: download.accelerometer,
                                           bootOrigins: origins, complete: download.complete,
                                           now: timeline.now)
-        if outcome.durable { backfillDemand.send(.confirmPage(key)) }
+        backfillDemand.send(outcome.durable ? .confirmPage(key) : .declinePage(key))
         // Each page's fills count: a restart's or stop's gap is sealed page by page.
         book.backfilled(key, samples: outcome.filled, intoEarlierSessions: outcome.filledIntoEarlierSessions,
                         attached: attached.contains(key), recording: controller.state != .idle)

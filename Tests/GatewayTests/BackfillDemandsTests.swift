@@ -56,6 +56,17 @@ struct BackfillDemandsTests {
         }
     }
 
+    /// A page the store refused is declined before the download the recorder asked with it
+    /// (to read the page again): the board's readout must end unconfirmed first, since a board
+    /// session takes no download while its board waits for a page's answer.
+    @Test func aDeclinedPageIsAnsweredBeforeTheDownloadThatReadsItAgain() async {
+        let demands = BackfillDemands()
+        demands.send(.download("B"))
+        demands.send(.declinePage("B"))
+        demands.finish()
+        #expect(await Self.drain(demands) == [.declinePage("B"), .download("B")])
+    }
+
     /// A long burst over four boards (marks, trims, downloads, page confirms, a finish) while
     /// nothing reads: every board gets each kind it was asked for, once, its newest mark, its
     /// trim before that mark (a trim after a newer mark would drop entries not stored yet), and

@@ -93,23 +93,37 @@ struct BackfillEndToEndTests {
             try await h.simulator.stall(0, seconds: 3)
             try await Task.sleep(for: .seconds(4))
             let atStop = await pipeline.status.boards.first { $0.address == board }
+            let backfilledAtStop = atStop?.gyroSamplesBackfilled ?? 0
             try await pipeline.stopSession()
             let record = try await pipeline.submitSurvey(.noHazard, sessionID: sessionID, waitingForBackfillAtMost: .seconds(60))
-            let dataset = try h.gateway.store.dataset(sessionID: sessionID)
-            let points = dataset.points.filter { $0.board == board }.map(\.point)
-            let indices = points.map(Self.index)
-            let holes = Self.holes(points)
-            let backfilled = points.filter(\.backfilled).count
-            print("stop during the download: \(points.count) points, \(backfilled) backfilled, holes \(holes), "
-                  + "flash log at the stop: \(atStop?.flashLog ?? "-"), backfilled by then \(atStop?.gyroSamplesBackfilled ?? -1)")
-            #expect((atStop?.gyroSamplesBackfilled ?? 0) == 0, "the download was still running at the stop")
-            #expect(Set(indices).count == indices.count, "no sample twice")
-            #expect(holes.isEmpty, "every sample the board took is in the session: \(holes)")
-            // Fewer than 300: each of the watchdog's stream restarts during the stall pauses the
-            // sensor for a few periods (see above); the holes check says none is missing.
-            #expect(backfilled >= 100, "the 3 s gap came from the log: \(backfilled) backfilled")
-            #expect(Set(record.gscopeData) == Set(dataset.chunkNames), "the records document names every chunk, the corrections too")
+            let points = try Self.expectStopGapFilled(h, sessionID: sessionID, board: board, record: record)
+            print("stop during the download: \(points.count) points, \(points.filter(\.backfilled).count) backfilled, "
+                  + "flash log at the stop: \(atStop?.flashLog ?? "-"), backfilled by then \(backfilledAtStop)")
+            #expect(backfilledAtStop == 0, "the download was still running at the stop")
         }
+    }
+
+    /// Checks that board `board`'s 3 s stall before the stop of session `sessionID` is filled
+    /// with correction chunks: every sample once, in order, the records document naming every
+    /// chunk. Returns the board's points.
+    @discardableResult
+    static func expectStopGapFilled(_ h: GatewayHarness, sessionID: String, board: String, record: RecordsDocument,
+                                    sourceLocation: SourceLocation = #_sourceLocation) throws -> [RecordedPoint] {
+        let dataset = try h.gateway.store.dataset(sessionID: sessionID)
+        let points = dataset.points.filter { $0.board == board }.map(\.point)
+        let indices = points.map(Self.index)
+        let holes = Self.holes(points)
+        let backfilled = points.filter(\.backfilled).count
+        #expect(Set(indices).count == indices.count, "no sample twice", sourceLocation: sourceLocation)
+        #expect(zip(points, points.dropFirst()).allSatisfy { $0.gyroscope.timestamp < $1.gyroscope.timestamp }, "time order",
+                sourceLocation: sourceLocation)
+        #expect(holes.isEmpty, "every sample the board took is in the session: \(holes)", sourceLocation: sourceLocation)
+        // Fewer than 300: each of the watchdog's stream restarts during the stall pauses the
+        // sensor for a few periods (see above); the holes check says none is missing.
+        #expect(backfilled >= 100, "the 3 s gap came from the log: \(backfilled) backfilled", sourceLocation: sourceLocation)
+        #expect(Set(record.gscopeData) == Set(dataset.chunkNames), "the records document names every chunk, the corrections too",
+                sourceLocation: sourceLocation)
+        return points
     }
 
     /// The same, but the survey goes in at once (the walker does not wait, or the download
