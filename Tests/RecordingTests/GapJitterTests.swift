@@ -74,16 +74,15 @@ struct GapJitterTests {
     }
 
     /// Seed 4 (50 ms interval, 6 per event) starts with a one-period backlog that lasts 3 s and
-    /// then drains: the envelope steps down a period, the slope fit joining the two halves'
-    /// lowest points comes out 0.27 % short, and the drift makes a false 1-sample mark every
-    /// ~3 s (each one biasing the next fit). Not fixed yet: the slope needs a fit that a step
-    /// of the envelope does not tilt.
+    /// then drains: the envelope steps down a period. Its false 1-sample marks every ~3 s are
+    /// gone (the rate is fitted from 10 s of history, a step is confirmed over 5 s), but the
+    /// 8.6 s hole is still marked 4 samples after its end. Not fixed yet.
     static let envelopeStepSeeds: Set<UInt64> = [4]
 
     /// Runs `check`, as a known issue for the seeds the envelope step still breaks.
     func checking(_ seed: UInt64, _ check: () -> Void) {
         if Self.envelopeStepSeeds.contains(seed) {
-            withKnownIssue("a lasting backlog that drains tilts the slope fit (seed \(seed))") { check() }
+            withKnownIssue("a lasting backlog that drains: a hole's mark comes late (seed \(seed))") { check() }
         } else {
             check()
         }
@@ -94,7 +93,7 @@ struct GapJitterTests {
         let (arrivals, _, text) = RealStackArrivals(seed: seed).generate()
         print(text)
         let found = marks(arrivals)
-        checking(seed) { #expect(found.isEmpty, "\(text): false marks \(found)") }
+        #expect(found.isEmpty, "\(text): false marks \(found)")
     }
 
     @Test("holes of 1 period, 10 periods, 1 s and 8.6 s: each marked with its exact count and duration",
