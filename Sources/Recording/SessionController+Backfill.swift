@@ -98,7 +98,7 @@ extension SessionController {
         }
         if complete {
             outcome.filled += points.count
-            outcome.stillMissing += releaseHold(board: board, backfilled: points.map(\.point))
+            outcome.stillMissing += releaseHold(board: board, backfilled: points)
         } else {
             let freshSet = Set(fresh.map { BackfillKey(resetUID: $0.resetUID, tick: $0.tick) })
             boards[board]?.hold?.unjournaledBackfill += points.filter { freshSet.contains($0.key) }.map(\.point)
@@ -146,20 +146,27 @@ extension SessionController {
     /// records can go once the chunk that gets the first of them is sealed. Returns the
     /// samples still missing in the held stretch.
     @discardableResult
-    func releaseHold(board: String, backfilled: [RecordedPoint]) -> Int {
+    func releaseHold(board: String, backfilled: [(key: BackfillKey, point: RecordedPoint)]) -> Int {
         guard let stream = boards[board], let hold = stream.hold else { return 0 }
         boards[board]?.hold = nil
         let period = 1000 / stream.gyroRate
-        var merged = hold.points
-        merged.append(contentsOf: backfilled.map { ($0, timeBase.source) })
+        var merged: [(point: RecordedPoint, source: TimeSource, boot: UInt8?)] = hold.points.map { ($0.point, $0.source, nil) }
+        merged.append(contentsOf: backfilled.map { ($0.point, timeBase.source, $0.key.resetUID) })
         merged.sort { $0.point.gyroscope.timestamp < $1.point.gyroscope.timestamp }
         var previous = hold.after
         var previousBackfilled = false
+        var previousBoot: UInt8?
         var missing = 0
         for k in merged.indices {
             var p = merged[k].point
             let time = p.gyroscope.timestamp
-            if p.backfilled || previousBackfilled, let previous {
+            if let boot = merged[k].boot, boot == previousBoot {
+                // Neighbours in one boot's log: the board logs every sample it takes, so none
+                // is missing between them however far apart they are. (The sensor paused: a
+                // stream restart stops the gyro for 0.2-0.5 s, real-BlueZ VM, docs/bluez-vm.md.)
+                p.missedBefore = 0
+                p.gapMilliseconds = 0
+            } else if p.backfilled || previousBackfilled, let previous {
                 let step = time - previous
                 p.missedBefore = max(0, Int((step / period).rounded()) - 1)
                 p.gapMilliseconds = p.missedBefore > 0 ? max(1, Int(step.rounded())) : 0
@@ -167,10 +174,12 @@ extension SessionController {
             missing += p.missedBefore
             previous = time
             previousBackfilled = p.backfilled
+            previousBoot = merged[k].boot
             merged[k].point = p
         }
-        writeReleased(board: board, merged, at: hold.startIndex)
-        for (point, source) in merged where commit(board: board, point: point, source: source) { sealOpenChunk(board: board) }
+        let released = merged.map { (point: $0.point, source: $0.source) }
+        writeReleased(board: board, released, at: hold.startIndex)
+        for (point, source) in released where commit(board: board, point: point, source: source) { sealOpenChunk(board: board) }
         return missing
     }
 

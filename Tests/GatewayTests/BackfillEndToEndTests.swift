@@ -71,11 +71,12 @@ struct BackfillEndToEndTests {
             // its first and last point. The 8 s stall is not quite 400 samples: each of the
             // watchdog's stream restarts during it (3 here) writes the gyro's start again,
             // which pauses the sensor for a few periods (40-60 ms unloaded), so the board took
-            // fewer (the gap marks below count those pauses, which hold no sample, by time).
+            // fewer. A pause holds no sample and carries no gap mark: its edges are neighbours
+            // in the board's log (issue 18 defect 6; they were marked by time before).
             // Before the placement followed the sensor's restarts, snapping the samples after
             // a restart to the grid of before it dropped up to every third one as a collision.
             #expect(holes.isEmpty, "every sample the board took is in the session: \(holes)")
-            #expect(backfilled.count + missed >= 390, "backfilled \(backfilled.count) + paused \(missed) cover the 8 s")
+            #expect(backfilled.count >= 340, "backfilled \(backfilled.count) cover the 8 s but the restarts' pauses")
             #expect(missed <= 60, "still missing \(missed)")
             let span = (indices.max() ?? 0) - (indices.min() ?? 0) + 1
             #expect(points.count + missed >= span - 2, "points \(points.count) + missed \(missed) cover the \(span) samples")

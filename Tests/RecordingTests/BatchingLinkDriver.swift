@@ -16,6 +16,8 @@ struct BatchingLinkDriver {
     var early: (Double) -> Int64 = { _ in 0 }
     /// Further holes, like `hole`.
     var moreHoles: [(Double, Double)] = []
+    /// A stretch (start, end, seconds) the board's gyro is stopped, as a stream restart does.
+    var gyroPause: (Double, Double)?
 
     /// Streams `board` (gyro started) into `controller` (attached, recording) for `seconds`,
     /// ticking it after each connection event, then runs `afterEvent` with the time in
@@ -32,6 +34,7 @@ struct BatchingLinkDriver {
         var delivered = 0
         var inHole = false
         while Double(now) < seconds * 1e9 {
+            let previous = now
             now += Int64(Double.random(in: 7.5e6...30e6, using: &rng))
             let t = Double(now) / 1e9
             let holeNow = ([hole] + moreHoles).contains { t >= $0.0 && t < $0.1 }
@@ -39,6 +42,14 @@ struct BatchingLinkDriver {
                 inHole = holeNow
                 if reattach {
                     if holeNow { controller.detach(board: "B", now: now) } else { controller.attach(board: "B", gyroRateHertz: 100) }
+                }
+            }
+            if let pause = gyroPause, t >= pause.0, t - Double(now - previous) / 1e9 < pause.0 {
+                for p in Commands.stop(.gyro, mode: .single, chip: .bmi160) { _ = board.write(p.bytes) }
+            }
+            if let pause = gyroPause, t >= pause.1, t - Double(now - previous) / 1e9 < pause.1 {
+                for p in Commands.startGyro(GyroConfiguration(rate: .hz100, range: .dps2000), mode: .single, chip: .bmi160) {
+                    _ = board.write(p.bytes)
                 }
             }
             for n in board.advance(to: UInt64(now)) {
