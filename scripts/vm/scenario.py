@@ -18,7 +18,7 @@ import time
 
 import dbus
 
-from document_check import check_documents, read_documents
+from document_check import check_documents, false_marks_message, read_documents
 
 RESULTS = "/results"
 # The directory sink of every Gateway (its documents, one JSON file each).
@@ -511,6 +511,15 @@ def group_session(checks):
     docs = documents()
     save_documents("outbox")
     for index, address in enumerate((first, second)):
+        # Issue 18 defect 6: a gap mark only where samples are missing. A metric, not a check
+        # yet: under a loaded host the VM delivers the two boards' 200 notifications/s later and
+        # later (3.5 s behind at the stop), which the time-based detector cannot tell from a
+        # loss (docs/bluez-vm.md); make test's session group would fail on it.
+        report = check_documents(docs, address, BOARD_SEEDS[index])
+        checks.metric(f"session: board {index}: gap marks where no sample is missing (marks, samples they claim)",
+                      [report["false_marks"], report["false_marked_samples"]])
+        if report["false_marks"]:
+            log(false_marks_message(report, address))
         count, duplicates, reordered, mismatched, gaps = check_samples(docs, address, BOARD_SEEDS[index])
         expected = seconds * GYRO_RATE
         ok = count >= expected * 0.97 and not duplicates and not reordered and not mismatched and not gaps
@@ -919,10 +928,13 @@ def group_backfill(checks):
     report = check_documents(docs, address, BOARD_SEEDS[0], sent=[(first, last) for first, last, _, _ in runs])
     if report["first_out_of_order"]:
         log(f"{address}: first sample out of order: {report['first_out_of_order']}")
-    # Not a check (yet): gap marks where no sample is missing (issue 18 defect 6, arrival
-    # jitter under TCG); with backfill each one also holds the points after it for a download.
+    # Issue 18 defect 6: with backfill each false mark also holds the points after it for a
+    # download of the log since its last trim.
     checks.metric(f"backfill ({path}): gap marks where no sample is missing (marks, samples they claim)",
                   [report["false_marks"], report["false_marked_samples"]])
+    checks.record(f"backfill ({path}): no gap mark where no sample is missing", not report["false_marks"],
+                  false_marks_message(report, address)
+                  or f"{report['count']} samples, none marked missing where nothing is")
     with open(os.path.join(RESULTS, "mwsim.log")) as f:
         dropped = [line.strip() for line in f if "notification(s) dropped" in line]
     checks.metric(f"backfill ({path}): the board's readout pace, entries/s (overall, per readout)", readout_pace())
