@@ -157,10 +157,15 @@ extension SessionController {
         var previousBackfilled = false
         var previousBoot: UInt8?
         var missing = 0
+        let contradicted = marksTheLogContradicts(board: board, hold: hold)
         for k in merged.indices {
             var p = merged[k].point
             let time = p.gyroscope.timestamp
-            if let boot = merged[k].boot, boot == previousBoot {
+            if !p.backfilled, p.missedBefore > 0, let scale = streamed[board]?.scale,
+               contradicted.contains(RawVector(counts: (p.gyroscope.x, p.gyroscope.y, p.gyroscope.z), scale: scale)) {
+                p.missedBefore = 0
+                p.gapMilliseconds = 0
+            } else if let boot = merged[k].boot, boot == previousBoot {
                 // Neighbours in one boot's log: the board logs every sample it takes, so none
                 // is missing between them however far apart they are. (The sensor paused: a
                 // stream restart stops the gyro for 0.2-0.5 s, real-BlueZ VM, docs/bluez-vm.md.)
@@ -181,6 +186,36 @@ extension SessionController {
         writeReleased(board: board, released, at: hold.startIndex)
         for (point, source) in released where commit(board: board, point: point, source: source) { sealOpenChunk(board: board) }
         return missing
+    }
+
+    /// Raw counts of the held streamed points whose gap mark the downloaded log contradicts:
+    /// the sample streamed just before each is its neighbour in one boot's log, so none is
+    /// missing between them. (The time-based detector cannot tell a delay that outlasts its
+    /// confirmation from a loss: the real-BlueZ VM under load fell seconds behind a stream.)
+    /// Only counts that occur once in the log and once in the streamed window are matched: a
+    /// board at rest repeats its readings.
+    func marksTheLogContradicts(board: String, hold: BackfillHold) -> Set<RawVector> {
+        guard let window = streamed[board], let scale = window.scale else { return [] }
+        var marked: [RawVector: Int] = [:]
+        for (p, _) in hold.points where p.missedBefore > 0 && !p.backfilled {
+            marked[RawVector(counts: (p.gyroscope.x, p.gyroscope.y, p.gyroscope.z), scale: scale)] = 0
+        }
+        guard !marked.isEmpty else { return [] }
+        let logged = hold.logged.samples
+        var position: [RawVector: Int] = [:]
+        var repeated: Set<RawVector> = []
+        for (k, sample) in logged.enumerated() where position.updateValue(k, forKey: sample.raw) != nil {
+            repeated.insert(sample.raw)
+        }
+        for sample in window.samples where marked[sample.raw] != nil { marked[sample.raw]! += 1 }
+        var contradicted: Set<RawVector> = []
+        for (before, sample) in zip(window.samples, window.samples.dropFirst()) where marked[sample.raw] == 1 {
+            guard !repeated.contains(before.raw), !repeated.contains(sample.raw),
+                  let a = position[before.raw], let b = position[sample.raw], b == a + 1,
+                  logged[a].resetUID == logged[b].resetUID else { continue }
+            contradicted.insert(sample.raw)
+        }
+        return contradicted
     }
 
     /// Writes a released hold at its final indices, with the board's committed points not yet
