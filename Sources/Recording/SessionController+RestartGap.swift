@@ -235,7 +235,9 @@ extension SessionController {
             outcome.readAgain = true
             return (true, false)
         }
-        let expected = max(0, Int(((until - from) / periodMs).rounded()) - 1 - inside.filter { $0 < until }.count)
+        let between = samplesBetweenEdgesByTicks(pending, from: from, until: until, shift: shift, window: window, scale: scale,
+                                                 periodMs: periodMs) ?? Int(((until - from) / periodMs).rounded()) - 1
+        let expected = max(0, between - inside.filter { $0 < until }.count)
         outcome.stillMissing += max(0, expected - pending.filled)
         return (true, true)
     }

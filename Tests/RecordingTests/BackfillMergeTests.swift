@@ -261,6 +261,20 @@ struct BackfillMergeTests {
         #expect((69...72).contains(backfilled) && backfilled == o.backfill.filled, "the drop's samples filled: \(o.backfill)")
     }
 
+    /// The same stop gap, the new link stamped 150 ms late (a host that fell behind, or a
+    /// notification path slower than the last link's): the gap's end lies 150 ms late by the
+    /// stream's times, but the board took its samples by its own clock. Counted from the
+    /// times, the 15 periods the stamps moved were reported still missing though the log
+    /// filled every sample; counted from the log's ticks of the gap's edge samples, none is.
+    @Test func aStopGapOfANewLinkStampedLateCountsNothingStillMissing() throws {
+        let o = try record(seconds: 16, hole: (10, 10.7), reattach: true, downloadAt: nil, seed: 27,
+                           early: { t in t >= 10.7 ? -150_000_000 : 0 }, downloadAfterStop: true)
+        #expect(o.heldAtDownload, "the stop kept the gap for the log")
+        let backfilled = expectEverySampleOnce(o)
+        #expect((69...72).contains(backfilled) && backfilled == o.backfill.filled, "the drop's samples filled: \(o.backfill)")
+        #expect(o.backfill.stillMissing == 0, "nothing is missing: \(o.backfill)")
+    }
+
     /// The link drops again while the points after a short drop still wait for the log, and
     /// the board stays away 35 s: the wait restarts with the new link, so the log read 22 s
     /// after it fills both gaps. Counted from the first held point (10.07 s), the wait ended
