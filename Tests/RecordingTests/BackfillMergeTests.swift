@@ -26,11 +26,13 @@ struct BackfillMergeTests {
     /// `downloadAfterStop`, at the stop instead: its first `pagedBeforeStop` samples before it.
     /// With `readAt`, the readout holds only what the board had logged by then; when the
     /// controller asks for the log again, the whole log is read at once (after the stop too).
-    /// With `refuseCorrection`, the store refuses the first chunk sealed after the stop.
+    /// With `refuseCorrection`, the store refuses the first chunk sealed after the stop. With
+    /// `notLogged` (seconds), the log read after the stop lacks the samples taken then (a log
+    /// that was full).
     func record(seconds: Double, hole: (Double, Double), reattach: Bool, downloadAt: Double?, seed: UInt64,
                 early: @escaping (Double) -> Int64 = { _ in 0 }, moreHoles: [(Double, Double)] = [],
                 downloadAfterStop: Bool = false, pagedBeforeStop: Int? = nil, readAt: Double? = nil,
-                refuseCorrection: Bool = false, gyroPause: (Double, Double)? = nil) throws -> Outcome {
+                refuseCorrection: Bool = false, gyroPause: (Double, Double)? = nil, notLogged: Range<Double>? = nil) throws -> Outcome {
         let store = MemoryStore()
         let base = TimeBase(wallNanoseconds: 1_800_000_000_000_000_000, monotonicNanoseconds: 0, systemClockSynchronised: true)
         let controller = SessionController(store: store, timeBase: base)
@@ -73,7 +75,10 @@ struct BackfillMergeTests {
                 }
             }
         })
-        let (logged, origins) = downloadAfterStop ? download(board, loggers: LoggerIDs(xy: ids[0], z: ids[1])) : ([], [:])
+        var (logged, origins) = downloadAfterStop ? download(board, loggers: LoggerIDs(xy: ids[0], z: ids[1])) : ([], [:])
+        if let notLogged {
+            logged.removeAll { notLogged.contains(Double(truth[UInt64(UInt16(bitPattern: $0.raw.x))] ?? 0) / 1e9) }
+        }
         if let pagedBeforeStop {
             // The readout's pages up to `pagedBeforeStop` samples came before the stop.
             _ = controller.backfill(board: "B", logged: Array(logged.prefix(pagedBeforeStop)), bootOrigins: origins,
@@ -273,6 +278,16 @@ struct BackfillMergeTests {
         let backfilled = expectEverySampleOnce(o)
         #expect((69...72).contains(backfilled) && backfilled == o.backfill.filled, "the drop's samples filled: \(o.backfill)")
         #expect(o.backfill.stillMissing == 0, "nothing is missing: \(o.backfill)")
+    }
+
+    /// The same late-stamped stop gap, the log lacking 0.1 s of it (it was full then): those
+    /// 10 samples are still missing, counted by the log's ticks (by the times: 25).
+    @Test func aStopGapOfANewLinkStampedLateCountsWhatTheLogLacks() throws {
+        let o = try record(seconds: 16, hole: (10, 10.7), reattach: true, downloadAt: nil, seed: 27,
+                           early: { t in t >= 10.7 ? -150_000_000 : 0 }, downloadAfterStop: true, notLogged: 10.2..<10.3)
+        #expect(o.heldAtDownload, "the stop kept the gap for the log")
+        #expect((59...62).contains(o.backfill.filled) && o.backfill.stillMissing == 72 - o.backfill.filled,
+                "the log's samples filled, the 10 it lacks still missing: \(o.backfill)")
     }
 
     /// The link drops again while the points after a short drop still wait for the log, and
