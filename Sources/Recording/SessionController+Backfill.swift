@@ -158,6 +158,7 @@ extension SessionController {
         var previousBoot: UInt8?
         var missing = 0
         let contradicted = marksTheLogContradicts(board: board, hold: hold)
+        if !hold.logged.samples.isEmpty { previousLog[board] = hold.logged }
         for k in merged.indices {
             var p = merged[k].point
             let time = p.gyroscope.timestamp
@@ -201,19 +202,21 @@ extension SessionController {
             marked[RawVector(counts: (p.gyroscope.x, p.gyroscope.y, p.gyroscope.z), scale: scale)] = 0
         }
         guard !marked.isEmpty else { return [] }
-        let logged = hold.logged.samples
-        var position: [RawVector: Int] = [:]
-        var repeated: Set<RawVector> = []
-        for (k, sample) in logged.enumerated() where position.updateValue(k, forKey: sample.raw) != nil {
-            repeated.insert(sample.raw)
-        }
         for sample in window.samples where marked[sample.raw] != nil { marked[sample.raw]! += 1 }
         var contradicted: Set<RawVector> = []
-        for (before, sample) in zip(window.samples, window.samples.dropFirst()) where marked[sample.raw] == 1 {
-            guard !repeated.contains(before.raw), !repeated.contains(sample.raw),
-                  let a = position[before.raw], let b = position[sample.raw], b == a + 1,
-                  logged[a].resetUID == logged[b].resetUID else { continue }
-            contradicted.insert(sample.raw)
+        // This hold's readout, and the one before it (a mark confirmed after it was read).
+        for logged in [hold.logged.samples, previousLog[board]?.samples ?? []] where !logged.isEmpty {
+            var position: [RawVector: Int] = [:]
+            var repeated: Set<RawVector> = []
+            for (k, sample) in logged.enumerated() where position.updateValue(k, forKey: sample.raw) != nil {
+                repeated.insert(sample.raw)
+            }
+            for (before, sample) in zip(window.samples, window.samples.dropFirst()) where marked[sample.raw] == 1 {
+                guard !repeated.contains(before.raw), !repeated.contains(sample.raw),
+                      let a = position[before.raw], let b = position[sample.raw], b == a + 1,
+                      logged[a].resetUID == logged[b].resetUID else { continue }
+                contradicted.insert(sample.raw)
+            }
         }
         return contradicted
     }

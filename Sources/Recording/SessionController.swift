@@ -111,6 +111,10 @@ public final class SessionController {
     var backfillBoards: Set<String> = []
     /// Each board's recent stream, kept across its links (what logged samples are matched with).
     var streamed: [String: StreamedWindow] = [:]
+    /// Each board's logged samples of its last released hold: a gap mark confirmed after that
+    /// readout (5 s late) waits for the next one, which no longer holds the entries around it
+    /// (the board deleted the pages the first one confirmed; ``marksTheLogContradicts(board:hold:)``).
+    var previousLog: [String: LoggedSamples] = [:]
     /// The same for each board's accelerometer stream, and its logged samples of the readout.
     var streamedAccelerometer: [String: StreamedWindow] = [:]
     var loggedAccelerometer: [String: LoggedSamples] = [:]
