@@ -7,6 +7,12 @@
 /// past the mark (a stall spanning it would show as a gap first), and the segments are
 /// written, and no restart gap waits for the log. Samples of a gap whose wait ended unfilled go with the trim (nothing fetches them
 /// later).
+///
+/// A trim also needs the stream alive at that moment (a notification within
+/// ``SessionController/trimLiveness``): the board drops entries only while it is not logging, so
+/// the samples it takes during the trim's stop-drop-start reach no log and exist only in the
+/// stream. Trimmed while the board was silent (the real-BlueZ VM's backfill group: a trim 1.4 s
+/// into a 4 s silence), those 2 samples were lost for good.
 extension SessionController {
     /// What to do with a board's flash log now.
     public enum FlashLogTrim: Hashable, Sendable {
@@ -31,8 +37,16 @@ extension SessionController {
         return out
     }
 
+    /// How recent the board's latest notification must be for a trim (nanoseconds): on the real
+    /// stack notifications come in bursts up to 0.5 s apart; a silent board is noticed after ~1 s.
+    static let trimLiveness: Int64 = 500_000_000
+
     private func trimmable(board: String, since mark: TrimMark, now: Int64) -> Bool {
         guard let stream = boards[board], stream.hold == nil, gapsNoticed[board, default: 0] == mark.gaps else { return false }
+        // Only while the stream is alive now (what the trim's pause takes is in no log).
+        if session != nil {
+            guard let heard = stream.lastGyroReceivedAt, now - heard <= Self.trimLiveness else { return false }
+        }
         // The log holds a restart gap not stored yet (between sessions too).
         guard restartGaps[board] == nil else { return false }
         // Between sessions nothing is stored, and nothing logged is wanted.
