@@ -23,16 +23,11 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 # beside it: one VM boot less. stop joined on 2026-11-28 (session 16): after ff55eed sidestepped
 # bluetoothd 5.66's crash after a connect-state stop, 4 runs at host load 0.1-1.2 (CI's) passed
 # 24 of 24 stops, exits 0.19-0.44 s (docs/bluez-vm.md, "Which binaries"); about 35 s a run.
-GROUPS = ["discovery", "faults", "startnotify", "session", "stop"]
+GROUPS = ["discovery", "faults", "startnotify", "session", "stop", "backfill"]
 # Checks that fail today on open defects (docs/bluez-vm.md, "Status"): run them by name, or
-# all of them with "all". They join GROUPS once they pass. backfill: 3 of 10 runs passed; a gap
-# after a long absence is not filled in time and a restart gap's samples were placed 0.6 s early
-# once (docs/bluez-vm.md, "Backfill through the real stack").
-OPEN_GROUPS = ["backfill"]
-# boards: session's first part alone (no recording), a quicker look at two boards.
-# bench: issue 18 part 3, scripts/bench/bluez.sh runs it, make test does not. session-stack:
-# the session group's two boards without mwgated (does the stack alone carry them?). idle:
-# bench's first measure alone (issue 19 part 2: no notification while no session records).
+# all of them with "all". They join GROUPS once they pass. backfill joined in session 17: 3 of 3
+# runs passed at load 1-1.6 (release binaries of d2cea2c, ~2 min each).
+OPEN_GROUPS: list[str] = []
 EXTRA_GROUPS = ["boards", "bench", "session-stack", "idle"]
 SCENARIO_FILES = ["scenario.py", "scenario.sh", "document_check.py", "notify_observer.py", "bleak_probe.py", "dbus_boards.py"]
 
