@@ -64,8 +64,9 @@ public struct GatewaySettings: Sendable {
     /// fixes always do, manual input and simulator fixes never.
     public var acceptDeadReckoning: Bool = false
     /// Whether each board also logs its streamed sensors to its flash while streaming, so
-    /// the gaps of the link can be filled from the board (`[boards] backfill`). Off by
-    /// default until it is complete: see docs/configuration.md.
+    /// the gaps of the link can be filled from the board (`[boards] backfill`, on by default
+    /// in the configuration the daemon reads). Off here: a gateway built without a
+    /// configuration (the tests, an embedder) asks for it.
     public var backfill: Bool = false
     /// How each board's notifications come through bluetoothd (`[boards] notifications`).
     public var notificationDelivery: NotificationDelivery = .automatic

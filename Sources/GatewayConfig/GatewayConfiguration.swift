@@ -55,9 +55,9 @@ public struct GatewayConfiguration: Sendable, Equatable {
         /// Single (one sample per notification, default) or packed (three).
         public var sampleMode = SampleMode.single
         /// Whether each board also logs the streamed sensors to its flash while streaming,
-        /// so what the link misses can be filled from the board. Default false until the
-        /// feature is complete (docs/configuration.md says what it lacks).
-        public var backfill = false
+        /// so what the link misses can be filled from the board. On by default (issue 21:
+        /// the soak with faults loses nothing with it, docs/soak.md).
+        public var backfill = true
         /// How each board's notifications come through bluetoothd (`[boards] notifications`).
         public var notifications = Notifications.acquire
 

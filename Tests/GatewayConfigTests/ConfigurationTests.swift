@@ -143,10 +143,12 @@ let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
     }
 
     @Test func ratesBeyondTheLinkAreLoggedWithBackfillAndRefusedWithout() throws {
-        #expect(issues("[boards]\ngyro_rate = 800\n") == [
+        #expect(issues("[boards]\ngyro_rate = 800\nbackfill = false\n") == [
             "/etc/mwgate/mwgated.toml:2: boards.gyro_rate: 800 notifications/s is more than one BLE link carries (100); "
                 + "set backfill = true to record it in the board's flash and download it, or lower the rate"
         ])
+        // Backfill is on by default (issue 21), so the rate alone is logged.
+        #expect(try parse("[boards]\ngyro_rate = 800\n").boards.logged == [.gyro])
         let logged = try parse("[boards]\ngyro_rate = 800\nbackfill = true\n")
         #expect(logged.boards.logged == [.gyro])
         #expect(try logged.boards.streaming().logged == [.gyro])
@@ -157,6 +159,8 @@ let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
                 + "2 h 53 min or less, or lower gyro_rate to 1600 Hz"
         ])
         var boards = GatewayConfiguration.Boards()
+        #expect(boards.backfill, "on by default")
+        boards.backfill = false
         boards.gyro = GyroConfiguration(rate: .hz1600, range: .dps2000)
         #expect(boards.logged.isEmpty, "without the flash log nothing is logged")
         boards.backfill = true
@@ -220,8 +224,9 @@ let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             "/etc/mwgate/mwgated.toml:2: boards.notifications: 'kept' is not a notification path; use \"acquire\", \"start-notify\", \"kept-session\""])
     }
 
-    @Test func backfillIsOffUnlessTurnedOn() throws {
-        #expect(try parse("").boards.backfill == false)
+    @Test func backfillIsOnUnlessTurnedOff() throws {
+        #expect(try parse("").boards.backfill)
+        #expect(try parse("[boards]\nbackfill = false\n").boards.backfill == false)
         #expect(try parse("[boards]\nbackfill = true\n").boards.backfill)
         #expect(issues("[boards]\nbackfill = \"no\"\n") == ["/etc/mwgate/mwgated.toml:2: boards.backfill: expected true or false, got a string"])
     }
