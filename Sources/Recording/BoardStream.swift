@@ -161,7 +161,7 @@ struct BackfillHold {
     /// (the raw counts of a sample streamed after the gap, at `scale` LSB per unit).
     func logReachesPastTheGap(scale: Double) -> Bool {
         let logged = Set(self.logged.samples.map(\.raw))
-        return points.contains { logged.contains(RawVector(counts: ($0.point.gyroscope.x, $0.point.gyroscope.y, $0.point.gyroscope.z), scale: scale)) }
+        return points.contains { logged.contains(RawVector(stored: $0.point.gyroscope, scale: scale)) }
     }
 }
 

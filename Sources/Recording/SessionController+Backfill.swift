@@ -163,7 +163,7 @@ extension SessionController {
             var p = merged[k].point
             let time = p.gyroscope.timestamp
             if !p.backfilled, p.missedBefore > 0, let scale = streamed[board]?.scale,
-               contradicted.contains(RawVector(counts: (p.gyroscope.x, p.gyroscope.y, p.gyroscope.z), scale: scale)) {
+               contradicted.contains(RawVector(stored: p.gyroscope, scale: scale)) {
                 p.missedBefore = 0
                 p.gapMilliseconds = 0
             } else if let boot = merged[k].boot, boot == previousBoot {
@@ -199,7 +199,7 @@ extension SessionController {
         guard let window = streamed[board], let scale = window.scale else { return [] }
         var marked: [RawVector: Int] = [:]
         for (p, _) in hold.points where p.missedBefore > 0 && !p.backfilled {
-            marked[RawVector(counts: (p.gyroscope.x, p.gyroscope.y, p.gyroscope.z), scale: scale)] = 0
+            marked[RawVector(stored: p.gyroscope, scale: scale)] = 0
         }
         guard !marked.isEmpty else { return [] }
         for sample in window.samples where marked[sample.raw] != nil { marked[sample.raw]! += 1 }

@@ -167,7 +167,7 @@ extension SessionController {
     /// where the page holds the tail's last point (its raw counts, with as many of the points
     /// before it as the page holds before it), what follows it; else the whole page.
     static func samplesAfter(_ tail: [RecordedPoint], in page: [LoggedSample], scale: Double) -> [LoggedSample] {
-        let raws = tail.map { RawVector(counts: ($0.gyroscope.x, $0.gyroscope.y, $0.gyroscope.z), scale: scale) }
+        let raws = tail.map { RawVector(stored: $0.gyroscope, scale: scale) }
         guard let last = raws.last else { return page }
         for i in page.indices where page[i].raw == last {
             let before = min(i, raws.count - 1)

@@ -160,7 +160,7 @@ extension SessionController {
         // the stored samples themselves (a logged sample with a stored one's raw counts was
         // recorded) rather than by time alone.
         let storedAfter = Set(pending.gap.head.filter { $0.gyroscope.timestamp < until + 1000 }.map {
-            RawVector(counts: ($0.gyroscope.x, $0.gyroscope.y, $0.gyroscope.z), scale: scale)
+            RawVector(stored: $0.gyroscope, scale: scale)
         })
         let end = storedAfter.isEmpty ? until : until + 1000
         // The session's stored points inside the stretch filled (after a gap within its tail:
@@ -249,7 +249,7 @@ extension SessionController {
                                 periodMs: Double) -> Bool {
         let logged = Set(pending.logged.samples.map(\.raw))
         let stored = (pending.gap.tail + pending.gap.head).filter { $0.gyroscope.timestamp >= until - periodMs / 2 }
-        if stored.contains(where: { logged.contains(RawVector(counts: ($0.gyroscope.x, $0.gyroscope.y, $0.gyroscope.z), scale: scale)) }) {
+        if stored.contains(where: { logged.contains(RawVector(stored: $0.gyroscope, scale: scale)) }) {
             return true
         }
         let from = timeBase.monotonic(epochMilliseconds: until - periodMs / 2)
@@ -263,7 +263,7 @@ extension SessionController {
         func samples(_ points: [RecordedPoint], shifted offset: Int64 = 0) -> [BackfillPlanner.StreamedSample] {
             points.map { p in
                 BackfillPlanner.StreamedSample(time: timeBase.monotonic(epochMilliseconds: p.gyroscope.timestamp) + offset,
-                                               raw: RawVector(counts: (p.gyroscope.x, p.gyroscope.y, p.gyroscope.z), scale: scale))
+                                               raw: RawVector(stored: p.gyroscope, scale: scale))
             }
         }
         // The first second a stream recorded after a restart is no anchor: its first
@@ -302,5 +302,11 @@ extension RawVector {
     init(counts reading: (x: Float, y: Float, z: Float), scale: Double) {
         func count(_ value: Float) -> Int16 { Int16(clamping: Int((Double(value) * scale).rounded())) }
         self.init(x: count(reading.x), y: count(reading.y), z: count(reading.z))
+    }
+
+    /// The counts a stored gyro reading was scaled from: what the board sent, to match a
+    /// stored point against logged or streamed samples.
+    init(stored reading: GyroReading, scale: Double) {
+        self.init(counts: (reading.x, reading.y, reading.z), scale: scale)
     }
 }

@@ -14,7 +14,7 @@ extension SessionController {
                                     window: StreamedWindow, scale: Double, periodMs: Double) -> Int? {
         func stored(at time: Double, in points: [RecordedPoint], shifted offset: Double) -> RawVector? {
             points.first { abs($0.gyroscope.timestamp + offset - time) < 0.001 }.map {
-                RawVector(counts: ($0.gyroscope.x, $0.gyroscope.y, $0.gyroscope.z), scale: scale)
+                RawVector(stored: $0.gyroscope, scale: scale)
             }
         }
         func streamed(at time: Double) -> RawVector? {
