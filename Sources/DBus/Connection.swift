@@ -154,7 +154,11 @@ public final class DBusConnection: Sendable {
     public func send(_ message: DBusMessage) throws {
         var message = message
         if message.kind == .methodCall { message.noReplyExpected = true }
-        try core.send(message)
+        if message.kind == .signal {
+            try core.registry.sendSignal(message, core: core)
+        } else {
+            try core.send(message)
+        }
     }
 
     // MARK: Signals
@@ -162,7 +166,8 @@ public final class DBusConnection: Sendable {
     /// Emits a signal. Signals emitted from one task leave in the order emitted.
     public func emit(path: DBusObjectPath, interface: String, member: String, arguments: [DBusValue] = [],
                      destination: String? = nil) throws {
-        try core.send(.signal(path: path, interface: interface, member: member, body: arguments, destination: destination))
+        try core.registry.sendSignal(.signal(path: path, interface: interface, member: member, body: arguments,
+                                             destination: destination), core: core)
     }
 
     /// Emits `org.freedesktop.DBus.Properties.PropertiesChanged` for `path`.
@@ -171,10 +176,8 @@ public final class DBusConnection: Sendable {
     /// notification once per notify client.
     public func emitPropertiesChanged(path: DBusObjectPath, interface: String, changed: [String: DBusValue],
                                       invalidated: [String] = [], copies: Int = 1) throws {
-        try core.registry.announcePropertyChange {
-            try core.send(ObjectRegistry.propertiesChanged(path: path, interface: interface, changed: changed,
-                                                           invalidated: invalidated), copies: copies)
-        }
+        try core.registry.sendSignal(ObjectRegistry.propertiesChanged(path: path, interface: interface, changed: changed,
+                                                                      invalidated: invalidated), copies: copies, core: core)
     }
 
     /// Subscribes to signals matching `rule`. Returns after the bus has installed the match,
@@ -261,18 +264,18 @@ public final class DBusConnection: Sendable {
     public func export(_ object: DBusExportedObject, at path: DBusObjectPath) async throws {
         // Property values are read first: the change and its signal then happen as one step.
         let value = try await ObjectRegistry.interfacesAndProperties(object.interfaces)
-        try core.registry.add(object, at: path) { manager in
-            try emit(path: manager, interface: DBusStandardInterface.objectManager, member: "InterfacesAdded",
-                     arguments: [.objectPath(path), value])
+        try core.registry.add(object, at: path, core: core) { manager in
+            .signal(path: manager, interface: DBusStandardInterface.objectManager, member: "InterfacesAdded",
+                    body: [.objectPath(path), value])
         }
     }
 
     /// Removes the named interfaces (all when nil) from `path`. If an ObjectManager is
     /// registered above `path`, it emits InterfacesRemoved.
     public func unexport(_ path: DBusObjectPath, interfaces: [String]? = nil) throws {
-        try core.registry.remove(at: path, interfaces: interfaces) { removed, manager in
-            try emit(path: manager, interface: DBusStandardInterface.objectManager, member: "InterfacesRemoved",
-                     arguments: [.objectPath(path), .array(element: .string, removed.map { .string($0) })])
+        try core.registry.remove(at: path, interfaces: interfaces, core: core) { removed, manager in
+            .signal(path: manager, interface: DBusStandardInterface.objectManager, member: "InterfacesRemoved",
+                    body: [.objectPath(path), .array(element: .string, removed.map { .string($0) })])
         }
     }
 

@@ -10,9 +10,10 @@ final class ObjectRegistry: Sendable {
     private struct State {
         var objects: [DBusObjectPath: DBusExportedObject] = [:]
         var managers: Set<DBusObjectPath> = []
-        /// Bumped with every change of the tree or of a property, under the same lock that
-        /// sends the signal announcing it (see ``managedObjectsReply(to:under:core:)``).
-        var generation: UInt64 = 0
+        /// GetManagedObjects snapshots being built (see ``sendManagedObjectsReply(to:under:core:)``).
+        var snapshotsBuilding = 0
+        /// Signals sent while a snapshot was being built, in order: they go out after its reply.
+        var heldSignals: [(message: DBusMessage, copies: Int)] = []
     }
 
     private let state = Mutex(State())
@@ -23,10 +24,10 @@ final class ObjectRegistry: Sendable {
     // MARK: Registration
 
     /// Adds `object`'s interfaces at `path` (merging with interfaces already there). When an
-    /// ObjectManager is registered above `path`, `announce` sends InterfacesAdded for that
-    /// root while the lock is held, so no snapshot can fall between the change and its signal.
-    func add(_ object: DBusExportedObject, at path: DBusObjectPath,
-             announce: (DBusObjectPath) throws -> Void) throws {
+    /// ObjectManager is registered above `path`, the signal `announcement` makes for that root
+    /// (InterfacesAdded) is sent with the change, under the lock (``sendSignal(_:copies:core:)``).
+    func add(_ object: DBusExportedObject, at path: DBusObjectPath, core: ConnectionCore,
+             announcement: (_ manager: DBusObjectPath) -> DBusMessage) throws {
         for interface in object.interfaces {
             try DBusNames.validateInterface(interface.name)
             for method in interface.methods { try DBusNames.validateMember(method.name) }
@@ -43,32 +44,43 @@ final class ObjectRegistry: Sendable {
                 merged.interfaces.append(interface)
             }
             state.objects[path] = merged
-            state.generation &+= 1
-            if let manager = Self.manager(for: path, in: state.managers) { try announce(manager) }
+            if let manager = Self.manager(for: path, in: state.managers) {
+                try Self.send(announcement(manager), copies: 1, in: &state, core: core)
+            }
         }
     }
 
-    /// Removes the named interfaces (all when nil) at `path`; `announce` sends
-    /// InterfacesRemoved (removed names, ObjectManager root) under the lock, as in ``add``.
-    func remove(at path: DBusObjectPath, interfaces names: [String]?,
-                announce: ([String], DBusObjectPath) throws -> Void) throws {
+    /// Removes the named interfaces (all when nil) at `path`; the signal `announcement` makes
+    /// (InterfacesRemoved: removed names, ObjectManager root) is sent as in ``add``.
+    func remove(at path: DBusObjectPath, interfaces names: [String]?, core: ConnectionCore,
+                announcement: (_ removed: [String], _ manager: DBusObjectPath) -> DBusMessage) throws {
         try state.withLock { state throws in
             guard var object = state.objects[path] else { return }
             let removed = object.interfaces.map(\.name).filter { names?.contains($0) ?? true }
             guard !removed.isEmpty else { return }
             object.interfaces.removeAll { removed.contains($0.name) }
             state.objects[path] = object.interfaces.isEmpty ? nil : object
-            state.generation &+= 1
-            if let manager = Self.manager(for: path, in: state.managers) { try announce(removed, manager) }
+            if let manager = Self.manager(for: path, in: state.managers) {
+                try Self.send(announcement(removed, manager), copies: 1, in: &state, core: core)
+            }
         }
     }
 
-    /// Sends a property change under the registry lock, bumping the generation, so a
-    /// GetManagedObjects reply never goes out with values older than a change it precedes.
-    func announcePropertyChange(_ send: () throws -> Void) throws {
-        try state.withLock { state throws in
-            state.generation &+= 1
-            try send()
+    /// Sends a signal of this connection (`copies` times back to back), or, while a
+    /// GetManagedObjects snapshot is being built, keeps it to go out right after that reply.
+    ///
+    /// Every signal takes this way, so signals keep their order among themselves, and a
+    /// client can take the snapshot as holding every change announced before the reply
+    /// (``sendManagedObjectsReply(to:under:core:)``).
+    func sendSignal(_ signal: DBusMessage, copies: Int = 1, core: ConnectionCore) throws {
+        try state.withLock { state throws in try Self.send(signal, copies: copies, in: &state, core: core) }
+    }
+
+    private static func send(_ signal: DBusMessage, copies: Int, in state: inout State, core: ConnectionCore) throws {
+        if state.snapshotsBuilding > 0 {
+            state.heldSignals.append((signal, copies))
+        } else {
+            try core.send(signal, copies: copies)
         }
     }
 
@@ -82,40 +94,40 @@ final class ObjectRegistry: Sendable {
     /// Sends the GetManagedObjects reply for the tree below `root`.
     ///
     /// A client takes the snapshot as holding every change whose signal the service sent
-    /// before the reply (BlueZ's single-threaded loop guarantees that). Property values are
-    /// read asynchronously here, so the snapshot is built, then sent under the lock only if
-    /// nothing changed meanwhile; otherwise it is built again (a few times at most: under
-    /// constant property churn the last build is sent).
+    /// before the reply, and applies only the signals after it (BlueZ's single-threaded loop
+    /// makes that true). Here property values are read asynchronously while other tasks go on
+    /// changing the tree, so the objects are taken and the signals held in one step, the
+    /// values read, and the reply sent before the signals held meanwhile: a change made during
+    /// the build is announced after the reply whether or not the snapshot already shows it,
+    /// and announcing a value twice changes nothing. (Rebuilding until nothing changed, as
+    /// before, sent a stale snapshot under steady churn: a client then lost the changes made
+    /// during the last build.) Signals wait only as long as the build's property reads.
     func sendManagedObjectsReply(to call: DBusMessage, under root: DBusObjectPath, core: ConnectionCore) async {
-        func send(_ message: DBusMessage) throws {
-            var message = message
-            message.destination = call.sender
-            message.replySerial = call.serial
-            try core.send(message)
+        let objects = state.withLock { state in
+            state.snapshotsBuilding += 1
+            return state.objects.filter { $0.key.isDescendant(of: root, includingSelf: false) }
         }
-        let attempts = 8
-        for attempt in 1...attempts {
-            let generation = state.withLock { $0.generation }
-            let reply: DBusMessage
-            do {
-                try call.expect(signature: .empty)
-                reply = Self.returnReply([try await managedObjects(under: root)])
-            } catch {
-                try? send(Self.errorReply(Self.dbusError(from: error)))
-                return
-            }
-            let sent = (try? state.withLock { state throws -> Bool in
-                guard state.generation == generation || attempt == attempts else { return false }
-                try send(reply)
-                return true
-            }) ?? true
-            if sent { return }
+        var reply: DBusMessage
+        do {
+            try call.expect(signature: .empty)
+            reply = Self.returnReply([try await Self.managedObjects(objects)])
+        } catch {
+            reply = Self.errorReply(Self.dbusError(from: error))
+        }
+        reply.destination = call.sender
+        reply.replySerial = call.serial
+        state.withLock { state in
+            try? core.send(reply)
+            state.snapshotsBuilding -= 1
+            guard state.snapshotsBuilding == 0 else { return }
+            // A signal the connection cannot send now has nobody left to reach.
+            for held in state.heldSignals { try? core.send(held.message, copies: held.copies) }
+            state.heldSignals.removeAll()
         }
     }
 
-    /// The ObjectManager's view of the tree below `root`: `a{oa{sa{sv}}}`.
-    func managedObjects(under root: DBusObjectPath) async throws -> DBusValue {
-        let objects = state.withLock { $0.objects.filter { $0.key.isDescendant(of: root, includingSelf: false) } }
+    /// The ObjectManager's view of `objects`: `a{oa{sa{sv}}}`.
+    static func managedObjects(_ objects: [DBusObjectPath: DBusExportedObject]) async throws -> DBusValue {
         var entries: [DBusDictionaryEntry] = []
         for (path, object) in objects.sorted(by: { $0.key < $1.key }) {
             entries.append(DBusDictionaryEntry(key: .objectPath(path), value: try await Self.interfacesAndProperties(object.interfaces)))
@@ -316,15 +328,11 @@ final class ObjectRegistry: Sendable {
             switch target.changeSignal {
             case .value:
                 let current = try await target.getter()
-                try announcePropertyChange {
-                    try core.send(Self.propertiesChanged(path: call.path ?? .root, interface: interfaceName,
-                                                         changed: [name: current], invalidated: []))
-                }
+                try sendSignal(Self.propertiesChanged(path: call.path ?? .root, interface: interfaceName,
+                                                      changed: [name: current], invalidated: []), core: core)
             case .invalidates:
-                try announcePropertyChange {
-                    try core.send(Self.propertiesChanged(path: call.path ?? .root, interface: interfaceName,
-                                                         changed: [:], invalidated: [name]))
-                }
+                try sendSignal(Self.propertiesChanged(path: call.path ?? .root, interface: interfaceName,
+                                                      changed: [:], invalidated: [name]), core: core)
             case .none: break
             }
             return []
