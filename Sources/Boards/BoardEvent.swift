@@ -57,7 +57,9 @@ public enum BoardState: Hashable, Sendable, CustomStringConvertible {
     case reconnecting(attempt: Int, lastFailure: String?)
     /// No data came for too long; the stream is being restarted on the same link.
     case recoveringStream(restart: Int)
-    /// Stopped on request (sensors off, notifications off, disconnected).
+    /// Stopped on request: the stop's commands written (sensors off) and the last link's
+    /// notifications all handed on, so no event follows. The link's release and disconnect
+    /// may still be under way; ``BoardSession/stop()`` returns once they are done.
     case stopped
 
     public var description: String {

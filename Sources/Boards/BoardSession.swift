@@ -87,6 +87,13 @@ public actor BoardSession {
                     reportConnecting(failures: failures, lastFailure: lastFailure)
                 case .linkReady(let link):
                     await run(link)
+                    // A stop closed this link and its last notifications are handed on: the
+                    // board delivers nothing more, so it is reported stopped now. What the stop
+                    // still does (waiting for bluetoothd to report the notify released, up to
+                    // 400 ms, the connection's close, scanning off) brings no sample, and a
+                    // shutdown's seal, which waits for this event, runs beside it instead of
+                    // after it (issue 18 §2.7: 2 s in all).
+                    if isStopping { emit(.state(.stopped)) }
                 case .linkLost(let reason):
                     emit(.state(.lost(reason: reason)))
                 }
@@ -177,7 +184,9 @@ public actor BoardSession {
 
     func emit(_ kind: BoardEvent.Kind, at notification: GattNotification? = nil) {
         if case .state(let new) = kind {
-            guard new != state else { return }
+            // Nothing follows a stop's `stopped` (reported once its last link's notifications
+            // ended): a loss the stop's own close brings is part of the stop.
+            guard new != state, state != .stopped else { return }
             state = new
         }
         let event = BoardEvent(board: address, kind: kind, receivedAt: notification?.receivedAt ?? .now,

@@ -174,6 +174,36 @@ struct BoardSessionLogicTests {
         #expect(!transport.board.gyroStreaming, "the gyro was stopped")
         #expect(link.isClosed)
     }
+
+    /// A shutdown seals once every board says `stopped`, which follows the board's last
+    /// samples. What the stop does after the link's last notification (waiting for bluetoothd
+    /// to report the notify released, up to 400 ms) brings no sample, so the board is reported
+    /// stopped before it, and the seal runs beside it (issue 18 §2.7).
+    @Test func aStopReportsTheBoardStoppedOnceItsLastSamplesAreInBeforeTheLinkIsReleased() async throws {
+        let transport = InMemoryBoardTransport()
+        var states: () -> [BoardState] = { [] }
+        try await withSession(transport) { session, recorder in
+            states = { recorder.states(address) }
+            try await waitUntil("streaming") { recorder.isStreaming(address) }
+            let link = try await link(transport, 0)
+            let release = await transport.holdStopAfterClose()
+            let sent = link.stream(milliseconds: 500)
+            async let stopping: Void = session.stop()
+            var failure: (any Error)?
+            do {
+                try await waitUntil("the board reported stopped while the stop still releases its link") {
+                    recorder.states(address).last == .stopped
+                }
+            } catch { failure = error }
+            let samplesWhenStopped = recorder.samples(address).count
+            release.finish()
+            await stopping
+            if let failure { throw failure }
+            #expect(samplesWhenStopped == sent.count, "the board was reported stopped before its last samples")
+            #expect(link.isClosed)
+        }
+        #expect(states().filter { $0 == .stopped }.count == 1, "\(states())")
+    }
 }
 
 private func sampleIndex(_ bytes: [UInt8]) -> UInt64? {

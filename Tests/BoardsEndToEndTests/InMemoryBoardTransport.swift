@@ -28,6 +28,8 @@ actor InMemoryBoardTransport: BoardTransport {
 
     /// Board time each write call of its links takes (``InMemoryLink/init(board:millisecondsPerWrite:)``).
     private let millisecondsPerWrite: UInt64
+    /// See ``holdStopAfterClose()``.
+    private var stopRelease: AsyncStream<Never>?
 
     init(profile: BoardProfile = .metaMotionR, millisecondsPerWrite: UInt64 = 0) {
         board = InMemoryBoard(profile: profile)
@@ -61,9 +63,19 @@ actor InMemoryBoardTransport: BoardTransport {
             for packet in commands { try? await link.write(packet) }
             await link.close()
         }
+        if let stopRelease { for await _ in stopRelease {} }
         stopCommands = commands.map(\.bytes)
         continuation.finish()
         endedContinuation.finish()
+    }
+
+    /// The stop closes the link (its notifications end) and then waits until the returned
+    /// continuation finishes, as ``BlueZBoardTransport``'s stop waits for bluetoothd to release
+    /// the link's notifications and take its `Disconnect` after the link's last notification.
+    func holdStopAfterClose() -> AsyncStream<Never>.Continuation {
+        let (held, release) = AsyncStream.makeStream(of: Never.self)
+        stopRelease = held
+        return release
     }
 
     private func lose(_ link: InMemoryLink, reason: String, failuresAfter: Int) async {
