@@ -1,3 +1,4 @@
+import Basics
 import Boards
 
 /// The boards' events into the pipeline: held on the feeder's side and taken on the
@@ -41,12 +42,32 @@ extension RecordingPipeline {
         }
     }
 
-    /// From now on each board event is handled as it arrives instead of at the next tick (up
-    /// to ``tickInterval`` later): a shutdown's seal waits for the boards' final state changes,
-    /// and every tick it waited for one counted in a SIGTERM's 2 s (issue 18).
-    public func handleBoardEventsAsTheyArrive() {
+    /// The shutdown's seal (``shutdown()``), as soon as the boards streaming into the session
+    /// have delivered their last samples: in the step that takes the last such board's final
+    /// state change (its events reach the pipeline only after every sample it delivered before
+    /// it), on the pipeline's own thread, or at once when none streams into a session. Until
+    /// then each board event is handled as it arrives instead of at the next tick (up to
+    /// ``tickInterval`` later). Each hop between the boards' stop and the seal (the ticks, the
+    /// caller's wake-up, its call back into the pipeline) counted in a SIGTERM's 2 s, and a
+    /// loaded real-BlueZ VM spent 0.4-0.45 s between the boards' stop and the pipeline's seeing
+    /// it (issue 18 §2.7). ``RecordingService`` waits for ``isShutDown`` at most its safety limit.
+    public func sealOnceBoardsStop() {
+        sealAskedAt = sealAskedAt ?? .now
+        sealsOnceBoardsStop = true
         boardEventsWake = true
         letTicksTakeHeldEvents(false)
+        sealIfTheBoardsStopped()
+    }
+
+    /// Seals if ``sealOnceBoardsStop()`` asked for it and no board streams into the session any more.
+    func sealIfTheBoardsStopped() {
+        guard sealsOnceBoardsStop, !isShutDown, !boardsStreamIntoTheSession else { return }
+        if let asked = sealAskedAt {
+            // Where a stop's time goes (issue 18: within 2 s): the boards' stop plus the
+            // pipeline's work on what they delivered before it.
+            logger.debug("recording: the boards' last samples were in \((ContinuousClock.now - asked).roundedMilliseconds) ms after the seal began")
+        }
+        shutdown()
     }
 
     /// Whether the ticks take the held board events (while they come every ``tickInterval``)
@@ -67,5 +88,6 @@ extension RecordingPipeline {
         }
         boardEventsHaveEnded = true
         streamingBoardsChangedContinuation.yield()
+        sealIfTheBoardsStopped()
     }
 }

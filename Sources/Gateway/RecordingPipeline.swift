@@ -34,12 +34,17 @@ public actor RecordingPipeline {
     public nonisolated let backfillDemand = BackfillDemands()
     private var sensorsWanted: Bool
     /// Yields whenever the last board streaming into the pipeline stops streaming (stopped,
-    /// lost, idle) and when the boards' events end (``consume(boardEvents:)`` returned): a
-    /// seal waiting for the boards' last samples looks at ``isWaitingForBoardSamples`` then.
+    /// lost, idle), when the boards' events end (``consume(boardEvents:)`` returned) and at
+    /// the seal (``shutdown()``): a shutdown waiting for the seal looks at ``isShutDown`` then.
     /// One reader (``RecordingService``).
     public nonisolated let streamingBoardsChanged: AsyncStream<Void>
     let streamingBoardsChangedContinuation: AsyncStream<Void>.Continuation
     var boardEventsHaveEnded = false
+    /// Set by ``sealOnceBoardsStop()``: the step that takes the last recording board's final
+    /// event seals too.
+    var sealsOnceBoardsStop = false
+    /// When ``sealOnceBoardsStop()`` was asked for (the boards' stop began with it).
+    var sealAskedAt: ContinuousClock.Instant?
     /// The boards still streaming into the session ``shutdown()`` sealed (the seal gave up
     /// waiting for their last samples): what they deliver later belonged to that session.
     private var boardsStreamingAtTheSeal: Set<String> = []
@@ -50,7 +55,7 @@ public actor RecordingPipeline {
     /// (between sessions, or stopped before the seal): no session would have held them.
     var otherSamplesAfterShutdown = 0
     /// Set while a shutdown's seal waits for the boards' last samples: each board event wakes
-    /// the pipeline instead of waiting for the next tick (see ``handleBoardEventsAsTheyArrive()``).
+    /// the pipeline instead of waiting for the next tick (see ``sealOnceBoardsStop()``).
     var boardEventsWake = false
     /// Board events not yet taken (see ``HeldBoardEvents``).
     let heldEvents = HeldBoardEvents()
@@ -133,11 +138,10 @@ public actor RecordingPipeline {
     // MARK: Inputs
 
     /// Whether a session records while a board still streams into it (whose last samples a
-    /// shutdown's seal should wait for): false once every board stopped streaming or the
-    /// boards' events ended.
-    public var isWaitingForBoardSamples: Bool {
-        takeHeldEvents()
-        return !boardEventsHaveEnded && !attached.isEmpty && controller.state != .idle
+    /// shutdown's seal waits for, ``sealOnceBoardsStop()``), as of the board events taken so
+    /// far: false once every board stopped streaming or the boards' events ended.
+    var boardsStreamIntoTheSession: Bool {
+        !boardEventsHaveEnded && !attached.isEmpty && controller.state != .idle
     }
 
     /// Handles one board event.
@@ -391,6 +395,8 @@ public actor RecordingPipeline {
     /// events are ignored. Idempotent.
     public func shutdown() {
         guard !isShutDown else { return }
+        // Sealing now: the events taken below must not start a second seal.
+        sealsOnceBoardsStop = false
         takeHeldEvents()
         let now = timeline.now
         controller.tick(now: now)
@@ -420,6 +426,7 @@ public actor RecordingPipeline {
         sensorDemandContinuation.finish()
         backfillDemand.finish()
         workContinuation.finish()
+        streamingBoardsChangedContinuation.yield()
     }
 
     // MARK: Internals
@@ -507,6 +514,7 @@ public actor RecordingPipeline {
         if attached.isEmpty {
             lastBoardDetachedAt = now
             streamingBoardsChangedContinuation.yield()
+            sealIfTheBoardsStopped()
         }
     }
 

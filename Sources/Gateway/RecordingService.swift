@@ -9,10 +9,11 @@ import ServiceLifecycle
 ///
 /// The seal begins at the shutdown's start (the gateway's services all begin stopping at once,
 /// ``ServicesStoppingTogether``) or at ``beginSealing()``, and waits first for the
-/// last samples of the boards streaming into the session: until the pipeline has taken each
-/// such board's final state change, which its events reach only after every sample the board
-/// delivered before it, so whatever is still queued in the boards' streams is drained into the
-/// session first (bounded by the streams' capacities, not by a time). ``boardsStopSafetyLimit``
+/// last samples of the boards streaming into the session: the pipeline seals in the step that
+/// takes the last such board's final state change (``RecordingPipeline/sealOnceBoardsStop()``),
+/// which its events reach only after every sample the board delivered before it, so whatever is
+/// still queued in the boards' streams is drained into the session first (bounded by the
+/// streams' capacities, not by a time). ``boardsStopSafetyLimit``
 /// only ends the wait for a board that never acknowledges its stop. The seal does not wait for
 /// the other services' shutdown. With no board streaming into a
 /// session (connecting, handshaking, idle) it seals at once. Services that read the buffer
@@ -60,35 +61,37 @@ public struct RecordingService: Service, CustomStringConvertible {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await pipeline.runTicks() }
                 await sealRequest.awaitRequest()
-                let waitBegan = ContinuousClock.now
-                if !Task.isCancelled, await !Self.boardsStopped(pipeline, within: Self.boardsStopSafetyLimit) {
+                let sealBegan = ContinuousClock.now
+                logger.info("recording: shutting down (sealing open chunks once the boards' last samples are in)")
+                if !Task.isCancelled, await !Self.sealedOnceBoardsStopped(pipeline, within: Self.boardsStopSafetyLimit) {
                     logger.warning("recording: a board still streams \(Self.boardsStopSafetyLimit) after the seal began (it ignored its stop); sealing without its later samples")
                 }
-                // Where a stop's time goes (issue 18: within 2 s): this wait is the boards' stop
-                // plus the pipeline's work on what they delivered before it.
-                logger.debug("recording: the boards' last samples were in \((ContinuousClock.now - waitBegan).roundedMilliseconds) ms after the seal began")
+                // Sealed by now, unless cancelled or a board ignored its stop.
+                await pipeline.shutdown()
+                // Where a stop's time goes (issue 18: within 2 s): the boards' stop, the
+                // pipeline's work on what they delivered before it, and the seal.
+                logger.debug("recording: sealed \((ContinuousClock.now - sealBegan).roundedMilliseconds) ms after the seal began")
                 group.cancelAll()
             }
         } onGracefulShutdown: {
             sealRequest.request()
         }
-        logger.info("recording: shutting down (sealing open chunks)")
-        let sealBegan = ContinuousClock.now
+        // Cancelled before the seal was asked for: seal now.
         await pipeline.shutdown()
-        logger.debug("recording: sealed in \((ContinuousClock.now - sealBegan).roundedMilliseconds) ms")
         // Sealed early (beginSealing()): the service still ends only at the shutdown, since a
         // service that returns before it is asked to ends the group with an error.
         try? await gracefulShutdown()
     }
 
-    /// Whether every board that streams into the recording session has stopped streaming
-    /// within `limit` (at once when none does: connecting, handshaking, no session).
-    private static func boardsStopped(_ pipeline: RecordingPipeline, within limit: Duration) async -> Bool {
-        guard await pipeline.isWaitingForBoardSamples else { return true }
-        await pipeline.handleBoardEventsAsTheyArrive()
+    /// Whether the pipeline sealed within `limit` once every board that streams into the
+    /// recording session stopped streaming (``RecordingPipeline/sealOnceBoardsStop()``; at once
+    /// when none does: connecting, handshaking, no session).
+    private static func sealedOnceBoardsStopped(_ pipeline: RecordingPipeline, within limit: Duration) async -> Bool {
+        await pipeline.sealOnceBoardsStop()
+        guard await !pipeline.isShutDown else { return true }
         return await withTaskGroup(of: Bool.self) { group in
             group.addTask {
-                for await _ in pipeline.streamingBoardsChanged where await !pipeline.isWaitingForBoardSamples {
+                for await _ in pipeline.streamingBoardsChanged where await pipeline.isShutDown {
                     return true
                 }
                 return false
