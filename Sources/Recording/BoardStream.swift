@@ -138,6 +138,16 @@ struct BackfillHold {
     var journaled = 0
     /// A second readout was asked for, the first having ended before the gap did.
     var readAgain = false
+    /// Pages of the log the store refused since it last took one: each refusal ends its
+    /// readout unconfirmed, and the log is asked for again at once, up to
+    /// ``declinedReadoutsReadAgain`` times in a row.
+    var declinedInARow = 0
+
+    /// How often in a row the log is read again at once after the store refused a page. A
+    /// store that refuses the same page four times is full or failing, not busy: reading on
+    /// would only read the log again and again. The gap then waits for its wait (or the
+    /// board's next link), and the board keeps the page, unconfirmed.
+    static let declinedReadoutsReadAgain = 3
 
     /// Time of the first point of the board's newest link that the hold took in, epoch ms
     /// (nil: none since the hold began).

@@ -104,7 +104,32 @@ extension SessionController {
             boards[board]?.hold?.unjournaledBackfill += points.filter { freshSet.contains($0.key) }.map(\.point)
         }
         outcome.durable = writeSegments(now: now, force: true) && restartGapStored
+        readDeclinedPageAgain(board: board, outcome: &outcome)
         return outcome
+    }
+
+    /// A page the store refused is declined, which ends its readout unconfirmed (the board
+    /// keeps the page). The points held for the gap need that page, and nothing else starts a
+    /// readout on a board that stays linked: the log is asked for again at once, up to
+    /// ``BackfillHold/declinedReadoutsReadAgain`` times in a row. Waiting instead, the gap was
+    /// given up at the end of its wait, marked lost though the board held every sample of it.
+    private func readDeclinedPageAgain(board: String, outcome: inout BackfillOutcome) {
+        guard let hold = boards[board]?.hold else { return }
+        guard !outcome.durable else {
+            boards[board]?.hold?.declinedInARow = 0
+            return
+        }
+        let declined = hold.declinedInARow + 1
+        boards[board]?.hold?.declinedInARow = declined
+        guard declined <= BackfillHold.declinedReadoutsReadAgain else {
+            if declined == BackfillHold.declinedReadoutsReadAgain + 1 {
+                lastStoreError = "flash log of \(board): the store refused a page \(declined) times in a row; "
+                    + "the board keeps it, and its gap waits for the board's next link or is marked lost at the end of its wait"
+            }
+            return
+        }
+        backfillRequests.insert(board)
+        outcome.readAgain = true
     }
 
     /// Logged samples placed on the streamed time base that fall into the gap `board`'s held

@@ -3,7 +3,7 @@ import Buffer
 import Foundation
 import MetaWear
 import MetaWearBoardModel
-import Recording
+@testable import Recording
 import Testing
 
 /// The board's flash log is cleared only of what is stored (issue 21: "clear what was safely
@@ -22,6 +22,10 @@ struct FlashLogPageSafetyTests {
         case linkDrop(afterPages: Int)
         /// The gateway dies after this many pages were handed to the recorder.
         case kill(afterPages: Int)
+        /// The store refuses every write while the page after this many is handed to the
+        /// recorder, `times` readouts in a row (a full or failing disk); writes go through again
+        /// after that.
+        case refusedPage(afterPages: Int, times: Int)
     }
 
     struct Run {
@@ -33,6 +37,10 @@ struct FlashLogPageSafetyTests {
         var taken: ClosedRange<Int>
         var pagesConfirmed: Int
         var pagesRefused: Int
+        /// Readouts (`0B 06`) started on the board.
+        var readouts: Int
+        /// The recorder's last store problem.
+        var storeError: String?
         /// Entries the first readout after the stall had to read (`0B 85`).
         var entriesToRead: UInt32
         /// Simulated seconds from the stream's return to the gap's points committed.
@@ -54,8 +62,9 @@ struct FlashLogPageSafetyTests {
         let path = BufferStore.path(inStateDirectory: dir)
         let storeConfiguration = BufferStore.Configuration(userID: "00000000-0000-4000-8000-000000000001")
         var store: BufferStore? = try BufferStore(path: path, configuration: storeConfiguration)
+        let refusing = RefusingStore(store!)
         let base = TimeBase(wallNanoseconds: 1_800_000_000_000_000_000, monotonicNanoseconds: 0, systemClockSynchronised: true)
-        var controller: SessionController? = SessionController(store: store!, timeBase: base)
+        var controller: SessionController? = SessionController(store: refusing, timeBase: base)
         var board = SimulatedBoard(profile: .metaMotionR, seed: 5)
         board.tickAtPowerOn = 123_456
         board.flashLog.pageEntries = 128
@@ -78,6 +87,7 @@ struct FlashLogPageSafetyTests {
         var page: [LoggedSample] = []
         var origins: [UInt8: Int64] = [:]
         var pagesHanded = 0, pagesConfirmed = 0, pagesRefused = 0
+        var readoutsRefused = 0
         var linkDownUntil: Int64?
         var killed = false
         var trimmer = BoardLogTrimmer()
@@ -102,7 +112,11 @@ struct FlashLogPageSafetyTests {
             send(step.writes)
             let finished = d.state == .finished
             guard step.pageReady || finished else { return }
+            if case .refusedPage(let after, let times) = fault, pagesHanded >= after, readoutsRefused < times {
+                refusing.refuses = true
+            }
             let outcome = c.backfill(board: "B", logged: page, bootOrigins: origins, complete: finished, now: now)
+            refusing.refuses = false
             page = []
             pagesHanded += 1
             if case .kill(let after) = fault, pagesHanded >= after, !finished {
@@ -115,7 +129,12 @@ struct FlashLogPageSafetyTests {
                 downloader = d
                 send(confirm)
             } else {
+                // Declined (`BoardSession.declineFlashLogPage()`): the readout ends without the
+                // page's confirm, so the board keeps it; the next readout starts with it.
                 pagesRefused += 1
+                readoutsRefused += 1
+                downloader = nil
+                return
             }
             if finished { downloader = nil }
             if case .linkDrop(let after) = fault, pagesConfirmed == after, linkDownUntil == nil {
@@ -168,6 +187,12 @@ struct FlashLogPageSafetyTests {
                 send(downloader!.begin())
                 entriesToRead = downloader!.progress.total
             }
+            // The recorder asks for the log again (the pipeline's `.download`): a readout
+            // starts on this link unless one runs, which the request does not touch.
+            if c.takeBackfillRequests().contains("B"), downloadStarted, downloader == nil, linkUp {
+                downloader = LogDownloader(revision: 2, loggers: [.gyro: LoggerIDs(xy: ids[0], z: ids[1])], confirmsPagesItself: false)
+                send(downloader!.begin())
+            }
             if downloadStarted, closedAt == nil, !c.isWaitingForBackfill(board: "B") { closedAt = now }
         }
         if killed {
@@ -185,7 +210,8 @@ struct FlashLogPageSafetyTests {
         for entry in board.flashLog.entries where entry.loggerID == ids[0] { onBoard.insert(Int(entry.data & 0xFFFF)) }
         #expect(downloadStarted, "the points after the stall waited for the log")
         return Run(points: points, onBoard: onBoard, taken: (firstTaken ?? 0)...lastTaken, pagesConfirmed: pagesConfirmed,
-                   pagesRefused: pagesRefused, entriesToRead: entriesToRead,
+                   pagesRefused: pagesRefused, readouts: board.commandLog.filter { $0.starts(with: [0x0B, 0x06]) }.count,
+                   storeError: controller?.lastStoreError, entriesToRead: entriesToRead,
                    secondsToClose: closedAt.map { Double($0 - stallEnd) / 1e9 })
     }
 
@@ -239,4 +265,60 @@ struct FlashLogPageSafetyTests {
         let run = try record(fault: .kill(afterPages: afterPages), seed: 33)
         expectNothingLost(run)
     }
+
+    /// The store refuses the held record of the gap's fourth page once (a nearly full SD card):
+    /// the page is declined and its readout ends there, and the log is read again at once on
+    /// the same link, whose readout starts with that page. Before, nothing asked for that
+    /// readout: the gap waited for its wait (60 s, past this run's end) and the stop
+    /// committed it marked as 800 missing, the board still holding every sample of it.
+    @Test func aHeldGapsDeclinedPageIsReadAgainAtOnce() throws {
+        let run = try record(fault: .refusedPage(afterPages: 3, times: 1), seed: 35)
+        expectNothingLost(run)
+        print("declined page of a held gap: \(run.readouts) readouts, gap closed \(run.secondsToClose ?? -1) s after the stream came back")
+        #expect(run.pagesRefused == 1 && run.readouts == 2, "the declined page read again by a second readout: \(run.readouts)")
+        #expect(run.points.filter(\.backfilled).count >= 790, "the 8 s stall is filled")
+        #expect(run.points.reduce(0) { $0 + $1.missedBefore } == 0, "no gap left")
+        let closed = run.secondsToClose ?? .infinity
+        #expect(closed < BackfillHold.defaultWait / 1000, "closed \(closed) s after the stream came back, before the wait ended")
+    }
+
+    /// The store refuses the page every time: the log is read again three times, then no more
+    /// (it would spin, reading the log again and again); the status says why, and the board
+    /// keeps every page the store did not take.
+    @Test func aPageRefusedAgainAndAgainIsReadAgainThreeTimes() throws {
+        let run = try record(fault: .refusedPage(afterPages: 3, times: .max), seed: 35)
+        expectNothingLost(run)
+        #expect(run.readouts == 1 + BackfillHold.declinedReadoutsReadAgain && run.pagesRefused == run.readouts,
+                "readouts \(run.readouts), pages refused \(run.pagesRefused)")
+        #expect(run.storeError?.contains("refused a page 4 times") == true, "\(run.storeError ?? "no store error")")
+    }
+}
+
+/// The buffer, refusing every segment write while `refuses` is set, as a full disk does.
+final class RefusingStore: RecordingStore {
+    let store: BufferStore
+    var refuses = false
+    struct DiskFull: Error, CustomStringConvertible {
+        var description: String { "database or disk is full" }
+    }
+
+    init(_ store: BufferStore) { self.store = store }
+
+    func beginSession(_ start: SessionStart) throws { try store.beginSession(start) }
+    func append(_ segments: [OpenSegment]) throws {
+        if refuses { throw DiskFull() }
+        try store.append(segments)
+    }
+    func seal(_ chunk: ChunkToSeal) throws -> String { try store.seal(chunk) }
+    func endSession(_ end: SessionEnd) throws { try store.endSession(end) }
+    func submitSurvey(sessionID: String, survey: HazardSurvey, submittedAt: Date) throws -> RecordsDocument {
+        try store.submitSurvey(sessionID: sessionID, survey: survey, submittedAt: submittedAt)
+    }
+    func sessionsAwaitingSurvey() throws -> [String] { try store.sessionsAwaitingSurvey() }
+    func restartGapBounded(sessionID: String, board: String, until: Double) throws {
+        try store.restartGapBounded(sessionID: sessionID, board: board, until: until)
+    }
+    func restartGapClosed(sessionID: String, board: String) throws { try store.restartGapClosed(sessionID: sessionID, board: board) }
+    func keepLoggedRest(_ rest: KeptLoggedRest) throws { try store.keepLoggedRest(rest) }
+    func loggedRestClosed(sessionID: String, board: String) throws { try store.loggedRestClosed(sessionID: sessionID, board: board) }
 }
