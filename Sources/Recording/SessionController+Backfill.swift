@@ -166,7 +166,8 @@ extension SessionController {
     }
 
     /// Commits the held points of `board` with `backfilled` merged in time order; the gap
-    /// marks next to backfilled points are counted again from the times. They are written to
+    /// marks next to backfilled points are counted again, from the board's ticks of the two
+    /// neighbours where the log holds both (``LogTicks``), else from the times. They are written to
     /// the store at their final indices (durably) before they are committed, so the held
     /// records can go once the chunk that gets the first of them is sealed. Returns the
     /// samples still missing in the held stretch.
@@ -175,10 +176,16 @@ extension SessionController {
         guard let stream = boards[board], let hold = stream.hold else { return 0 }
         boards[board]?.hold = nil
         let period = 1000 / stream.gyroRate
-        var merged: [(point: RecordedPoint, source: TimeSource, boot: UInt8?)] = hold.points.map { ($0.point, $0.source, nil) }
-        merged.append(contentsOf: backfilled.map { ($0.point, timeBase.source, $0.key.resetUID) })
+        var merged: [(point: RecordedPoint, source: TimeSource, key: BackfillKey?)] = hold.points.map { ($0.point, $0.source, nil) }
+        merged.append(contentsOf: backfilled.map { ($0.point, timeBase.source, $0.key) })
         merged.sort { $0.point.gyroscope.timestamp < $1.point.gyroscope.timestamp }
+        // A gap's edges in the log: a backfilled point's sample, or a streamed one's found by
+        // its counts; the board's ticks count the samples between them (``LogTicks``).
+        let log = LogTicks(hold.logged.samples)
+        let scale = streamed[board]?.scale
         var previous = hold.after
+        var previousKey: BackfillKey?
+        var previousCounts = hold.after.flatMap { streamed[board]?.raw(near: timeBase.monotonic(epochMilliseconds: $0), periodMs: period) }
         var previousBackfilled = false
         var previousBoot: UInt8?
         var missing = 0
@@ -187,25 +194,36 @@ extension SessionController {
         for k in merged.indices {
             var p = merged[k].point
             let time = p.gyroscope.timestamp
-            if !p.backfilled, p.missedBefore > 0, let scale = streamed[board]?.scale,
+            if !p.backfilled, p.missedBefore > 0, let scale,
                contradicted.contains(RawVector(stored: p.gyroscope, scale: scale)) {
                 p.missedBefore = 0
                 p.gapMilliseconds = 0
-            } else if let boot = merged[k].boot, boot == previousBoot {
+            } else if let boot = merged[k].key?.resetUID, boot == previousBoot {
                 // Neighbours in one boot's log: the board logs every sample it takes, so none
                 // is missing between them however far apart they are. (The sensor paused: a
                 // stream restart stops the gyro for 0.2-0.5 s, real-BlueZ VM, docs/bluez-vm.md.)
                 p.missedBefore = 0
                 p.gapMilliseconds = 0
             } else if p.backfilled || previousBackfilled, let previous {
+                // A gap's edge: a streamed sample and the log's first (or last) one of the gap.
+                // By the board's ticks when the log holds both: the new link's stamps may lie
+                // late, and their periods were counted missing though the log had every sample.
                 let step = time - previous
-                p.missedBefore = max(0, Int((step / period).rounded()) - 1)
+                let counts = scale.map { RawVector(stored: p.gyroscope, scale: $0) }
+                var byTicks: Int?
+                if let before = previousKey ?? previousCounts.flatMap(log.sample).map(BackfillKey.init),
+                   let after = merged[k].key ?? counts.flatMap(log.sample).map(BackfillKey.init) {
+                    byTicks = LogTicks.samplesBetween(before, after, spanByTime: step, periodMs: period)
+                }
+                p.missedBefore = byTicks ?? max(0, Int((step / period).rounded()) - 1)
                 p.gapMilliseconds = p.missedBefore > 0 ? max(1, Int(step.rounded())) : 0
             }
             missing += p.missedBefore
             previous = time
             previousBackfilled = p.backfilled
-            previousBoot = merged[k].boot
+            previousBoot = merged[k].key?.resetUID
+            previousKey = merged[k].key
+            previousCounts = merged[k].key == nil ? scale.map { RawVector(stored: p.gyroscope, scale: $0) } : nil
             merged[k].point = p
         }
         let released = merged.map { (point: $0.point, source: $0.source) }

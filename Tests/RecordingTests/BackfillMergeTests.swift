@@ -27,8 +27,8 @@ struct BackfillMergeTests {
     /// With `readAt`, the readout holds only what the board had logged by then; when the
     /// controller asks for the log again, the whole log is read at once (after the stop too).
     /// With `refuseCorrection`, the store refuses the first chunk sealed after the stop. With
-    /// `notLogged` (seconds), the log read after the stop lacks the samples taken then (a log
-    /// that was full).
+    /// `notLogged` (seconds), the log read (at `downloadAt` or after the stop) lacks the samples
+    /// taken then (a log that was full).
     func record(seconds: Double, hole: (Double, Double), reattach: Bool, downloadAt: Double?, seed: UInt64,
                 early: @escaping (Double) -> Int64 = { _ in 0 }, moreHoles: [(Double, Double)] = [],
                 downloadAfterStop: Bool = false, pagedBeforeStop: Int? = nil, readAt: Double? = nil,
@@ -50,6 +50,10 @@ struct BackfillMergeTests {
         controller.attach(board: "B", gyroRateHertz: 100)
         try controller.start(trigger: .controlAPI, now: 0)
         var truth: [UInt64: UInt64] = [:]
+        func lacking(_ logged: [LoggedSample]) -> [LoggedSample] {
+            guard let notLogged else { return logged }
+            return logged.filter { !notLogged.contains(Double(truth[UInt64(UInt16(bitPattern: $0.raw.x))] ?? 0) / 1e9) }
+        }
         var outcome = SessionController.BackfillOutcome()
         var downloaded = false
         var downloadedAgain = false
@@ -81,7 +85,7 @@ struct BackfillMergeTests {
                 _ = controller.takeBackfillRequests()
                 let (logged, origins) = download(readout ?? board, loggers: LoggerIDs(xy: ids[0], z: ids[1]))
                 firstRead = logged
-                outcome = controller.backfill(board: "B", logged: logged, bootOrigins: origins)
+                outcome = controller.backfill(board: "B", logged: lacking(logged), bootOrigins: origins)
                 if controller.takeBackfillRequests().contains("B") {
                     let (again, origins) = download(board, loggers: LoggerIDs(xy: ids[0], z: ids[1]))
                     outcome = controller.backfill(board: "B", logged: again, bootOrigins: origins)
@@ -89,9 +93,7 @@ struct BackfillMergeTests {
             }
         })
         var (logged, origins) = downloadAfterStop ? download(board, loggers: LoggerIDs(xy: ids[0], z: ids[1])) : ([], [:])
-        if let notLogged {
-            logged.removeAll { notLogged.contains(Double(truth[UInt64(UInt16(bitPattern: $0.raw.x))] ?? 0) / 1e9) }
-        }
+        logged = lacking(logged)
         if let pagedBeforeStop {
             // The readout's pages up to `pagedBeforeStop` samples came before the stop.
             _ = controller.backfill(board: "B", logged: Array(logged.prefix(pagedBeforeStop)), bootOrigins: origins,
@@ -311,6 +313,32 @@ struct BackfillMergeTests {
         #expect(o.heldAtDownload, "the stop kept the gap for the log")
         #expect((59...62).contains(o.backfill.filled) && o.backfill.stillMissing == 72 - o.backfill.filled,
                 "the log's samples filled, the 10 it lacks still missing: \(o.backfill)")
+    }
+
+    /// A held gap (a 0.7 s drop while recording, its log read 4 s later) of a new link stamped
+    /// 150 ms late: every sample filled, nothing counted still missing (by the times the 15
+    /// periods the stamps moved were, as for a stop gap before 3bf127f).
+    @Test func aHeldGapOfANewLinkStampedLateCountsNothingStillMissing() throws {
+        let o = try record(seconds: 16, hole: (10, 10.7), reattach: true, downloadAt: 14.7, seed: 27,
+                           early: { t in t >= 10.7 ? -150_000_000 : 0 })
+        #expect(o.heldAtDownload, "the points after the drop waited for the log")
+        let backfilled = expectEverySampleOnce(o)
+        #expect((69...72).contains(backfilled) && backfilled == o.backfill.filled, "the drop's samples filled: \(o.backfill)")
+        #expect(o.backfill.stillMissing == 0 && o.points.allSatisfy { $0.missedBefore == 0 }, "nothing is missing: \(o.backfill)")
+    }
+
+    /// The same held gap, the log lacking its first 0.1 s (the samples taken 9.98-10.07 s, as a
+    /// log that was full then): those 10 are still missing, counted by the log's ticks of the
+    /// gap's edges and marked on the first backfilled point; by the times 25 were (15 more
+    /// marked on the new link's first point, the periods its late stamps moved).
+    @Test func aHeldGapOfANewLinkStampedLateCountsWhatTheLogLacks() throws {
+        let o = try record(seconds: 16, hole: (10, 10.7), reattach: true, downloadAt: 14.7, seed: 27,
+                           early: { t in t >= 10.7 ? -150_000_000 : 0 }, notLogged: 9.975..<10.075)
+        #expect(o.heldAtDownload, "the points after the drop waited for the log")
+        let marks = o.points.filter { $0.missedBefore > 0 }.map { "\(index($0))\($0.backfilled ? "b" : ""): \($0.missedBefore)" }
+        print("held gap lacking 0.1 s: \(o.backfill), marks \(marks)")
+        #expect((59...62).contains(o.backfill.filled) && o.backfill.stillMissing == 10, "the log's samples filled, the 10 it lacks still missing: \(o.backfill)")
+        #expect(o.points.reduce(0) { $0 + $1.missedBefore } == 10, "marks \(marks)")
     }
 
     /// The link drops again while the points after a short drop still wait for the log, and
