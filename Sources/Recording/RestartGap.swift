@@ -72,6 +72,11 @@ struct PendingRestartGap {
     /// The last logged sample sealed: the log's samples after it go after it.
     var lastSealed: BackfillKey?
 
+    /// The gap ends where this process's stream of the board begins: a gateway restart's gap
+    /// no earlier gateway bounded (a stop's gap, or one with a stored head, ends in a stream
+    /// whose boot an earlier link read).
+    var endsAtThisProcessStream: Bool { !tailStreamedHere && gap.head.isEmpty }
+
     init(_ gap: RestartGap) {
         self.gap = gap
         until = gap.until

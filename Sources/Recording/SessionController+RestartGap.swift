@@ -174,7 +174,13 @@ extension SessionController {
         var logPastTheGap = false
         for sample in placed {
             var time = timeBase.epochMilliseconds(monotonic: sample.time)
-            if time >= until + periodMs / 2 || storedAfter.contains(sample.raw) { logPastTheGap = true }
+            // A boot whose clock no link of this process read ended before the new stream (the
+            // board reset while the gateway was down): every sample of it after the stored tail
+            // is the gap's, wherever the clocks put it. Placed from the tail's anchors, it is on
+            // the interrupted gateway's clock, which the new stream's end of the gap is not on
+            // (a restarted clock stepped back 5 s put all 291 past it, and they were dropped).
+            let ofAnEndedBoot = pending.endsAtThisProcessStream && pending.logged.bootOrigins[sample.resetUID] == nil
+            if !ofAnEndedBoot, time >= until + periodMs / 2 || storedAfter.contains(sample.raw) { logPastTheGap = true }
             // Placed in the log's order between its streamed (stored) neighbours, it is none
             // of them and strictly between them; otherwise a sample within half a period of a
             // stored one is that one.
@@ -192,7 +198,7 @@ extension SessionController {
             let followsSealed = lastPlaced.map { $0.resetUID == sample.resetUID && $0.tick < sample.tick } ?? false
             if followsSealed, time <= previous { time = previous + periodMs / 100 }
             let key = BackfillKey(resetUID: sample.resetUID, tick: sample.tick)
-            guard time > previous + (followsSealed ? 0 : margin), time < (storedAfter.isEmpty ? end - margin : end),
+            guard time > previous + (followsSealed ? 0 : margin), ofAnEndedBoot || time < (storedAfter.isEmpty ? end - margin : end),
                   !storedAfter.contains(sample.raw), !pending.sealedSamples.contains(key), placedKeys.insert(key).inserted else { continue }
             keys.append(key)
             lastPlaced = key
@@ -278,9 +284,24 @@ extension SessionController {
         let offset = pending.tailStreamedHere ? 0 : StoredTailAlignment.offset(stored: samples(pending.gap.tail), streamed: window.samples,
                                                 logged: pending.logged.samples, bootOrigins: pending.logged.bootOrigins,
                                                 threshold: StoredTailAlignment.threshold(period: period))
-        let streamed = (samples(pending.gap.tail, shifted: offset) + samples(head) + window.samples).sorted { $0.time < $1.time }
+        let stored = samples(pending.gap.tail, shifted: offset) + samples(head)
+        let streamed = (stored + window.samples).sorted { $0.time < $1.time }
         let planner = BackfillPlanner(nominalPeriod: period, bootOrigins: pending.logged.bootOrigins)
-        return (planner.plan(streamed: streamed, logged: pending.logged.samples).backfilled, Double(offset) / 1e6)
+        // A boot no link of this process read the clock of ended before this process's stream
+        // (the board reset while the gateway was down): its samples are matched with the stored
+        // stream of that boot alone. Its times are the interrupted gateway's, which a clock
+        // stepped since may put onto the new stream's: matched against it too, they fell among
+        // its samples and were dropped as collisions (a clock stepped back 5 s: all 291 of them).
+        let ended = pending.endsAtThisProcessStream
+            ? Set(pending.logged.samples.map(\.resetUID)).filter { pending.logged.bootOrigins[$0] == nil } : []
+        guard !ended.isEmpty else {
+            return (planner.plan(streamed: streamed, logged: pending.logged.samples).backfilled, Double(offset) / 1e6)
+        }
+        let before = pending.logged.samples.filter { ended.contains($0.resetUID) }
+        let since = pending.logged.samples.filter { !ended.contains($0.resetUID) }
+        let placed = planner.plan(streamed: stored.sorted { $0.time < $1.time }, logged: before).backfilled
+            + planner.plan(streamed: streamed, logged: since).backfilled
+        return (placed.sorted { $0.time < $1.time }, Double(offset) / 1e6)
     }
 
     /// Seals `points` (in time order) into the restart gap's session as chunks after its last.

@@ -51,10 +51,14 @@ struct RestartGapTests {
     /// With `readoutCountedEarly` (seconds), the first readout after the restart holds only what
     /// the board had logged that long before the gateway was back (a readout under way when the
     /// stream came back, which counted the log then); a second one, if asked for, reads the rest.
+    /// With `boardResetAt` (seconds, while the gateway is down) the board resets itself there:
+    /// its tick counter starts again at 0 under the next reset UID, its sensors and logging
+    /// stop until the next link's handshake starts them, and the log keeps the old boot's entries.
     func record(profile: BoardProfile, seed: UInt64, killAt: Double = 10, down: Double, downloadAfter: Double = 0,
                 accelerometer: Bool = false, secondKill: (at: Double, down: Double)? = nil,
                 linkDrop: (at: Double, down: Double)? = nil, restartedClockOffset: Double = 0,
-                surveyAtRestart: Bool = false, idleDuringReadout: Bool = false, readoutCountedEarly: Double? = nil) throws -> Run {
+                surveyAtRestart: Bool = false, idleDuringReadout: Bool = false, readoutCountedEarly: Double? = nil,
+                boardResetAt: Double? = nil) throws -> Run {
         print("RestartGapTests seed \(seed)")
         let dir = NSTemporaryDirectory() + "mwgate-restart-gap-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -113,6 +117,7 @@ struct RestartGapTests {
         // The board as it was when the early readout counted its log, until that readout is read.
         var earlyReadout: SimulatedBoard?
         var earlyReadoutDone = readoutCountedEarly == nil
+        var boardReset = false
         func killTime() -> Int64 { restarts < kills.count ? Int64(kills[restarts].at * 1e9) : .max }
         func restartTime() -> Int64 { restarts < kills.count ? Int64((kills[restarts].at + kills[restarts].down) * 1e9) : .max }
         let end = Int64((kills.last!.at + kills.last!.down + 30) * 1e9)
@@ -156,6 +161,9 @@ struct RestartGapTests {
                 let restartedBase = TimeBase(wallNanoseconds: 1_800_000_000_000_000_000 + Int64(restartedClockOffset * 1e9),
                                              monotonicNanoseconds: 0, systemClockSynchronised: true)
                 controller = SessionController(store: store, timeBase: restartedBase, configuration: configuration)
+                // A new process knows the boot origins it reads, no more (the pipeline passes the
+                // download's clock reading).
+                origins = [:]
                 try controller.adoptAwaitingSurveyFromStore()
                 controller.expectRestartBackfill(try store.restartGaps())
                 handshake()
@@ -180,6 +188,11 @@ struct RestartGapTests {
             }
             let killed = now >= killTime()
             let linkUp = !(linkDown && restarts == 0)
+            if let resetAt = boardResetAt.map({ Int64($0 * 1e9) }), restarts == 0, killed, now >= resetAt, !boardReset {
+                boardReset = true
+                _ = board.advance(to: UInt64(resetAt))
+                board.resetItself()
+            }
             if killed, killedSessions.count == restarts, case .recording(let id) = controller.state { killedSessions.append(id) }
             for n in board.advance(to: UInt64(now)) {
                 if n.bytes.first == 0x0B {
@@ -259,7 +272,11 @@ struct RestartGapTests {
     /// With `byTime`, the points are taken in time order rather than in the records documents'
     /// order: a gap inside the recovered session's stored stretch is filled by correction
     /// chunks after its last chunk.
-    func expectEverySampleOnce(_ run: Run, down: Double, byTime: Bool = false, sourceLocation: SourceLocation = #_sourceLocation) {
+    /// With `timeOrderWithinSessions`, time order is checked within each session: each keeps
+    /// its own gateway's clock, and a clock that stepped back puts the new session before the
+    /// interrupted one's end.
+    func expectEverySampleOnce(_ run: Run, down: Double, byTime: Bool = false, timeOrderWithinSessions: Bool = false,
+                               sourceLocation: SourceLocation = #_sourceLocation) {
         let inOrder = run.interrupted + run.resumed
         let points = byTime ? inOrder.sorted { $0.gyroscope.timestamp < $1.gyroscope.timestamp } : inOrder
         let indices = points.map(Self.index)
@@ -272,8 +289,10 @@ struct RestartGapTests {
               + "resumed \(run.resumed.count), chunks \(run.chunks) (record names \(run.namedChunks)), on board \(run.onBoard), "
               + "holes \(holes.prefix(10))")
         #expect(Set(indices).count == indices.count, "no sample twice", sourceLocation: sourceLocation)
-        #expect(zip(points, points.dropFirst()).allSatisfy { $0.gyroscope.timestamp < $1.gyroscope.timestamp }, "time order",
-                sourceLocation: sourceLocation)
+        for session in timeOrderWithinSessions ? [run.interrupted, run.resumed] : [points] {
+            #expect(zip(session, session.dropFirst()).allSatisfy { $0.gyroscope.timestamp < $1.gyroscope.timestamp }, "time order",
+                    sourceLocation: sourceLocation)
+        }
         #expect(holes.isEmpty, "every sample the board took is stored: \(holes.prefix(10))", sourceLocation: sourceLocation)
         #expect(Double(backfilled.count) >= down * 100 - 5, "the \(down) s are backfilled", sourceLocation: sourceLocation)
         #expect(run.resumed.allSatisfy { !$0.backfilled }, sourceLocation: sourceLocation)
@@ -440,6 +459,30 @@ struct RestartGapTests {
     @Test func aRestartGapWhoseReadoutEndedShortIsReadAgain() throws {
         let run = try record(profile: .metaMotionR, seed: 57, down: 3, readoutCountedEarly: 0.5)
         expectEverySampleOnce(run, down: 3)
+    }
+
+    /// The board resets itself while the gateway is down (a brown-out: its tick counter starts
+    /// again at 0 under the next reset UID, and it takes no sample until the next link starts
+    /// its sensors): the gap holds the old boot's samples after the stored tail, the new boot's
+    /// stream follows, every sample once.
+    @Test func aBoardResetWhileTheGatewayIsDownFillsTheGapFromTheOldBoot() throws {
+        let run = try record(profile: .metaMotionR, seed: 58, down: 4, boardResetAt: 12)
+        expectEverySampleOnce(run, down: 2)
+    }
+
+    /// The restarted gateway's clock stepped back 5 s (an NTP step at boot on a board without a
+    /// real-time clock): the stored tail lies 5 s after the new stream's start on the new clock.
+    @Test(arguments: [-5.0, 5.0])
+    func aClockStepAcrossTheRestartFillsTheGapOnce(step: Double) throws {
+        let run = try record(profile: .metaMotionR, seed: 59, down: 3, restartedClockOffset: step)
+        expectEverySampleOnce(run, down: 3, timeOrderWithinSessions: true)
+    }
+
+    /// Both: the board reset while the gateway was down, and the gateway's clock stepped.
+    @Test(arguments: [-5.0, 5.0])
+    func aBoardResetAndAClockStepFillTheGapOnce(step: Double) throws {
+        let run = try record(profile: .metaMotionR, seed: 60, down: 4, restartedClockOffset: step, boardResetAt: 12)
+        expectEverySampleOnce(run, down: 2, timeOrderWithinSessions: true)
     }
 
     @Test func aMetaMotionSKilledForThreeSecondsLosesNothing() throws {
