@@ -13,9 +13,15 @@ struct LogTicks {
     /// repeated count names no one sample.
     private var once: [RawVector: LoggedSample] = [:]
     private var repeated: Set<RawVector> = []
+    /// Each boot's first and last sample in the log, in the log's (readout, oldest first) order.
+    private var boots: [(uid: UInt8, first: UInt32, last: UInt32)] = []
 
     init(_ logged: [LoggedSample]) {
-        for sample in logged where !repeated.contains(sample.raw) {
+        for sample in logged {
+            if boots.last?.uid == sample.resetUID { boots[boots.count - 1].last = sample.tick } else {
+                boots.append((sample.resetUID, sample.tick, sample.tick))
+            }
+            guard !repeated.contains(sample.raw) else { continue }
             if once.updateValue(sample, forKey: sample.raw) != nil {
                 once[sample.raw] = nil
                 repeated.insert(sample.raw)
@@ -26,17 +32,34 @@ struct LogTicks {
     /// The logged sample with the counts `raw`, when the log holds exactly one.
     func sample(_ raw: RawVector) -> LoggedSample? { once[raw] }
 
-    /// Samples the board took strictly between `first` and `last` (logged samples, or the
-    /// key of one), by their ticks, at `periodMs` ms a sample. Nil when they lie in different
-    /// boots, out of order, or the ticks disagree with the stream's span (`spanByTime`, ms) by
-    /// more than ``edgeTickTolerance``: the times count then.
-    static func samplesBetween(_ first: BackfillKey, _ last: BackfillKey, spanByTime: Double, periodMs: Double) -> Int? {
-        guard first.resetUID == last.resetUID, last.tick > first.tick else { return nil }
-        let span = BoardTicks.milliseconds(UInt64(last.tick - first.tick))
-        // A log sample with an edge's counts that is not that sample (the edge trimmed away)
-        // puts the span far off the times; a late-stamped link moves them by far less.
-        guard abs(span - spanByTime) <= edgeTickTolerance else { return nil }
-        return max(0, Int((span / periodMs).rounded()) - 1)
+    /// Samples the board took strictly between the logged samples `first` and `last`, by their
+    /// ticks, at `periodMs` ms a sample. Nil when they are out of order, or (in one boot) the
+    /// ticks disagree with the stream's span (`spanByTime`, ms) by more than
+    /// ``edgeTickTolerance``: the times count then.
+    ///
+    /// Across a reset (the board's tick counter starts again at 0 under the next reset UID, and
+    /// the board takes no sample until a link starts its sensors again): the samples of `first`'s
+    /// boot after it, those of `last`'s boot before it, and every sample of a boot between, as
+    /// the log holds them. Counted from the times, the reset's pause and a clock stepped between
+    /// two gateways were counted missing. No tolerance applies: the stream's span is on no
+    /// clock the ticks share.
+    func samplesBetween(_ first: BackfillKey, _ last: BackfillKey, spanByTime: Double, periodMs: Double) -> Int? {
+        func samples(after a: UInt32, through b: UInt32) -> Int { Int((BoardTicks.milliseconds(UInt64(b - a)) / periodMs).rounded()) }
+        guard first.resetUID != last.resetUID else {
+            guard last.tick > first.tick else { return nil }
+            let span = BoardTicks.milliseconds(UInt64(last.tick - first.tick))
+            // A log sample with an edge's counts that is not that sample (the edge trimmed away)
+            // puts the span far off the times; a late-stamped link moves them by far less.
+            guard abs(span - spanByTime) <= Self.edgeTickTolerance else { return nil }
+            return max(0, Int((span / periodMs).rounded()) - 1)
+        }
+        guard let from = boots.lastIndex(where: { $0.uid == first.resetUID && $0.first <= first.tick && first.tick <= $0.last }),
+              let to = boots.indices.last(where: { $0 > from && boots[$0].uid == last.resetUID
+                                                    && boots[$0].first <= last.tick && last.tick <= boots[$0].last })
+        else { return nil }
+        var count = samples(after: first.tick, through: boots[from].last) + samples(after: boots[to].first, through: last.tick)
+        for boot in boots[(from + 1)..<to] { count += samples(after: boot.first, through: boot.last) + 1 }
+        return count
     }
 
     /// Largest difference, ms, between a gap's span by the log's ticks and by the stream's

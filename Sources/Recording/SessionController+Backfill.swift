@@ -213,7 +213,7 @@ extension SessionController {
                 var byTicks: Int?
                 if let before = previousKey ?? previousCounts.flatMap(log.sample).map(BackfillKey.init),
                    let after = merged[k].key ?? counts.flatMap(log.sample).map(BackfillKey.init) {
-                    byTicks = LogTicks.samplesBetween(before, after, spanByTime: step, periodMs: period)
+                    byTicks = log.samplesBetween(before, after, spanByTime: step, periodMs: period)
                 }
                 p.missedBefore = byTicks ?? max(0, Int((step / period).rounded()) - 1)
                 p.gapMilliseconds = p.missedBefore > 0 ? max(1, Int(step.rounded())) : 0

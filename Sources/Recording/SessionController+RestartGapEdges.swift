@@ -5,9 +5,9 @@ extension SessionController {
     /// Samples the board took strictly between a restart gap's two edges, the stored or
     /// streamed samples at `from` and `until` (epoch ms on the new stream's clock; the stored
     /// tail is moved onto it by `shift` ms), counted from the log's ticks of those two samples,
-    /// found by their raw counts (``LogTicks``). Nil when the log does not hold both edges once
-    /// each (trimmed past one, counts that repeat) or the ticks cannot count them: the times
-    /// count then.
+    /// found by their raw counts (``LogTicks``), also across a board reset. Nil when the log does
+    /// not hold both edges once each (trimmed past one, counts that repeat) or the ticks cannot
+    /// count them: the times count then.
     func samplesBetweenEdgesByTicks(_ pending: PendingRestartGap, from: Double, until: Double, shift: Double,
                                     window: StreamedWindow, scale: Double, periodMs: Double) -> Int? {
         func stored(at time: Double, in points: [RecordedPoint], shifted offset: Double) -> RawVector? {
@@ -24,6 +24,6 @@ extension SessionController {
                 ?? streamed(at: until),
               let first = log.sample(before), let last = log.sample(after)
         else { return nil }
-        return LogTicks.samplesBetween(BackfillKey(first), BackfillKey(last), spanByTime: until - from, periodMs: periodMs)
+        return log.samplesBetween(BackfillKey(first), BackfillKey(last), spanByTime: until - from, periodMs: periodMs)
     }
 }
