@@ -44,7 +44,19 @@ extension SessionController {
         if expected { backfillBoards.insert(board) } else { backfillBoards.remove(board) }
         boards[board]?.backfillExpected = expected
         if expected { requestRestartBackfill(board: board) }
-        if !expected { releaseHold(board: board, backfilled: []) }
+        if !expected { giveUpWaitingForTheLog(board: board) }
+    }
+
+    /// The points `board` holds stop waiting for its log (the wait ended, or the board keeps no
+    /// log now): they are committed with the samples the pages downloaded so far place in the
+    /// gap, and the rest of it marked. Those pages were confirmed once journaled, so the board
+    /// deleted them: committed without them, their samples were lost (a page refused again and
+    /// again after 20 stored: 281 samples of an 8 s gap).
+    func giveUpWaitingForTheLog(board: String) {
+        guard let hold = boards[board]?.hold else { return }
+        var outcome = BackfillOutcome()
+        releaseHold(board: board, backfilled: place(board: board, logged: hold.logged.samples, bootOrigins: hold.logged.bootOrigins,
+                                                    outcome: &outcome))
     }
 
     /// Boards whose points started waiting for a backfill since the last call: download their

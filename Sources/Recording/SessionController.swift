@@ -390,7 +390,7 @@ public final class SessionController {
             if let hold = boards[key]?.hold,
                nowMs - hold.since > configuration.backfillWait
                 || nowMs - hold.firstHeld > BackfillHold.longestHoldInWaits * configuration.backfillWait {
-                releaseHold(board: key, backfilled: [])
+                giveUpWaitingForTheLog(board: key)
             }
         }
         writeSegments(now: now)

@@ -54,7 +54,7 @@ struct FlashLogPageSafetyTests {
     /// (as the pipeline asks for it); the session ends 35 s after the stall. With `trims`,
     /// the recorder's flash log marks and trims (``SessionController/flashLogTrims(now:)``)
     /// are applied to the board as `BoardSession` does.
-    func record(fault: Fault, seed: UInt64, stallAt: Double = 10, trims: Bool = false) throws -> Run {
+    func record(fault: Fault, seed: UInt64, stallAt: Double = 10, trims: Bool = false, endsAfterStall: Double = 43) throws -> Run {
         print("FlashLogPageSafetyTests seed \(seed)")
         let dir = NSTemporaryDirectory() + "mwgate-flash-pages-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -149,7 +149,7 @@ struct FlashLogPageSafetyTests {
         readClock()
         var downloadStarted = false
         let stallEnd = Int64((stallAt + 8) * 1e9)
-        while now < Int64((stallAt + 43) * 1e9), !killed {
+        while now < Int64((stallAt + endsAfterStall) * 1e9), !killed {
             now += Int64(Double.random(in: 7.5e6...30e6, using: &rng))
             let t = Double(now) / 1e9
             let stalled = t >= stallAt && t < stallAt + 8
@@ -280,6 +280,16 @@ struct FlashLogPageSafetyTests {
         #expect(run.points.reduce(0) { $0 + $1.missedBefore } == 0, "no gap left")
         let closed = run.secondsToClose ?? .infinity
         #expect(closed < BackfillHold.defaultWait / 1000, "closed \(closed) s after the stream came back, before the wait ended")
+    }
+
+    /// The store takes the readout's pages up to the 20th, some of them the gap's (confirmed:
+    /// the board deleted them), then refuses every page: after three readouts more the gap
+    /// waits out its wait (60 s) and is committed. The samples of the pages the board deleted
+    /// go in with it; only what the board still holds is marked missing.
+    @Test func aGapGivenUpAtTheEndOfItsWaitKeepsWhatTheBoardDeleted() throws {
+        let run = try record(fault: .refusedPage(afterPages: 20, times: .max), seed: 36, endsAfterStall: 80)
+        expectNothingLost(run)
+        #expect(run.points.contains { $0.backfilled }, "the confirmed pages' samples of the gap are in the session")
     }
 
     /// The store refuses the page every time: the log is read again three times, then no more
