@@ -24,8 +24,11 @@ extension BoardSession {
         }
         var samples: [GattNotification] = []
         for notification in batch where !handshakeReceived(notification) { samples.append(notification) }
-        // Only while this link's handshake runs: after a failed one nothing is for anyone.
-        guard sensorsOn, let knownPlan, current?.sequencer != nil, !samples.isEmpty else { return }
+        // Until this link has its own plan: while its handshake runs and while it ends (it asks
+        // what bluetoothd knows of the board then, and the board streams on meanwhile: 2-3
+        // samples lost after some reconnects in the real-BlueZ VM). After a failed handshake
+        // nothing is for anyone.
+        guard sensorsOn, let knownPlan, current?.failed == false, !samples.isEmpty else { return }
         publish(tap.events(from: samples, decoder: knownPlan.decoder, onlyMotion: true))
     }
 

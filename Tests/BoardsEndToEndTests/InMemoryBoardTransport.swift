@@ -23,6 +23,8 @@ actor InMemoryBoardTransport: BoardTransport {
     private var reconnectSamples: UInt64 = 0
     /// What the board sent on the newest link before its handshake began.
     private(set) var sentOnReconnect: [[UInt8]] = []
+    /// See ``setWhileHostIdentityIsRead(_:)``.
+    private var whileHostIdentityIsRead: InMemoryLink.HostIdentityRead?
     private let ended: AsyncStream<Void>
     private let endedContinuation: AsyncStream<Void>.Continuation
 
@@ -90,9 +92,17 @@ actor InMemoryBoardTransport: BoardTransport {
         reconnectSamples = milliseconds
     }
 
+    /// What the links opened from now on do while the session reads what the host knows of
+    /// the board (``InMemoryLink/hostReportedIdentity()``): on bluetoothd a round trip to
+    /// another actor or over the bus, during which a board still streaming goes on sending.
+    func setWhileHostIdentityIsRead(_ body: @escaping InMemoryLink.HostIdentityRead) {
+        whileHostIdentityIsRead = body
+    }
+
     private func connect(failures: Int) {
         continuation.yield(.connecting(failures: failures, lastFailure: self.failures.last))
-        let link = InMemoryLink(board: board, millisecondsPerWrite: millisecondsPerWrite)
+        let link = InMemoryLink(board: board, millisecondsPerWrite: millisecondsPerWrite,
+                                whileHostIdentityIsRead: whileHostIdentityIsRead)
         links.append(link)
         if reconnectSamples > 0, board.gyroStreaming {
             // The outage's own samples never arrive; then the board streams on the new link.
@@ -135,6 +145,9 @@ final class InMemoryBoard: @unchecked Sendable {
 /// One link of an ``InMemoryBoardTransport``: writes reach the board model, its replies and
 /// samples come back as notifications; everything written is recorded.
 final class InMemoryLink: BoardLink, @unchecked Sendable {
+    /// Runs while the session reads the host's identity of the board (the link it reads on).
+    typealias HostIdentityRead = @Sendable (InMemoryLink) async -> Void
+
     let notifications: AsyncStream<[GattNotification]>
     private let continuation: AsyncStream<[GattNotification]>.Continuation
     private let board: InMemoryBoard
@@ -145,13 +158,15 @@ final class InMemoryLink: BoardLink, @unchecked Sendable {
     private var grouping: Duration?
     /// Board time (ms) each write call takes, see ``init(board:millisecondsPerWrite:)``.
     private let millisecondsPerWrite: UInt64
+    private let whileHostIdentityIsRead: HostIdentityRead?
 
     /// With `millisecondsPerWrite` the board's clock moves on that much (streaming what falls
     /// due) before each write call reaches it, as a real link's connection events and the
     /// write's round trip through bluetoothd do; a batch (``writeInOrder(_:)``) pays it once.
-    init(board: InMemoryBoard, millisecondsPerWrite: UInt64 = 0) {
+    init(board: InMemoryBoard, millisecondsPerWrite: UInt64 = 0, whileHostIdentityIsRead: HostIdentityRead? = nil) {
         self.board = board
         self.millisecondsPerWrite = millisecondsPerWrite
+        self.whileHostIdentityIsRead = whileHostIdentityIsRead
         (notifications, continuation) = AsyncStream.makeStream(of: [GattNotification].self, bufferingPolicy: .bufferingOldest(4096))
     }
 
@@ -180,7 +195,10 @@ final class InMemoryLink: BoardLink, @unchecked Sendable {
     }
 
     /// No bluetoothd here: nothing beyond the board's own answers.
-    func hostReportedIdentity() async -> HostReportedIdentity { HostReportedIdentity() }
+    func hostReportedIdentity() async -> HostReportedIdentity {
+        await whileHostIdentityIsRead?(self)
+        return HostReportedIdentity()
+    }
 
     func groupNotifications(_ interval: Duration, readCoalescing: Duration) async {
         lock.withLock { grouping = interval }
