@@ -12,6 +12,12 @@ import Synchronization
 /// at that pace (idle, or ticking only for the upload backlog), the first event held wakes
 /// the pipeline, so a button press or a board's state change is taken at once.
 ///
+/// A board's state change and, after a `streaming` state, the first batch with samples wake
+/// the pipeline even while the ticks take the events: the status says a board
+/// streams again, and the journal that it is back, once its first samples are in, not up to a
+/// tick later (a quarter of the reconnect's time in the real-BlueZ VM, issue 18 §3). A few
+/// wake-ups a link, not one a batch.
+///
 /// The pipeline takes what is held before anything else it does (a tick, a fix, a command, a
 /// status read), so events are handled in the order they arrived relative to those.
 ///
@@ -36,6 +42,8 @@ final class HeldBoardEvents: Sendable {
         var batches: [[BoardEvent]] = []
         var takenByTicks = false
         var wakeAsked = false
+        /// A board was reported streaming: the next batch with samples wakes.
+        var wakeForSamples = false
     }
 
     private let state = Mutex(State())
@@ -45,7 +53,10 @@ final class HeldBoardEvents: Sendable {
         state.withLock { state in
             state.batches.append(batch)
             if state.batches.count >= Self.capacity { return .full }
-            if state.takenByTicks || state.wakeAsked { return .held }
+            let samples = batch.contains(where: \.isSample)
+            let urgent = batch.contains(where: \.isStateChange) || (state.wakeForSamples && samples)
+            state.wakeForSamples = batch.contains(where: \.isStreamingState) || (state.wakeForSamples && !samples)
+            if state.wakeAsked || (state.takenByTicks && !urgent) { return .held }
             state.wakeAsked = true
             return .wake
         }
@@ -75,5 +86,22 @@ final class HeldBoardEvents: Sendable {
         var taken: [[BoardEvent]] = []
         swap(&taken, &batches)
         return taken
+    }
+}
+
+private extension BoardEvent {
+    var isSample: Bool {
+        if case .sample = kind { return true }
+        return false
+    }
+
+    var isStateChange: Bool {
+        if case .state = kind { return true }
+        return false
+    }
+
+    var isStreamingState: Bool {
+        if case .state(.streaming) = kind { return true }
+        return false
     }
 }
