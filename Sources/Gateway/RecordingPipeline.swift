@@ -502,8 +502,10 @@ public actor RecordingPipeline {
             report(area: "board", "\(key) lost: \(reason)")
             return
         default:
-            detach(key, now: now)
+            // Said before the detach, which seals the board's chunk and, at a shutdown, the
+            // session: the line dates the pipeline's taking the board's stop.
             logger.info("board \(key): \(state)")
+            detach(key, now: now)
         }
         publish()
     }
