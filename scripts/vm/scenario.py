@@ -981,9 +981,10 @@ def link_closed_and_sensor_stopped(address, since):
 
 def shutdown_timeline(gateway_name, since):
     """Where a SIGTERM's time went, from mwgated's log (seconds after `since`, the signal):
-    the signal seen, the boards' stop done, the boards' last samples in the pipeline, the
-    session sealed, every service stopped, the process's last line."""
-    marks = {"signal seen": "Signal caught", "boards stopped": "boards stopped",
+    the signal seen, the pipeline's taking a board's stop (its last samples handed on), the
+    boards' stop done (links released, client closed), the boards' last samples in the
+    pipeline, the session sealed, every service stopped, the process's last line."""
+    marks = {"signal seen": "Signal caught", "board's stop taken": ": stopped", "boards stopped": "boards stopped",
              "last samples in": "the boards' last samples were in", "sealed": "shutdown: session",
              "services stopped": "services stopped together", "last line": "<5>stopped"}
     found = {}
