@@ -89,6 +89,9 @@ public actor RecordingPipeline {
     var loggedReadoutSamples: [String: Int] = [:]
     /// Per board: what the pages of its readout filled so far, for the line at its end.
     private var backfillReadouts: [String: BackfillReadoutSummary] = [:]
+    /// Per board: pages of its readout that wait, unanswered, for the gap they fill to have an
+    /// end in the recorder (``SessionController/pageWaitsForItsGap(board:)``), in order.
+    var pagesWaiting: [String: [FlashLogDownload]] = [:]
 
     /// The pipeline runs on ``RecordingThread``: its synchronous SQLite commits wait there,
     /// not on a thread of the shared cooperative pool.
@@ -184,7 +187,11 @@ public actor RecordingPipeline {
             if case .failed(let reason) = status { report(area: "board", "\(key) flash log: \(reason)") }
             publish()
         case .flashLogDownloaded(let download):
-            if recordsLogged || controller.hasLoggedRest(board: key) { loggedDownloaded(key, download) } else { backfill(key, download) }
+            if recordsLogged || controller.hasLoggedRest(board: key) {
+                loggedDownloaded(key, download)
+            } else if !keepPageWaiting(key, download) {
+                backfill(key, download)
+            }
         case .button(_, let togglesSession):
             guard togglesSession, settings.buttonTogglesSession else { return }
             buttonPressed(board: key, at: timeline.nanoseconds(event.receivedAt))
@@ -227,7 +234,7 @@ public actor RecordingPipeline {
 
     /// A board's flash log arrived: the samples the stream missed fill the gap its points
     /// wait on.
-    private func backfill(_ key: String, _ download: FlashLogDownload) {
+    func backfill(_ key: String, _ download: FlashLogDownload) {
         var origins: [UInt8: Int64] = [:]
         if let clock = download.clock, let readAt = download.clockReadAt {
             origins[clock.resetUID & 0x07] = timeline.nanoseconds(readAt) - Int64(BoardTicks.milliseconds(UInt64(clock.tick)) * 1e6)
@@ -496,6 +503,8 @@ public actor RecordingPipeline {
             logger.info("board \(key) connected, sensors off until a session starts: \(description)")
             drainLoggedRest(key)
         case .lost(let reason):
+            // Unanswered, those pages stay on the board: the next link's readout sends them again.
+            pagesWaiting[key] = nil
             detach(key, now: now)
             // Its readout ended with the link: the next one is summed up on its own.
             backfillReadouts[key] = nil
@@ -521,6 +530,7 @@ public actor RecordingPipeline {
     }
 
     func reportStoreErrorIfNew() {
+        backfillPagesNoLongerWaiting()
         for board in controller.takeBackfillRequests() { backfillDemand.send(.download(board)) }
         for revision in controller.takeRevisions() {
             logger.notice("""
