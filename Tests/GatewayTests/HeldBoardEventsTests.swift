@@ -65,6 +65,19 @@ struct HeldBoardEventsTests {
         #expect(held.hold(try Self.samples(3)) == .held, "the stream's later samples wait for a tick")
     }
 
+    /// The board waits at each page's end for the answer: a page does not wait for a tick.
+    @Test func aFlashLogPageWakesThePipelineWhileTicksTakeTheEvents() throws {
+        let held = HeldBoardEvents()
+        _ = held.setTakenByTicks(true)
+        #expect(held.hold(try Self.samples(1)) == .held)
+        var page = FlashLogDownload(gyro: [], clock: nil, clockReadAt: nil, duplicatesDropped: 0, orphanedEntries: 0)
+        page.complete = false
+        let board = try #require(BluetoothAddress("C4:5A:2B:00:00:01"))
+        #expect(held.hold([BoardEvent(board: board, kind: .flashLogDownloaded(page), receivedAt: .now, wallClock: Date())]) == .wake)
+        #expect(held.hold(try Self.samples(2)) == .held, "one wake until the pipeline takes them")
+        #expect(held.takeAll().count == 3)
+    }
+
     @Test func atTheBoundTheFeederWaitsForThePipeline() throws {
         let held = HeldBoardEvents()
         _ = held.setTakenByTicks(true)
