@@ -6,7 +6,7 @@
 #    private dbus-daemon, on each notification path: 800 Hz gyro logged for
 #    BACKFILL_DAEMON_SECONDS (20) s and downloaded to the end at the stop with the board reading
 #    out at BACKFILL_FAST_READOUT (10000) notifications/s; and an 8 s out-of-range gap in a 100 Hz
-#    stream. Beside it, bleak (backfill_peer.py, venv .build-venv/boards as boards.sh makes it)
+#    stream, read out at the model's pace and at BACKFILL_FAST_READOUT. Beside it, bleak (backfill_peer.py, venv .build-venv/boards as boards.sh makes it)
 #    making the SDK's download of the same log on the same board.
 set -euo pipefail
 out=${1:?usage: backfill.sh OUT.md}
@@ -67,6 +67,7 @@ run() {
 for delivery in acquire start-notify; do
     run "logged $delivery" daemon "$delivery" logged "$seconds" "$fast"
     run "gap $delivery" daemon "$delivery" gap 15
+    run "gap $delivery, fast readout" daemon "$delivery" gap 15 "$fast"
 done
 run "bleak peer" peer
 load_daemon_end=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -130,10 +131,13 @@ below() { awk -v a="$1" -v g="$2" 'BEGIN { print (a >= 0 && a < g) ? "met" : "NO
     for d in acquire start-notify; do
         echo "| $d | $(value gap_${d}_back_to_streaming_s) s | $(value gap_${d}_closed_after_s) s | $(value gap_${d}_closed_after_streaming_s) s | $(value gap_${d}_backfilled) / $(value gap_${d}_missing) | $(value gap_${d}_cpu_ms_per_1000) ms |"
     done
+    for d in acquire start-notify; do
+        echo "| $d, readout at ${fast}/s | $(value gap_fast_${d}_back_to_streaming_s) s | $(value gap_fast_${d}_closed_after_s) s | $(value gap_fast_${d}_closed_after_streaming_s) s | $(value gap_fast_${d}_backfilled) / $(value gap_fast_${d}_missing) | $(value gap_fast_${d}_cpu_ms_per_1000) ms |"
+    done
     echo
     [[ ${#failed_runs[@]} -eq 0 ]] || echo "**Failed runs** (empty cells above; see the area's log): ${failed_runs[*]}."
     echo
-    echo "The log is trimmed every 5 s while the stream is healthy, so the download after the gap reads the gap and up to 5 s before it, at the model's pace (400 entries/s). Load average at the start of the daemon runs: $load_daemon; at the end: $load_daemon_end."
+    echo "The log is trimmed every 5 s while the stream is healthy, to what the mark before last counted (a mark's entries go once the recorder has stored the 2 s after it), so the download after the gap reads the gap and the 5-10 s before it: about 3,500-4,200 entries, 9-11 s at the model's pace (400 entries/s); the rows at ${fast}/s show what mwgated's side takes. The readout starts once the first point after the gap reaches the recorder, about 2 s after the board streams again (the timestamper's 1 s lookahead and the 1 s fix wait). Load average at the start of the daemon runs: $load_daemon; at the end: $load_daemon_end."
     echo
     echo "<details><summary>raw</summary>"
     echo

@@ -8,11 +8,13 @@ logged SECONDS FAST: gyro at 800 Hz logged on the board (backfill = true) for a 
   (io.mwgate.Simulator1.SetReadoutRate), so the rest of the log downloads as fast as mwgated
   takes it: entries/s and samples/s, and mwgated's and dbus-daemon's CPU per 1,000 samples
   over that download; then what the session holds against what the board measured.
-gap SECONDS: gyro streamed at 100 Hz with backfill on; after SECONDS s of session the board goes
-  out of range (VanishDevice) for 8 s and comes back (RestoreDevice): the time from the link
-  back to the board streaming again and to the gap's last sample stored, how many it
+gap SECONDS [READOUT]: gyro streamed at 100 Hz with backfill on; after SECONDS s of session the
+  board goes out of range (VanishDevice) for 8 s and comes back (RestoreDevice): the time from
+  the link back to the board streaming again and to the gap's last sample stored, how many it
   backfilled against the samples the board measured and did not deliver, and mwgated's CPU
   per 1,000 backfilled samples over that span less the stream's own (its rate before the gap).
+  With READOUT (notifications/s, SetReadoutRate before the session) the board reads its log
+  out at that pace instead of the model's 200/s; the keys then start gap_fast_ instead of gap_.
 
 usage: backfill_daemon.py MWGATED MWCTL WORKDIR BUS_ADDRESS DBUS_PID DELIVERY MODE ARGS...
 """
@@ -170,9 +172,12 @@ def logged(seconds, fast):
         daemon.stop()
 
 
-def gap(seconds):
+def gap(seconds, readout=None):
     daemon = Daemon(mwgated, configure(100), work).start()
+    key = f"gap_fast_{delivery}" if readout else f"gap_{delivery}"
     try:
+        if readout:
+            simulator(bus_address, "SetReadoutRate", "uu", 0, readout)
         start_session()
         wait_for("the session streaming", streaming, 30)
         # The stream's own CPU rate, over the session's last stretch before the gap.
@@ -198,15 +203,15 @@ def gap(seconds):
         t_last, b_last, cpu_closed, _ = poller.last_increase()
         missing = measured_samples() - delivered_samples()
         backfilled = b_last - b_before
-        print(f"gap_{delivery}_backfilled={backfilled}")
-        print(f"gap_{delivery}_missing={missing}")
-        print(f"gap_{delivery}_back_to_streaming_s={t_streaming - t_back:.2f}")
-        print(f"gap_{delivery}_closed_after_s={t_last - t_back:.2f}")
-        print(f"gap_{delivery}_closed_after_streaming_s={t_last - t_streaming:.2f}")
+        print(f"{key}_backfilled={backfilled}")
+        print(f"{key}_missing={missing}")
+        print(f"{key}_back_to_streaming_s={t_streaming - t_back:.2f}")
+        print(f"{key}_closed_after_s={t_last - t_back:.2f}")
+        print(f"{key}_closed_after_streaming_s={t_last - t_streaming:.2f}")
         if backfilled > 0:
             own = cpu_closed - cpu_back - base_ns_per_s * (t_last - t_back)
-            print(f"gap_{delivery}_cpu_ms_per_1000={own / 1e6 / backfilled * 1000:.1f}")
-            print(f"gap_{delivery}_stream_cpu_ms_per_s={base_ns_per_s / 1e6:.2f}")
+            print(f"{key}_cpu_ms_per_1000={own / 1e6 / backfilled * 1000:.1f}")
+            print(f"{key}_stream_cpu_ms_per_s={base_ns_per_s / 1e6:.2f}")
         subprocess.run([mwctl, "session", "stop"], capture_output=True, text=True, timeout=120)
     finally:
         daemon.stop()
@@ -215,6 +220,6 @@ def gap(seconds):
 if mode == "logged":
     logged(float(args[0]), int(args[1]))
 elif mode == "gap":
-    gap(float(args[0]))
+    gap(float(args[0]), int(args[1]) if len(args) > 1 else None)
 else:
     raise SystemExit(f"backfill_daemon: unknown mode {mode}")
