@@ -708,11 +708,20 @@ def time_to_streaming(gateway, address, timeout):
     return None
 
 
-def wait_link(address, up, timeout):
-    """Seconds until the gateway's adapter sees the link up (or down), None on timeout."""
+def wait_link(address, up, timeout, board_since=None):
+    """Seconds until the gateway's adapter sees the link up (or down), None on timeout.
+
+    With `board_since` (a time), a link down is also taken from the board's own log (hci1's
+    "link down from" at or after it): a reconnect faster than the poll (0.3 s from down to up
+    in the VM) leaves no Connected=false to see, and the wait then gave up after its whole
+    timeout and dated the fault's recovery from there."""
     t0 = time.time()
-    if wait_for(f"{address} link {'up' if up else 'down'}", lambda: device_connected(address) == up, timeout,
-                interval=0.1):
+
+    def seen():
+        if device_connected(address) == up:
+            return True
+        return not up and board_since is not None and bool(board_log_times("hci1", "link down from", board_since))
+    if wait_for(f"{address} link {'up' if up else 'down'}", seen, timeout, interval=0.1):
         return time.time() - t0
     return None
 
@@ -743,7 +752,7 @@ def group_faults(checks):
         before = samples_received(gateway, address)
         t0 = time.time()
         action()
-        down = wait_link(address, False, 15)
+        down = wait_link(address, False, 15, board_since=t0)
         back = wait_link(address, True, 30)
         if not bluetoothd_survived(checks, name, ("hci0", "hci1")):
             back = wait_link(address, True, 30)
@@ -874,7 +883,7 @@ def group_backfill(checks):
         before = backfilled_so_far(gateway, address)
         t0 = time.time()
         action()
-        wait_link(address, False, 20)
+        wait_link(address, False, 20, board_since=t0)
         back = wait_link(address, True, 40)
         if not bluetoothd_survived(checks, f"{name} (backfill)", ("hci0", "hci1")):
             back = wait_link(address, True, 40)
