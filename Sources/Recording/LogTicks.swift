@@ -9,20 +9,22 @@ import MetaWear
 /// moved were reported missing though the log filled every sample. Restart, stop and held gaps
 /// all count by these ticks, where the log holds both edges.
 struct LogTicks {
-    /// Samples whose counts occur once in the log: a board at rest repeats its readings, and a
-    /// repeated count names no one sample.
-    private var once: [RawVector: LoggedSample] = [:]
+    private let logged: [LoggedSample]
+    /// Positions in the log of the samples whose counts occur once in it: a board at rest
+    /// repeats its readings, and a repeated count names no one sample.
+    private var once: [RawVector: Int] = [:]
     private var repeated: Set<RawVector> = []
     /// Each boot's first and last sample in the log, in the log's (readout, oldest first) order.
     private var boots: [(uid: UInt8, first: UInt32, last: UInt32)] = []
 
     init(_ logged: [LoggedSample]) {
-        for sample in logged {
+        self.logged = logged
+        for (position, sample) in logged.enumerated() {
             if boots.last?.uid == sample.resetUID { boots[boots.count - 1].last = sample.tick } else {
                 boots.append((sample.resetUID, sample.tick, sample.tick))
             }
             guard !repeated.contains(sample.raw) else { continue }
-            if once.updateValue(sample, forKey: sample.raw) != nil {
+            if once.updateValue(position, forKey: sample.raw) != nil {
                 once[sample.raw] = nil
                 repeated.insert(sample.raw)
             }
@@ -30,7 +32,14 @@ struct LogTicks {
     }
 
     /// The logged sample with the counts `raw`, when the log holds exactly one.
-    func sample(_ raw: RawVector) -> LoggedSample? { once[raw] }
+    func sample(_ raw: RawVector) -> LoggedSample? { once[raw].map { logged[$0] } }
+
+    /// Whether the samples with the counts `first` and `next` (each once in the log) are
+    /// neighbours in one boot's log, `next` right after `first`: the board took none between.
+    func follow(_ first: RawVector, _ next: RawVector) -> Bool {
+        guard let a = once[first], let b = once[next] else { return false }
+        return b == a + 1 && logged[a].resetUID == logged[b].resetUID
+    }
 
     /// Samples the board took strictly between the logged samples `first` and `last`, by their
     /// ticks, at `periodMs` ms a sample. Nil when they are out of order, or (in one boot) the

@@ -77,6 +77,13 @@ struct PendingRestartGap {
     /// whose boot an earlier link read).
     var endsAtThisProcessStream: Bool { !tailStreamedHere && gap.head.isEmpty }
 
+    /// Whether the logged samples of boot `resetUID` are of a boot that ended before this
+    /// process's stream (the board reset while the gateway was down): no link of this process
+    /// read that boot's clock, and the gap ends in this process's stream.
+    func isOfAnEndedBoot(_ resetUID: UInt8) -> Bool {
+        endsAtThisProcessStream && logged.bootOrigins[resetUID] == nil
+    }
+
     init(_ gap: RestartGap) {
         self.gap = gap
         until = gap.until

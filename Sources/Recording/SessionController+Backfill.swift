@@ -201,13 +201,14 @@ extension SessionController {
         var previousBackfilled = false
         var previousBoot: UInt8?
         var missing = 0
-        let contradicted = marksTheLogContradicts(board: board, hold: hold)
+        let contradicted = marksTheLogContradicts(board: board, hold: hold, log: log)
         if !hold.logged.samples.isEmpty { previousLog[board] = hold.logged }
         for k in merged.indices {
             var p = merged[k].point
             let time = p.gyroscope.timestamp
-            if !p.backfilled, p.missedBefore > 0, let scale,
-               contradicted.contains(RawVector(stored: p.gyroscope, scale: scale)) {
+            // The counts the board sent for this point (nil until the stream's scale is known).
+            let counts = scale.map { RawVector(stored: p.gyroscope, scale: $0) }
+            if !p.backfilled, p.missedBefore > 0, let counts, contradicted.contains(counts) {
                 p.missedBefore = 0
                 p.gapMilliseconds = 0
             } else if let boot = merged[k].key?.resetUID, boot == previousBoot {
@@ -221,7 +222,6 @@ extension SessionController {
                 // By the board's ticks when the log holds both: the new link's stamps may lie
                 // late, and their periods were counted missing though the log had every sample.
                 let step = time - previous
-                let counts = scale.map { RawVector(stored: p.gyroscope, scale: $0) }
                 var byTicks: Int?
                 if let before = previousKey ?? previousCounts.flatMap(log.sample).map(BackfillKey.init),
                    let after = merged[k].key ?? counts.flatMap(log.sample).map(BackfillKey.init) {
@@ -235,7 +235,7 @@ extension SessionController {
             previousBackfilled = p.backfilled
             previousBoot = merged[k].key?.resetUID
             previousKey = merged[k].key
-            previousCounts = merged[k].key == nil ? scale.map { RawVector(stored: p.gyroscope, scale: $0) } : nil
+            previousCounts = merged[k].key == nil ? counts : nil
             merged[k].point = p
         }
         let released = merged.map { (point: $0.point, source: $0.source) }
@@ -249,8 +249,9 @@ extension SessionController {
     /// missing between them. (The time-based detector cannot tell a delay that outlasts its
     /// confirmation from a loss: the real-BlueZ VM under load fell seconds behind a stream.)
     /// Only counts that occur once in the log and once in the streamed window are matched: a
-    /// board at rest repeats its readings.
-    func marksTheLogContradicts(board: String, hold: BackfillHold) -> Set<RawVector> {
+    /// board at rest repeats its readings. `log` is the hold's log (``LogTicks`` of
+    /// `hold.logged`).
+    func marksTheLogContradicts(board: String, hold: BackfillHold, log: LogTicks) -> Set<RawVector> {
         guard let window = streamed[board], let scale = window.scale else { return [] }
         var marked: [RawVector: Int] = [:]
         for (p, _) in hold.points where p.missedBefore > 0 && !p.backfilled {
@@ -258,20 +259,12 @@ extension SessionController {
         }
         guard !marked.isEmpty else { return [] }
         for sample in window.samples where marked[sample.raw] != nil { marked[sample.raw]! += 1 }
-        var contradicted: Set<RawVector> = []
         // This hold's readout, and the one before it (a mark confirmed after it was read).
-        for logged in [hold.logged.samples, previousLog[board]?.samples ?? []] where !logged.isEmpty {
-            var position: [RawVector: Int] = [:]
-            var repeated: Set<RawVector> = []
-            for (k, sample) in logged.enumerated() where position.updateValue(k, forKey: sample.raw) != nil {
-                repeated.insert(sample.raw)
-            }
-            for (before, sample) in zip(window.samples, window.samples.dropFirst()) where marked[sample.raw] == 1 {
-                guard !repeated.contains(before.raw), !repeated.contains(sample.raw),
-                      let a = position[before.raw], let b = position[sample.raw], b == a + 1,
-                      logged[a].resetUID == logged[b].resetUID else { continue }
-                contradicted.insert(sample.raw)
-            }
+        let logs = [log] + (previousLog[board].map { [LogTicks($0.samples)] } ?? [])
+        var contradicted: Set<RawVector> = []
+        for (before, sample) in zip(window.samples, window.samples.dropFirst())
+        where marked[sample.raw] == 1 && logs.contains(where: { $0.follow(before.raw, sample.raw) }) {
+            contradicted.insert(sample.raw)
         }
         return contradicted
     }

@@ -179,7 +179,7 @@ extension SessionController {
             // is the gap's, wherever the clocks put it. Placed from the tail's anchors, it is on
             // the interrupted gateway's clock, which the new stream's end of the gap is not on
             // (a restarted clock stepped back 5 s put all 291 past it, and they were dropped).
-            let ofAnEndedBoot = pending.endsAtThisProcessStream && pending.logged.bootOrigins[sample.resetUID] == nil
+            let ofAnEndedBoot = pending.isOfAnEndedBoot(sample.resetUID)
             if !ofAnEndedBoot, time >= until + periodMs / 2 || storedAfter.contains(sample.raw) { logPastTheGap = true }
             // Placed in the log's order between its streamed (stored) neighbours, it is none
             // of them and strictly between them; otherwise a sample within half a period of a
@@ -292,8 +292,7 @@ extension SessionController {
         // stream of that boot alone. Its times are the interrupted gateway's, which a clock
         // stepped since may put onto the new stream's: matched against it too, they fell among
         // its samples and were dropped as collisions (a clock stepped back 5 s: all 291 of them).
-        let ended = pending.endsAtThisProcessStream
-            ? Set(pending.logged.samples.map(\.resetUID)).filter { pending.logged.bootOrigins[$0] == nil } : []
+        let ended = Set(pending.logged.samples.map(\.resetUID)).filter(pending.isOfAnEndedBoot)
         guard !ended.isEmpty else {
             return (planner.plan(streamed: streamed, logged: pending.logged.samples).backfilled, Double(offset) / 1e6)
         }
