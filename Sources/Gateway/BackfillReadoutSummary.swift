@@ -7,9 +7,11 @@ import Recording
 /// Its pages each fill part of a restart's or a stop's gap, and the last page is often empty:
 /// counted from the last page alone the line said "0 samples downloaded" and left out every
 /// earlier page's fills, and a readout that ended before its gap did logged "0 filled" as if
-/// the gap were given up, while the log was being read again.
+/// the gap were given up, while the log was being read again. A page the store refused is
+/// declined and read again by the next readout, whose summary this one still is: its samples
+/// count once, when a readout of it is taken (they were counted at each reading).
 struct BackfillReadoutSummary {
-    /// Gyro samples the pages held.
+    /// Gyro samples of the pages the store took.
     private(set) var downloaded = 0
     /// Samples the pages filled into gaps, and of those, the ones sealed into an earlier session.
     private(set) var filled = 0
@@ -20,7 +22,7 @@ struct BackfillReadoutSummary {
 
     /// Adds a page and what the recorder did with it.
     mutating func add(_ page: FlashLogDownload, _ outcome: SessionController.BackfillOutcome) {
-        downloaded += page.gyro.count
+        if outcome.durable { downloaded += page.gyro.count }
         filled += outcome.filled
         filledIntoEarlierSessions += outcome.filledIntoEarlierSessions
         last = outcome

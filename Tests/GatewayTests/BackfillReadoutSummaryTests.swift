@@ -39,6 +39,7 @@ struct BackfillReadoutSummaryTests {
         var summary = BackfillReadoutSummary()
         for (samples, filled) in [(128, 100), (128, 28), (0, 0)] {
             var outcome = SessionController.BackfillOutcome()
+            outcome.durable = true
             outcome.filled = filled
             outcome.filledIntoEarlierSessions = filled
             summary.add(Self.page(samples: samples, complete: samples == 0), outcome)
@@ -52,9 +53,25 @@ struct BackfillReadoutSummaryTests {
     @Test func aReadoutReadAgainSaysSo() {
         var summary = BackfillReadoutSummary()
         var outcome = SessionController.BackfillOutcome()
+        outcome.durable = true
         outcome.readAgain = true
         summary.add(Self.page(samples: 250, complete: true), outcome)
         #expect(summary.text.hasPrefix("250 samples downloaded, 0 filled a gap, 0 still missing (a gap it ended short of stays open: "
                                        + "the log is read again),"), "\(summary.text)")
+    }
+
+    /// The store refuses a page: it is declined, and the next readout reads it again. The
+    /// line counts its 128 samples once (it said 384: the page at each reading).
+    @Test func aPageReadAgainAfterADeclineCountsOnce() {
+        var summary = BackfillReadoutSummary()
+        for durable in [true, false, true] {
+            var outcome = SessionController.BackfillOutcome()
+            outcome.durable = durable
+            summary.add(Self.page(samples: 128, complete: false), outcome)
+        }
+        var last = SessionController.BackfillOutcome()
+        last.durable = true
+        summary.add(Self.page(samples: 0, complete: true), last)
+        #expect(summary.text.hasPrefix("256 samples downloaded,"), "\(summary.text)")
     }
 }
