@@ -160,6 +160,17 @@ struct BackfillHold {
     /// committed unfilled before its log arrived (real-BlueZ VM: away 30-64 s, docs/bluez-vm.md).
     var since: Double { newestLinkSince ?? points.first?.point.gyroscope.timestamp ?? 0 }
 
+    /// When the store last took a page of the log that brought samples, epoch ms (nil: none yet).
+    /// A session never pauses the board's logging to trim it, so the first readout after a
+    /// long healthy stretch reads all of it before it reaches the gap: the points wait as long
+    /// as its pages come (``isBeingRead(now:wait:)``).
+    var lastPageAt: Double?
+
+    /// Whether the store took such a page within the last `wait` ms: the readout is on its way.
+    func isBeingRead(now: Double, wait: Double) -> Bool {
+        lastPageAt.map { now - $0 <= wait } ?? false
+    }
+
     /// Time of the first held point, epoch ms.
     var firstHeld: Double { points.first?.point.gyroscope.timestamp ?? 0 }
 

@@ -116,6 +116,8 @@ extension SessionController {
             boards[board]?.hold?.unjournaledBackfill += points.filter { freshSet.contains($0.key) }.map(\.point)
         }
         outcome.durable = writeSegments(now: now, force: true) && restartGapStored
+        // The readout is on its way while the store takes pages with samples it had not seen.
+        if outcome.durable, !fresh.isEmpty, let now { boards[board]?.hold?.lastPageAt = timeBase.epochMilliseconds(monotonic: now) }
         readDeclinedPageAgain(board: board, outcome: &outcome)
         return outcome
     }

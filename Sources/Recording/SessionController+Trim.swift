@@ -1,18 +1,24 @@
-/// Keeping each board's flash log short while its stream is healthy (issue 21): a download
-/// after a gap then reads about the gap, not everything logged since the session began.
+/// Keeping each board's flash log short between sessions (issue 21); during a session the log
+/// is emptied only by its readouts, which need no pause in logging.
 ///
-/// Every ``Configuration/flashLogTrimInterval`` the board's log length is marked; at the next
-/// mark, what the previous one counted is dropped if every sample of that stretch is stored:
-/// no gap was noticed since, no points wait for a backfill, the stream went on at least 2 s
-/// past the mark (a stall spanning it would show as a gap first), and the segments are
-/// written, and no restart gap waits for the log. Samples of a gap whose wait ended unfilled go with the trim (nothing fetches them
-/// later).
+/// The board drops entries (`0B 09`) only while it does not log (P15), so a trim pauses
+/// logging for its stop-drop-start, and what the board samples in that pause is in no log, only
+/// in the stream. A board that fell silent just then (its stream stalled or its link going: a
+/// trim is sent while the board was heard within half a second) lost those samples for good
+/// (1-3 at 100 Hz; the real-BlueZ VM's backfill group: a trim 1.4 s into a 4 s silence), and the
+/// log, which then held a hole, could no longer tell that the rest of the gap was complete. So
+/// a session never pauses logging: a download's page confirms (`0B 0E`) delete what it read
+/// while the board logs on, and what a gap's readout reads before the gap is the stretch since
+/// the previous readout (the held points wait as long as its pages come,
+/// ``SessionController/tick(now:)``). The cost: the first readout after a long healthy stretch
+/// reads all of it (2 min at 100 Hz: 25,600 entries, ~64 s at the model's 400 entries/s; a
+/// real board reads thousands a second); flash is not the limit, as the log overwrites its
+/// oldest entries when full. No extra radio while the stream is healthy.
 ///
-/// A trim also needs the stream alive at that moment (a notification within
-/// ``SessionController/trimLiveness``): the board drops entries only while it is not logging, so
-/// the samples it takes during the trim's stop-drop-start reach no log and exist only in the
-/// stream. Trimmed while the board was silent (the real-BlueZ VM's backfill group: a trim 1.4 s
-/// into a 4 s silence), those 2 samples were lost for good.
+/// Between sessions (nothing logged is wanted, the sensors are off) every
+/// ``Configuration/flashLogTrimInterval`` the board's log length is marked; at the next mark,
+/// what the previous one counted is dropped, unless a restart gap of the board still waits for
+/// the log.
 extension SessionController {
     /// What to do with a board's flash log now.
     public enum FlashLogTrim: Hashable, Sendable {
@@ -23,13 +29,18 @@ extension SessionController {
     }
 
     /// The flash log work due at monotonic `now` for the attached boards whose logs fill
-    /// their gaps: call from the periodic tick and pass each on to the board.
+    /// their gaps: call from the periodic tick and pass each on to the board. None while a
+    /// session records (a trim pauses logging).
     public func flashLogTrims(now: Int64) -> [FlashLogTrim] {
+        guard session == nil else {
+            trimMarks.removeAll()
+            return []
+        }
         var out: [FlashLogTrim] = []
         for board in backfillBoards.sorted() where boards[board] != nil {
             if let mark = trimMarks[board] {
                 guard now - mark.at >= configuration.flashLogTrimInterval else { continue }
-                if trimmable(board: board, since: mark, now: now) { out.append(.trim(board)) }
+                if trimmable(board: board, since: mark) { out.append(.trim(board)) }
             }
             trimMarks[board] = TrimMark(at: now, gaps: gapsNoticed[board, default: 0])
             out.append(.mark(board))
@@ -37,22 +48,10 @@ extension SessionController {
         return out
     }
 
-    /// How recent the board's latest notification must be for a trim (nanoseconds): on the real
-    /// stack notifications come in bursts up to 0.5 s apart; a silent board is noticed after ~1 s.
-    static let trimLiveness: Int64 = 500_000_000
-
-    private func trimmable(board: String, since mark: TrimMark, now: Int64) -> Bool {
+    private func trimmable(board: String, since mark: TrimMark) -> Bool {
         guard let stream = boards[board], stream.hold == nil, gapsNoticed[board, default: 0] == mark.gaps else { return false }
-        // Only while the stream is alive now (what the trim's pause takes is in no log).
-        if session != nil {
-            guard let heard = stream.lastGyroReceivedAt, now - heard <= Self.trimLiveness else { return false }
-        }
-        // The log holds a restart gap not stored yet (between sessions too).
-        guard restartGaps[board] == nil else { return false }
-        // Between sessions nothing is stored, and nothing logged is wanted.
-        guard session != nil else { return true }
-        guard let last = stream.previousPointTime, last >= timeBase.epochMilliseconds(monotonic: mark.at) + 2000 else { return false }
-        return writeSegments(now: now, force: true)
+        // The log holds a restart gap not stored yet.
+        return restartGaps[board] == nil
     }
 }
 

@@ -31,8 +31,8 @@ public final class SessionController {
         /// (``SessionController/backfill(board:logged:bootOrigins:)``), milliseconds of their
         /// time; then they are committed with the gap marked.
         public var backfillWait = BackfillHold.defaultWait
-        /// How often a board's flash log is marked and trimmed of what is stored while its
-        /// stream is healthy (``SessionController/flashLogTrims(now:)``), nanoseconds.
+        /// How often a board's flash log is marked and trimmed between sessions (never during
+        /// one: ``SessionController/flashLogTrims(now:)``), nanoseconds.
         public var flashLogTrimInterval: Int64 = 5_000_000_000
         /// The boards log their sensors instead of streaming them (rates beyond the link): the
         /// fixes are kept for as long as their downloads lag (``loggedFixLimit`` at most).
@@ -387,7 +387,7 @@ public final class SessionController {
         let nowMs = timeBase.epochMilliseconds(monotonic: now)
         for key in boards.keys {
             commit(board: key, boards[key]?.merger.release(now: nowMs) ?? [])
-            if let hold = boards[key]?.hold,
+            if let hold = boards[key]?.hold, !hold.isBeingRead(now: nowMs, wait: configuration.backfillWait),
                nowMs - hold.since > configuration.backfillWait
                 || nowMs - hold.firstHeld > BackfillHold.longestHoldInWaits * configuration.backfillWait {
                 giveUpWaitingForTheLog(board: key)
