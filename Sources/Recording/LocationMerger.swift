@@ -32,6 +32,12 @@ public struct LocatedFix: Hashable, Sendable {
                   deadReckoned: fix.isDeadReckoning)
     }
 
+    /// The position a stored point was located at, as a fix at the time it refers to.
+    public init(_ location: PointLocation) {
+        self.init(time: location.timestamp, latitude: location.latitude, longitude: location.longitude,
+                  accuracy: location.accuracy.map(Double.init), deadReckoned: location.deadReckoned)
+    }
+
     /// Metres per unit of HDOP when the receiver reports no error estimate (a typical
     /// consumer receiver's UERE).
     public static let userEquivalentRangeError = 5.0
@@ -82,6 +88,19 @@ public struct LocationMerger<Payload> {
     public mutating func dropFixes(before time: Double) {
         let needed = fixes.firstIndex { $0.time > time }.map { max(0, $0 - 1) } ?? max(0, fixes.count - 1)
         if needed > 0 { fixes.removeFirst(needed) }
+    }
+
+    /// Adds a fix known from elsewhere at its place in time (``add(fix:now:)`` takes only newer
+    /// ones): the position a stored point was located at. Nothing when a fix of that time is
+    /// known; no fix is dropped for it.
+    public mutating func insert(_ fix: LocatedFix) {
+        var lo = 0, hi = fixes.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if fixes[mid].time < fix.time { lo = mid + 1 } else { hi = mid }
+        }
+        if lo < fixes.count, fixes[lo].time == fix.time { return }
+        fixes.insert(fix, at: lo)
     }
 
     /// Number of samples waiting for a fix.

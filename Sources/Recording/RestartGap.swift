@@ -38,6 +38,18 @@ public struct RestartGap: Hashable, Sendable {
     }
 }
 
+extension RestartGap {
+    /// Where the board was at the gap's edges, as fixes: the positions the last located point
+    /// of the tail and the first of the head were given. The fixes of the gateway that stored
+    /// them went with it; its points were located from them (each checkpoint journals the
+    /// points still waiting for a fix, located as well as it could then), so these carry its
+    /// track up to its last stored second, and its samples are placed between them and this
+    /// gateway's fixes as a live gap's are between fixes.
+    var edgeFixes: [LocatedFix] {
+        [tail.last { $0.location != nil }, head.first { $0.location != nil }].compactMap { $0?.location.map(LocatedFix.init) }
+    }
+}
+
 /// A restart gap being filled: what the board's log gave so far. A gap a session's stop cut
 /// off from its download (``SessionController/keepStopGap(board:sessionID:)``) is filled the
 /// same way, with the stream's first sample after it as its end.

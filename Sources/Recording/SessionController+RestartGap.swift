@@ -155,6 +155,10 @@ extension SessionController {
         let from = pending.from(periodMs: periodMs) + shift
         var previous = (pending.sealedThrough ?? pending.from(periodMs: periodMs)) + shift
         let accelerometer = backfilledAccelerometer(board: board, stored: pending.gap.tail + pending.gap.head)
+        // A gap an earlier gateway stored the edges of: its fixes are known only from the
+        // positions of those points (a restart gap had no location between them before).
+        var fixes = stream.merger
+        if !pending.tailStreamedHere { for fix in pending.gap.edgeFixes { fixes.insert(fix) } }
         // A gap an earlier gateway bounded ends where the stream it recorded begins: its first
         // second is stored with squeezed times (see `placeRestartGap`), so the end is found by
         // the stored samples themselves (a logged sample with a stored one's raw counts was
@@ -204,7 +208,7 @@ extension SessionController {
             lastPlaced = key
             let value = MotionSamples(single: sample.raw, scale: scale)[0]
             let sealedTime = time - shift
-            let located = stream.merger.locate(GyroItem(sample: value, missedBefore: 0, source: timeBase.source), sealedTime)
+            let located = fixes.locate(GyroItem(sample: value, missedBefore: 0, source: timeBase.source), sealedTime)
             let before = max(previous, lastStored)
             let missed = max(0, Int(((time - before) / periodMs).rounded()) - 1)
             points.append(RecordedPoint(gyroscope: GyroReading(value, timestamp: sealedTime), location: located.location,

@@ -1,6 +1,7 @@
 import Basics
 import Buffer
 import Foundation
+import GNSS
 import MetaWear
 import MetaWearBoardModel
 import Recording
@@ -56,11 +57,13 @@ struct RestartGapTests {
     /// With `boardResetAt` (seconds, while the gateway is down) the board resets itself there:
     /// its tick counter starts again at 0 under the next reset UID, its sensors and logging
     /// stop until the next link's handshake starts them, and the log keeps the old boot's entries.
+    /// With `gnss` each process takes a GNSS fix every whole second of its clock while it runs
+    /// (none while the gateway is down): a walk north at about 1.1 m/s, ``walkLatitude(at:)``.
     func record(profile: BoardProfile, seed: UInt64, killAt: Double = 10, down: Double, downloadAfter: Double = 0,
                 accelerometer: Bool = false, secondKill: (at: Double, down: Double)? = nil,
                 linkDrop: (at: Double, down: Double)? = nil, restartedClockOffset: Double = 0,
                 surveyAtRestart: Bool = false, idleDuringReadout: Bool = false, readoutCountedEarly: Double? = nil,
-                boardResetAt: Double? = nil) throws -> Run {
+                boardResetAt: Double? = nil, gnss: Bool = false) throws -> Run {
         print("RestartGapTests seed \(seed)")
         let dir = NSTemporaryDirectory() + "mwgate-restart-gap-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -121,6 +124,7 @@ struct RestartGapTests {
         var earlyReadoutDone = readoutCountedEarly == nil
         var boardReset = false
         var stillMissing = 0
+        var nextFixAt: Int64 = 0
         func killTime() -> Int64 { restarts < kills.count ? Int64(kills[restarts].at * 1e9) : .max }
         func restartTime() -> Int64 { restarts < kills.count ? Int64((kills[restarts].at + kills[restarts].down) * 1e9) : .max }
         let end = Int64((kills.last!.at + kills.last!.down + 30) * 1e9)
@@ -212,6 +216,17 @@ struct RestartGapTests {
                 if let early = readoutCountedEarly, earlyReadout == nil, !earlyReadoutDone,
                    now >= restartTime() - Int64(early * 1e9) { earlyReadout = board }
                 continue
+            }
+            while gnss, nextFixAt <= now {
+                // A fix taken while the gateway was down was read by no one.
+                if nextFixAt >= lastRestart || restarts == 0 {
+                    let second = Double(nextFixAt) / 1e9
+                    let when = Date(timeIntervalSince1970: 1_800_000_000 + second)
+                    controller.ingest(fix: GNSSFix(time: when, timeOfDay: NMEATimeOfDay(microseconds: 0), mode: .threeD,
+                                                   latitude: Self.walkLatitude(atSecond: second), longitude: 8, hdop: 0.9,
+                                                   systemClockOffset: 0, arrival: when), now: now)
+                }
+                nextFixAt += 1_000_000_000
             }
             controller.tick(now: now)
             for trim in controller.flashLogTrims(now: now) where downloader == nil && linkUp {
@@ -329,6 +344,33 @@ struct RestartGapTests {
         #expect(without * 20 <= backfilled.count, "backfilled points have their accelerometer reading", sourceLocation: sourceLocation)
         #expect(without < backfilled.count, sourceLocation: sourceLocation)
         #expect(off.isEmpty, "the reading is the one the board took with it", sourceLocation: sourceLocation)
+    }
+
+    /// The walk the fixes of `gnss` runs follow: latitude `second` s into the run.
+    static func walkLatitude(atSecond second: Double) -> Double { 47 + second * 1e-5 }
+
+    /// A kill -9 2.5 s long with GNSS: the restart gap's backfilled points are located like a
+    /// live gap's, between the positions around them: the killed gateway's fixes are gone, but
+    /// the stored tail was located from them, and its last position and the restarted
+    /// gateway's first fix (4 s apart, within the 5 s a live point is interpolated across)
+    /// bracket the gap. Before, only the restarted gateway's fixes were used: the gap's points
+    /// more than 2 s before its first fix (its freshness) had none.
+    @Test func aRestartGapsPointsAreLocatedFromTheFixesAroundThem() throws {
+        let run = try record(profile: .metaMotionR, seed: 49, down: 2.5, gnss: true)
+        expectEverySampleOnce(run, down: 2.5)
+        let backfilled = run.interrupted.filter(\.backfilled)
+        let unlocated = backfilled.filter { $0.location == nil }
+        print("restart gap with GNSS: \(backfilled.count) backfilled, \(unlocated.count) without a location "
+              + "(\(unlocated.first.map { "\($0.missingLocation.map { "\($0)" } ?? "-") from \($0.gyroscope.timestamp)" } ?? "-"))")
+        #expect(backfilled.count >= 200)
+        #expect(unlocated.isEmpty, "\(unlocated.count) of \(backfilled.count) backfilled points have no location")
+        // On the walk at their time (the fixes are on a straight line, so are the positions
+        // interpolated between them): within 1 cm.
+        let off = backfilled.filter { p in
+            guard let location = p.location else { return false }
+            return abs(location.latitude - Self.walkLatitude(atSecond: (p.gyroscope.timestamp - 1_800_000_000_000) / 1000)) > 1e-7
+        }
+        #expect(off.isEmpty, "\(off.count) backfilled points off the walk, first \(off.first.map { "\($0.location!.latitude) at \($0.gyroscope.timestamp)" } ?? "")")
     }
 
     @Test func aMetaMotionRKilledForEightSecondsLosesNothing() throws {
