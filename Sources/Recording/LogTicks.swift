@@ -16,10 +16,13 @@ struct LogTicks {
     private var repeated: Set<RawVector> = []
     /// Each boot's first and last sample in the log, in the log's (readout, oldest first) order.
     private var boots: [(uid: UInt8, first: UInt32, last: UInt32)] = []
+    /// Position of each logged sample in the log.
+    private var positions: [BackfillKey: Int] = [:]
 
     init(_ logged: [LoggedSample]) {
         self.logged = logged
         for (position, sample) in logged.enumerated() {
+            positions[BackfillKey(sample)] = positions[BackfillKey(sample)] ?? position
             if boots.last?.uid == sample.resetUID { boots[boots.count - 1].last = sample.tick } else {
                 boots.append((sample.resetUID, sample.tick, sample.tick))
             }
@@ -41,8 +44,9 @@ struct LogTicks {
         return b == a + 1 && logged[a].resetUID == logged[b].resetUID
     }
 
-    /// Samples the board took strictly between the logged samples `first` and `last`, by their
-    /// ticks, at `periodMs` ms a sample. Nil when they are out of order, or (in one boot) the
+    /// Samples the board took strictly between the logged samples `first` and `last`: in one
+    /// boot, those the log holds between them (by their ticks, at `periodMs` ms a sample, when
+    /// the log does not hold both). Nil when they are out of order, or (in one boot) the
     /// ticks disagree with the stream's span (`spanByTime`, ms) by more than
     /// ``edgeTickTolerance``: the times count then.
     ///
@@ -60,6 +64,15 @@ struct LogTicks {
             // A log sample with an edge's counts that is not that sample (the edge trimmed away)
             // puts the span far off the times; a late-stamped link moves them by far less.
             guard abs(span - spanByTime) <= Self.edgeTickTolerance else { return nil }
+            // The log holds every sample the board took while it logged, and a session never
+            // pauses its logging: the samples between two of one boot are those the log holds
+            // between them. Ticks without samples are a sensor pause (a stream restart stops
+            // the gyro for 0.2-0.5 s), no loss; counted from the ticks, a restart gap called
+            // them missing where a held gap (its log neighbours) did not.
+            if let a = positions[first], let b = positions[last], b > a,
+               logged[a..<b].allSatisfy({ $0.resetUID == first.resetUID }) {
+                return b - a - 1
+            }
             return max(0, Int((span / periodMs).rounded()) - 1)
         }
         guard let from = boots.lastIndex(where: { $0.uid == first.resetUID && $0.first <= first.tick && first.tick <= $0.last }),

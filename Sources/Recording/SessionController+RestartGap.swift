@@ -199,6 +199,7 @@ extension SessionController {
             // stream's period, and once the new stream's anchors come they may lie a few ms
             // earlier (seed 48, 8 s gap: 5.6 ms, and the page's first sample fell within half a
             // period of the last sealed and was lost). It goes after it, in the log's order.
+            let placedBefore = lastPlaced
             let followsSealed = lastPlaced.map { $0.resetUID == sample.resetUID && $0.tick < sample.tick } ?? false
             if followsSealed, time <= previous { time = previous + periodMs / 100 }
             let key = BackfillKey(resetUID: sample.resetUID, tick: sample.tick)
@@ -210,7 +211,10 @@ extension SessionController {
             let sealedTime = time - shift
             let located = fixes.locate(GyroItem(sample: value, missedBefore: 0, source: timeBase.source), sealedTime)
             let before = max(previous, lastStored)
-            let missed = max(0, Int(((time - before) / periodMs).rounded()) - 1)
+            // Neighbours in one boot's log with no stored point between: none is missing, as
+            // between a held gap's (a sensor pause is no loss: ``LogTicks/samplesBetween``).
+            let logNeighbours = lastStored <= previous && placedBefore?.resetUID == key.resetUID
+            let missed = logNeighbours ? 0 : max(0, Int(((time - before) / periodMs).rounded()) - 1)
             points.append(RecordedPoint(gyroscope: GyroReading(value, timestamp: sealedTime), location: located.location,
                                         missingLocation: located.missing,
                                         accelerometer: accelerometer.nearest(sealedTime), missedBefore: missed,
