@@ -32,7 +32,7 @@ test-bluez: deps
 # Every area's benchmark in one go on a release build (and mwgated/mwctl as packaged, static
 # Swift runtime), beside their peers; writes docs/benchmarks.md (+ SVG plots in
 # docs/benchmarks/) and the raw output in $(BENCH_DIR)/. `make bench BENCH_QUICK=1`: every area
-# briefly, to check the pipeline (report in $(BENCH_DIR)/benchmarks.md); BENCH_AREAS="a b": some.
+# briefly, to check the pipeline; BENCH_AREAS="a b": some areas (both report to $(BENCH_DIR)/benchmarks.md).
 BENCH_QUICK ?=
 BENCH_AREAS ?=
 bench: deps

@@ -8,7 +8,7 @@
 #                                       default bench-results/)
 #   BENCH_QUICK=1 scripts/bench.sh      every area briefly, to check the pipeline; the report
 #                                       goes to OUT_DIR/benchmarks.md, docs/ stays untouched
-#   BENCH_AREAS="control footprint"     only these areas
+#   BENCH_AREAS="control footprint"     only these areas; the report goes to OUT_DIR/benchmarks.md
 #   BENCH_REPORT=path.md                where the report goes
 #   BENCH_NO_BUILD=1                    use the release binaries already built
 #
@@ -22,7 +22,9 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 quick=${BENCH_QUICK:-0}
 [[ "$quick" = 0 ]] && quick=""
-if [[ -n "$quick" ]]; then
+# Only a full run replaces docs/benchmarks.md: a quick run or a run of some areas (which would
+# leave the report with those areas only) writes beside its raw output unless told otherwise.
+if [[ -n "$quick" || -n "${BENCH_AREAS:-}" ]]; then
     report=${BENCH_REPORT:-$out/benchmarks.md}
 else
     report=${BENCH_REPORT:-$root/docs/benchmarks.md}

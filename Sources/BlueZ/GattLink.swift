@@ -175,9 +175,16 @@ public actor GattLink {
     /// Enables notifications on `characteristic` and returns them in arrival order. The
     /// handler is installed before the CCCD is written, so the first notifications are not
     /// missed. The stream ends when the link goes away (fd hang-up) or the link is closed.
+    ///
+    /// The stream holds at most `bufferedNotifications` that were not read yet and refuses
+    /// what comes beyond them (a reader that stops reading must not grow the process without
+    /// bound); the boards' data path uses ``subscribe(to:delivery:coalescing:onBatch:onEnd:)``
+    /// with its own counted bound instead.
     public func notifications(from characteristic: GattCharacteristicInfo,
-                              delivery: NotificationDelivery = .automatic) async throws -> AsyncStream<GattNotification> {
-        let (stream, continuation) = AsyncStream.makeStream(of: GattNotification.self, bufferingPolicy: .unbounded)
+                              delivery: NotificationDelivery = .automatic,
+                              bufferedNotifications: Int = 4096) async throws -> AsyncStream<GattNotification> {
+        let (stream, continuation) = AsyncStream.makeStream(of: GattNotification.self,
+                                                            bufferingPolicy: .bufferingOldest(bufferedNotifications))
         try await subscribe(to: characteristic, delivery: delivery, coalescing: .zero,
                             onBatch: { batch in for notification in batch { continuation.yield(notification) } },
                             onEnd: { continuation.finish() })

@@ -19,12 +19,12 @@ public struct BoardEventStream: AsyncSequence, Sendable {
         self.batches = batches
     }
 
-    /// A stream and the continuation that feeds it: bounded at `gauge`'s capacity (the feeder
-    /// records each yield's answer in it), unbounded without one.
-    public static func makeStream(gauge: StreamGauge? = nil)
+    /// A stream and the continuation that feeds it, bounded at `gauge`'s capacity (the feeder
+    /// records each yield's answer in it).
+    public static func makeStream(gauge: StreamGauge)
         -> (stream: BoardEventStream, continuation: AsyncStream<[BoardEvent]>.Continuation) {
         let (batches, continuation) = AsyncStream.makeStream(
-            of: [BoardEvent].self, bufferingPolicy: gauge.map { .bufferingOldest($0.capacity) } ?? .unbounded)
+            of: [BoardEvent].self, bufferingPolicy: .bufferingOldest(gauge.capacity))
         return (BoardEventStream(batches: batches), continuation)
     }
 

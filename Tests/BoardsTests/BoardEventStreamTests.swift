@@ -1,3 +1,4 @@
+import Basics
 import BlueZ
 @testable import Boards
 import Foundation
@@ -14,7 +15,7 @@ import Testing
     }
 
     @Test func iteratingYieldsEveryEventOfEveryBatchInOrderThenEnds() async {
-        let (stream, continuation) = BoardEventStream.makeStream()
+        let (stream, continuation) = BoardEventStream.makeStream(gauge: StreamGauge(name: "test_events", capacity: 8))
         continuation.yield([event(0), event(1), event(2)])
         continuation.yield([event(3)])
         continuation.yield([event(4), event(5)])
@@ -25,7 +26,7 @@ import Testing
     }
 
     @Test func batchesArriveAsTheyWereYielded() async {
-        let (stream, continuation) = BoardEventStream.makeStream()
+        let (stream, continuation) = BoardEventStream.makeStream(gauge: StreamGauge(name: "test_events", capacity: 8))
         continuation.yield([event(0), event(1)])
         continuation.yield([event(2)])
         continuation.finish()
