@@ -121,13 +121,36 @@ extension BoardSession {
     /// (``declineFlashLogPage()``) ends the readout and the next one starts again at the first
     /// page not confirmed. When the flash log is not running on a
     /// link yet, the download starts once it does; nothing while a download runs.
+    ///
+    /// A MetaMotion S (logging revision 3) keeps its newest entries, up to a page, in an open
+    /// page that neither the length read nor the readout sees until it fills or is flushed, and
+    /// it flushes only while it does not log (§5.1, P13). A flush during a session paused
+    /// logging, and what the board sampled in that pause was in no log (a board whose link went
+    /// again right then lost it), so while it logs the readout starts once the page open at the
+    /// request has filled (``openPageFillTime(_:)``): what it logged until the request is then
+    /// readable, logging never stops.
     public func downloadFlashLog() {
+        downloadFlashLog(openPageFilled: false)
+    }
+
+    /// ``downloadFlashLog()``; `openPageFilled`: the wait for the open page is over.
+    func downloadFlashLog(openPageFilled: Bool) {
         guard current?.flashLogging == true else {
             if options.flashLogging { flashLogDownloadWanted = true }
             return
         }
         guard current?.download == nil, let loggers = flashLoggers,
               let description, let capabilities = flashLogAvailability(description) else { return }
+        if openPageFilled {
+            current?.readoutStartsAt = nil
+        } else if current?.readoutStartsAt != nil {
+            return
+        } else if current?.flashLogStopped != true, let wait = openPageFillTime(capabilities) {
+            flashLogDownloadWanted = false
+            current?.readoutStartsAt = .now.advanced(by: wait)
+            current?.readoutWatch.yield()
+            return
+        }
         flashLogDownloadWanted = false
         // The readout deletes from the head: a trim mark counted from there no longer holds.
         current?.trimMark = nil
@@ -135,24 +158,26 @@ extension BoardSession {
         var downloader = LogDownloader(revision: capabilities.revision, loggers: loggers, confirmsPagesItself: false)
         current?.downloaded = []
         current?.downloadedAccelerometer = []
-        // A MetaMotion S keeps its newest entries in an open page the readout does not see; a
-        // flush while logging pauses logging for a moment, which a board logging at a rate
-        // beyond the link cannot afford (samples would go unlogged): its open page waits for
-        // the session's end (``finishFlashLog()``).
-        let flush: [Packet]
-        if current?.flashLogStopped == true {
-            flush = LoggingCommands.flushPage(revision: capabilities.revision)
-        } else if !options.configuration.logged.isEmpty {
-            flush = []
-        } else {
-            flush = LoggingCommands.flushWhileLogging(revision: capabilities.revision, overwriteWhenFull: true)
-        }
+        // A MetaMotion S's open page is flushed only where logging has stopped (the session's
+        // end, ``finishFlashLog()``); while it logs, the readout waited for the page to fill.
+        let flush = current?.flashLogStopped == true ? LoggingCommands.flushPage(revision: capabilities.revision) : []
         current?.operations.yield(.readPromptly(true))
-        // A flush while logging pauses logging as a trim does: one batch.
-        writeTogether(flush)
+        write(flush)
         write(downloader.begin())
         current?.download = downloader
         noteReadoutActivity()
+    }
+
+    /// How long the board takes to fill a page of its log at the rates it logs, with a quarter
+    /// more for the rates' tolerance: nil where a readout sees every entry (not revision 3).
+    /// A MetaMotion S's 512-entry page at 100 Hz gyro (2 entries a sample): 3.2 s.
+    func openPageFillTime(_ capabilities: LoggingCapabilities) -> Duration? {
+        guard capabilities.revision == 3 else { return nil }
+        let configuration = options.configuration
+        let samplesPerSecond = (configuration.gyro?.rate.hertz ?? 0) + (configuration.accelerometer?.rate.hertz ?? 0)
+        guard samplesPerSecond > 0 else { return nil }
+        let seconds = Double(capabilities.pageEntries ?? 512) / (2 * samplesPerSecond) * 1.25
+        return .milliseconds(Int((seconds * 1000).rounded(.up)))
     }
 
     /// The end of a session whose sensors the board logs instead of streaming (rates beyond

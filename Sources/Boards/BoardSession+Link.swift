@@ -26,6 +26,9 @@ struct LinkWork {
     var downloadedAccelerometer: [LoggedSample] = []
     /// When the download last heard from the board (or was started or confirmed).
     var downloadActivityAt: ContinuousClock.Instant?
+    /// When a download asked for while the board logs on (a MetaMotion S) starts: once the
+    /// page open at the request has filled (``BoardSession/downloadFlashLog()``).
+    var readoutStartsAt: ContinuousClock.Instant?
     /// The link's dropped notifications as last seen (``BoardLink/droppedNotifications``).
     var droppedNotificationsSeen = 0
     /// Entries the log held at the last mark (``BoardSession/markFlashLogForTrim()``), and

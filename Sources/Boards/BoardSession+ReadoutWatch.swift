@@ -13,12 +13,18 @@ extension BoardSession {
     /// (or the board waits for the recorder's confirm) it waits to be woken.
     func watchReadout(_ wakes: AsyncStream<Void>) async {
         await watch(wakes, due: { self.readoutDue() }) {
-            if let due = self.readoutDue(), due <= .now { self.resumeReadout() }
+            if let start = self.current?.readoutStartsAt {
+                if start <= .now { self.downloadFlashLog(openPageFilled: true) }
+            } else if let due = self.readoutDue(), due <= .now {
+                self.resumeReadout()
+            }
         }
     }
 
-    /// When the running readout counts as stopped, nil while nothing is due from the board.
+    /// When the running readout counts as stopped, or a deferred one starts; nil while nothing
+    /// is due from the board.
     private func readoutDue() -> ContinuousClock.Instant? {
+        if let start = current?.readoutStartsAt { return start }
         guard let download = current?.download, download.state == .reading || download.state == .awaitingLength,
               let last = current?.downloadActivityAt else { return nil }
         return last.advanced(by: options.readoutStallTimeout)

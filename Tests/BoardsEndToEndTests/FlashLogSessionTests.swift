@@ -222,10 +222,12 @@ struct FlashLogSessionTests {
     }
 
     /// A MetaMotion S (logging revision 3) keeps its newest entries, up to a 512-entry page, in
-    /// an open page that neither the length read nor the readout sees until it is flushed, and
-    /// it ignores a flush while logging (metawear-logging.md §5.1, P13): a download during a
-    /// session stops logging, flushes and starts again first, so a short gap is not read as empty.
-    @Test func aMetaMotionSFlushesItsOpenPageBeforeADownload() async throws {
+    /// an open page that neither the length read nor the readout sees until it fills or is
+    /// flushed, and it flushes only while it does not log (metawear-logging.md §5.1, P13). A
+    /// download during a session stopped logging for a flush (what the board sampled in that
+    /// pause was in no log); now the readout starts once the page open at the request has
+    /// filled, and logging never stops: everything logged before the request is read.
+    @Test func aMetaMotionSReadsItsOpenPageOnceItFillsWithoutPausingLogging() async throws {
         let transport = InMemoryBoardTransport(profile: .metaMotionS)
         try await withSession(transport) { session, recorder in
             try await waitUntil("logging") { isLogging(recorder.flashLog(address).last) }
@@ -234,23 +236,32 @@ struct FlashLogSessionTests {
             let stored = transport.board.withModel { $0.flashLog.storedCount }
             #expect(stored >= 200 && stored < 512, "a second of gyro, all in the open page: \(stored)")
             #expect(transport.board.withModel { $0.flashLog.readableCount } == 0)
+            // The gyro's x·y entries (logger 0) carry the sample's x: its index here.
+            let loggedBefore = transport.board.withModel { board in
+                Set(board.flashLog.entries.filter { $0.loggerID == 0 }.map { UInt16(truncatingIfNeeded: $0.data) })
+            }
             let before = first.writes.count
             await session.downloadFlashLog()
-            try await waitUntil("the length read") { first.writes.contains([0x0B, 0x85]) }
+            // The board's clock runs with the session's, as a real board's does.
+            let began = ContinuousClock.now
+            var streamed = 0
             try await waitUntil("the download complete", within: .seconds(30)) {
-                first.stream(milliseconds: 20)
+                let due = Int((ContinuousClock.now - began) / .milliseconds(1))
+                if due > streamed { first.stream(milliseconds: UInt64(due - streamed)) }
+                streamed = max(streamed, due)
                 if recorder.downloads(address).last?.complete == true { return true }
                 await session.confirmFlashLogPage()
                 try? await Task.sleep(for: .milliseconds(20))
                 return false
             }
             let logging = first.writes.dropFirst(before).filter { isFlashLogWrite($0) }
-            #expect(Array(logging.prefix(5)) == [[0x0B, 0x01, 0x00], [0x0B, 0x10, 0x01], [0x0B, 0x0B, 0x01], [0x0B, 0x01, 0x01],
-                                                  [0x0B, 0x08, 0x01]], "stop, flush, start, then the readout (§8.2)")
-            let indices = recorder.downloads(address).flatMap(\.gyro).map { UInt16(bitPattern: $0.raw.x) }
-            let streamed = recorder.samples(address).map { UInt16(truncatingIfNeeded: sampleIndex($0)) }
-            #expect(indices.count == stored / 2, "what the board logged before the download: \(indices.count) of \(stored / 2)")
-            #expect(Set(streamed).isSuperset(of: indices), "the logged samples are the streamed ones")
+            #expect(!logging.contains([0x0B, 0x01, 0x00]) && !logging.contains([0x0B, 0x10, 0x01]),
+                    "logging never stopped, nothing flushed: \(logging.prefix(6))")
+            #expect(logging.first == [0x0B, 0x08, 0x01], "the readout's own writes first (§8.2): \(logging.prefix(4))")
+            #expect(transport.board.withModel { $0.flashLog.isLogging })
+            let indices = Set(recorder.downloads(address).flatMap(\.gyro).map { UInt16(bitPattern: $0.raw.x) })
+            #expect(indices.isSuperset(of: loggedBefore),
+                    "what the board logged before the request is read: \(loggedBefore.subtracting(indices).count) of \(loggedBefore.count) not")
         }
     }
 }
