@@ -167,9 +167,16 @@ struct BackfillHold {
     var lastPageAt: Double?
 
     /// Whether the store took such a page within the last `wait` ms: the readout is on its way.
+    /// Not past ``longestReadInWaits`` waits from the first held point, which bounds the points
+    /// held in memory (at the default wait 30 min: 180,000 points at 100 Hz) for a log read
+    /// slower than the board fills it.
     func isBeingRead(now: Double, wait: Double) -> Bool {
-        lastPageAt.map { now - $0 <= wait } ?? false
+        guard now - firstHeld <= Self.longestReadInWaits * wait else { return false }
+        return lastPageAt.map { now - $0 <= wait } ?? false
     }
+
+    /// Longest a hold lasts from its first point, in waits, while its log's pages come.
+    static let longestReadInWaits = 30.0
 
     /// Time of the first held point, epoch ms.
     var firstHeld: Double { points.first?.point.gyroscope.timestamp ?? 0 }
