@@ -131,7 +131,11 @@ struct RestartGapTests {
         var sensorPaused = false
         func killTime() -> Int64 { restarts < kills.count ? Int64(kills[restarts].at * 1e9) : .max }
         func restartTime() -> Int64 { restarts < kills.count ? Int64((kills[restarts].at + kills[restarts].down) * 1e9) : .max }
+        // 30 s after the last restart, and on while a readout is under way or the restart gap
+        // waits for one: the readout holds the whole log, at the model's 400 entries/s (a 20 s
+        // gap read 12 s late: 8,406 entries, 21.6 s, past the 30 s). A stalled one fails at `limit`.
         let end = Int64((kills.last!.at + kills.last!.down + 30) * 1e9)
+        let limit = end + 120_000_000_000
 
         func send(_ packets: [Packet]) {
             for packet in packets {
@@ -160,7 +164,7 @@ struct RestartGapTests {
             if finished { downloader = nil }
         }
 
-        while now < end {
+        while now < end || (now < limit && (downloader != nil || controller.isWaitingForRestartBackfill(board: "B"))) {
             now += Int64(Double.random(in: 7.5e6...30e6, using: &rng))
             if now >= restartTime() {
                 // A new process: recovery, the restart gaps (kept by the store), the board's next link.
@@ -268,7 +272,7 @@ struct RestartGapTests {
                 if idleDuringReadout, restarts > 0 { controller.detach(board: "B", now: now) }
             }
         }
-        #expect(downloader == nil, "the readout finished")
+        #expect(downloader == nil, "the readout finished: \(downloader.map { "\($0.progress.left) of \($0.progress.total) left" } ?? "")")
         #expect(!controller.isWaitingForRestartBackfill(board: "B"), "the restart gap is filled")
         let resumedID: String
         guard case .recording(let id) = controller.state else {
@@ -566,6 +570,15 @@ struct RestartGapTests {
         let run = try record(profile: .metaMotionR, seed: 60, down: 4, restartedClockOffset: step, boardResetAt: 12)
         expectEverySampleOnce(run, down: 2, timeOrderWithinSessions: true)
         #expect(run.stillMissing == 0, "still missing \(run.stillMissing)")
+    }
+
+    /// A MetaMotion S away 20 s whose log is read only 12 s after the gateway is back: the
+    /// readout holds everything since the session's start (nothing trims a recording board's
+    /// log), 8,406 entries, 21.6 s at the model's pace. Every sample is stored once when the
+    /// readout ends.
+    @Test func aTwentySecondGapReadLateLosesNothing() throws {
+        let run = try record(profile: .metaMotionS, seed: 1, down: 20, downloadAfter: 12)
+        expectEverySampleOnce(run, down: 20)
     }
 
     @Test func aMetaMotionSKilledForThreeSecondsLosesNothing() throws {
