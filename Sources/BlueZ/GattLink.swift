@@ -299,10 +299,13 @@ public actor GattLink {
     /// datagrams on a default kernel, `net.core.wmem_default`): a reader resting 250 ms loses
     /// notifications from about 1,100 a second, which a flash-log readout reaches. Reading at
     /// once costs a wake-up per connection event (at most 134 a second), only while it lasts.
-    /// `StartNotify` signals are read at once anyway (bluetoothd does not drop them).
+    /// `StartNotify` signals are read at once anyway (bluetoothd does not drop them); their
+    /// grouping hands on what each read round brought instead of holding it to the window's
+    /// end, as the reader does with what each wake-up finds.
     public func readPromptly(_ promptly: Bool) {
         readsPromptly = promptly
         for reader in readers { reader.setCoalescing(promptly ? .zero : groupingInterval) }
+        for grouper in groupers { grouper.setPrompt(promptly) }
     }
 
     /// Hands on every `StartNotify` notification held by the grouping now, on the

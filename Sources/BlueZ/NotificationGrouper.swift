@@ -12,6 +12,9 @@ import Foundation
 /// notifications are held and then handed on together, and a window that closes with some
 /// opens the next. Everything but switching runs on the connection's I/O thread: the signal
 /// handler and the scheduled window ends.
+///
+/// While a reader needs every answer at once (``setPrompt(_:)``), a window ends with the read
+/// round that opened it instead: what the connection read together is handed on together.
 final class NotificationGrouper: @unchecked Sendable {
     typealias Deliver = @Sendable ([GattNotification]) -> Void
 
@@ -19,8 +22,11 @@ final class NotificationGrouper: @unchecked Sendable {
     private let deliver: Deliver
     private let lock = NSLock()
     private var interval: Duration = .zero
+    private var prompt = false
     private var held: [GattNotification] = []
     private var windowOpen = false
+    /// Counts the windows opened: a scheduled end of an earlier one (ended early) does nothing.
+    private var window = 0
 
     init(connection: DBusConnection, deliver: @escaping Deliver) {
         self.connection = connection
@@ -33,6 +39,20 @@ final class NotificationGrouper: @unchecked Sendable {
         lock.lock()
         self.interval = max(.zero, interval)
         lock.unlock()
+    }
+
+    /// With `true`, windows end with the connection's read round rather than after the
+    /// interval, and a window open now ends with the next round; `false` groups by the
+    /// interval again. A flash-log readout's board waits at each page's end for the answer
+    /// to its last notification: held for a 250 ms window, each page waited for it, and the
+    /// readout went at one page per window.
+    func setPrompt(_ prompt: Bool) {
+        lock.lock()
+        self.prompt = prompt
+        let endNow = prompt && windowOpen
+        let number = window
+        lock.unlock()
+        if endNow { _ = connection.schedule(after: .zero) { [self] in closeWindow(number) } }
     }
 
     /// A notification just read.
@@ -65,9 +85,12 @@ final class NotificationGrouper: @unchecked Sendable {
 
     private func openWindow() {
         lock.lock()
-        let interval = max(self.interval, .milliseconds(1))
+        // Zero: after this read round's signals are dispatched and the next read is taken in.
+        let interval = prompt ? .zero : max(self.interval, .milliseconds(1))
+        window += 1
+        let number = window
         lock.unlock()
-        let scheduled = connection.schedule(after: interval) { [self] in closeWindow() }
+        let scheduled = connection.schedule(after: interval) { [self] in closeWindow(number) }
         if !scheduled {
             // The connection has ended: nothing will close the window, so nothing is held.
             lock.lock()
@@ -77,8 +100,12 @@ final class NotificationGrouper: @unchecked Sendable {
         }
     }
 
-    private func closeWindow() {
+    private func closeWindow(_ number: Int) {
         lock.lock()
+        guard number == window else {
+            lock.unlock()
+            return
+        }
         let batch = held
         held.removeAll(keepingCapacity: true)
         if batch.isEmpty || interval == .zero { windowOpen = false }

@@ -1,6 +1,7 @@
 import BlueZ
 import DBus
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
 
@@ -204,6 +205,42 @@ struct BlueZClientTests {
         }
     }
 
+    /// A grouped `StartNotify` stream hands notifications on at once while a reader reads
+    /// promptly (a flash-log readout: the board waits at each page's end for the answer to
+    /// its last notification), the window open when that began included; grouping holds
+    /// again afterwards.
+    @Test func readingPromptlyHandsOnGroupedStartNotifyNotificationsAtOnce() async throws {
+        try await withMock { mock, client in
+            let device = try await connectedBoard(mock, client)
+            let notify = try #require(await client.characteristic(notifyUUID, under: device))
+            let link = try await GattLink.open(busAddress: mock.bus.address)
+            let (batches, continuation) = AsyncStream.makeStream(of: [GattNotification].self)
+            try await link.subscribe(to: notify, onBatch: { continuation.yield($0) }, onEnd: { continuation.finish() })
+            #expect(await link.activeDelivery == "StartNotify")
+            let received = ReceivedBatches()
+            let collector = Task { for await batch in batches { received.append(batch.map(\.bytes)) } }
+            func arrived(_ bytes: [UInt8]) -> Bool { received.all.contains(bytes) }
+            // A window far longer than the test may wait: only its end or a prompt hand-off frees what it holds.
+            await link.groupNotifications(.seconds(3600))
+            try await mock.notify(boardAddress, [0x0B, 0x07, 0x01])
+            try await waitUntil("the first notification, at once") { arrived([0x0B, 0x07, 0x01]) }
+            await link.readPromptly(true)
+            let readout: [[UInt8]] = [[0x0B, 0x07, 0x02], [0x0B, 0x07, 0x03], [0x0B, 0x0D]]
+            for bytes in readout {
+                try await mock.notify(boardAddress, bytes)
+                try await waitUntil("\(bytes) handed on while reading promptly") { arrived(bytes) }
+            }
+            await link.readPromptly(false)
+            let grouped: [[UInt8]] = [[0x0B, 0x07, 0x04], [0x0B, 0x07, 0x05], [0x0B, 0x07, 0x06]]
+            for bytes in grouped { try await mock.notify(boardAddress, bytes) }
+            // Closing hands on what the window still holds, after all read before its StopNotify's reply.
+            await link.close()
+            await collector.value
+            #expect(received.batches.suffix(2) == [[grouped[0]], Array(grouped[1...])], "held together again")
+            #expect(received.all == [[0x0B, 0x07, 0x01]] + readout + grouped)
+        }
+    }
+
     @Test func scriptedConnectFailuresAreClassified() async throws {
         try await withMock { mock, client in
             try await mock.addBoard(boardAddress)
@@ -331,4 +368,13 @@ struct BlueZClientTests {
             #expect(path.rawValue == "/org/bluez/hci0/dev_D1_5E_AA_01_02_06")
         }
     }
+}
+
+/// Notification batches as a consumer received them (any thread).
+private final class ReceivedBatches: Sendable {
+    private let state = Mutex<[[[UInt8]]]>([])
+
+    func append(_ batch: [[UInt8]]) { state.withLock { $0.append(batch) } }
+    var batches: [[[UInt8]]] { state.withLock { $0 } }
+    var all: [[UInt8]] { Array(batches.joined()) }
 }
