@@ -196,7 +196,12 @@ extension BoardSession {
             try await write()
             return true
         } catch {
-            await failLink("write failed: \(error)")
+            // The link's work was cancelled: its notifications ended (the link dropped) or a
+            // stop runs. The write failed with the link, which is not the session's failure:
+            // reported as one, it reached the transport after it had moved on and gave the next
+            // link up, or, before bluetoothd's `Connected=false` arrived, asked `Disconnect` for
+            // a link already gone and counted a hard failure.
+            if !Task.isCancelled { await failLink("write failed: \(error)") }
             return false
         }
     }

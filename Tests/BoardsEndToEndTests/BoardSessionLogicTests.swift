@@ -176,6 +176,33 @@ struct BoardSessionLogicTests {
         }
     }
 
+    /// A link that drops while a write waits for bluetoothd's answer is a dropped link, not a
+    /// failed one: its end cancels the write, and that was taken for a failed write, which gave
+    /// the next link up as failed as well (the transport had reconnected meanwhile) and, through
+    /// BlueZ, counted a hard failure and asked `Disconnect` for a link already gone.
+    @Test func aWriteCutShortByTheLinksEndDoesNotFailTheNextLink() async throws {
+        let transport = InMemoryBoardTransport()
+        try await withSession(transport) { session, recorder in
+            try await waitUntil("streaming") { recorder.isStreaming(address) }
+            let first = try await link(transport, 0)
+            try await waitUntil("handshake over") { first.groupingInterval != nil }
+            first.holdWrites()
+            await session.setLED(.recording)
+            try await waitUntil("the LED's write waits for its answer") { first.writesWaiting > 0 }
+            await transport.dropLink()
+            let second = try await link(transport, 1)
+            try await waitUntil("the first link's write given up") { first.writesWaiting == 0 }
+            try await waitUntil("the second link's handshake over, or a third link") {
+                if second.groupingInterval != nil { return true }
+                return await transport.links.count > 2
+            }
+            let failures = await transport.failures
+            #expect(failures.isEmpty, "the link's end was taken for a failure: \(failures)")
+            #expect(!second.isClosed, "the second link was given up")
+            #expect(await transport.links.count == 2)
+        }
+    }
+
     @Test func aReconnectAfterTheRecordingStoppedStillTurnsEverythingOff() async throws {
         let transport = InMemoryBoardTransport()
         try await withSession(transport) { session, recorder in

@@ -159,6 +159,9 @@ final class InMemoryLink: BoardLink, @unchecked Sendable {
     /// Board time (ms) each write call takes, see ``init(board:millisecondsPerWrite:)``.
     private let millisecondsPerWrite: UInt64
     private let whileHostIdentityIsRead: HostIdentityRead?
+    /// See ``holdWrites()``.
+    private var writesHeld = false
+    private var heldWrites = 0
 
     /// With `millisecondsPerWrite` the board's clock moves on that much (streaming what falls
     /// due) before each write call reaches it, as a real link's connection events and the
@@ -180,6 +183,7 @@ final class InMemoryLink: BoardLink, @unchecked Sendable {
     }
 
     func writeInOrder(_ packets: [Packet]) async throws {
+        if lock.withLock({ writesHeld }) { try await waitUntilGivenUp() }
         if millisecondsPerWrite > 0 { stream(milliseconds: millisecondsPerWrite) }
         let replies: [[UInt8]] = try lock.withLock {
             guard !closed else { throw InMemoryLinkClosed() }
@@ -233,6 +237,21 @@ final class InMemoryLink: BoardLink, @unchecked Sendable {
             let now = ContinuousClock.now
             continuation.yield(notifications.map { GattNotification(bytes: $0, receivedAt: now, wallClock: Date()) })
         }
+    }
+
+    /// Writes from now on are never answered (a busy bluetoothd whose answer comes after the
+    /// link's end reached the session): each ends only when its writer gives it up (cancelled).
+    func holdWrites() {
+        lock.withLock { writesHeld = true }
+    }
+
+    /// Writes waiting in ``holdWrites()``.
+    var writesWaiting: Int { lock.withLock { heldWrites } }
+
+    private func waitUntilGivenUp() async throws {
+        lock.withLock { heldWrites += 1 }
+        defer { lock.withLock { heldWrites -= 1 } }
+        while true { try await Task.sleep(for: .milliseconds(5)) }
     }
 
     /// Ends the link: what was delivered stays in the stream, which then finishes.
