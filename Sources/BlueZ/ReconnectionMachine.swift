@@ -121,7 +121,14 @@ public struct ReconnectionMachine: Sendable {
     private var devicePresent = false {
         didSet { if !devicePresent { wasReady = false } }
     }
-    private var isConnected = false
+    private var isConnected = false {
+        didSet { if !isConnected { disconnectAsked = false } }
+    }
+    /// A `Disconnect` was asked for the link that is up: the next attempt waits for the link to
+    /// go down rather than asking again (a failed session's `Disconnect`, then its backoff's end
+    /// before bluetoothd's `Connected=false` arrived, asked twice within a millisecond in the
+    /// real-BlueZ VM).
+    private var disconnectAsked = false
     private var isServicesResolved = false
     private var discovering = false
     private var checkingGATT = false
@@ -168,6 +175,12 @@ public struct ReconnectionMachine: Sendable {
 
     /// Feeds one event; returns the actions to perform, in order.
     public mutating func handle(_ event: Event, at now: Duration) -> [Action] {
+        let actions = step(event, at: now)
+        if actions.contains(.disconnect) { disconnectAsked = true }
+        return actions
+    }
+
+    private mutating func step(_ event: Event, at now: Duration) -> [Action] {
         if phase == .stopped { return [] }
         var actions: [Action] = []
         switch event {
@@ -320,8 +333,10 @@ public struct ReconnectionMachine: Sendable {
                 actions += fail("pending connect never completed", hard: false, at: now)
                 return actions
             case .awaitingLinkDown:
-                // The link never went down by itself; carry on with a fresh attempt anyway.
+                // The link never went down by itself; carry on with a fresh attempt anyway
+                // (asking for its end once more).
                 phase = .backingOff
+                disconnectAsked = false
             case .locating:
                 // Restart a scan that found nothing (the adapter may have wedged).
                 discovering = false
@@ -372,7 +387,7 @@ public struct ReconnectionMachine: Sendable {
             if needsFreshLink {
                 phase = .awaitingLinkDown
                 deadline = now + policy.linkDownTimeout
-                return actions + [.disconnect, .wakeUp(at: now + policy.linkDownTimeout)]
+                return actions + (disconnectAsked ? [] : [.disconnect]) + [.wakeUp(at: now + policy.linkDownTimeout)]
             }
             // A link left over from before (our restart, BlueZ auto-connect): adopt it (§2.3 step 4).
             phase = .resolvingServices

@@ -32,6 +32,9 @@ struct ReconnectionHarness {
     var deviceAdvertising = true
     var scanDelay: Duration = .seconds(1)
     var gattComplete = true
+    /// How long after a `Disconnect` bluetoothd reports the link down (`ServicesResolved` and
+    /// `Connected` false): at once unless set (a busy bluetoothd, or its signal still on its way).
+    var linkDownAfterDisconnect: Duration = .zero
     /// Whether bluetoothd keeps a device's GATT objects while its link is down (main.conf
     /// `[GATT] Cache = always`); otherwise they exist only while services are resolved.
     var gattKept = true
@@ -154,7 +157,9 @@ struct ReconnectionHarness {
                 break
             }
         case .disconnect:
-            if connected {
+            if connected, linkDownAfterDisconnect > .zero {
+                delayed += [(now + linkDownAfterDisconnect, .servicesResolved(false)), (now + linkDownAfterDisconnect, .connected(false))]
+            } else if connected {
                 connected = false
                 resolved = false
                 queue += [.servicesResolved(false), .connected(false)]

@@ -350,6 +350,20 @@ struct ReconnectionMachineTests {
         #expect(h.readyCount == 2)
     }
 
+    /// A failed session's `Disconnect` is asked once: when its backoff ends before bluetoothd
+    /// reports the link down, the machine waits for that instead of asking again (the
+    /// real-BlueZ VM's bus showed two `Disconnect` calls and a `Connect` within 1 ms).
+    @Test func aFailedSessionAsksForTheLinksEndOnce() {
+        var h = ReconnectionHarness()
+        h.linkDownAfterDisconnect = .seconds(2)
+        h.boot()
+        h.send(.sessionFailed("write failed"))
+        h.advance(by: .seconds(10))
+        #expect(h.count { $0 == .disconnect } == 1)
+        #expect(h.connects == [.zero, .seconds(2)], "the next Connect comes once the link is down")
+        #expect(h.readyCount == 2)
+    }
+
     @Test func adoptsALinkLeftOverFromBefore() {
         var h = ReconnectionHarness()
         h.send(.start)
