@@ -111,6 +111,30 @@ extension BoardSession {
         emit(.flashLog(status))
     }
 
+    // MARK: The link's own setup first
+
+    /// Whether the flash log's readout, marks and trims may use the link now: once the
+    /// handshake's end has queued the link's own setup and, on a board that streams, once its
+    /// samples flow on this link again. After a reconnect the readout's requests went on the
+    /// link right at the handshake's end, ahead of the flash log's own start and, on a board
+    /// that had reset, of the sensors' start; and its notifications took the link and the
+    /// CPUs while the board's stream came back (issue 18 §3: link back -> streaming 0.99 s
+    /// median with backfill on, 0.37 s off, in the real-BlueZ VM). The readout waits a moment
+    /// for the stream instead: what it fills waits seconds for it anyway.
+    var flashLogMayUseTheLink: Bool {
+        guard let current, current.setupQueued else { return false }
+        // A board that logs instead of streaming (rates beyond the link), or whose logging a
+        // session's end stopped, sends no stream to wait for.
+        guard sensorsOn, !current.flashLogStopped, options.configuration.notificationsPerSecond > 0 else { return true }
+        return current.streamLive
+    }
+
+    /// Starts the readout asked for while the link was not ready for it.
+    func startWantedReadout() {
+        guard flashLogDownloadWanted, current?.flashLogging == true, flashLogMayUseTheLink else { return }
+        downloadFlashLog()
+    }
+
     // MARK: Download
 
     /// Downloads the flash log in the background while logging and streaming go on, and
@@ -120,7 +144,8 @@ extension BoardSession {
     /// nothing is cleared before it is stored; a lost link or a declined page
     /// (``declineFlashLogPage()``) ends the readout and the next one starts again at the first
     /// page not confirmed. When the flash log is not running on a
-    /// link yet, the download starts once it does; nothing while a download runs.
+    /// link yet, or the link is not yet back to streaming (``flashLogMayUseTheLink``), the
+    /// download starts once it is; nothing while a download runs.
     ///
     /// A MetaMotion S (logging revision 3) keeps its newest entries, up to a page, in an open
     /// page that neither the length read nor the readout sees until it fills or is flushed, and
@@ -135,7 +160,7 @@ extension BoardSession {
 
     /// ``downloadFlashLog()``; `openPageFilled`: the wait for the open page is over.
     func downloadFlashLog(openPageFilled: Bool) {
-        guard current?.flashLogging == true else {
+        guard current?.flashLogging == true, flashLogMayUseTheLink else {
             if options.flashLogging { flashLogDownloadWanted = true }
             return
         }
@@ -223,9 +248,9 @@ extension BoardSession {
     /// Notes how many entries the log holds now (`0B 85`): what ``trimFlashLog()`` may drop
     /// once the recorder has stored every sample of that stretch, which it measures from
     /// `askedAt`; a count taken more than a second later is not kept. Nothing while a
-    /// download runs.
+    /// download runs, or before the link is back to streaming (``flashLogMayUseTheLink``).
     public func markFlashLogForTrim(askedAt: ContinuousClock.Instant = .now) {
-        guard current?.flashLogging == true, current?.download == nil else { return }
+        guard current?.flashLogging == true, current?.download == nil, flashLogMayUseTheLink else { return }
         current?.trimMark = nil
         current?.awaitingTrimLength = true
         current?.trimMarkAskedAt = askedAt

@@ -39,6 +39,11 @@ struct LinkWork {
     var trimMarkAskedAt: ContinuousClock.Instant?
     /// When the handshake ended.
     var handshakeEndedAt: ContinuousClock.Instant?
+    /// The handshake's end has queued the link's own setup (the flash log's start, the
+    /// sensors' start, the button, the LED): the flash log's other work goes behind it.
+    var setupQueued = false
+    /// A motion sample arrived on this link: the board streams again.
+    var streamLive = false
     /// When the board clock's reply (`0B 84`) arrived: its tick was the board's then. The
     /// handshake may go on for a second after it (battery, cleanup) on a loaded host.
     var clockReadAt: ContinuousClock.Instant?
@@ -305,6 +310,8 @@ extension BoardSession {
             // flash log's start when it waits for replies.
             if current?.flashStart == nil { current?.operations.yield(.groupNotifications) }
             if sensorsOn { current?.watch.yield() }
+            current?.setupQueued = true
+            startWantedReadout()
         case .failed(let error):
             // A board that cannot stream the configuration shows it on its LED.
             if case .configuration = error { write(LEDSignal.error.commands()) }

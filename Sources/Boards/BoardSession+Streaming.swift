@@ -34,7 +34,12 @@ extension BoardSession {
 
     private func publish(_ published: [BoardEvent]) {
         // One stream element per batch: the consumer wakes once for all of it.
-        if !published.isEmpty { BoardEventStream.sessionGauge.record(eventContinuation.yield(published)) }
+        guard !published.isEmpty else { return }
+        BoardEventStream.sessionGauge.record(eventContinuation.yield(published))
+        if current?.streamLive == false, published.contains(where: \.isMotionSample) {
+            current?.streamLive = true
+            startWantedReadout()
+        }
     }
 
     /// Sensors stopped (a board may still stream from before a gateway restart), then the
@@ -92,5 +97,15 @@ extension BoardSession {
             return
         }
         await failLink("no data for \(options.watchdogTimeout) after \(streamRestarts) stream restart(s)")
+    }
+}
+
+private extension BoardEvent {
+    /// Gyro or accelerometer samples.
+    var isMotionSample: Bool {
+        switch kind {
+        case .sample(.gyro), .sample(.accelerometer): true
+        default: false
+        }
     }
 }

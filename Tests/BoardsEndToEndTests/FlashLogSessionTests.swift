@@ -144,6 +144,37 @@ struct FlashLogSessionTests {
         }
     }
 
+    /// After a reconnect the board's own setup and its stream come first: a readout asked for
+    /// while the link was down (the recorder's points wait for the gap's fill) goes on the new
+    /// link only once the board streams on it, after the flash log's start. Before, the
+    /// readout's requests were written at the handshake's end, ahead of the flash log's start
+    /// (and of the sensors' start on a board that had reset), and in the real-BlueZ VM a
+    /// reconnect took 0.99 s to streaming in the median with backfill on, 0.37 s without.
+    @Test func aReconnectReadsTheLogOutOnlyOnceTheBoardStreamsAgain() async throws {
+        let transport = InMemoryBoardTransport()
+        try await withSession(transport) { session, recorder in
+            try await waitUntil("logging") { isLogging(recorder.flashLog(address).last) }
+            let first = try await link(transport, 0)
+            first.stream(milliseconds: 300)
+            try await waitUntil("samples") { recorder.samples(address).count >= 30 }
+            await transport.dropLink(reconnecting: false)
+            // Asked for while the link is down (the recorder's points wait for the gap's fill).
+            try await waitUntil("the loss reported") { recorder.states(address).contains { if case .lost = $0 { true } else { false } } }
+            await session.downloadFlashLog()
+            await transport.reconnect()
+            let second = try await link(transport, 1)
+            try await waitUntil("the reconnect's handshake over") { second.groupingInterval != nil }
+            let readoutStart = LoggingCommands.downloadPreamble(revision: 2)[0].bytes
+            let loggingStart: [UInt8] = [0x0B, 0x01, 0x01]
+            #expect(second.writes.contains(loggingStart), "the flash log was not started again: \(second.writes)")
+            #expect(!second.writes.contains(readoutStart), "the readout went on the link before the board streamed on it: \(second.writes)")
+            second.stream(milliseconds: 100)
+            try await waitUntil("the readout once the board streams") { second.writes.contains(readoutStart) }
+            let order = (second.writes.firstIndex(of: loggingStart), second.writes.firstIndex(of: readoutStart))
+            #expect(order.0 != nil && order.1 != nil && order.0! < order.1!, "\(second.writes)")
+        }
+    }
+
     /// A mark reads the log's length; the trim drops exactly that many of the oldest entries
     /// (logging stopped around the drop, which the board ignores while logging: P15) and
     /// logging goes on.
@@ -153,6 +184,8 @@ struct FlashLogSessionTests {
             try await waitUntil("logging") { isLogging(recorder.flashLog(address).last) }
             let first = try await link(transport, 0)
             first.stream(milliseconds: 300)
+            // A mark waits for the board's stream on the link (the recorder marks only then).
+            try await waitUntil("samples") { recorder.samples(address).count >= 30 }
             await session.markFlashLogForTrim()
             try await waitUntil("the length read") { first.writes.contains([0x0B, 0x85]) }
             let marked = transport.board.withModel { $0.flashLog.storedCount }
@@ -183,6 +216,8 @@ struct FlashLogSessionTests {
             try await waitUntil("logging") { isLogging(recorder.flashLog(address).last) }
             let first = try await link(transport, 0)
             first.stream(milliseconds: 300)
+            // A mark waits for the board's stream on the link (the recorder marks only then).
+            try await waitUntil("samples") { recorder.samples(address).count >= 30 }
             await session.markFlashLogForTrim()
             try await waitUntil("the trim") {
                 await session.trimFlashLog()
@@ -208,6 +243,8 @@ struct FlashLogSessionTests {
             try await waitUntil("logging") { isLogging(recorder.flashLog(address).last) }
             let first = try await link(transport, 0)
             first.stream(milliseconds: 300)
+            // A mark waits for the board's stream on the link (the recorder marks only then).
+            try await waitUntil("samples") { recorder.samples(address).count >= 30 }
             await session.markFlashLogForTrim(askedAt: .now - .seconds(5))
             try await waitUntil("the length read") { first.writes.contains([0x0B, 0x85]) }
             // As long as a kept mark takes to be trimmed (aTrimDropsWhatTheMarkCounted) and more.

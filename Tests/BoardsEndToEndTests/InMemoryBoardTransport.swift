@@ -52,10 +52,16 @@ actor InMemoryBoardTransport: BoardTransport {
         await lose(link, reason: "session failed: \(reason)", failuresAfter: failures.count)
     }
 
-    /// The board drops the link (out of range, switched off); the transport reconnects.
-    func dropLink() async {
+    /// The board drops the link (out of range, switched off); the transport reconnects, at
+    /// once or, with `reconnecting: false`, on ``reconnect()``.
+    func dropLink(reconnecting: Bool = true) async {
         guard let link = links.last, !link.isClosed else { return }
-        await lose(link, reason: "link dropped", failuresAfter: 0)
+        await lose(link, reason: "link dropped", failuresAfter: 0, reconnecting: reconnecting)
+    }
+
+    /// The link dropped with ``dropLink(reconnecting:)`` comes back.
+    func reconnect() {
+        connect(failures: 0)
     }
 
     func stop(writing commands: [Packet]) async {
@@ -80,10 +86,10 @@ actor InMemoryBoardTransport: BoardTransport {
         return release
     }
 
-    private func lose(_ link: InMemoryLink, reason: String, failuresAfter: Int) async {
+    private func lose(_ link: InMemoryLink, reason: String, failuresAfter: Int, reconnecting: Bool = true) async {
         continuation.yield(.linkLost(reason: reason))
         await link.close()
-        connect(failures: failuresAfter)
+        if reconnecting { connect(failures: failuresAfter) }
     }
 
     /// A board still streaming when the link comes back sends `milliseconds` of samples before
