@@ -46,6 +46,16 @@ struct FlashLogSessionTests {
         if case .logging = status { true } else { false }
     }
 
+    /// Waits for the flash log on the first link, then the board streams 300 ms there and the
+    /// session has its samples: the link's flash-log work (a mark, a readout) may begin.
+    private func streamedWithItsLog(_ transport: InMemoryBoardTransport, _ recorder: EventRecorder) async throws -> InMemoryLink {
+        try await waitUntil("logging") { isLogging(recorder.flashLog(address).last) }
+        let first = try await link(transport, 0)
+        first.stream(milliseconds: 300)
+        try await waitUntil("samples") { recorder.samples(address).count >= 30 }
+        return first
+    }
+
     @Test func theBoardLogsWhatItStreamsAndAReconnectRestartsLoggingWithoutNewLoggers() async throws {
         let transport = InMemoryBoardTransport()
         try await withSession(transport) { _, recorder in
@@ -153,10 +163,7 @@ struct FlashLogSessionTests {
     @Test func aReconnectReadsTheLogOutOnlyOnceTheBoardStreamsAgain() async throws {
         let transport = InMemoryBoardTransport()
         try await withSession(transport) { session, recorder in
-            try await waitUntil("logging") { isLogging(recorder.flashLog(address).last) }
-            let first = try await link(transport, 0)
-            first.stream(milliseconds: 300)
-            try await waitUntil("samples") { recorder.samples(address).count >= 30 }
+            _ = try await streamedWithItsLog(transport, recorder)
             await transport.dropLink(reconnecting: false)
             // Asked for while the link is down (the recorder's points wait for the gap's fill).
             try await waitUntil("the loss reported") { recorder.states(address).contains { if case .lost = $0 { true } else { false } } }
@@ -181,11 +188,7 @@ struct FlashLogSessionTests {
     @Test func aTrimDropsWhatTheMarkCounted() async throws {
         let transport = InMemoryBoardTransport()
         try await withSession(transport) { session, recorder in
-            try await waitUntil("logging") { isLogging(recorder.flashLog(address).last) }
-            let first = try await link(transport, 0)
-            first.stream(milliseconds: 300)
-            // A mark waits for the board's stream on the link (the recorder marks only then).
-            try await waitUntil("samples") { recorder.samples(address).count >= 30 }
+            let first = try await streamedWithItsLog(transport, recorder)
             await session.markFlashLogForTrim()
             try await waitUntil("the length read") { first.writes.contains([0x0B, 0x85]) }
             let marked = transport.board.withModel { $0.flashLog.storedCount }
@@ -213,11 +216,7 @@ struct FlashLogSessionTests {
     @Test func aTrimLeavesNoSampleOutOfTheLog() async throws {
         let transport = InMemoryBoardTransport(millisecondsPerWrite: 8)
         try await withSession(transport) { session, recorder in
-            try await waitUntil("logging") { isLogging(recorder.flashLog(address).last) }
-            let first = try await link(transport, 0)
-            first.stream(milliseconds: 300)
-            // A mark waits for the board's stream on the link (the recorder marks only then).
-            try await waitUntil("samples") { recorder.samples(address).count >= 30 }
+            let first = try await streamedWithItsLog(transport, recorder)
             await session.markFlashLogForTrim()
             try await waitUntil("the trim") {
                 await session.trimFlashLog()
@@ -240,11 +239,7 @@ struct FlashLogSessionTests {
     @Test func aMarkCountedLateIsNotTrimmed() async throws {
         let transport = InMemoryBoardTransport()
         try await withSession(transport) { session, recorder in
-            try await waitUntil("logging") { isLogging(recorder.flashLog(address).last) }
-            let first = try await link(transport, 0)
-            first.stream(milliseconds: 300)
-            // A mark waits for the board's stream on the link (the recorder marks only then).
-            try await waitUntil("samples") { recorder.samples(address).count >= 30 }
+            let first = try await streamedWithItsLog(transport, recorder)
             await session.markFlashLogForTrim(askedAt: .now - .seconds(5))
             try await waitUntil("the length read") { first.writes.contains([0x0B, 0x85]) }
             // As long as a kept mark takes to be trimmed (aTrimDropsWhatTheMarkCounted) and more.
