@@ -488,7 +488,7 @@ def group_session(checks):
     (writes unanswered, bluetoothd not reading the board's notify socket), docs/bluez-vm.md."""
     seconds = float(os.environ.get("SESSION_SECONDS", "60"))
     # Costs a TCG vCPU a few percent itself: only when asked for (MWGATE_VM_SAMPLE_PROCESSES).
-    sampler = ProcessSampler() if os.environ.get("SAMPLE_PROCESSES") else None
+    sampler = ProcessSampler(float(os.environ["SAMPLE_PROCESSES"])) if os.environ.get("SAMPLE_PROCESSES") else None
     boards, gateway, (first, second), started = two_boards_streaming(checks)
     t0 = time.time()
     cpu0, samples0, vm0 = process_cpu(gateway.proc.pid), total_samples(gateway), vm_cpu_times()
@@ -537,35 +537,51 @@ def group_session(checks):
 
 
 class ProcessSampler:
-    """Every second until stopped: the CPU share (of one vCPU) of the stack's processes and
-    where bluetoothd waits (wchan, kernel stack), into /results/processes.log: which one is
-    saturated, or blocked where, when links stall."""
+    """Every `period` seconds until stopped: the CPU share (of one vCPU) of the stack's processes
+    and of mwgated's threads (by thread name: the recording pipeline's own thread, the shared
+    pool, the D-Bus loops), and where bluetoothd waits (wchan, kernel stack), into
+    /results/processes.log: which one is saturated, or blocked where, when links stall or a
+    reconnect is slow. The kernel counts CPU in 10 ms ticks, so a share over 0.1 s is +-10 %."""
 
     NAMES = ("bluetoothd", "btvirt", "mwsim", "mwgated", "python3", "dbus-daemon", "btmon")
 
-    def __init__(self):
+    def __init__(self, period=1.0):
+        self.period = period
         self.stopping = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
+
+    @staticmethod
+    def _ticks(path):
+        with open(path) as f:
+            head, tail = f.read().rsplit(")", 1)
+        fields = tail.split()
+        return head.split("(", 1)[1], int(fields[11]) + int(fields[12])
 
     def _run(self):
         ticks = os.sysconf("SC_CLK_TCK")
         previous = {}
         last = time.time()
         with open(os.path.join(RESULTS, "processes.log"), "a") as out:
-            while not self.stopping.wait(1.0):
+            while not self.stopping.wait(self.period):
                 elapsed, last = time.time() - last, time.time()
                 now = {}
                 for pid in os.listdir("/proc"):
                     if not pid.isdigit():
                         continue
                     try:
-                        with open(f"/proc/{pid}/stat") as f:
-                            head, tail = f.read().rsplit(")", 1)
-                        name = head.split("(", 1)[1]
-                        if name in self.NAMES:
-                            fields = tail.split()
-                            now[(name, pid)] = int(fields[11]) + int(fields[12])
+                        name, used = self._ticks(f"/proc/{pid}/stat")
+                        if name not in self.NAMES:
+                            continue
+                        now[(name, pid)] = used
+                        if name == "mwgated":
+                            threads = {}
+                            for tid in os.listdir(f"/proc/{pid}/task"):
+                                thread, spent = self._ticks(f"/proc/{pid}/task/{tid}/stat")
+                                # The pool's threads share a name: summed.
+                                key = (f"mwgated:{thread.rstrip('0123456789-') or thread}", pid)
+                                threads[key] = threads.get(key, 0) + spent
+                            now.update(threads)
                     except (OSError, IndexError, ValueError):
                         pass
                 shares = {f"{n}/{p}": round(100 * (v - previous.get((n, p), v)) / ticks / elapsed)
@@ -580,7 +596,7 @@ class ProcessSampler:
                             where += " | " + " < ".join(line.split()[1].split("+")[0] for line in f.readlines()[:4])
                     except (OSError, IndexError):
                         pass
-                out.write(f"{time.time():.1f} cpu% {shares} bluetoothd waits in {where}\n")
+                out.write(f"{time.time():.2f} cpu% {shares} bluetoothd waits in {where}\n")
                 out.flush()
                 previous = now
 
@@ -1285,8 +1301,12 @@ def group_bench(checks):
     # with times (dbus-monitor as root; into the VM's memory, copied out at the end).
     monitor = subprocess.Popen(["dbus-monitor", "--system", "type='signal',sender='org.bluez',member='PropertiesChanged'",
                                 "type='method_call',destination='org.bluez'", "type='method_return'",
+                                # The bench's own status polls, to tell a late answer from a late sample.
+                                "type='method_call',interface='io.mwgate.Gateway1',member='GetStatus'",
                                 "type='error'"], stdout=open("/run/mwgate-vm/bench-bus.log", "w"),
                                stderr=subprocess.STDOUT) if os.environ.get("BENCH_BUS_TRACE") else None
+    # Who takes the VM's CPUs around each reconnect (MWGATE_VM_SAMPLE_PROCESSES=0.1).
+    sampler = ProcessSampler(float(os.environ["SAMPLE_PROCESSES"])) if os.environ.get("SAMPLE_PROCESSES") else None
     for attempt in range(drops):
         sent = boards.command(0, "disconnect")
         commanded.append(sent)
@@ -1320,6 +1340,8 @@ def group_bench(checks):
         monitor.terminate()
         monitor.wait()
         subprocess.run(["cp", "/run/mwgate-vm/bench-bus.log", RESULTS])
+    if sampler:
+        sampler.stop()
     # The same CPU measure after the drops (the links reopened since).
     time.sleep(2)
     cpu0, n0 = process_cpu(gateway.proc.pid), samples_received(gateway, address)

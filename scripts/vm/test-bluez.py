@@ -52,9 +52,10 @@ def run_group(group, out):
                 f.write(f"{name}={os.environ[name]}\n")
         # -d: bluetoothd's debug log, to see where it stopped when it crashes.
         f.write(f"BLUETOOTHD_FLAGS='{os.environ.get('MWGATE_VM_BLUETOOTHD_FLAGS', '')}'\n")
-        # 1: the session group logs its processes' CPU share every second (processes.log).
+        # 1 (or a period in seconds, e.g. 0.1): the session and bench groups log their processes'
+        # CPU share, and that of mwgated's threads, every period (processes.log).
         if os.environ.get("MWGATE_VM_SAMPLE_PROCESSES", "") not in ("", "0"):
-            f.write("SAMPLE_PROCESSES=1\n")
+            f.write(f"SAMPLE_PROCESSES={os.environ['MWGATE_VM_SAMPLE_PROCESSES']}\n")
         # 1: btmon -w inside the VM, an HCI trace of every controller in results/hci.btsnoop.
         f.write(f"BTMON='{'1' if os.environ.get('MWGATE_VM_BTMON', '') not in ('', '0') else ''}'\n")
         # "Key=Value,...": settings of bluetoothd's main.conf (keys as main.conf spells them, e.g.
