@@ -183,7 +183,15 @@ extension BufferStore: RecordingStore {
 
     /// Marks the session stopped: it now awaits its hazard survey.
     public func endSession(_ end: SessionEnd) throws {
+        try endSession(end, keepingStopGaps: [])
+    }
+
+    /// Marks the session stopped and keeps the gaps its stop left (``restartGapBounded(sessionID:board:until:)``
+    /// for each) in one transaction: one fsync on a stop's path instead of one per gap and one
+    /// for the end.
+    public func endSession(_ end: SessionEnd, keepingStopGaps gaps: [StopGapBound]) throws {
         try writer.write { db in
+            for gap in gaps { try Self.boundRestartGap(db, sessionID: gap.sessionID, board: gap.board, until: gap.until) }
             guard let state = try String.fetchOne(db, sql: "SELECT state FROM sessions WHERE id = ?", arguments: [end.sessionID]) else {
                 throw StoreError.unknownSession(end.sessionID)
             }

@@ -66,12 +66,15 @@ extension BufferStore {
     /// The restart gap of `board` in `sessionID` ends at `until` (epoch ms); a gap a stop kept
     /// (no row yet) is kept from now on.
     public func restartGapBounded(sessionID: String, board: String, until: Double) throws {
-        try writer.write { db in
-            try db.execute(sql: """
-                INSERT INTO restart_gaps (session_id, board, until_ms) VALUES (?, ?, ?)
-                ON CONFLICT (session_id, board) DO UPDATE SET until_ms = excluded.until_ms
-                """, arguments: [sessionID, board, until])
-        }
+        try writer.write { db in try Self.boundRestartGap(db, sessionID: sessionID, board: board, until: until) }
+    }
+
+    /// ``restartGapBounded(sessionID:board:until:)`` inside the caller's transaction.
+    static func boundRestartGap(_ db: Database, sessionID: String, board: String, until: Double) throws {
+        try db.execute(sql: """
+            INSERT INTO restart_gaps (session_id, board, until_ms) VALUES (?, ?, ?)
+            ON CONFLICT (session_id, board) DO UPDATE SET until_ms = excluded.until_ms
+            """, arguments: [sessionID, board, until])
     }
 
     /// The restart gap of `board` in `sessionID` is filled, or can no longer be.

@@ -121,6 +121,22 @@ public struct ChunkToSeal: Hashable, Sendable {
     }
 }
 
+/// The end of a gap a session's stop left for a board's flash log to fill (a restart gap the
+/// stop bounded, ``RecordingStore/restartGapBounded(sessionID:board:until:)``).
+public struct StopGapBound: Hashable, Sendable {
+    public var sessionID: String
+    public var board: String
+    /// Epoch milliseconds.
+    public var until: Double
+
+    /// A value with every field.
+    public init(sessionID: String, board: String, until: Double) {
+        self.sessionID = sessionID
+        self.board = board
+        self.until = until
+    }
+}
+
 /// A session that has stopped and now awaits its hazard survey.
 public struct SessionEnd: Hashable, Sendable {
     public var sessionID: String
@@ -159,6 +175,10 @@ public protocol RecordingStore: AnyObject {
     @discardableResult func seal(_ chunk: ChunkToSeal) throws -> String
     /// Marks the session stopped and awaiting its survey.
     func endSession(_ end: SessionEnd) throws
+    /// Marks the session stopped and keeps the gaps its stop left (``StopGapBound``, each filled
+    /// later from its board's flash log) in one durable transaction: each commit on a stop's
+    /// path is an fsync within a SIGTERM's 2 s (issue 18 §2.7).
+    func endSession(_ end: SessionEnd, keepingStopGaps gaps: [StopGapBound]) throws
     /// Writes the session's `records` document and queues it for upload.
     @discardableResult func submitSurvey(sessionID: String, survey: HazardSurvey, submittedAt: Date) throws -> RecordsDocument
     /// Sessions stopped but without a submitted survey, oldest first (a previous run's too).
@@ -179,6 +199,11 @@ public protocol RecordingStore: AnyObject {
 }
 
 extension RecordingStore {
+    /// Each gap, then the end, one after another.
+    public func endSession(_ end: SessionEnd, keepingStopGaps gaps: [StopGapBound]) throws {
+        for gap in gaps { try restartGapBounded(sessionID: gap.sessionID, board: gap.board, until: gap.until) }
+        try endSession(end)
+    }
     /// A store that keeps no restart gaps (it keeps nothing across a restart).
     public func restartGapBounded(sessionID: String, board: String, until: Double) throws {}
     /// A store that keeps no restart gaps.

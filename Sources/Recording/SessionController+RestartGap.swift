@@ -60,18 +60,31 @@ extension SessionController {
     }
 
     /// The stop sealed `board`'s last chunk: its kept gap (``keepStopGap(board:sessionID:)``)
-    /// waits for the log, its correction chunks numbered after that chunk.
-    func waitForStopGap(_ kept: PendingRestartGap?, board: String) {
-        guard var kept else { return }
+    /// waits for the log, its correction chunks numbered after that chunk. Returns the gap's end
+    /// for the store, which keeps it with the session's end (a gateway restarted before the
+    /// board's log is read fills it).
+    func waitForStopGap(_ kept: PendingRestartGap?, board: String) -> StopGapBound? {
+        guard var kept else { return nil }
         kept.gap.nextSeq = boards[board]?.seq ?? kept.gap.nextSeq
         restartGaps[board, default: []].append(kept)
-        // Kept in the store too: a gateway restarted before the board's log is read fills it.
-        if let until = kept.until {
-            do { try store.restartGapBounded(sessionID: kept.gap.sessionID, board: board, until: until) } catch {
-                lastStoreError = "gap of \(board) in session \(kept.gap.sessionID) not kept: \(error)"
-            }
-        }
         requestRestartBackfill(board: board)
+        return kept.until.map { StopGapBound(sessionID: kept.gap.sessionID, board: board, until: $0) }
+    }
+
+    /// Stores the session's end with the gaps its stop left in one transaction; if that fails,
+    /// as before it: each gap on its own (a failure noted), then the end.
+    func storeEnd(_ end: SessionEnd, stopGaps: [StopGapBound]) throws {
+        guard !stopGaps.isEmpty else { return try store.endSession(end) }
+        do {
+            try store.endSession(end, keepingStopGaps: stopGaps)
+        } catch {
+            for gap in stopGaps {
+                do { try store.restartGapBounded(sessionID: gap.sessionID, board: gap.board, until: gap.until) } catch {
+                    lastStoreError = "gap of \(gap.board) in session \(gap.sessionID) not kept: \(error)"
+                }
+            }
+            try store.endSession(end)
+        }
     }
 
     /// `board` leaves the recorder (idle after its session's stop, or its link gone) while its

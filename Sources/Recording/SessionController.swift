@@ -214,8 +214,10 @@ public final class SessionController {
         guard boards[board] != nil else { return }
         drainAll(board: board, now: now)
         if session == nil { releaseHold(board: board, backfilled: []) }
-        writeSegments(now: now, force: true)
-        sealOpenChunk(board: board)
+        // Its drained points go into the chunk sealed now: journaled first, they cost a second
+        // fsync on a stop's path (issue 18 §2.7). Only points held for a backfill (not in the
+        // chunk) or a chunk the store refused (kept in memory for a retry) are journaled.
+        if !sealOpenChunk(board: board) || boards[board]?.hold != nil { writeSegments(now: now, force: true) }
         // Everything it committed is now in a chunk (sealed, or waiting for a seal retry).
         if session != nil, let b = boards[board] {
             resumeAt[board] = ResumePoint(seq: b.seq, points: b.pointsCommitted, time: b.previousPointTime, hold: b.hold,
@@ -258,6 +260,8 @@ public final class SessionController {
     @discardableResult
     public func stop(trigger: SessionTrigger, now: Int64) throws -> SessionEnd {
         guard var s = session else { throw CommandError.notRecording }
+        // The gaps the stop leaves, kept with the session's end in one transaction.
+        var stopGaps: [StopGapBound] = []
         // Boards that left with points held: those are committed too.
         // A gap whose download is not complete yet is filled later, as a correction.
         for (key, resume) in resumeAt.sorted(by: { $0.key < $1.key }) where resume.hold != nil && boards[key] == nil {
@@ -265,20 +269,20 @@ public final class SessionController {
             let kept = keepStopGap(board: key, sessionID: s.id)
             releaseHold(board: key, backfilled: [])
             sealOpenChunk(board: key)
-            waitForStopGap(kept, board: key)
+            if let gap = waitForStopGap(kept, board: key) { stopGaps.append(gap) }
             boards[key] = nil
         }
         // Boards away (their link went, nothing streamed since): what they took until the stop
         // is a gap their logs fill when they return, sealed into this session.
         for (key, resume) in resumeAt.sorted(by: { $0.key < $1.key }) where resume.hold == nil && boards[key] == nil {
-            waitForStopGap(keepAwayGap(board: key, resume: resume, sessionID: s.id, now: now), board: key)
+            if let gap = waitForStopGap(keepAwayGap(board: key, resume: resume, sessionID: s.id, now: now), board: key) { stopGaps.append(gap) }
         }
         for key in boards.keys.sorted() {
             drainAll(board: key, now: now)
             let kept = keepStopGap(board: key, sessionID: s.id)
             releaseHold(board: key, backfilled: [])
             sealOpenChunk(board: key)
-            waitForStopGap(kept, board: key)
+            if let gap = waitForStopGap(kept, board: key) { stopGaps.append(gap) }
         }
         s = session ?? s
         let end = SessionEnd(sessionID: s.id, endedAt: timeBase.epochMilliseconds(monotonic: now), trigger: trigger,
@@ -286,7 +290,7 @@ public final class SessionController {
                              timeSource: s.worstSource)
         waitForLoggedRests(sessionID: s.id)
         retryFailedSeals(now: now, force: true)
-        try store.endSession(end)
+        try storeEnd(end, stopGaps: stopGaps)
         session = nil
         awaitingSurvey.append(s.id)
         if s.pointCount == 0 { emptySessions.insert(s.id) }
@@ -569,8 +573,10 @@ public final class SessionController {
         releaseWaitingForAccelerometer(board: board, stream, force: true)
     }
 
-    func sealOpenChunk(board: String) {
-        guard let s = session, let b = boards[board], b.committedCount > 0 else { return }
+    /// Seals `board`'s open chunk. Returns false when the store refused it (kept for a retry).
+    @discardableResult
+    func sealOpenChunk(board: String) -> Bool {
+        guard let s = session, let b = boards[board], b.committedCount > 0 else { return true }
         var chunk = ChunkToSeal(sessionID: s.id, board: board, seq: b.seq, bytes: b.committed, pointCount: b.committedCount,
                                 firstTimestamp: b.firstTimestamp, lastTimestamp: b.lastTimestamp,
                                 timeSource: b.worstSource, missedSamples: b.missedInChunk)
@@ -585,15 +591,17 @@ public final class SessionController {
         // An earlier chunk of this board still waiting to be sealed must land first.
         if failedSeals.contains(where: { $0.board == board }) {
             failedSeals.append(chunk)
-            return
+            return false
         }
         do {
             try store.seal(chunk)
             sealedCount += 1
             boards[board]?.journaledReadings.runsStored()
+            return true
         } catch {
             lastStoreError = "seal of \(board) chunk \(chunk.seq) failed: \(error)"
             failedSeals.append(chunk)
+            return false
         }
     }
 

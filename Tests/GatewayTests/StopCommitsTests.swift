@@ -1,0 +1,121 @@
+import Basics
+import Buffer
+import Foundation
+import MetaWear
+import MetaWearBoardModel
+import Recording
+import Testing
+
+/// Issue 18 §2.7: a SIGTERM while recording stops within 2 s, and each durable write on the
+/// stop's path is an fsync, the slowest steps on a loaded gateway. At a shutdown each board's
+/// stop detaches it (its last chunk sealed), then the session stops: what each board took
+/// until its sensors went off is a stop gap its flash log fills later, kept in the store.
+@Suite("Recording: the durable writes of a stop")
+struct StopCommitsTests {
+    /// Two boards that log to their flash stop (a shutdown): each detach seals the board's
+    /// chunk without journaling its points first, and the session's end is stored with both
+    /// boards' stop gaps in one transaction, not one for each gap and one for the end.
+    @Test func aShutdownStopWritesEachChunkOnceAndTheEndWithItsGapsTogether() throws {
+        let dir = NSTemporaryDirectory() + "mwgate-stopcommits-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let buffer = try BufferStore(path: BufferStore.path(inStateDirectory: dir),
+                                     configuration: BufferStore.Configuration(userID: "00000000-0000-4000-8000-000000000001"))
+        let store = CountingStore(buffer)
+        let base = TimeBase(wallNanoseconds: 1_800_000_000_000_000_000, monotonicNanoseconds: 0, systemClockSynchronised: true)
+        let controller = SessionController(store: store, timeBase: base)
+        let boards = ["B0", "B1"]
+        for board in boards {
+            controller.expectBackfill(board: board, true)
+            controller.attach(board: board, gyroRateHertz: 100)
+        }
+        let id = try controller.start(trigger: .controlAPI, now: 0)
+        let now = stream(boards, into: controller, seconds: 3)
+
+        for board in boards {
+            store.writes.removeAll()
+            controller.detach(board: board, now: now)
+            #expect(store.writes == ["seal"], "the detach of \(board) wrote \(store.writes)")
+        }
+        store.writes.removeAll()
+        let end = try controller.stop(trigger: .shutdown, now: now + 1_000_000)
+        #expect(store.writes == ["endSession+2 stop gaps"], "the stop wrote \(store.writes)")
+
+        #expect(end.pointCount > 500)
+        #expect(try buffer.sessionsAwaitingSurvey() == [id])
+        let gaps = try buffer.restartGaps(sessionIDs: [id])
+        #expect(gaps.map(\.board).sorted() == boards && gaps.allSatisfy { $0.until != nil }, "kept gaps: \(gaps.map { ($0.board, $0.until) })")
+    }
+
+    /// Streams `seconds` of 100 Hz gyro from a board model per name (no GNSS: points without a location).
+    private func stream(_ boards: [String], into controller: SessionController, seconds: Int64) -> Int64 {
+        var models = boards.indices.map { index in
+            var board = SimulatedBoard(profile: .metaMotionR, seed: UInt32(index + 1))
+            for packet in Commands.startGyro(GyroConfiguration(rate: .hz100, range: .dps2000), mode: .single, chip: .bmi160) {
+                _ = board.write(packet.bytes)
+            }
+            return board
+        }
+        let decoder = NotificationDecoder(chip: .bmi160, gyroRange: .dps2000, accelerometerRange: .g4)
+        var now: Int64 = 0
+        while now < seconds * 1_000_000_000 {
+            now += 10_000_000
+            for index in models.indices {
+                for notification in models[index].advance(to: UInt64(now)) {
+                    controller.ingest(board: boards[index], event: decoder.decode(notification.bytes), receivedAt: now)
+                }
+            }
+            controller.tick(now: now)
+        }
+        return now
+    }
+}
+
+/// The buffer, naming each durable write it is asked for (each is one transaction).
+private final class CountingStore: RecordingStore {
+    let store: BufferStore
+    var writes: [String] = []
+
+    init(_ store: BufferStore) { self.store = store }
+
+    func beginSession(_ start: SessionStart) throws {
+        writes.append("beginSession")
+        try store.beginSession(start)
+    }
+    func append(_ segments: [OpenSegment]) throws {
+        writes.append("append")
+        try store.append(segments)
+    }
+    func seal(_ chunk: ChunkToSeal) throws -> String {
+        writes.append("seal")
+        return try store.seal(chunk)
+    }
+    func endSession(_ end: SessionEnd) throws {
+        writes.append("endSession")
+        try store.endSession(end)
+    }
+    func endSession(_ end: SessionEnd, keepingStopGaps gaps: [StopGapBound]) throws {
+        writes.append("endSession+\(gaps.count) stop gaps")
+        try store.endSession(end, keepingStopGaps: gaps)
+    }
+    func submitSurvey(sessionID: String, survey: HazardSurvey, submittedAt: Date) throws -> RecordsDocument {
+        try store.submitSurvey(sessionID: sessionID, survey: survey, submittedAt: submittedAt)
+    }
+    func sessionsAwaitingSurvey() throws -> [String] { try store.sessionsAwaitingSurvey() }
+    func restartGapBounded(sessionID: String, board: String, until: Double) throws {
+        writes.append("restartGapBounded")
+        try store.restartGapBounded(sessionID: sessionID, board: board, until: until)
+    }
+    func restartGapClosed(sessionID: String, board: String) throws {
+        writes.append("restartGapClosed")
+        try store.restartGapClosed(sessionID: sessionID, board: board)
+    }
+    func keepLoggedRest(_ rest: KeptLoggedRest) throws {
+        writes.append("keepLoggedRest")
+        try store.keepLoggedRest(rest)
+    }
+    func loggedRestClosed(sessionID: String, board: String) throws {
+        writes.append("loggedRestClosed")
+        try store.loggedRestClosed(sessionID: sessionID, board: board)
+    }
+}
