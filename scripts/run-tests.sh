@@ -11,8 +11,10 @@
 # root, no qemu) says why in the summary and counts it as skipped, never as passed.
 set -uo pipefail
 heavy='UplinkTests|DaemonTests'
-# Suites that hold the daemon to a wall-clock promise (SIGTERM stops within 2 s) run last and
-# alone: beside ninety other suites on 2 cores a 1.5 s stop was measured at 2.4 s. The stop
+# Suites whose stop must beat its own limits (a bluetoothd answering late, the stop's 700 ms
+# for its commands) run last and alone: beside ninety other suites on 2 cores a 1.5 s stop was
+# measured at 2.4 s. They assert what the stop did, not how long it took (the 2 s of a SIGTERM
+# is measured in the real-BlueZ VM's stop group, docs/bluez-vm.md). The stop
 # after the connect race (UnannouncedLinkStopTests) holds to no wall-clock promise and runs in
 # the first pass: its failure there ("timed out waiting for the link closed", session 16) was
 # the stop's own events driving the reconnection mid-stop, not the load (BlueZBoardTransport.stop).

@@ -127,9 +127,12 @@ struct RealBlueZWorldsTests {
     }
 }
 
-/// Issue 18 defect 7: a stop (what SIGTERM does to every board) ends within 2 s in every
-/// state, with the board's sensors off and its link closed, although bluetoothd takes 3 s to
-/// answer `Device1.Disconnect` (measured 2.4-3.5 s on the real stack).
+/// Issue 18 defect 7: a stop (what SIGTERM does to every board) ends in every state with the
+/// board's sensors off and its link closed, without waiting for bluetoothd's answer to
+/// `Device1.Disconnect` (2.4-3.5 s on the real stack; here it never comes while the test runs,
+/// so a stop that waited for it would outlast the test's limit). How long a stop takes is
+/// measured where the load is known, not here: the real-BlueZ VM's `stop` group holds the
+/// daemon's SIGTERM to 2 s (docs/bluez-vm.md).
 @Suite("Boards end to end: bounded stop against a slow bluetoothd", .enabled(if: TestBus.isAvailable))
 struct BoundedStopTests {
     enum Moment: String, CaseIterable, Sendable { case connecting, handshake, streaming, rehandshake }
@@ -148,7 +151,7 @@ struct BoundedStopTests {
     }
 
     private func stop(at moment: Moment, writeValueDelay: Duration) async throws {
-        try await EndToEndRig.with(boards: 1, configure: { $0.disconnectReplyDelay = .seconds(3) }) { rig in
+        try await EndToEndRig.with(boards: 1, configure: { $0.disconnectReplyDelay = Self.disconnectNeverAnswered }) { rig in
             let address = try await rig.address(0)
             let session = BoardSession(address: address, client: rig.client, options: try testOptions())
             let recorder = EventRecorder()
@@ -169,16 +172,21 @@ struct BoundedStopTests {
                 try await waitUntil("handshaking again") { recorder.states(address).filter { $0 == .handshaking }.count >= 2 }
             }
             await rig.simulator.setWriteValueDelay(writeValueDelay)
-            let started = ContinuousClock.now
+            let before = rig.simulatorLog.all.count
             await session.stop()
-            let took = ContinuousClock.now - started
             await forwarder.value
-            #expect(took < .seconds(2), "stop took \(took) at \(moment)")
             #expect(recorder.states(address).last == .stopped)
-            try await waitUntil("the link closed", within: .seconds(1)) { try await !rig.simulator.isConnected(0) }
+            // bluetoothd never answers Disconnect: a link that was up is ended by the board (the
+            // stop's `FE 06`).
+            try await waitUntil("the link closed") { try await !rig.simulator.isConnected(0) }
+            let ended = rig.simulatorLog.all.dropFirst(before).first { $0.contains("link lost") }
+            #expect(ended == nil || ended?.contains("link lost (board") == true, "the link was not ended by the board at \(moment): \(ended ?? "")")
             #expect(try await rig.sensorsIdle(0), "sensors still on after a stop at \(moment) (WriteValue answered \(writeValueDelay) late)")
         }
     }
+
+    /// Longer than the test may run (its time limit): a stop that waits for the answer fails it.
+    static let disconnectNeverAnswered = Duration.seconds(600)
 }
 
 /// bluetoothd 5.66's connect race (`Connect` returned, `Connected=true` never signalled) and a
