@@ -112,6 +112,13 @@ struct RestartGapTests {
         var rng = SeededRandom(seed: seed)
         var now: Int64 = 0
         var downloader: LogDownloader?
+        // As the gateway does (BoardSession.openPageFillTime): a MetaMotion S's readout while it
+        // logs starts once the page open at the request has filled (its open page is read by
+        // no readout until then, and a flush would pause logging), at the rates it logs plus a
+        // quarter; a MetaMotion R's readout starts at once.
+        let openPageFill: Int64 = revision == 3
+            ? Int64(Double(board.flashLog.pageEntries) / (2 * (100 + (accelerometerRate ?? 0))) * 1.25 * 1e9) : 0
+        var readoutStartsAt: Int64?
         var page: [LoggedSample] = []
         var accelerometerPage: [LoggedSample] = []
         var trimmer = BoardLogTrimmer()
@@ -195,6 +202,7 @@ struct RestartGapTests {
                 linkDown = true
                 controller.detach(board: "B", now: now)
                 downloader = nil
+                readoutStartsAt = nil
                 board.linkLost()
             }
             if linkDown, restarts == 0, let pause = sensorPauseInDrop, !sensorPaused, now >= (linkDropAt + linkBackAt) / 2 {
@@ -226,7 +234,8 @@ struct RestartGapTests {
             }
             if killed {
                 // kill -9: nothing more is written, the link is gone.
-                if downloader != nil { downloader = nil }
+                downloader = nil
+                readoutStartsAt = nil
                 board.linkLost()
                 if let early = readoutCountedEarly, earlyReadout == nil, !earlyReadoutDone,
                    now >= restartTime() - Int64(early * 1e9) { earlyReadout = board }
@@ -254,8 +263,10 @@ struct RestartGapTests {
                 earlyReadoutDone = true
                 let live = board
                 board = counted
+                // That board logs on while its open page fills.
+                for n in board.advance(to: board.nanoseconds + UInt64(openPageFill)) where n.bytes.first == 0x0B { _ = n }
                 downloader = LogDownloader(revision: revision, loggers: loggers, confirmsPagesItself: false)
-                send(LoggingCommands.flushWhileLogging(revision: revision, overwriteWhenFull: true) + downloader!.begin())
+                send(downloader!.begin())
                 let readoutEnd = board.nanoseconds + 120_000_000_000
                 while downloader != nil, board.nanoseconds < readoutEnd {
                     for n in board.advance(to: board.nanoseconds + 5_000_000) where n.bytes.first == 0x0B { feed(n.bytes) }
@@ -265,10 +276,15 @@ struct RestartGapTests {
                 board = live
                 continue
             }
-            if downloader == nil, linkUp, now >= lastRestart + Int64(downloadAfter * 1e9), controller.takeBackfillRequests().contains("B") {
+            if downloader == nil, readoutStartsAt == nil, linkUp, now >= lastRestart + Int64(downloadAfter * 1e9),
+               controller.takeBackfillRequests().contains("B") {
                 trimmer.forgetMark()
+                readoutStartsAt = now + openPageFill
+            }
+            if downloader == nil, linkUp, let start = readoutStartsAt, now >= start {
+                readoutStartsAt = nil
                 downloader = LogDownloader(revision: revision, loggers: loggers, confirmsPagesItself: false)
-                send(LoggingCommands.flushWhileLogging(revision: revision, overwriteWhenFull: true) + downloader!.begin())
+                send(downloader!.begin())
                 if idleDuringReadout, restarts > 0 { controller.detach(board: "B", now: now) }
             }
         }
