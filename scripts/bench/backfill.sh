@@ -6,7 +6,8 @@
 #    private dbus-daemon, on each notification path: 800 Hz gyro logged for
 #    BACKFILL_DAEMON_SECONDS (20) s and downloaded to the end at the stop with the board reading
 #    out at BACKFILL_FAST_READOUT (10000) notifications/s; and an 8 s out-of-range gap in a 100 Hz
-#    stream, read out at the model's pace and at BACKFILL_FAST_READOUT. Beside it, bleak (backfill_peer.py, venv .build-venv/boards as boards.sh makes it)
+#    stream after 15 s and after BACKFILL_LONG_GAP_SECONDS (120) s of session, read out at the
+#    model's pace and at BACKFILL_FAST_READOUT; the same on a MetaMotion S (AcquireNotify). Beside it, bleak (backfill_peer.py, venv .build-venv/boards as boards.sh makes it)
 #    making the SDK's download of the same log on the same board.
 set -euo pipefail
 out=${1:?usage: backfill.sh OUT.md}
@@ -18,6 +19,7 @@ mwctl=${MWCTL_STATIC:-${MWCTL:-$(dirname "$bench")/mwctl}}
 mwsim=${MWSIM:-$(dirname "$bench")/mwsim}
 seconds=${BACKFILL_DAEMON_SECONDS:-20}
 fast=${BACKFILL_FAST_READOUT:-10000}
+long=${BACKFILL_LONG_GAP_SECONDS:-120}
 venv="$root/.build-venv/boards"
 for binary in "$mwgated" "$mwctl" "$mwsim"; do
     [[ -x "$binary" ]] || { echo "backfill.sh: $binary missing (make bench builds it)" >&2; exit 1; }
@@ -33,9 +35,10 @@ raw=$("$bench" backfill "${@:2}")
 private_bus_start
 export DBUS_SYSTEM_BUS_ADDRESS=$bus_address
 load_daemon=$(cut -d' ' -f1-3 /proc/loadavg)
-# One mwsim (one MetaMotion R, the model's readout pace) per run, so no run reads another's log.
+# One mwsim (one MetaMotion R unless board_model says otherwise, the model's readout pace) per
+# run, so no run reads another's log.
 with_board() {
-    "$mwsim" --bus "$bus_address" --boards 1 --model metamotion-r --quiet --discovery-delay 0.1 2>> "$bus_dir/mwsim.log" &
+    "$mwsim" --bus "$bus_address" --boards 1 --model "${board_model:-metamotion-r}" --quiet --discovery-delay 0.1 2>> "$bus_dir/mwsim.log" &
     sim_pid=$!
     # Runs in a command substitution's subshell: its own trap stops this mwsim.
     trap 'kill -TERM "$sim_pid" 2> /dev/null; wait "$sim_pid" 2> /dev/null' EXIT
@@ -66,9 +69,13 @@ run() {
 }
 for delivery in acquire start-notify; do
     run "logged $delivery" daemon "$delivery" logged "$seconds" "$fast"
-    run "gap $delivery" daemon "$delivery" gap 15
-    run "gap $delivery, fast readout" daemon "$delivery" gap 15 "$fast"
+    run "gap $delivery" daemon "$delivery" gap "gap_$delivery" 15
+    run "gap $delivery, fast readout" daemon "$delivery" gap "gap_fast_$delivery" 15 "$fast"
+    run "gap after $long s, $delivery" daemon "$delivery" gap "gap_long_$delivery" "$long"
 done
+run "gap after $long s, acquire, fast readout" daemon acquire gap gap_long_fast_acquire "$long" "$fast"
+board_model=metamotion-s run "MetaMotion S gap, acquire" daemon acquire gap gap_mms_acquire 15
+board_model=metamotion-s run "MetaMotion S gap after $long s, acquire" daemon acquire gap gap_long_mms_acquire "$long"
 run "bleak peer" peer
 load_daemon_end=$(cut -d' ' -f1-3 /proc/loadavg)
 value() { printf '%s\n' "$raw" | sed -n "s/^$1=//p" | tail -1; }
@@ -99,15 +106,17 @@ below() { awk -v a="$1" -v g="$2" 'BEGIN { print (a >= 0 && a < g) ? "met" : "NO
     echo
     echo "Time to close an 8 s gap: the same board model streams into the recorder (\`SessionController\`,"
     echo "a store that keeps nothing), stalls for 8 s after 2, 5 and 10 minutes, and its log is read"
-    echo "out page by page at the model's pace (400 entries/s) as soon as the points after the stall"
-    echo "wait, each page deleted once stored; with the log trimmed every 5 s while the stream is"
-    echo "healthy, and without. Simulated time: seconds from the stream's return to the gap's points"
-    echo "committed (\"never\": not within the 60 s the points wait, so the gap stays marked)."
+    echo "out page by page as soon as the points after the stall wait, each page deleted once stored."
+    echo "The log is not trimmed while a session records (d94c3c6), so the readout reads the whole"
+    echo "session before the gap; at the model's pace (200 notifications/s, 400 entries/s) and at"
+    echo "10,000 notifications/s. Simulated time: seconds from the stream's return to the gap's points"
+    echo "committed (\"never\": not within the recorder's longest hold, 5 minutes from the first point"
+    echo "after the gap, so the gap stays marked); CPU from the readout's start to the gap closed."
     echo
-    echo "| session before the gap | entries read, trimmed | gap closed after, trimmed | entries read, untrimmed | gap closed after, untrimmed |"
-    echo "|---|---:|---:|---:|---:|"
+    echo "| session before the gap | entries read | gap closed after, model's pace | CPU per 1,000 backfilled | gap closed after, 10,000/s | CPU per 1,000 backfilled |"
+    echo "|---|---:|---:|---:|---:|---:|"
     for m in 2 5 10; do
-        echo "| $m min | $(value backfill_gap_${m}min_trimmed_entries) | $(value backfill_gap_${m}min_trimmed_close_s) s | $(value backfill_gap_${m}min_untrimmed_entries) | $(value backfill_gap_${m}min_untrimmed_close_s) |"
+        echo "| $m min | $(value backfill_gap_${m}min_model_entries) | $(value backfill_gap_${m}min_model_close_s) s | $(value backfill_gap_${m}min_model_cpu_ms_per_1000) ms | $(value backfill_gap_${m}min_fast_close_s) s | $(value backfill_gap_${m}min_fast_cpu_ms_per_1000) ms |"
     done
     echo
     echo "#### The whole daemon: downloads through dbus-daemon"
@@ -126,18 +135,21 @@ below() { awk -v a="$1" -v g="$2" 'BEGIN { print (a >= 0 && a < g) ? "met" : "NO
     echo
     echo "Time to close an 8 s gap after reconnect: gyro streamed at 100 Hz with backfill on, after 15 s of session the board goes out of range for 8 s (VanishDevice, then RestoreDevice); times from the board back in range (\`mwctl status\` polled every 0.1 s):"
     echo
-    echo "| path | back to streaming | gap closed (last backfilled sample stored) | of which after streaming | samples backfilled / not delivered by the board | CPU per 1,000 backfilled samples (less the stream's own) |"
-    echo "|---|---:|---:|---:|---:|---:|"
-    for d in acquire start-notify; do
-        echo "| $d | $(value gap_${d}_back_to_streaming_s) s | $(value gap_${d}_closed_after_s) s | $(value gap_${d}_closed_after_streaming_s) s | $(value gap_${d}_backfilled) / $(value gap_${d}_missing) | $(value gap_${d}_cpu_ms_per_1000) ms |"
-    done
-    for d in acquire start-notify; do
-        echo "| $d, readout at ${fast}/s | $(value gap_fast_${d}_back_to_streaming_s) s | $(value gap_fast_${d}_closed_after_s) s | $(value gap_fast_${d}_closed_after_streaming_s) s | $(value gap_fast_${d}_backfilled) / $(value gap_fast_${d}_missing) | $(value gap_fast_${d}_cpu_ms_per_1000) ms |"
-    done
+    echo "| case | back to streaming | gap closed (last backfilled sample stored) | of which after streaming | samples backfilled / not delivered by the board | CPU per 1,000 backfilled samples (less the stream's own) | stream while reading (of 100/s) |"
+    echo "|---|---:|---:|---:|---:|---:|---:|"
+    gap_row() {
+        echo "| $2 | $(value "$1_back_to_streaming_s") s | $(value "$1_closed_after_s") s | $(value "$1_closed_after_streaming_s") s | $(value "$1_backfilled") / $(value "$1_missing") | $(value "$1_cpu_ms_per_1000") ms | $(value "$1_stream_per_s_while_reading") |"
+    }
+    for d in acquire start-notify; do gap_row "gap_$d" "$d, after 15 s"; done
+    for d in acquire start-notify; do gap_row "gap_fast_$d" "$d, after 15 s, readout at ${fast}/s"; done
+    for d in acquire start-notify; do gap_row "gap_long_$d" "$d, after $long s"; done
+    gap_row gap_long_fast_acquire "acquire, after $long s, readout at ${fast}/s"
+    gap_row gap_mms_acquire "MetaMotion S, acquire, after 15 s"
+    gap_row gap_long_mms_acquire "MetaMotion S, acquire, after $long s"
     echo
     [[ ${#failed_runs[@]} -eq 0 ]] || echo "**Failed runs** (empty cells above; see the area's log): ${failed_runs[*]}."
     echo
-    echo "The log is trimmed every 5 s while the stream is healthy, to what the mark before last counted (a mark's entries go once the recorder has stored the 2 s after it), so the download after the gap reads the gap and the 5-10 s before it: about 3,500-4,200 entries, 9-11 s at the model's pace (400 entries/s); the rows at ${fast}/s show what mwgated's side takes. The readout starts once the first point after the gap reaches the recorder, about 2 s after the board streams again (the timestamper's 1 s lookahead and the 1 s fix wait). Load average at the start of the daemon runs: $load_daemon; at the end: $load_daemon_end."
+    echo "The log is not trimmed while a session records (d94c3c6: a trim paused logging), so the download after the gap reads the whole session before it: about 200 entries per second of session at 100 Hz, at the model's pace 400 entries/s; the rows at ${fast}/s show what mwgated's side takes. A MetaMotion S download during a session starts once its open page has filled (f8f4c0e: 512 entries plus a quarter, 3.2 s at 100 Hz) instead of a flush that paused logging. The readout starts once the first point after the gap reaches the recorder, about 2 s after the board streams again (the timestamper's 1 s lookahead and the 1 s fix wait). Load average at the start of the daemon runs: $load_daemon; at the end: $load_daemon_end."
     echo
     echo "<details><summary>raw</summary>"
     echo

@@ -8,13 +8,15 @@ logged SECONDS FAST: gyro at 800 Hz logged on the board (backfill = true) for a 
   (io.mwgate.Simulator1.SetReadoutRate), so the rest of the log downloads as fast as mwgated
   takes it: entries/s and samples/s, and mwgated's and dbus-daemon's CPU per 1,000 samples
   over that download; then what the session holds against what the board measured.
-gap SECONDS [READOUT]: gyro streamed at 100 Hz with backfill on; after SECONDS s of session the
-  board goes out of range (VanishDevice) for 8 s and comes back (RestoreDevice): the time from
-  the link back to the board streaming again and to the gap's last sample stored, how many it
-  backfilled against the samples the board measured and did not deliver, and mwgated's CPU
-  per 1,000 backfilled samples over that span less the stream's own (its rate before the gap).
-  With READOUT (notifications/s, SetReadoutRate before the session) the board reads its log
-  out at that pace instead of the model's 200/s; the keys then start gap_fast_ instead of gap_.
+gap KEY SECONDS [READOUT]: gyro streamed at 100 Hz with backfill on; after SECONDS s of session
+  the board goes out of range (VanishDevice) for 8 s and comes back (RestoreDevice): the time
+  from the link back to the board streaming again and to the gap's last sample stored, how many
+  it backfilled against the samples the board measured and did not deliver, mwgated's CPU per
+  1,000 backfilled samples over that span less the stream's own (its rate before the gap), and
+  the stream's rate from streaming again to the gap closed (100/s if the readout costs it
+  nothing). The log is not trimmed while a session records, so the readout reads the whole
+  session before the gap. With READOUT (notifications/s, SetReadoutRate before the session) the
+  board reads its log out at that pace instead of the model's 200/s. Keys start KEY_.
 
 usage: backfill_daemon.py MWGATED MWCTL WORKDIR BUS_ADDRESS DBUS_PID DELIVERY MODE ARGS...
 """
@@ -172,9 +174,8 @@ def logged(seconds, fast):
         daemon.stop()
 
 
-def gap(seconds, readout=None):
+def gap(key, seconds, readout=None):
     daemon = Daemon(mwgated, configure(100), work).start()
-    key = f"gap_fast_{delivery}" if readout else f"gap_{delivery}"
     try:
         if readout:
             simulator(bus_address, "SetReadoutRate", "uu", 0, readout)
@@ -190,17 +191,23 @@ def gap(seconds, readout=None):
         time.sleep(GAP_SECONDS)
         simulator(bus_address, "RestoreDevice", "u", 0)
         with Poller(daemon.pid, interval=0.5) as poller:
-            wait_for("streaming again", lambda r: streaming(r) and (r.get("gyroSamplesReceived") or 0) > 0, 60)
-            t_streaming = time.monotonic()
-            # Closed: the backfilled count has not moved for 5 s since it last rose.
-            deadline = time.monotonic() + 90
+            row = wait_for("streaming again", lambda r: streaming(r) and (r.get("gyroSamplesReceived") or 0) > 0, 60)
+            t_streaming, received_streaming = time.monotonic(), row.get("gyroSamplesReceived") or 0
+            # Closed: the backfilled count has not moved for 5 s since it last rose. The
+            # recorder holds the points after the gap for at most 5 minutes (5 waits of 60 s).
+            deadline = time.monotonic() + 330
+            received = [(t_streaming, received_streaming)]
             while time.monotonic() < deadline:
                 time.sleep(0.5)
+                received.append((time.monotonic(), board().get("gyroSamplesReceived") or 0))
                 t_last, b_last, _, _ = poller.last_increase()
                 if b_last > b_before and time.monotonic() - t_last >= 5:
                     break
         t_back, _, cpu_back, _ = poller.first
         t_last, b_last, cpu_closed, _ = poller.last_increase()
+        # The stream's rate from streaming again to the gap closed (the readout's whole span).
+        t_read, n_read = min(received, key=lambda sample: abs(sample[0] - t_last))
+        received_rate = (n_read - received_streaming) / (t_read - t_streaming) if t_read > t_streaming else 0
         missing = measured_samples() - delivered_samples()
         backfilled = b_last - b_before
         print(f"{key}_backfilled={backfilled}")
@@ -208,6 +215,7 @@ def gap(seconds, readout=None):
         print(f"{key}_back_to_streaming_s={t_streaming - t_back:.2f}")
         print(f"{key}_closed_after_s={t_last - t_back:.2f}")
         print(f"{key}_closed_after_streaming_s={t_last - t_streaming:.2f}")
+        print(f"{key}_stream_per_s_while_reading={received_rate:.0f}")
         if backfilled > 0:
             own = cpu_closed - cpu_back - base_ns_per_s * (t_last - t_back)
             print(f"{key}_cpu_ms_per_1000={own / 1e6 / backfilled * 1000:.1f}")
@@ -220,6 +228,6 @@ def gap(seconds, readout=None):
 if mode == "logged":
     logged(float(args[0]), int(args[1]))
 elif mode == "gap":
-    gap(float(args[0]), int(args[1]) if len(args) > 1 else None)
+    gap(args[0], float(args[1]), int(args[2]) if len(args) > 2 else None)
 else:
     raise SystemExit(f"backfill_daemon: unknown mode {mode}")
