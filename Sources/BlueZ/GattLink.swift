@@ -102,13 +102,15 @@ public actor GattLink {
     /// another. Meant for a short sequence that must reach the board quickly (a stop's dozen
     /// commands at most); everything else goes through ``write(_:to:withResponse:)``, paced,
     /// as MbientLab's SDKs pace their writes (metawear-protocol.md §9.2). Takes the link's
-    /// write slot like it; throws the first failure once every value was answered.
-    public func writeCommandsInOrder(_ values: [[UInt8]], to characteristic: DBusObjectPath) async throws {
+    /// write slot like it; throws the first failure once every value was answered, or
+    /// `answersWithin` (default ``callTimeout``) passed.
+    public func writeCommandsInOrder(_ values: [[UInt8]], to characteristic: DBusObjectPath,
+                                     answersWithin: Duration? = nil) async throws {
         await takeWriteSlot()
         defer { passWriteSlot() }
         try await awaitWriteTurn()
         let results = await connection.callInOrder(values.map { BlueZClient.writeCommandMessage($0, to: characteristic) },
-                                                   timeout: callTimeout)
+                                                   timeout: answersWithin ?? callTimeout)
         lastWrite = .now
         for result in results { _ = try result.get() }
     }

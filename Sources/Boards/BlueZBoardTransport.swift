@@ -105,7 +105,7 @@ public actor BlueZBoardTransport: BoardTransport {
         }
         if let link {
             await link.prepareForStop()
-            await Self.writeStopCommands(commands) { try await link.writeInOrder($0) }
+            await Self.writeStopCommands(commands) { try await link.writeStopCommands($0, answersWithin: $1) }
         } else if facts?.connected == true || linkMayBeUp, let device = facts?.device {
             // A link that is or may be up but not yet opened here (the early handshake; after
             // 5.66's connect race, where `Connected=true` never comes; a `Connect` that may
@@ -116,7 +116,7 @@ public actor BlueZBoardTransport: BoardTransport {
             let client = client
             if let command = await client.characteristic(MetaWearGATT.command, under: device) {
                 await Self.writeStopCommands(commands) {
-                    try await client.writeCommandsInOrder($0.map(\.bytes), to: command.path, timeout: Self.stopCommandsLimit)
+                    try await client.writeCommandsInOrder($0.map(\.bytes), to: command.path, timeout: $1)
                 }
             }
         }
@@ -144,15 +144,19 @@ public actor BlueZBoardTransport: BoardTransport {
     /// any order (mwsim's D-Bus server does), or once ``sensorCommandsLimit`` passed: the
     /// others are on the bus by then, and bluetoothd handles one connection's calls in the
     /// order sent. The others may reach the board in any order: each turns one thing off.
-    /// Within ``stopCommandsLimit`` in all.
+    ///
+    /// The limits bound the waits for bluetoothd's answers, never the sending: the commands
+    /// wait for the link's write slot as long as a write before them holds it. Under a time
+    /// limit that also cut the wait for the slot, a starved gateway (the real-BlueZ VM at load
+    /// 11: a flash-log write still on its way at the stop) gave up the sensors-off commands
+    /// unsent while `FE 06` still went: the link ended with the gyro sampling and logging on
+    /// the board's battery.
     private static func writeStopCommands(_ commands: [Packet],
-                                          _ write: @escaping @Sendable ([Packet]) async throws -> Void) async {
+                                          _ write: @escaping @Sendable ([Packet], Duration) async throws -> Void) async {
         guard let last = commands.last else { return }
         let others = Array(commands.dropLast())
-        if !others.isEmpty {
-            await withTimeLimit(sensorCommandsLimit) { try? await write(others) }
-        }
-        await withTimeLimit(stopCommandsLimit - sensorCommandsLimit) { try? await write([last]) }
+        if !others.isEmpty { try? await write(others, sensorCommandsLimit) }
+        try? await write([last], stopCommandsLimit - sensorCommandsLimit)
     }
 
     /// Of ``stopCommandsLimit``, the time the commands before `FE 06` may wait for their answers.

@@ -44,6 +44,14 @@ final class GattBoardLink: BoardLink {
         }
     }
 
+    /// Writes a stop's `packets` (write-without-response commands) in order once the link's
+    /// write slot is free, however long a write before them holds it, and waits at most
+    /// `answersWithin` for bluetoothd's answers: the caller bounds the wait for answers, never
+    /// the sending (``BlueZBoardTransport``'s stop).
+    func writeStopCommands(_ packets: [Packet], answersWithin: Duration) async throws {
+        try await session.link.writeCommandsInOrder(packets.map(\.bytes), to: session.command, answersWithin: answersWithin)
+    }
+
     func readDeviceInformation(_ field: DeviceInformationField) async -> DeviceInformationRead {
         guard let characteristic = await client.characteristic(field.uuid, under: session.device) else { return .notExported }
         guard let bytes = try? await session.link.read(characteristic.path) else { return .failed }

@@ -142,15 +142,24 @@ struct BoundedStopTests {
         try await stop(at: moment, writeValueDelay: .zero)
     }
 
-    /// A busy bluetoothd answers each `WriteValue` late (the real-BlueZ VM: SEE_VM ms while it
-    /// relayed a streaming link): the stop's commands must not wait for each other's answers,
-    /// or the last of them miss the stop's 700 ms for writes and leave the sensors on.
+    /// A busy bluetoothd answers each `WriteValue` late (the real-BlueZ VM under TCG): the
+    /// stop's commands must not wait for each other's answers, or the last of them miss the
+    /// stop's 700 ms for writes and leave the sensors on.
     @Test(.timeLimit(.minutes(2)), arguments: [Moment.streaming, .rehandshake])
     func stopCommandsReachTheBoardThoughBluetoothdAnswersLate(at moment: Moment) async throws {
         try await stop(at: moment, writeValueDelay: .milliseconds(300))
     }
 
-    private func stop(at moment: Moment, writeValueDelay: Duration) async throws {
+    /// A write of the session's still on its way when the stop comes (in the real-BlueZ VM at
+    /// load 11, a flash-log command), answered late, holds the link's write slot past the time
+    /// the stop waits for its sensors-off commands' answers. The commands must still go once
+    /// the slot is free, before `FE 06`: given up unsent, the link ended with the gyro on.
+    @Test(.timeLimit(.minutes(2)))
+    func sensorsOffGoOutBehindAWriteStillOnItsWay() async throws {
+        try await stop(at: .streaming, writeValueDelay: .milliseconds(1500), writeBeforeTheStop: true)
+    }
+
+    private func stop(at moment: Moment, writeValueDelay: Duration, writeBeforeTheStop: Bool = false) async throws {
         try await EndToEndRig.with(boards: 1, configure: { $0.disconnectReplyDelay = Self.disconnectNeverAnswered }) { rig in
             let address = try await rig.address(0)
             let session = BoardSession(address: address, client: rig.client, options: try testOptions())
@@ -172,6 +181,11 @@ struct BoundedStopTests {
                 try await waitUntil("handshaking again") { recorder.states(address).filter { $0 == .handshaking }.count >= 2 }
             }
             await rig.simulator.setWriteValueDelay(writeValueDelay)
+            if writeBeforeTheStop {
+                // An LED pattern: a few paced writes, the first of which takes the slot.
+                await session.setLED(.identify)
+                try await Task.sleep(for: .milliseconds(100))
+            }
             let before = rig.simulatorLog.all.count
             await session.stop()
             await forwarder.value
