@@ -109,6 +109,36 @@ public struct BackfillPlanner: Sendable {
         self.sessionSpan = sessionSpan
     }
 
+    /// How far before a gap's earliest possible start a logged sample may still matter
+    /// (beyond ``originTolerance``): the board's crystal drifts a few ms an hour against the
+    /// host, so 10 s leaves room for days.
+    public static let reachMargin: Int64 = 10_000_000_000
+
+    /// `logged` (in readout order) without the samples its boot's tick origin puts more than
+    /// ``originTolerance`` + ``reachMargin`` before `earliest` (streamed time base, ns), and how
+    /// many those were. A gap and its anchors lie at or after `earliest`, so such a sample can
+    /// neither fill nor anchor anything; a session logs without pause and the log is emptied
+    /// only by readouts, so the first readout after a long healthy stretch brings all of it,
+    /// and planning it all on every page made the readout's CPU grow with the square of its
+    /// length. Samples of a boot without an origin, and a boot's samples after its ticks wrap
+    /// (72.8 days), are kept.
+    public func samples(_ logged: [LoggedSample], reaching earliest: Int64) -> (kept: [LoggedSample], before: Int) {
+        let cutoff = earliest - originTolerance - Self.reachMargin
+        var lastTick: [UInt8: UInt32] = [:]
+        var wrapped: Set<UInt8> = []
+        var kept: [LoggedSample] = []
+        kept.reserveCapacity(logged.count)
+        for sample in logged {
+            let uid = sample.resetUID
+            if let last = lastTick[uid], sample.tick < last { wrapped.insert(uid) }
+            lastTick[uid] = sample.tick
+            if let origin = bootOrigins[uid], !wrapped.contains(uid),
+               origin + Int64(BoardTicks.milliseconds(UInt64(sample.tick)) * 1e6) < cutoff { continue }
+            kept.append(sample)
+        }
+        return (kept, logged.count - kept.count)
+    }
+
     /// Plans the backfill of `logged` (in readout order) into `streamed` (in time order).
     public func plan(streamed: [StreamedSample], logged: [LoggedSample]) -> Plan {
         var plan = Plan()

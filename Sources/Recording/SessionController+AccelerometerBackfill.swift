@@ -13,8 +13,9 @@ extension SessionController {
 
     /// The board's logged accelerometer samples of this readout that were not streamed, placed
     /// on the streamed time base; the accelerometer readings of `stored` points (a restart
-    /// gap's tail) are anchors besides the stream.
-    func backfilledAccelerometer(board: String, stored: [RecordedPoint] = []) -> BackfilledAccelerometer {
+    /// gap's tail) are anchors besides the stream. With `earliest` (streamed time base, ns),
+    /// samples from long before it are not planned (``BackfillPlanner/samples(_:reaching:)``).
+    func backfilledAccelerometer(board: String, stored: [RecordedPoint] = [], reaching earliest: Int64? = nil) -> BackfilledAccelerometer {
         guard let rate = boards[board]?.accelerometerRate else { return BackfilledAccelerometer() }
         var result = BackfilledAccelerometer(rate: rate) { [self] in nearestAccelerometer(board: board, time: $0) }
         guard let log = loggedAccelerometer[board], !log.samples.isEmpty, let window = streamedAccelerometer[board],
@@ -26,7 +27,9 @@ extension SessionController {
                                                        raw: RawVector(counts: (reading.x, reading.y, reading.z), scale: scale)))
         }
         let streamed = (tail + window.samples).sorted { $0.time < $1.time }
-        let plan = BackfillPlanner(nominalPeriod: 1e9 / rate, bootOrigins: log.bootOrigins).plan(streamed: streamed, logged: log.samples)
+        let planner = BackfillPlanner(nominalPeriod: 1e9 / rate, bootOrigins: log.bootOrigins)
+        let logged = earliest.map { planner.samples(log.samples, reaching: min($0, streamed.first?.time ?? $0)).kept } ?? log.samples
+        let plan = planner.plan(streamed: streamed, logged: logged)
         result.readings = plan.backfilled.map {
             AccelerometerReading(MotionSamples(single: $0.raw, scale: scale)[0], timestamp: timeBase.epochMilliseconds(monotonic: $0.time))
         }

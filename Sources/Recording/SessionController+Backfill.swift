@@ -153,15 +153,21 @@ extension SessionController {
         guard let stream = boards[board], let hold = stream.hold, let window = streamed[board], let scale = window.scale else { return [] }
         let period = 1e9 / stream.gyroRate
         let planner = BackfillPlanner(nominalPeriod: period, bootOrigins: bootOrigins)
-        let plan = planner.plan(streamed: window.samples, logged: logged)
+        let after = hold.after ?? -Double.infinity
+        // The gap begins after `after`, and its anchors are in the streamed window: what the
+        // log holds from long before both (a readout brings all since the last one) is skipped.
+        let earliest = after.isFinite
+            ? min(window.samples.first?.time ?? .max, timeBase.monotonic(epochMilliseconds: after)) : nil
+        let reaching = earliest.map { planner.samples(logged, reaching: $0) } ?? (kept: logged, before: 0)
+        let plan = planner.plan(streamed: window.samples, logged: reaching.kept)
         outcome.alreadyStreamed = plan.alreadyStreamed
         outcome.unplaced = plan.unplaced
         outcome.collisions = plan.collisions
-        let after = hold.after ?? -Double.infinity
+        outcome.outsideGap += reaching.before
         let until = hold.points.last?.point.gyroscope.timestamp ?? after
         let halfPeriod = 500 / stream.gyroRate
         var points: [(key: BackfillKey, point: RecordedPoint)] = []
-        let accelerometer = backfilledAccelerometer(board: board)
+        let accelerometer = backfilledAccelerometer(board: board, reaching: earliest)
         for sample in plan.backfilled {
             let time = timeBase.epochMilliseconds(monotonic: sample.time)
             // Placed in the log's order between its streamed neighbours, it is strictly

@@ -233,4 +233,34 @@ struct BackfillPlannerTests {
         planner.sessionSpan = nil
         #expect(planner.plan(streamed: [], logged: [logged.last!]).backfilled.first?.placement == .boardClock)
     }
+
+    @Test("a readout of a long healthy stretch: the samples from long before the streamed window and the gap are not planned, the gap's fill is the same")
+    func samplesLongBeforeTheGapAreSkipped() {
+        let seed: UInt64 = 51
+        print("BackfillPlannerTests.samplesLongBeforeTheGapAreSkipped seed \(seed)")
+        // Five minutes logged without a trim; the gateway keeps the last 2 min of the stream.
+        let gap = 25_000..<25_800
+        let board = LoggingBoard(seed: seed, seconds: 300, imuPPM: -90, tickPPM: 30, dropped: { gap.contains($0) })
+        let window = board.streamed.filter { $0.time >= board.truth[16_000] }
+        let planner = BackfillPlanner(nominalPeriod: 10_000_000, bootOrigins: [5: board.boots[5]! - 20_000_000])
+        let earliest = window[0].time
+        let reaching = planner.samples(board.logged, reaching: earliest)
+        // Kept: from 11 s (origin tolerance and margin) before the window on, as far as the
+        // clock read and the crystals' drift place it (0.2 s).
+        #expect(abs(reaching.before - (16_000 - 1_100)) <= 20, "\(reaching.before) skipped")
+        #expect(reaching.kept.count + reaching.before == board.logged.count)
+        let all = planner.plan(streamed: window, logged: board.logged)
+        let skipped = planner.plan(streamed: window, logged: reaching.kept)
+        let inGap = { (plan: BackfillPlanner.Plan) in plan.backfilled.filter { $0.time > earliest } }
+        #expect(inGap(skipped).count == gap.count)
+        #expect(inGap(skipped) == inGap(all), "the gap is filled the same without them")
+        #expect(Set(inGap(skipped).compactMap(board.index(of:))) == Set(gap))
+        #expect(inGap(skipped).allSatisfy { board.index(of: $0).map { board.values[$0] } == $0.raw })
+        // A boot without a clock reading, or one whose ticks wrapped, keeps every sample.
+        #expect(BackfillPlanner(nominalPeriod: 10_000_000).samples(board.logged, reaching: earliest).before == 0)
+        let wrapping = [LoggedSample(resetUID: 5, tick: 10, raw: board.values[0]), LoggedSample(resetUID: 5, tick: .max - 1, raw: board.values[1]),
+                        LoggedSample(resetUID: 5, tick: 3, raw: board.values[2])]
+        let afterWrap = BackfillPlanner(nominalPeriod: 10_000_000, bootOrigins: [5: 0]).samples(wrapping, reaching: 100_000_000_000)
+        #expect(afterWrap.kept.map(\.tick) == [.max - 1, 3], "tick 10 is long before; the sample after the wrap is kept")
+    }
 }
