@@ -219,6 +219,12 @@ struct StreamedWindow {
     static let span: Int64 = 120_000_000_000
 
     var samples: [BackfillPlanner.StreamedSample] = []
+    /// While points wait for a gap's log: keep every sample from this time on (monotonic
+    /// nanoseconds), however old. The readout of a long healthy stretch can outlast ``span``
+    /// (5 minutes of stream: 2.5 minutes at a simulated board's pace), and the samples streamed
+    /// after the gap while it ran, forgotten, no longer kept their logged twins out of the gap's
+    /// fill: the same samples stored twice (602 of an 8 s gap's 1,402 after 10 minutes).
+    var keptFrom: Int64?
     /// LSB per unit (°/s, g) of the streamed sensor (the range in force).
     var scale: Double?
     /// The number the samples of the board's current link get.
@@ -244,8 +250,11 @@ struct StreamedWindow {
         if let last = samples.last, sample.time <= last.time { sample.time = last.time + 1_000_000 }
         samples.append(sample)
         // Trimmed in steps, so the copy is paid once per thousand samples.
-        if samples.count > 1024, let first = samples.first, sample.time - first.time > Self.span + 10_000_000_000 {
-            let keep = samples.firstIndex { sample.time - $0.time <= Self.span } ?? samples.count
+        if samples.count > 1024, let first = samples.first, sample.time - first.time > Self.span + 10_000_000_000,
+           keptFrom.map({ first.time < $0 }) ?? true {
+            let keep = samples.firstIndex { kept in
+                sample.time - kept.time <= Self.span || keptFrom.map { kept.time >= $0 } == true
+            } ?? samples.count
             samples.removeFirst(keep)
         }
     }

@@ -8,7 +8,8 @@ extension SessionController {
     /// Keeps the streamed accelerometer samples (raw counts at their monotonic times) for matching.
     func rememberStreamedAccelerometer(board: String, _ stamped: [SampleTimestamper<MotionSamples>.Stamped]) {
         guard backfillBoards.contains(board) else { return }
-        streamedAccelerometer[board, default: StreamedWindow()].append(stamped)
+        streamedAccelerometer[board, default: StreamedWindow()].keptFrom = streamKeptFrom(board: board)
+        streamedAccelerometer[board]?.append(stamped)
     }
 
     /// The board's logged accelerometer samples of this readout that were not streamed, placed

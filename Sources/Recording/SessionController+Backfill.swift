@@ -329,7 +329,17 @@ extension SessionController {
     /// Keeps the streamed samples (raw counts at their monotonic times) for matching.
     func rememberStreamed(board: String, _ stamped: [SampleTimestamper<MotionSamples>.Stamped]) {
         guard backfillBoards.contains(board) else { return }
-        streamed[board, default: StreamedWindow()].append(stamped)
+        streamed[board, default: StreamedWindow()].keptFrom = streamKeptFrom(board: board)
+        streamed[board]?.append(stamped)
+    }
+
+    /// While `board`'s points wait for a gap's log, where its streamed samples must be kept
+    /// from (monotonic ns): the gap's start, less the margin the placement reaches back
+    /// (``BackfillPlanner/samples(_:reaching:)``), so a readout longer than the window still
+    /// finds every streamed twin.
+    func streamKeptFrom(board: String) -> Int64? {
+        guard let after = boards[board]?.hold?.after, after.isFinite else { return nil }
+        return timeBase.monotonic(epochMilliseconds: after) - BackfillPlanner.reachMargin
     }
 }
 

@@ -265,6 +265,18 @@ struct FlashLogPageSafetyTests {
         #expect(run.secondsToClose != nil, "the gap's points were committed once its log was read")
     }
 
+    /// A readout longer than the two minutes of stream the recorder keeps to match the log
+    /// against (5 minutes of healthy stream before the stall: ~60,000 entries at the model's
+    /// 400 a second, 2.5 minutes): the points streamed after the gap while it ran must keep
+    /// their logged twins out, also once they are older than that window.
+    @Test func aReadoutLongerThanTheStreamKeptForMatchingAddsNoSampleTwice() throws {
+        let run = try record(fault: .none, seed: 35, stallAt: 300, trims: true, endsAfterStall: 260)
+        expectNothingLost(run)
+        #expect(run.points.filter(\.backfilled).count >= 790 && run.points.filter(\.backfilled).count <= 810,
+                "the 8 s stall is filled, nothing else: \(run.points.filter(\.backfilled).count) backfilled")
+        #expect(run.secondsToClose != nil, "the gap's points were committed once its log was read")
+    }
+
     /// The board falls silent (its stream stalls for 8 s) 100-300 ms before the recorder's
     /// trim at 10 s, which is still sent: the board was heard within the last half second. A
     /// trim drops entries only while logging is stopped (P15), and its start reaches the board a
