@@ -33,13 +33,3 @@ public struct ChildTaskQueue: Sendable {
         }
     }
 }
-
-/// Runs `work` for at most `limit`, then cancels it (bounded steps of a stop).
-public func withTimeLimit(_ limit: Duration, _ work: @escaping @Sendable () async -> Void) async {
-    await withTaskGroup(of: Void.self) { group in
-        group.addTask { await work() }
-        group.addTask { try? await Task.sleep(for: limit) }
-        await group.next()
-        group.cancelAll()
-    }
-}

@@ -42,9 +42,8 @@ public enum LoggingCommands {
     /// revisions. Until the flush the open page (up to 512 entries) is neither counted by the
     /// length read nor read out, and the board ignores a flush while logging (§5.1, P13), so
     /// logging stops for the moment between the writes, as for a trim: what the board samples
-    /// then is in no log. The gateway does not send it while a session samples (its readout
-    /// waits for the open page to fill instead); a test that reads a board model's whole log
-    /// at once does.
+    /// then is in no log. Nothing sends it now: during a session a readout waits for the open
+    /// page to fill instead, and after one ``flushPage(revision:)`` follows the stop.
     public static func flushWhileLogging(revision: UInt8, overwriteWhenFull: Bool) -> [Packet] {
         guard revision == 3 else { return [] }
         return [stop] + flushPage(revision: revision) + start(overwriteWhenFull: overwriteWhenFull)

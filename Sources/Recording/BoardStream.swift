@@ -33,8 +33,6 @@ final class BoardStream {
     /// Set on re-attach: the first point of the new stream counts the samples the link
     /// drop cost from the time since `previousPointTime`.
     var resumedStream = false
-    /// When the board's latest gyro notification was received (monotonic ns); nil before one.
-    var lastGyroReceivedAt: Int64?
     var seq = 0
     /// This board's points in the session so far (sealed, failed and open chunks): the
     /// index the next committed point gets.

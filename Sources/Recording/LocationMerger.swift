@@ -94,13 +94,20 @@ public struct LocationMerger<Payload> {
     /// ones): the position a stored point was located at. Nothing when a fix of that time is
     /// known; no fix is dropped for it.
     public mutating func insert(_ fix: LocatedFix) {
+        let index = leadingFixes { $0 < fix.time }
+        if index < fixes.count, fixes[index].time == fix.time { return }
+        fixes.insert(fix, at: index)
+    }
+
+    /// How many fixes, from the first, have a time for which `isEarlier` holds: the index a
+    /// binary search of the time-ordered fixes ends at (`isEarlier` holds for a prefix of them).
+    private func leadingFixes(_ isEarlier: (Double) -> Bool) -> Int {
         var lo = 0, hi = fixes.count
         while lo < hi {
             let mid = (lo + hi) / 2
-            if fixes[mid].time < fix.time { lo = mid + 1 } else { hi = mid }
+            if isEarlier(fixes[mid].time) { lo = mid + 1 } else { hi = mid }
         }
-        if lo < fixes.count, fixes[lo].time == fix.time { return }
-        fixes.insert(fix, at: lo)
+        return lo
     }
 
     /// Number of samples waiting for a fix.
@@ -156,11 +163,7 @@ public struct LocationMerger<Payload> {
     public func locate(_ payload: Payload, _ time: Double) -> Located {
         guard !fixes.isEmpty else { return Located(payload: payload, time: time, location: nil, missing: .noFix) }
         // Index of the first fix later than `time`.
-        var lo = 0, hi = fixes.count
-        while lo < hi {
-            let mid = (lo + hi) / 2
-            if fixes[mid].time <= time { lo = mid + 1 } else { hi = mid }
-        }
+        let lo = leadingFixes { $0 <= time }
         let before = lo > 0 ? fixes[lo - 1] : nil
         let after = lo < fixes.count ? fixes[lo] : nil
         if let b = before, let a = after, a.time - b.time <= maxBracket {

@@ -355,7 +355,6 @@ public final class SessionController {
         guard session != nil, let stream = boards[board] else { return }
         switch event {
         case let .gyro(samples):
-            stream.lastGyroReceivedAt = receivedAt
             let stamped = stream.gyro.add(samples, count: samples.count, receivedAt: receivedAt)
             acceptGyro(board: board, stream, stamped, now: receivedAt)
         case let .accelerometer(samples):
