@@ -80,15 +80,19 @@ struct SerialSourceTests {
                 initialBackoff: .milliseconds(50), maximumBackoff: .milliseconds(500), silenceReconnect: .seconds(3),
                 events: { event in events.set(events.get() + [event.message]) }))
         let box = LockedBox<[GNSSFix]>([])
+        // The source's thread starts here, not when the reader task first gets a turn: in the
+        // parallel pass that turn can come tens of seconds late (see `sourceDeadline`).
+        let fixes = source.fixes()
         let reader = Task {
-            for try await fix in source.fixes() { box.set(box.get() + [fix]) }
+            for try await fix in fixes { box.set(box.get() + [fix]) }
         }
         defer { reader.cancel() }
 
         let ublox = try SourceTests.referenceFixes()
         let ubloxTimes = Set(ublox.map(\.timeOfDay))
-        #expect(await waitFor(seconds: 30) { box.get().filter { ubloxTimes.contains($0.timeOfDay) }.count >= 5 })
-        #expect(events.get().contains { $0.hasPrefix("detected 9600 baud") })
+        #expect(await waitFor(seconds: sourceDeadline) { box.get().filter { ubloxTimes.contains($0.timeOfDay) }.count >= 5 },
+                "5 fixes of the first receiver; got \(box.get().count) fixes, events: \(events.get())")
+        #expect(events.get().contains { $0.hasPrefix("detected 9600 baud") }, "events: \(events.get())")
         let byTime = Dictionary(ublox.map { ($0.timeOfDay, SourceTests.comparable($0)) }, uniquingKeysWith: { a, _ in a })
         let firstSession = box.get()
         // The first fix may be cut (the source joined mid-cycle); the rest must be exact.
@@ -105,8 +109,9 @@ struct SerialSourceTests {
         defer { second.unplug() }
 
         let bu353Times = Set(NMEADecoder.decode(try NMEATestData.log("bu353-glonass.log")).fixes.map(\.timeOfDay))
-        #expect(await waitFor(seconds: 30) { box.get().filter { bu353Times.contains($0.timeOfDay) }.count >= 3 })
-        #expect(events.get().contains { $0.contains("reconnecting") })
+        #expect(await waitFor(seconds: sourceDeadline) { box.get().filter { bu353Times.contains($0.timeOfDay) }.count >= 3 },
+                "3 fixes of the second receiver; got \(box.get().count) fixes in all, events: \(events.get())")
+        #expect(events.get().contains { $0.contains("reconnecting") }, "events: \(events.get())")
         print("serial: \(box.get().count) fixes over two plug-ins; events: \(Set(events.get()).sorted().prefix(6))")
     }
 
@@ -126,11 +131,13 @@ struct SerialSourceTests {
                 initialBackoff: .milliseconds(50), maximumBackoff: .milliseconds(500), silenceReconnect: .seconds(1),
                 events: { event in events.set(events.get() + [event.message]) }))
         let fixes = LockedBox<Int>(0)
-        let reader = Task { for try await _ in source.fixes() { fixes.set(fixes.get() + 1) } }
+        let stream = source.fixes()
+        let reader = Task { for try await _ in stream { fixes.set(fixes.get() + 1) } }
         defer { reader.cancel() }
-        #expect(await waitFor(seconds: 30) { fixes.get() >= 2 })
+        #expect(await waitFor(seconds: sourceDeadline) { fixes.get() >= 2 }, "events: \(events.get())")
         receiver.fallSilent()
-        #expect(await waitFor(seconds: 30) { events.get().contains { $0.contains("no data for 1 s") } })
+        #expect(await waitFor(seconds: sourceDeadline) { events.get().contains { $0.contains("no data for 1 s") } },
+                "events: \(events.get())")
     }
 
 }

@@ -4,6 +4,14 @@ import Glibc
 #endif
 @testable import GNSS
 
+/// How long a source test waits for what its peer sends before it fails: a bound for a
+/// hang, never a measure of speed. Alone a test's fixes come within a second, but `make test`
+/// runs this suite beside ~550 others on two cores, and there a task waits its turn on the
+/// cooperative pool for as long as the pass's opening burst lasts: trivial parser tests of the
+/// same pass took 29.5 s on our machine and 42 s in CI, so a 30 s bound failed in CI (the reader
+/// task and the polling loop had not had their turns) while the source itself was fine.
+let sourceDeadline = 120.0
+
 /// Collects up to `limit` fixes from a stream, giving up after `timeout`.
 func collect(
     _ stream: AsyncThrowingStream<GNSSFix, any Error>, limit: Int, timeout: Duration

@@ -29,7 +29,7 @@ struct SourceTests {
     @Test func fileReplayFastMatchesDecoder() async throws {
         let source = FileReplayFixSource(path: Self.log, pacing: .fast,
                                          configuration: FixSourceConfiguration(assembler: .init()))
-        let fixes = try await collect(source.fixes(), limit: .max, timeout: .seconds(30))
+        let fixes = try await collect(source.fixes(), limit: .max, timeout: .seconds(sourceDeadline))
         let expected = NMEADecoder.decode(try NMEATestData.log("ublox-lea-5h.log")).fixes
         #expect(fixes.map(Self.comparable) == expected.map(Self.comparable))
         #expect(fixes.count == 20)
@@ -50,7 +50,7 @@ struct SourceTests {
         try text.write(toFile: path, atomically: true, encoding: .utf8)
         let spec = try GNSSSourceSpec(parsing: "file:\(path)?speed=realtime")
         let start = ContinuousClock.now
-        let fixes = try await collect(spec.makeSource(configuration: quiet).fixes(), limit: .max, timeout: .seconds(30))
+        let fixes = try await collect(spec.makeSource(configuration: quiet).fixes(), limit: .max, timeout: .seconds(sourceDeadline))
         #expect(fixes.count == 3)
         #expect(ContinuousClock.now - start >= .milliseconds(1900))
         // Arrival times follow the pacing too.
@@ -59,9 +59,11 @@ struct SourceTests {
 
     @Test func fileReplayUnreadableThrows() async throws {
         let source = FileReplayFixSource(path: "/nonexistent/gps.nmea", pacing: .fast)
-        await #expect(throws: FixSourceError.self) {
-            _ = try await collect(source.fixes(), limit: .max, timeout: .seconds(10))
+        let error = await #expect(throws: FixSourceError.self) {
+            _ = try await collect(source.fixes(), limit: .max, timeout: .seconds(sourceDeadline))
         }
+        // The source's own error, not `collect` giving up.
+        #expect(error?.message.contains("/nonexistent/gps.nmea") == true, "\(String(describing: error))")
     }
 
     @Test func tcpSourceReadsAndReconnects() async throws {
@@ -76,7 +78,7 @@ struct SourceTests {
         server.start()
         let source = TCPFixSource(host: "127.0.0.1", port: listener.port,
                                   configuration: FixSourceConfiguration(initialBackoff: .milliseconds(50)))
-        let fixes = try await collect(source.fixes(), limit: 40, timeout: .seconds(60))
+        let fixes = try await collect(source.fixes(), limit: 40, timeout: .seconds(sourceDeadline))
         let expected = try Self.referenceFixes().map(Self.comparable)
         #expect(fixes.map(Self.comparable) == expected + expected)
     }
@@ -89,7 +91,7 @@ struct SourceTests {
         let server = Thread { received.set(listener.serveOnce(bytes)) }
         server.start()
         let source = GpsdFixSource(host: "127.0.0.1", port: listener.port, configuration: quiet)
-        let fixes = try await collect(source.fixes(), limit: .max, timeout: .seconds(60))
+        let fixes = try await collect(source.fixes(), limit: .max, timeout: .seconds(sourceDeadline))
         #expect(String(decoding: received.get(), as: UTF8.self) == GpsdFixSource.watchCommand)
         #expect(fixes.map(Self.comparable) == (try Self.referenceFixes()).map(Self.comparable))
     }
@@ -100,13 +102,20 @@ struct SourceTests {
         let listener = try LoopbackListener()
         let cycle = NMEATestData.sentence("GPRMC,120000.00,A,5155.55442,N,00434.65873,E,0.0,,210810,,,A") + "\r\n"
             + NMEATestData.sentence("GPGGA,120000.00,5155.55442,N,00434.65873,E,1,06,2.51,-4.0,M,46.0,M,,") + "\r\n"
-        let server = Thread { _ = listener.serveOnce(Array(cycle.utf8), holdOpenFor: .seconds(20)) }
+        // Held open past the test's own limit, so the fix can only come from the quiet flush,
+        // never from the end of the stream.
+        let closed = LockedBox(false)
+        let server = Thread {
+            _ = listener.serveOnce(Array(cycle.utf8), holdOpenFor: .seconds(sourceDeadline + 10))
+            closed.set(true)
+        }
         server.start()
         let source = TCPFixSource(
             host: "127.0.0.1", port: listener.port,
             configuration: FixSourceConfiguration(reconnects: false, quietFlush: .milliseconds(600)))
-        let fixes = try await collect(source.fixes(), limit: 1, timeout: .seconds(15))
+        let fixes = try await collect(source.fixes(), limit: 1, timeout: .seconds(sourceDeadline))
         let received = Date()
+        #expect(!closed.get(), "the fix came only when the peer hung up")
         let fix = try #require(fixes.first)
         #expect(fixes.count == 1)
         #expect(fix.mode == .threeD)
@@ -123,9 +132,11 @@ struct SourceTests {
     @Test func unreachablePeerFailsWithoutReconnect() async throws {
         let port = try freeLoopbackPort()
         let source = TCPFixSource(host: "127.0.0.1", port: port, configuration: quiet)
-        await #expect(throws: FixSourceError.self) {
-            _ = try await collect(source.fixes(), limit: 1, timeout: .seconds(30))
+        let error = await #expect(throws: FixSourceError.self) {
+            _ = try await collect(source.fixes(), limit: 1, timeout: .seconds(sourceDeadline))
         }
+        // The source's own error, not `collect` giving up.
+        #expect(error?.message.hasPrefix("timed out") == false, "\(String(describing: error))")
     }
 }
 
