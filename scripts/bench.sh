@@ -29,6 +29,16 @@ if [[ -n "$quick" || -n "${BENCH_AREAS:-}" ]]; then
 else
     report=${BENCH_REPORT:-$root/docs/benchmarks.md}
 fi
+# Each area writes OUT_DIR/<area>.md and .log, and this run first removes OUT_DIR's *.md, *.csv
+# and *.txt: a report among them would be deleted or overwritten by an area's own output.
+report_dir=$(mkdir -p "$(dirname "$report")" && cd "$(dirname "$report")" && pwd)
+report_name=$(basename "$report")
+if [[ "$report_dir" = "$out" && "$report_name" != benchmarks.md ]] && [[ "$report_name" =~ \.(md|csv|txt|log)$ ]]; then
+    echo "bench: BENCH_REPORT=$report is inside the results folder $out, where each area writes its raw" \
+        "output (<area>.md, <area>.log) and a run first removes *.md, *.csv, *.txt; name a report outside it," \
+        "or $out/benchmarks.md" >&2
+    exit 2
+fi
 plots_dir=$(dirname "$report")/benchmarks
 mkdir -p "$plots_dir"
 areas=${BENCH_AREAS:-dbus boards metawear backfill gnss recording uplink control footprint instructions endurance bluez}
