@@ -80,8 +80,8 @@ public actor BlueZBoardTransport: BoardTransport {
     /// Every step is bounded, so a stop ends within 2 s in any state (connecting, handshake,
     /// streaming) even when bluetoothd is slow to answer `Disconnect` (2.4-3.5 s measured on
     /// the real stack, real-bluez-vm.md).
-    public func stop(writing commands: [Packet]) async {
-        guard !stopped else { return }
+    public func stop(writing commands: [Packet], linkEnding: @escaping @Sendable () -> Void) async {
+        guard !stopped else { return linkEnding() }
         stopped = true
         // The machine is stopped first, before anything here waits: the stop's own steps bring
         // events (closing a link still opening fails its `AcquireNotify`, `FE 06` ends the
@@ -129,6 +129,7 @@ public actor BlueZBoardTransport: BoardTransport {
         // close (its notifications drained, an acquired notify released before its connection
         // leaves the bus: the 5.66 crash).
         if linkMayBeUp, let device = facts?.device { await client.requestDisconnect(device) }
+        linkEnding()
         await closing?.close()
         await client.setScanning(false, requester: address.rawValue)
         continuation.finish()

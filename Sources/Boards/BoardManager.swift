@@ -192,15 +192,21 @@ public actor BoardManager {
     }
 
     /// Stops every board cleanly (in parallel), ends discovery, finishes ``events`` once every
-    /// board's last events are in it, and closes the BlueZ client.
-    public func shutdown() async {
-        guard !isShutDown else { return }
+    /// board's last events are in it, and closes the BlueZ client. `linksEnding` is called
+    /// once every board's stop has asked for its link's end (its commands written or given
+    /// up, `Disconnect` asked; ``BoardSession/stop(linkEnding:)``), before the links' close
+    /// and the client's; at once when there is nothing to stop.
+    public func shutdown(linksEnding: @escaping @Sendable () -> Void = {}) async {
+        guard !isShutDown else { return linksEnding() }
         isShutDown = true
         stopDiscovery()
         let all = sessions
         sessions.removeAll()
+        let ending = LinksEnding(boards: Set(all.keys), then: linksEnding)
         await withTaskGroup(of: Void.self) { group in
-            for session in all.values { group.addTask { await session.stop() } }
+            for (address, session) in all {
+                group.addTask { await session.stop(linkEnding: { ending.asked(address) }) }
+            }
         }
         let forwarded = forwardings.values
         forwardings.removeAll()

@@ -105,19 +105,23 @@ public actor BoardSession {
     }
 
     /// Stops the board cleanly (sensors off, notifications off, disconnect) and returns once
-    /// ``run()`` has ended and ``events`` finished.
-    public func stop() async {
+    /// ``run()`` has ended and ``events`` finished. `linkEnding` is called once the link's end
+    /// is asked for (``BoardTransport/stop(writing:linkEnding:)``), or at once when this stop
+    /// has no link to end (never run, already stopped, another caller's stop under way).
+    public func stop(linkEnding: @escaping @Sendable () -> Void = {}) async {
         switch lifecycle {
         case .finished:
+            linkEnding()
             return
         case .new:
             finish()
+            linkEnding()
             return
         case .running:
             lifecycle = .stopping
-            await transport.stop(writing: stopCommands())
+            await transport.stop(writing: stopCommands(), linkEnding: linkEnding)
         case .stopping:
-            break
+            linkEnding()
         }
         if lifecycle == .finished { return }
         await withCheckedContinuation { finishWaiters.append($0) }

@@ -15,8 +15,18 @@ public protocol BoardTransport: Sendable {
     func linkFailed(_ reason: String) async
     /// Ends everything within a bounded time: writes `commands` on whatever path to the
     /// board is open, closes the link (its notifications drained), disconnects, finishes
-    /// ``events`` and ends ``run()``.
-    func stop(writing commands: [Packet]) async
+    /// ``events`` and ends ``run()``. `linkEnding` is called once, as soon as the link's end is
+    /// in the board's and bluetoothd's hands (the commands written or given up, `Disconnect`
+    /// asked), before the rest of the stop (the link's close, scanning off): what a shutdown
+    /// waits for before it lets the gateway's other services stop (issue 18 §2.7).
+    func stop(writing commands: [Packet], linkEnding: @escaping @Sendable () -> Void) async
+}
+
+extension BoardTransport {
+    /// ``stop(writing:linkEnding:)`` when nobody waits for the link's end to be asked.
+    public func stop(writing commands: [Packet]) async {
+        await stop(writing: commands, linkEnding: {})
+    }
 }
 
 /// One step of a ``BoardTransport``'s connection.

@@ -8,8 +8,8 @@ import ServiceLifecycle
 /// feeds their events to the pipeline, starts and stops their sensors as the pipeline asks
 /// (``RecordingPipeline/sensorDemand``), and on graceful shutdown (SIGTERM) stops every board
 /// cleanly (sensors off, notifications off, disconnected) before returning. The stop begins
-/// at the shutdown's start (with the gateway's other services, ``ServicesStoppingTogether``)
-/// or at ``beginStopping()``, whichever comes first. Cancellation (the service group's
+/// at ``beginStopping()`` (a graceful shutdown's first step, ``BoardsStopFirst``) or at its
+/// own shutdown, whichever comes first. Cancellation (the service group's
 /// shutdown limit passed) ends the sessions at once, without waiting for their stop commands.
 public struct BoardService: Service, CustomStringConvertible {
     /// The fleet.
@@ -18,6 +18,8 @@ public struct BoardService: Service, CustomStringConvertible {
     private let selection: GatewaySettings.BoardSelection
     private let logger: Logger
     private let stopRequest = ShutdownRequest()
+    /// Made once every board's stop has asked for its link's end (``linksEnding(within:)``).
+    private let linksEndAsked = ShutdownRequest()
 
     /// A service running `manager`'s boards into `pipeline`.
     public init(manager: BoardManager, selection: GatewaySettings.BoardSelection, pipeline: RecordingPipeline, logger: Logger) {
@@ -33,12 +35,25 @@ public struct BoardService: Service, CustomStringConvertible {
         stopRequest.request()
     }
 
+    /// Returns once every board's stop (begun by the shutdown or ``beginStopping()``) has
+    /// asked for its link's end: its stop commands written (or given up) and `Disconnect`
+    /// asked, before the links' close; or once the boards' whole stop has ended, or `limit`
+    /// passed (false), or the calling task is cancelled. One caller only.
+    public func linksEnding(within limit: Duration) async -> Bool {
+        let linksEndAsked = linksEndAsked
+        return await trueWithin(limit) {
+            await linksEndAsked.awaitRequest()
+            return !Task.isCancelled
+        }
+    }
+
     public var description: String { "BoardService" }
 
     public func run() async throws {
         let manager = manager
         let client = manager.client
         let stopRequest = stopRequest
+        let linksEndAsked = linksEndAsked
         let logger = logger
         let pipeline = pipeline
         await withTaskGroup(of: Void.self) { group in
@@ -57,7 +72,11 @@ public struct BoardService: Service, CustomStringConvertible {
                 await stopRequest.awaitRequest()
                 logger.info("stopping the boards (sensors off, disconnect)")
                 let began = ContinuousClock.now
-                await manager.shutdown()
+                await manager.shutdown(linksEnding: {
+                    logger.debug("every board's stop commands are out and Disconnect asked, \((ContinuousClock.now - began).roundedMilliseconds) ms after the boards' stop began")
+                    linksEndAsked.request()
+                })
+                linksEndAsked.request()
                 logger.info("boards stopped in \((ContinuousClock.now - began).roundedMilliseconds) ms")
             }
             await withGracefulShutdownHandler {

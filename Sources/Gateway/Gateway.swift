@@ -111,15 +111,18 @@ public struct Gateway: Sendable {
     }
 
     /// The GNSS service, then the gateway's other services and `extra` (sync, control API,
-    /// the daemon's own) as one service whose parts all begin stopping at a graceful shutdown
-    /// (``ServicesStoppingTogether``): the boards' stop, the recording's seal (which waits for
-    /// the boards' last samples) and the rest at once, so a SIGTERM takes as long as the
-    /// slowest of them, not their sum. GNSS stops after them (a group stops its services in
-    /// reverse order): the fixes keep coming until the seal, so the boards' last samples get
-    /// their locations. `onRunning` is called once the pipeline ticks (readiness).
+    /// the daemon's own) as one service whose parts all begin stopping together at a graceful
+    /// shutdown (``ServicesStoppingTogether``), so a SIGTERM takes as long as the slowest of
+    /// them, not their sum; and last ``BoardsStopFirst``, which a group shuts down first (a
+    /// group stops its services in reverse order, each after the one before): the boards'
+    /// stop and the recording's seal (which waits for the boards' last samples) begin at the
+    /// signal, and the others once every board's stop commands are out and its `Disconnect`
+    /// asked. GNSS stops last: the fixes keep coming until the seal, so the boards' last
+    /// samples get their locations. `onRunning` is called once the pipeline ticks (readiness).
     public func services(adding extra: [any Service] = [], onRunning: (@Sendable () async -> Void)? = nil) -> [any Service] {
         let recording = onRunning.map { RecordingService(pipeline: pipeline, logger: logger, onRunning: $0) } ?? recording
-        return [gnss, ServicesStoppingTogether([boards, recording] + extra, logger: logger)]
+        return [gnss, ServicesStoppingTogether([boards, recording] + extra, logger: logger),
+                BoardsStopFirst(boards: boards, recording: recording, logger: logger)]
     }
 
     /// A service group running ``services(adding:onRunning:)``, shut down gracefully by

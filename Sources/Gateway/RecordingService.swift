@@ -7,8 +7,8 @@ import ServiceLifecycle
 /// the pipeline down: a recording session is stopped with trigger `shutdown`, so every
 /// accepted sample is sealed and the session awaits its survey at the next start.
 ///
-/// The seal begins at the shutdown's start (the gateway's services all begin stopping at once,
-/// ``ServicesStoppingTogether``) or at ``beginSealing()``, and waits first for the
+/// The seal begins at ``beginSealing()`` (a graceful shutdown's first step, beside the boards'
+/// stop: ``BoardsStopFirst``) or at its own shutdown, and waits first for the
 /// last samples of the boards streaming into the session: the pipeline seals in the step that
 /// takes the last such board's final state change (``RecordingPipeline/sealOnceBoardsStop()``),
 /// which its events reach only after every sample the board delivered before it, so whatever is
@@ -89,20 +89,11 @@ public struct RecordingService: Service, CustomStringConvertible {
     private static func sealedOnceBoardsStopped(_ pipeline: RecordingPipeline, within limit: Duration) async -> Bool {
         await pipeline.sealOnceBoardsStop()
         guard await !pipeline.isShutDown else { return true }
-        return await withTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                for await _ in pipeline.streamingBoardsChanged where await pipeline.isShutDown {
-                    return true
-                }
-                return false
+        return await trueWithin(limit) {
+            for await _ in pipeline.streamingBoardsChanged where await pipeline.isShutDown {
+                return true
             }
-            group.addTask {
-                try? await Task.sleep(for: limit)
-                return false
-            }
-            let first = await group.next() ?? false
-            group.cancelAll()
-            return first
+            return false
         }
     }
 }

@@ -64,12 +64,15 @@ actor InMemoryBoardTransport: BoardTransport {
         connect(failures: 0)
     }
 
-    func stop(writing commands: [Packet]) async {
-        guard !stopped else { return }
+    func stop(writing commands: [Packet], linkEnding: @escaping @Sendable () -> Void) async {
+        guard !stopped else { return linkEnding() }
         stopped = true
         if let link = links.last, !link.isClosed {
             for packet in commands { try? await link.write(packet) }
+            linkEnding()
             await link.close()
+        } else {
+            linkEnding()
         }
         if let stopRelease { for await _ in stopRelease {} }
         stopCommands = commands.map(\.bytes)

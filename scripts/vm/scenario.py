@@ -1006,10 +1006,12 @@ def link_closed_and_sensor_stopped(address, since):
 
 def shutdown_timeline(gateway_name, since):
     """Where a SIGTERM's time went, from mwgated's log (seconds after `since`, the signal):
-    the signal seen, the pipeline's taking a board's stop (its last samples handed on), the
+    the signal seen, every board's stop commands out and `Disconnect` asked (the other
+    services begin stopping then), the pipeline's taking a board's stop (its last samples handed on), the
     boards' stop done (links released, client closed), the boards' last samples in the
     pipeline, the session sealed, every service stopped, the process's last line."""
-    marks = {"signal seen": "Signal caught", "board's stop taken": ": stopped", "boards stopped": "boards stopped",
+    marks = {"signal seen": "Signal caught", "links' end asked": "every board's link end asked",
+             "board's stop taken": ": stopped", "boards stopped": "boards stopped",
              "last samples in": "the boards' last samples were in", "sealed": "shutdown: session",
              "services stopped": "services stopped together", "last line": "<5>stopped"}
     found = {}
