@@ -997,7 +997,8 @@ def link_closed_and_sensor_stopped(address, since):
     lines = [line for line in ends if "link closed; gyro sampling" in line]
     board_end = float(ends[0].split()[0]) - since if ends else None
     closed = polled if polled is None or board_end is None else min(polled, board_end)
-    stopped = bool(lines) and lines[-1].strip().endswith("no")
+    # "link closed; gyro sampling: no" may go on ("; log readout ended"): the word after the colon decides.
+    stopped = bool(lines) and re.search(r"gyro sampling: no\b", lines[-1]) is not None
     evidence = (lines[-1].strip() if lines else "no link-closed line from the board") + (
         f"; link down in the board's log {board_end:.2f} s, in the gateway's view {polled:.2f} s"
         if polled is not None and board_end is not None else "")
