@@ -28,6 +28,15 @@ public actor BlueZBoardTransport: BoardTransport {
     /// The link being opened for an attempt, from its connection's opening until it is
     /// handed on or failed: its `AcquireNotify` may be waiting for bluetoothd's GATT client.
     private var opening: (attempt: Int, link: GattLink)?
+    /// The next link's own D-Bus connection, opened ahead and not used yet: once the machine
+    /// says the link is ready, the link's first message is its `AcquireNotify`. Opened then
+    /// (connect, authenticate, `Hello`, its I/O thread), it was most of the 0.02-0.19 s between
+    /// bluetoothd's answer to `Connect` and our `AcquireNotify` in the real-BlueZ VM, and
+    /// bluetoothd writes the board's CCCD only after that call (without its GAP, Device
+    /// Information and Battery plugins' reads, the call was the last step before it in 6 of 8
+    /// reconnects). Nil while one is being opened or in use.
+    private var nextLinkConnection: GattLink?
+    private var openingNextLinkConnection = false
     /// The notify session held through link drops (``NotificationDelivery/sessionKeptOverDrops``),
     /// nil until the first link opens one and after anything that ends it in bluetoothd.
     private var keptSession: BoardNotifySession?
@@ -66,6 +75,7 @@ public actor BlueZBoardTransport: BoardTransport {
                 await refreshFacts()
             }
         }
+        prepareNextLinkConnection()
         feed(.start)
         await work.run()
     }
@@ -131,6 +141,9 @@ public actor BlueZBoardTransport: BoardTransport {
         if linkMayBeUp, let device = facts?.device { await client.requestDisconnect(device) }
         linkEnding()
         await closing?.close()
+        let unused = nextLinkConnection
+        nextLinkConnection = nil
+        await unused?.close()
         await client.setScanning(false, requester: address.rawValue)
         continuation.finish()
         work.finish()
@@ -308,10 +321,12 @@ public actor BlueZBoardTransport: BoardTransport {
             }
             return
         }
+        let connection = nextLinkConnection
+        nextLinkConnection = nil
         work.spawn { [self] in
             do {
                 let session = try await BoardNotifySession.open(
-                    id: attempt, device: device, client: client, options: options,
+                    id: attempt, device: device, client: client, options: options, connection: connection,
                     opening: { [self] link in await noteOpening(link, attempt: attempt) },
                     onEnd: { work.spawn { [self] in await notificationsEnded(session: attempt) } })
                 await sessionOpened(session, attempt: attempt)
@@ -332,6 +347,10 @@ public actor BlueZBoardTransport: BoardTransport {
 
     private func sessionOpened(_ session: BoardNotifySession, attempt: Int) async {
         if opening?.attempt == attempt { opening = nil }
+        // Only now that the link has its notifications: opened sooner, the next link's
+        // connection would take the CPU from this one's `AcquireNotify` (a reconnect's waits
+        // for bluetoothd's GATT client).
+        prepareNextLinkConnection()
         guard attempt == linkAttempt, !stopped else {
             await session.close()
             return
@@ -347,6 +366,29 @@ public actor BlueZBoardTransport: BoardTransport {
         }
         link = opened
         continuation.yield(.linkReady(opened))
+    }
+
+    /// Opens the next link's connection ahead, unless one is open or being opened. A failure
+    /// (the bus gone) is left to the next link, which then opens its own.
+    private func prepareNextLinkConnection() {
+        guard !stopped, nextLinkConnection == nil, !openingNextLinkConnection else { return }
+        openingNextLinkConnection = true
+        let client = client
+        let options = options
+        work.spawn { [self] in
+            let opened = try? await BoardNotifySession.openConnection(client: client, options: options)
+            await nextLinkConnectionOpened(opened)
+        }
+    }
+
+    private func nextLinkConnectionOpened(_ opened: GattLink?) async {
+        openingNextLinkConnection = false
+        guard let opened else { return }
+        guard !stopped, nextLinkConnection == nil else {
+            await opened.close()
+            return
+        }
+        nextLinkConnection = opened
     }
 
     /// Stops keeping the notify session; a link still using it closes it when it goes.
@@ -370,6 +412,7 @@ public actor BlueZBoardTransport: BoardTransport {
 
     private func linkOpeningFailed(_ reason: String, attempt: Int) {
         if opening?.attempt == attempt { opening = nil }
+        prepareNextLinkConnection()
         guard attempt == linkAttempt else { return }
         feed(.sessionFailed(reason))
     }

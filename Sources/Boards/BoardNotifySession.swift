@@ -24,19 +24,30 @@ final class BoardNotifySession: Sendable {
         self.sink = sink
     }
 
-    /// Opens a connection and turns notifications on (handed on one by one until
-    /// ``GattLink/groupNotifications(_:)``). `onEnd` is called once when the session's
-    /// notifications end: closed by us, or, for an acquired socket, by bluetoothd at a drop.
-    /// `opening` gets the link as soon as its connection is open, before notifications are
-    /// turned on: whoever stops the board meanwhile closes it (see
+    /// Turns notifications on (handed on one by one until ``GattLink/groupNotifications(_:)``)
+    /// on `connection`, a link opened ahead with ``openConnection(client:options:)`` and not
+    /// used yet, or on a connection opened now when it is nil or no longer connected.
+    /// `onEnd` is called once when the session's notifications end: closed by us, or, for an
+    /// acquired socket, by bluetoothd at a drop. `opening` gets the link before notifications
+    /// are turned on: whoever stops the board meanwhile closes it (see
     /// ``BlueZBoardTransport/stop(writing:)``).
     static func open(id: Int, device: DBusObjectPath, client: BlueZClient, options: BoardSessionOptions,
+                     connection: GattLink? = nil,
                      opening: @Sendable (GattLink) async -> Void = { _ in },
                      onEnd: @escaping @Sendable () -> Void) async throws -> BoardNotifySession {
         guard let command = await client.characteristic(MetaWearGATT.command, under: device),
               let notify = await client.characteristic(MetaWearGATT.notify, under: device)
-        else { throw LinkOpeningError("MetaWear characteristics missing") }
-        let link = try await GattLink.open(busAddress: client.busAddress, minimumWriteInterval: options.minimumWriteInterval)
+        else {
+            await connection?.close()
+            throw LinkOpeningError("MetaWear characteristics missing")
+        }
+        let link: GattLink
+        if let connection, connection.connection.isConnected {
+            link = connection
+        } else {
+            await connection?.close()
+            link = try await openConnection(client: client, options: options)
+        }
         await opening(link)
         let sink = NotificationSink(limit: GattBoardLink.bufferedBatches)
         do {
@@ -50,6 +61,12 @@ final class BoardNotifySession: Sendable {
             throw LinkOpeningError("cannot enable notifications: \(error)")
         }
         return BoardNotifySession(id: id, link: link, command: command.path, device: device, sink: sink)
+    }
+
+    /// A link's own D-Bus connection, open and not subscribed to anything yet: the transport
+    /// opens the next link's ahead, while the board is still connected or away.
+    static func openConnection(client: BlueZClient, options: BoardSessionOptions) async throws -> GattLink {
+        try await GattLink.open(busAddress: client.busAddress, minimumWriteInterval: options.minimumWriteInterval)
     }
 
     /// Ends the link's stream after what the link received (held by the grouping too), and
