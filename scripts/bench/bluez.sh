@@ -52,7 +52,7 @@ drops=${LINK_DROPS:-20}
 {
     echo "### Real BlueZ in a VM: mwgated beside bleak, link drops"
     echo
-    echo "Debian bookworm's kernel and bluetoothd 5.66 in qemu (TCG, 2 vCPUs, no KVM) on this machine; one MetaMotion R as \`mwsim --peripheral hci1\` (the board model behind bluetoothd's GattManager1, notifications through bluetoothd's AcquireNotify socket) streaming gyro at 100 Hz; release mwgated as the \`mwgate\` user on hci0, recording a session into the directory sink. bluetoothd serves both ends of every link, and everything shares the VM's two emulated CPUs, so the CPU figures are TCG-inflated: compare them with each other, not with the mwsim figures above. bluetoothd's main.conf beyond the VM's own settings (MWGATE_VM_MAIN_CONF): ${MWGATE_VM_MAIN_CONF:-none}. Host load $load_before before, $load_after after."
+    echo "Debian bookworm's kernel and bluetoothd 5.66 in qemu (TCG, 2 vCPUs, no KVM) on this machine; one MetaMotion R as \`mwsim --peripheral hci1\` (the board model behind bluetoothd's GattManager1, notifications through bluetoothd's AcquireNotify socket) streaming gyro at 100 Hz; release mwgated as the \`mwgate\` user on hci0, recording a session into the directory sink. bluetoothd serves both ends of every link, and everything shares the VM's two emulated CPUs, so the CPU figures are TCG-inflated: compare them with each other, not with the mwsim figures above. bluetoothd's main.conf beyond the VM's own settings (MWGATE_VM_MAIN_CONF): ${MWGATE_VM_MAIN_CONF:-none}; the board's Database Hash (MWGATE_VM_NO_DB_HASH=1: none, as on a MetaWear): $([[ ${MWGATE_VM_NO_DB_HASH:-0} != 0 ]] && echo none || echo served). Host load $load_before before, $load_after after."
     echo
     echo "| measure | value |"
     echo "|---|---:|"

@@ -61,6 +61,13 @@ def run_group(group, out):
         # "Key=Value,...": settings of bluetoothd's main.conf (keys as main.conf spells them, e.g.
         # "ExchangeMTU=23"), to measure what a gateway may set (docs/bluez-vm.md).
         f.write(f"MAIN_CONF='{os.environ.get('MWGATE_VM_MAIN_CONF', '')}'\n")
+        # 1: bluetoothd serves no Database Hash (as a MetaWear's SoftDevice serves none), so the
+        # gateway's bluetoothd rediscovers the board's services on every reconnect: a shim
+        # preloaded into bluetoothd refuses it the AF_ALG sockets the hash needs (no_af_alg.c).
+        if os.environ.get("MWGATE_VM_NO_DB_HASH", "") not in ("", "0"):
+            subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", os.path.join(scenario, "no_af_alg.so"),
+                            os.path.join(HERE, "no_af_alg.c")], check=True)
+            f.write("BLUETOOTHD_PRELOAD=/scenario/no_af_alg.so\n")
     started = time.time()
     vm = subprocess.run([os.path.join(HERE, "run-vm.sh"), scenario, results])
     took = time.time() - started

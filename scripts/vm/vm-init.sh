@@ -77,7 +77,9 @@ mkdir -p /run/mwgate-vm
 # the fault. Read a core on the host with gdb and Debian's bluez-dbgsym (docs/bluez-vm.md).
 ulimit -c unlimited
 echo '/run/mwgate-vm/core.%e.%p' >/proc/sys/kernel/core_pattern
-/usr/libexec/bluetooth/bluetoothd -n $BLUETOOTHD_FLAGS >/run/mwgate-vm/bluetoothd.log 2>&1 &
+# MWGATE_VM_NO_DB_HASH=1 on the host: bluetoothd serves no Database Hash (no_af_alg.c).
+[ -n "$BLUETOOTHD_PRELOAD" ] && echo "vm: bluetoothd without AF_ALG ($BLUETOOTHD_PRELOAD): no Database Hash"
+LD_PRELOAD=$BLUETOOTHD_PRELOAD /usr/libexec/bluetooth/bluetoothd -n $BLUETOOTHD_FLAGS >/run/mwgate-vm/bluetoothd.log 2>&1 &
 echo $! >/run/bluetoothd.pid
 echo "vm: stack up at $(cut -d' ' -f1 /proc/uptime) s ($(ls /sys/class/bluetooth | tr '\n' ' '))"
 
