@@ -254,7 +254,7 @@ extension BufferStore: RecordingStore {
     func recordsDocument(_ db: Database, sessionID: String) throws -> RecordsDocument? {
         guard let row = try Row.fetchOne(db, sql: "SELECT * FROM sessions WHERE id = ? AND state = 'submitted'",
                                          arguments: [sessionID]) else { return nil }
-        let names = try String.fetchAll(db, sql: "SELECT name FROM chunks WHERE session_id = ? ORDER BY id", arguments: [sessionID])
+        let names = try String.fetchAll(db, sql: "SELECT name FROM chunks WHERE session_id = ? ORDER BY \(Self.sealOrder)", arguments: [sessionID])
         let hazardsText: String = row["hazards"] ?? "{}"
         let hazards = CompactJSON.decodeCounts(hazardsText) ?? [:]
         let noHazard: Bool = row["no_hazard"] ?? false

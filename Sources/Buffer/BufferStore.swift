@@ -294,6 +294,7 @@ public final class BufferStore: Sendable {
         m.registerMigration("v6-restart-gaps") { db in try createRestartGaps(db) }
         m.registerMigration("v7-logged-rests") { db in try createLoggedRests(db) }
         m.registerMigration("v8-record-revisions") { db in try addRecordRevisions(db) }
+        m.registerMigration("v9-chunk-revisions") { db in try addChunkRevisions(db) }
         return m
     }
 

@@ -258,7 +258,8 @@ extension BufferStore {
         guard points.count == r["point_count"] as Int else {
             throw StoreError.corruptChunk(name, "\(points.count) points, expected \(r["point_count"] as Int)")
         }
-        return RealtimeDataDocument(name: name, sessionID: r["session_id"], board: r["board"], seq: r["seq"], points: points)
+        return RealtimeDataDocument(name: name, sessionID: r["session_id"], board: r["board"], seq: r["seq"], points: points,
+                                    revised: (r["sealed_id"] as Int64?) != nil)
     }
 
     /// Stores a key of sync state (the Uplink's cursors, auth expiry, ...).

@@ -42,7 +42,7 @@ extension BufferStore {
             if (s["data_state"] as String) == "evicted" { throw StoreError.expired(sessionID) }
             var points: [SessionDataset.BoardPoint] = []
             var names: [String] = []
-            for r in try Row.fetchAll(db, sql: "SELECT *, \(Self.storedPointsColumn) FROM chunks WHERE session_id = ? ORDER BY id", arguments: [sessionID]) {
+            for r in try Row.fetchAll(db, sql: "SELECT *, \(Self.storedPointsColumn) FROM chunks WHERE session_id = ? ORDER BY \(Self.sealOrder)", arguments: [sessionID]) {
                 if r["stored_points"] as Data? == nil { throw StoreError.expired(sessionID) }
                 let doc = try Self.document(r)
                 names.append(doc.name)

@@ -20,14 +20,18 @@ public struct RealtimeDataDocument: Hashable, Sendable {
     public var board: String
     public var seq: Int
     public var points: [RecordedPoint]
+    /// A revision of the chunk (its gap marks corrected after it was sealed): it replaces the
+    /// document stored under its name rather than being created once.
+    public var revised: Bool
 
     /// A document.
-    public init(name: String, sessionID: String, board: String, seq: Int, points: [RecordedPoint]) {
+    public init(name: String, sessionID: String, board: String, seq: Int, points: [RecordedPoint], revised: Bool = false) {
         self.name = name
         self.sessionID = sessionID
         self.board = board
         self.seq = seq
         self.points = points
+        self.revised = revised
     }
 
     /// The fields in Firestore's type system.

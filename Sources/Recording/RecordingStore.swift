@@ -196,6 +196,26 @@ public protocol RecordingStore: AnyObject {
     func keepLoggedRest(_ rest: KeptLoggedRest) throws
     /// The logged session `sessionID` has everything `board`'s log held for it, or can no longer get it.
     func loggedRestClosed(sessionID: String, board: String) throws
+    /// `board`'s stored points in `sessionID` at the marks' times get those gap marks: the
+    /// board's log filled the gap they followed after their chunk was sealed. The chunk is
+    /// revised in place (same document name) and uploaded again.
+    func reviseGapMarks(sessionID: String, board: String, _ marks: [GapMark]) throws
+}
+
+/// A stored point's gap mark counted again (``RecordingStore/reviseGapMarks(sessionID:board:_:)``).
+public struct GapMark: Hashable, Sendable {
+    /// The point's gyro timestamp, epoch ms, as stored.
+    public var timestamp: Double
+    /// Samples missing before it (`missed_before`), and the gap's length (`gap_ms`, 0 with none).
+    public var missedBefore: Int
+    public var gapMilliseconds: Int
+
+    /// Every field.
+    public init(timestamp: Double, missedBefore: Int, gapMilliseconds: Int) {
+        self.timestamp = timestamp
+        self.missedBefore = missedBefore
+        self.gapMilliseconds = gapMilliseconds
+    }
 }
 
 extension RecordingStore {
@@ -212,4 +232,6 @@ extension RecordingStore {
     public func keepLoggedRest(_ rest: KeptLoggedRest) throws {}
     /// A store that keeps nothing across a restart.
     public func loggedRestClosed(sessionID: String, board: String) throws {}
+    /// A store whose sealed chunks are not revised.
+    public func reviseGapMarks(sessionID: String, board: String, _ marks: [GapMark]) throws {}
 }

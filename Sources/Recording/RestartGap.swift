@@ -83,6 +83,10 @@ struct PendingRestartGap {
     var sealedSamples: Set<BackfillKey> = []
     /// The last logged sample sealed: the log's samples after it go after it.
     var lastSealed: BackfillKey?
+    /// Each logged sample sealed, with its time in the session (epoch ms), in the order sealed:
+    /// the stored points they now precede get their gap marks counted again
+    /// (``SessionController/reviseStoredMarks(_:board:scale:periodMs:)``).
+    var sealed: [(key: BackfillKey, time: Double)] = []
 
     /// The gap ends where this process's stream of the board begins: a gateway restart's gap
     /// no earlier gateway bounded (a stop's gap, or one with a stored head, ends in a stream

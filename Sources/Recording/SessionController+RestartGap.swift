@@ -160,6 +160,7 @@ extension SessionController {
         let periodMs = 1000 / stream.gyroRate
         var points: [RecordedPoint] = []
         var keys: [BackfillKey] = []
+        var sealedTimes: [Double] = []
         var placedKeys: Set<BackfillKey> = []
         var lastPlaced = pending.lastSealed
         // Placed on the new stream's clock; the stored tail's times are moved onto it by
@@ -222,6 +223,7 @@ extension SessionController {
             lastPlaced = key
             let value = MotionSamples(single: sample.raw, scale: scale)[0]
             let sealedTime = time - shift
+            sealedTimes.append(sealedTime)
             let located = fixes.locate(GyroItem(sample: value, missedBefore: 0, source: timeBase.source), sealedTime)
             let before = max(previous, lastStored)
             // Neighbours in one boot's log with no stored point between: none is missing, as
@@ -241,6 +243,7 @@ extension SessionController {
         // marked them lost them for good, while the board, never told to, still held them).
         let stored = keys.prefix(pending.filled - filledBefore)
         pending.sealedSamples.formUnion(stored)
+        pending.sealed += zip(stored, sealedTimes).map { (key: $0, time: $1) }
         if let last = stored.last { pending.lastSealed = last }
         outcome.filled += stored.count
         outcome.filledIntoEarlierSessions += stored.count
@@ -266,6 +269,7 @@ extension SessionController {
                                                  periodMs: periodMs) ?? Int(((until - from) / periodMs).rounded()) - 1
         let expected = max(0, between - inside.filter { $0 < until }.count)
         outcome.stillMissing += max(0, expected - pending.filled)
+        reviseStoredMarks(pending, board: board, scale: scale, periodMs: periodMs)
         return (true, true)
     }
 

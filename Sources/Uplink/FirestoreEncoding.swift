@@ -29,20 +29,22 @@ public enum FirestoreEncoding {
     /// is kept. A revised `records` document (``RecordsDocument/revision`` > 0) replaces the
     /// one stored, without a precondition: whether an earlier version landed upstream is not
     /// known here (its upload may have been cut off after the commit), and the full replace
-    /// gives the same document either way, replayed or not.
+    /// gives the same document either way, replayed or not. So does a revised chunk
+    /// (``RealtimeDataDocument/revised``: its gap marks corrected after it was sealed).
     public static func commitBody(_ documents: [SinkDocument], databasePath: String) -> String {
         String(decoding: commitBodyBytes(documents, databasePath: databasePath), as: UTF8.self)
     }
 
     /// `commitBody` as UTF-8 bytes (what goes on the wire). `encoded` supplies writes
-    /// prepared earlier (by document name).
+    /// prepared earlier (by document name); not for a document that replaces a stored one,
+    /// whose earlier version may have been prepared under the same name.
     public static func commitBodyBytes(_ documents: [SinkDocument], databasePath: String,
                                        encoded: (String) -> [UInt8]? = { _ in nil }) -> [UInt8] {
         var out = JSONWriter(capacity: documents.count * 900_000)
         out.raw(#"{"writes":["#)
         for (i, doc) in documents.enumerated() {
             if i > 0 { out.raw(",") }
-            if let ready = encoded(doc.name) {
+            if !doc.replacesStored, let ready = encoded(doc.name) {
                 out.bytes.append(contentsOf: ready)
             } else {
                 writeObject(doc, databasePath: databasePath, into: &out)
@@ -75,6 +77,10 @@ public enum FirestoreEncoding {
         case let .realtimeData(document):
             if direct { out.typedRealtimeFields(document) } else { out.typedFields(doc.fields) }
             out.raw("}")
+            if document.revised {
+                out.raw("}")
+                return
+            }
         case let .records(record):
             // The array starts empty in the create and is filled by the transform in the
             // same atomic write.

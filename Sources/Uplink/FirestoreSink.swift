@@ -111,7 +111,7 @@ public struct FirestoreSink: Sink {
 
     /// Encodes the next documents' writes ahead (typed JSON is most of our CPU per commit).
     public func prepare(_ documents: [SinkDocument]) async {
-        for doc in documents where doc.firestoreSize <= 1_048_576 {
+        for doc in documents where doc.firestoreSize <= 1_048_576 && !doc.replacesStored {
             prepared.put(doc.name, FirestoreEncoding.writeBytes(doc, databasePath: configuration.databasePath))
         }
     }

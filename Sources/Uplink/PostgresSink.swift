@@ -144,7 +144,7 @@ public actor PostgresSink: Sink {
 
     /// Encodes the next documents' points JSON ahead, off the actor.
     public nonisolated func prepare(_ documents: [SinkDocument]) async {
-        for case let .realtimeData(d) in documents {
+        for case let .realtimeData(d) in documents where !d.revised {
             prepared.put(d.name, Self.pointsJSONWriter(d))
         }
     }
@@ -201,12 +201,15 @@ public actor PostgresSink: Sink {
     private func insert(_ doc: SinkDocument, on conn: PostgresConnection) async throws {
         switch doc {
         case let .realtimeData(d):
-            let data = String(decoding: prepared.take(d.name) ?? Self.pointsJSONWriter(d), as: UTF8.self)
+            // A revised chunk (its gap marks corrected) replaces the row; its earlier version may
+            // have been prepared under the same name.
+            let data = String(decoding: (d.revised ? nil : prepared.take(d.name)) ?? Self.pointsJSONWriter(d), as: UTF8.self)
+            let onConflict = d.revised ? "DO UPDATE SET point_count = excluded.point_count, data = excluded.data" : "DO NOTHING"
             try await execute("""
                 INSERT INTO realtime_data (name, session_id, board, seq, schema_version, point_count, data)
                 VALUES (\(d.name), \(d.sessionID), \(d.board), \(d.seq), \(Int(RealtimeDataDocument.schemaVersion)),
                         \(d.points.count), \(data)::jsonb)
-                ON CONFLICT (name) DO NOTHING
+                ON CONFLICT (name) \(unescaped: onConflict)
                 """, on: conn)
         case let .records(r):
             let hazards = FirestoreValue.map(r.survey.hazards.sorted { $0.key < $1.key }.map { ($0.key, .integer(Int64($0.value))) }).jsonText

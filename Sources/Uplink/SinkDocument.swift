@@ -22,11 +22,13 @@ public enum SinkDocument: Hashable, Sendable {
         }
     }
 
-    /// Whether the document replaces one stored under its name (a revised records document)
-    /// rather than being created once.
+    /// Whether the document replaces one stored under its name (a revised records document or
+    /// chunk) rather than being created once.
     public var replacesStored: Bool {
-        if case let .records(d) = self { return d.revision > 0 }
-        return false
+        switch self {
+        case let .realtimeData(d): d.revised
+        case let .records(d): d.revision > 0
+        }
     }
 
     /// Session the document belongs to.
