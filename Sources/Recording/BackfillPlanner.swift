@@ -128,15 +128,63 @@ public struct BackfillPlanner: Sendable {
         var wrapped: Set<UInt8> = []
         var kept: [LoggedSample] = []
         kept.reserveCapacity(logged.count)
+        // The boot in hand in locals (a log comes boot by boot), put back into the tables when
+        // another boot's sample comes: this runs over the whole log for every page of a long
+        // readout, and two table lookups a sample were most of its cost.
+        var uid: UInt8?
+        var last: UInt32?
+        var isWrapped = false
+        var origin: Int64?
         for sample in logged {
-            let uid = sample.resetUID
-            if let last = lastTick[uid], sample.tick < last { wrapped.insert(uid) }
-            lastTick[uid] = sample.tick
-            if let origin = bootOrigins[uid], !wrapped.contains(uid),
-               origin + Int64(BoardTicks.milliseconds(UInt64(sample.tick)) * 1e6) < cutoff { continue }
+            if sample.resetUID != uid {
+                if let uid {
+                    lastTick[uid] = last
+                    if isWrapped { wrapped.insert(uid) }
+                }
+                uid = sample.resetUID
+                last = lastTick[sample.resetUID]
+                isWrapped = wrapped.contains(sample.resetUID)
+                origin = bootOrigins[sample.resetUID]
+            }
+            if let last, sample.tick < last { isWrapped = true }
+            last = sample.tick
+            if let origin, !isWrapped, origin + Int64(BoardTicks.milliseconds(UInt64(sample.tick)) * 1e6) < cutoff { continue }
             kept.append(sample)
         }
         return (kept, logged.count - kept.count)
+    }
+
+    /// The part of `streamed` (in time order) that `logged` can be matched against: the samples
+    /// within ``originTolerance`` + ``reachMargin`` of the span its boots' tick origins put it
+    /// in (the reach ``samples(_:reaching:)`` allows before a gap, on both sides). A slow
+    /// readout's stream runs far past the page in hand (a 10-minute log at the board's pace is
+    /// read for 5 minutes while the stream goes on), and matching every page against all of it
+    /// made each page cost more than the last. All of `streamed` when a boot has no origin or
+    /// its ticks wrap (its samples could lie anywhere); none when `logged` is empty.
+    public func streamed(_ streamed: [StreamedSample], near logged: [LoggedSample]) -> [StreamedSample] {
+        guard !logged.isEmpty else { return [] }
+        var lastTick: [UInt8: UInt32] = [:]
+        var earliest = Int64.max
+        var latest = Int64.min
+        for sample in logged {
+            let uid = sample.resetUID
+            guard let origin = bootOrigins[uid], lastTick[uid].map({ sample.tick >= $0 }) ?? true else { return streamed }
+            lastTick[uid] = sample.tick
+            let time = origin + Int64(BoardTicks.milliseconds(UInt64(sample.tick)) * 1e6)
+            earliest = min(earliest, time)
+            latest = max(latest, time)
+        }
+        let reach = originTolerance + Self.reachMargin
+        func firstIndex(notBefore time: Int64) -> Int {
+            var lo = 0, hi = streamed.count
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if streamed[mid].time < time { lo = mid + 1 } else { hi = mid }
+            }
+            return lo
+        }
+        let from = firstIndex(notBefore: earliest - reach)
+        return Array(streamed[from..<max(from, firstIndex(notBefore: latest + reach + 1))])
     }
 
     /// Plans the backfill of `logged` (in readout order) into `streamed` (in time order).

@@ -159,7 +159,7 @@ extension SessionController {
         let earliest = after.isFinite
             ? min(window.samples.first?.time ?? .max, timeBase.monotonic(epochMilliseconds: after)) : nil
         let reaching = earliest.map { planner.samples(logged, reaching: $0) } ?? (kept: logged, before: 0)
-        let plan = planner.plan(streamed: window.samples, logged: reaching.kept)
+        let plan = planner.plan(streamed: planner.streamed(window.samples, near: reaching.kept), logged: reaching.kept)
         outcome.alreadyStreamed = plan.alreadyStreamed
         outcome.unplaced = plan.unplaced
         outcome.collisions = plan.collisions

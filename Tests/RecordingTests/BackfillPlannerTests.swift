@@ -263,4 +263,29 @@ struct BackfillPlannerTests {
         let afterWrap = BackfillPlanner(nominalPeriod: 10_000_000, bootOrigins: [5: 0]).samples(wrapping, reaching: 100_000_000_000)
         #expect(afterWrap.kept.map(\.tick) == [.max - 1, 3], "tick 10 is long before; the sample after the wrap is kept")
     }
+
+    @Test("a page is matched only against the stream near its ticks: its gap's fill is the same as against the whole stream")
+    func aPageIsMatchedOnlyAgainstTheStreamNearIt() {
+        let seed: UInt64 = 52
+        print("BackfillPlannerTests.aPageIsMatchedOnlyAgainstTheStreamNearIt seed \(seed)")
+        // Five minutes streamed; a page of the log from 60 s to 65 s holds a 2 s gap.
+        let gap = 6_200..<6_400
+        let board = LoggingBoard(seed: seed, seconds: 300, imuPPM: -90, tickPPM: 30, dropped: { gap.contains($0) })
+        let planner = BackfillPlanner(nominalPeriod: 10_000_000, bootOrigins: [5: board.boots[5]! - 20_000_000])
+        let page = Array(board.logged[6_000..<6_500])
+        let near = planner.streamed(board.streamed, near: page)
+        // From 11 s (the clock read's tolerance and 10 s of drift) before the page to 11 s after
+        // it, as the clock read and the crystals place it: about 2,700 of the 29,800 streamed.
+        #expect(near.count < board.streamed.count / 5, "\(near.count) of \(board.streamed.count)")
+        #expect(near.first.map { $0.time <= board.truth[6_000] - 10_900_000_000 } == true)
+        #expect(near.last.map { $0.time >= board.truth[6_499] + 10_900_000_000 } == true)
+        let all = planner.plan(streamed: board.streamed, logged: page)
+        let nearOnly = planner.plan(streamed: near, logged: page)
+        #expect(nearOnly.backfilled == all.backfilled, "the same samples at the same times")
+        #expect(Set(nearOnly.backfilled.compactMap(board.index(of:))) == Set(gap))
+        #expect(nearOnly.alreadyStreamed == all.alreadyStreamed && nearOnly.collisions == all.collisions)
+        // No page, nothing to match; a boot without a clock reading could lie anywhere.
+        #expect(planner.streamed(board.streamed, near: []).isEmpty)
+        #expect(BackfillPlanner(nominalPeriod: 10_000_000).streamed(board.streamed, near: page).count == board.streamed.count)
+    }
 }
