@@ -57,6 +57,10 @@ public struct LogDownloader: Sendable {
     public let progressUpdates: UInt32
     /// Whether `0B 0E` is sent as soon as a page completes.
     public let confirmsPagesItself: Bool
+    /// Entries at the log's end this readout leaves unread: it reads the oldest entries up to
+    /// that many (rounded down to whole pairs, a three-axis sample's two entries) before the
+    /// end the length read reports (0: all of them).
+    public let leavingNewest: UInt32
     /// Current state.
     public private(set) var state = State.idle
     /// Progress of the current readout.
@@ -77,11 +81,13 @@ public struct LogDownloader: Sendable {
     private var lastPageConfirmed = true
 
     /// A download for the sensors' loggers on a board with logging revision `revision`.
+    /// With `leavingNewest`, the newest entries stay unread (see ``leavingNewest``).
     public init(revision: UInt8, loggers: [MotionSensor: LoggerIDs], progressUpdates: UInt32 = 20,
-                confirmsPagesItself: Bool = true) {
+                confirmsPagesItself: Bool = true, leavingNewest: UInt32 = 0) {
         self.revision = revision
         self.progressUpdates = progressUpdates
         self.confirmsPagesItself = confirmsPagesItself
+        self.leavingNewest = leavingNewest
         assemblers = loggers.mapValues { LogSampleAssembler(xyLogger: $0.xy, zLogger: $0.z) }
         confirmed = (assemblers, deduplicator)
     }
@@ -161,8 +167,9 @@ public struct LogDownloader: Sendable {
         switch decoded {
         case .failure(let error):
             malformed.append(error)
-        case .success(.length(let n)):
+        case .success(.length(let held)):
             guard state == .awaitingLength else { break }
+            let n = held > leavingNewest ? (held - leavingNewest) & ~1 : 0
             progress = Progress(total: n, left: n)
             received = 0
             readoutDeficit = 0

@@ -209,6 +209,33 @@ import Testing
         expectEverySample(rig.samples, seed: 9, count: 300)
     }
 
+    /// A readout of the log's streamed part leaves the newest entries on the board while it
+    /// logs on: it asks for the length less what it leaves (in whole sample pairs), reads the
+    /// oldest samples in order, each once, and its confirms delete only what it read; a log
+    /// holding no more than it leaves is not read at all.
+    @Test func aReadoutLeavingTheNewestEntriesReadsOnlyTheOldest() {
+        var rig = Rig(board: SimulatedBoard(profile: .metaMotionR, seed: 7), downloader: LogDownloader(revision: 2, loggers: [:]))
+        let ids = rig.setUpGyroLoggers(chip: .bmi160)
+        startLoggingGyro(&rig, chip: .bmi160)
+        _ = rig.board.advance(to: 5_000_000_000)  // 500 samples, 1,000 entries
+        rig.downloader = LogDownloader(revision: 2, loggers: [.gyro: ids], confirmsPagesItself: false, leavingNewest: 1001)
+        rig.confirmsPages = true
+        rig.send(rig.downloader.begin())
+        #expect(rig.downloader.state == .finished && rig.samples.isEmpty, "nothing older than what it leaves")
+        #expect(!rig.board.commandLog.contains { $0.starts(with: [0x0B, 0x06]) }, "no readout asked for")
+        _ = rig.board.advance(to: 12_000_000_000)  // 1,200 samples, 2,400 entries
+        rig.downloader = LogDownloader(revision: 2, loggers: [.gyro: ids], confirmsPagesItself: false, leavingNewest: 1001)
+        let logStart = rig.board.commandLog.count
+        rig.send(rig.downloader.begin())
+        rig.run(until: 30_000_000_000)
+        #expect(rig.downloader.state == .finished)
+        #expect(rig.board.commandLog[logStart + 4] == hex("0b 06 76 05 00 00 45 00 00 00"), "2,400 less 1,001, down to whole pairs: 1,398")
+        #expect(rig.downloader.progress.total == 1398)
+        expectEverySample(rig.samples, seed: 7, count: 699)
+        #expect(rig.board.flashLog.storedCount == Int(rig.board.flashLog.written) - 1398, "only what it read is deleted")
+        #expect(rig.downloader.orphanedEntries == 0)
+    }
+
     /// A gateway restarted without state finds its loggers on the board instead of allocating
     /// new ones (P12), also when another sensor's loggers sit between them.
     @Test func discoveryFindsTheLoggersOnTheBoard() {
