@@ -128,6 +128,9 @@ public struct FlashLogDownload: Sendable {
     /// again by the resumed readout unless a page holding them was confirmed first).
     public var readoutsResumed = 0
     public var entriesMissed = 0
+    /// For a readout of the log's streamed part (``BoardSession/readStreamedFlashLog(leaving:)``):
+    /// its entries were all logged before this instant. nil for a readout of the whole log.
+    public var loggedBefore: ContinuousClock.Instant?
 
     /// All fields.
     public init(gyro: [LoggedSample], clock: BoardClock?, clockReadAt: ContinuousClock.Instant?, duplicatesDropped: Int, orphanedEntries: Int) {

@@ -112,6 +112,12 @@ public actor BoardManager {
         await sessions[address]?.downloadFlashLog()
     }
 
+    /// Reads `address`'s flash log up to its newest `leaving` (see
+    /// ``BoardSession/readStreamedFlashLog(leaving:)``).
+    public func readStreamedFlashLog(_ address: BluetoothAddress, leaving: Duration) async {
+        await sessions[address]?.readStreamedFlashLog(leaving: leaving)
+    }
+
     /// Notes the length of `address`'s flash log (see ``BoardSession/markFlashLogForTrim()``).
     public func markFlashLogForTrim(_ address: BluetoothAddress, askedAt: ContinuousClock.Instant) async {
         await sessions[address]?.markFlashLogForTrim(askedAt: askedAt)

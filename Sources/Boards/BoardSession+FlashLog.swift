@@ -164,6 +164,11 @@ extension BoardSession {
             if options.flashLogging { flashLogDownloadWanted = true }
             return
         }
+        if current?.download != nil, current?.streamedPartLeaves != nil {
+            // A readout of the streamed part leaves the newest entries: the full one follows it.
+            flashLogDownloadWanted = true
+            return
+        }
         guard current?.download == nil, let loggers = flashLoggers,
               let description, let capabilities = flashLogAvailability(description) else { return }
         if openPageFilled {
@@ -177,17 +182,24 @@ extension BoardSession {
             return
         }
         flashLogDownloadWanted = false
-        // The readout deletes from the head: a trim mark counted from there no longer holds.
-        current?.trimMark = nil
-        current?.awaitingTrimLength = false
-        var downloader = LogDownloader(revision: capabilities.revision, loggers: loggers, confirmsPagesItself: false)
-        current?.downloaded = []
-        current?.downloadedAccelerometer = []
         // A MetaMotion S's open page is flushed only where logging has stopped (the session's
         // end, ``finishFlashLog()``); while it logs, the readout waited for the page to fill.
         let flush = current?.flashLogStopped == true ? LoggingCommands.flushPage(revision: capabilities.revision) : []
-        current?.operations.yield(.readPromptly(true))
         write(flush)
+        beginDownload(LogDownloader(revision: capabilities.revision, loggers: loggers, confirmsPagesItself: false), leaving: nil)
+    }
+
+    /// Starts `downloader` on this link; `leaving`: it reads only the streamed part.
+    func beginDownload(_ downloader: LogDownloader, leaving: Duration?) {
+        var downloader = downloader
+        // The readout deletes from the head: a trim mark counted from there no longer holds.
+        current?.trimMark = nil
+        current?.awaitingTrimLength = false
+        current?.downloaded = []
+        current?.downloadedAccelerometer = []
+        current?.streamedPartLeaves = leaving
+        current?.streamedPartLoggedBefore = nil
+        current?.operations.yield(.readPromptly(true))
         write(downloader.begin())
         current?.download = downloader
         noteReadoutActivity()
@@ -298,15 +310,22 @@ extension BoardSession {
         emitFlashLog(flashLogLogging ?? .starting)
     }
 
-    /// The readout is over on this link: reads rest between batches again.
+    /// The readout is over on this link: reads rest between batches again, or a full one
+    /// asked for while the streamed part was read starts.
     private func downloadEnded() {
         current?.download = nil
+        current?.streamedPartLeaves = nil
         current?.operations.yield(.readPromptly(false))
+        startWantedReadout()
     }
 
     private func downloadReceived(_ notification: GattNotification) {
         guard var downloader = current?.download, downloader.state != .finished else { return }
         let nanoseconds = Int64((notification.receivedAt - Self.epoch) / .nanoseconds(1))
+        if let leaves = current?.streamedPartLeaves, case .success(.length)? = LogNotificationDecoder.decode(notification.bytes) {
+            // Counted now: what the readout leaves unread was logged since `leaves` ago.
+            current?.streamedPartLoggedBefore = notification.receivedAt - leaves
+        }
         let step = downloader.receive(notification.bytes, at: nanoseconds)
         current?.download = downloader
         if step.resumed {
@@ -327,6 +346,7 @@ extension BoardSession {
             page.readoutsResumed = downloader.resumes
             page.entriesMissed = downloader.missedEntries
             page.accelerometer = current?.downloadedAccelerometer ?? []
+            page.loggedBefore = current?.streamedPartLoggedBefore
             current?.downloaded = []
             current?.downloadedAccelerometer = []
             if finished {
@@ -335,7 +355,8 @@ extension BoardSession {
                 emitFlashLog(flashLogLogging ?? .starting)
             }
             emit(.flashLogDownloaded(page))
-        } else if case .success(.progress)? = LogNotificationDecoder.decode(notification.bytes) {
+        } else if current?.streamedPartLeaves == nil, case .success(.progress)? = LogNotificationDecoder.decode(notification.bytes) {
+            // A read of the streamed part, every few seconds, is no download to show.
             emitFlashLog(.downloading(entriesLeft: Int(progress.left), secondsLeft: progress.secondsLeft))
         }
     }

@@ -29,6 +29,12 @@ struct LinkWork {
     /// When a download asked for while the board logs on (a MetaMotion S) starts: once the
     /// page open at the request has filled (``BoardSession/downloadFlashLog()``).
     var readoutStartsAt: ContinuousClock.Instant?
+    /// The download in progress reads only the log's streamed part, leaving this much of its
+    /// newest entries (``BoardSession/readStreamedFlashLog(leaving:)``); nil for a full one.
+    var streamedPartLeaves: Duration?
+    /// Of such a download, the board's length count's arrival less what it leaves: its
+    /// entries were logged before then.
+    var streamedPartLoggedBefore: ContinuousClock.Instant?
     /// The link's dropped notifications as last seen (``BoardLink/droppedNotifications``).
     var droppedNotificationsSeen = 0
     /// Entries the log held at the last mark (``BoardSession/markFlashLogForTrim()``), and

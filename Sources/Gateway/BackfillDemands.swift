@@ -13,7 +13,8 @@ import Synchronization
 ///
 /// A board's waiting demands are taken page answer first (its confirm or decline: the board
 /// waits on it; a decline must end the readout before a `download` can start the next), then
-/// the session's finish, a drain, a download, a trim, a mark. A trim goes before a waiting mark:
+/// the session's finish, a drain, a download, a read of the streamed part, a trim, a mark. A
+/// trim goes before a waiting mark:
 /// it drops what the board's earlier mark counted, which the recorder had stored when it asked;
 /// after the newer mark it would drop entries the recorder has not stored yet.
 public final class BackfillDemands: AsyncSequence, Sendable {
@@ -27,10 +28,11 @@ public final class BackfillDemands: AsyncSequence, Sendable {
         var finish = false
         var drain = false
         var download = false
+        var readStreamed = false
         var trim = false
         var mark: ContinuousClock.Instant?
 
-        var isEmpty: Bool { pageStored == nil && !finish && !drain && !download && !trim && mark == nil }
+        var isEmpty: Bool { pageStored == nil && !finish && !drain && !download && !readStreamed && !trim && mark == nil }
 
         /// Takes the first waiting demand of `board`.
         mutating func take(_ board: String) -> BackfillDemand? {
@@ -41,6 +43,7 @@ public final class BackfillDemands: AsyncSequence, Sendable {
             if finish { finish = false; return .finishFlashLog(board) }
             if drain { drain = false; return .drainFlashLog(board) }
             if download { download = false; return .download(board) }
+            if readStreamed { readStreamed = false; return .readStreamedLog(board) }
             if trim { trim = false; return .trimFlashLog(board) }
             if let askedAt = mark { mark = nil; return .markFlashLog(board, askedAt: askedAt) }
             return nil
@@ -75,6 +78,7 @@ public final class BackfillDemands: AsyncSequence, Sendable {
             case .finishFlashLog: waiting.finish = true
             case .drainFlashLog: waiting.drain = true
             case .download: waiting.download = true
+            case .readStreamedLog: waiting.readStreamed = true
             case .trimFlashLog: waiting.trim = true
             case .markFlashLog(_, let askedAt): waiting.mark = askedAt
             }
@@ -129,6 +133,9 @@ public final class BackfillDemands: AsyncSequence, Sendable {
 public enum BackfillDemand: Hashable, Sendable {
     /// Download it: the board's points wait for a backfill.
     case download(String)
+    /// Read the part of it the stream has stored (the newest entries stay): its log stays
+    /// short while the stream is healthy (``SessionController/streamedLogReads(now:)``).
+    case readStreamedLog(String)
     /// Delete the page it last reported: what the page holds is stored.
     case confirmPage(String)
     /// Keep the page it last reported: what the page holds is not stored (the store refused
@@ -147,7 +154,7 @@ public enum BackfillDemand: Hashable, Sendable {
     /// The board it is for.
     public var board: String {
         switch self {
-        case .download(let board), .confirmPage(let board), .declinePage(let board), .markFlashLog(let board, _), .trimFlashLog(let board),
+        case .download(let board), .readStreamedLog(let board), .confirmPage(let board), .declinePage(let board), .markFlashLog(let board, _), .trimFlashLog(let board),
              .finishFlashLog(let board), .drainFlashLog(let board):
             board
         }

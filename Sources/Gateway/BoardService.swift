@@ -2,6 +2,7 @@ import Basics
 import BlueZ
 import Boards
 import Logging
+import Recording
 import ServiceLifecycle
 
 /// The boards' lifetime as a service: adds the configured boards (or starts discovery),
@@ -118,6 +119,10 @@ public struct BoardService: Service, CustomStringConvertible {
                     switch demand {
                     case .download(let board):
                         if let address = BluetoothAddress(board) { await manager.downloadFlashLog(address) }
+                    case .readStreamedLog(let board):
+                        if let address = BluetoothAddress(board) {
+                            await manager.readStreamedFlashLog(address, leaving: SessionController.streamedLogLeftUnread)
+                        }
                     case .confirmPage(let board):
                         if let address = BluetoothAddress(board) { await manager.confirmFlashLogPage(address) }
                     case .declinePage(let board):

@@ -251,7 +251,12 @@ public actor RecordingPipeline {
             if outcome.filled > 0 { publish() }
             return
         }
-        logger.info("board \(key) flash log: \(summary.text)")
+        // A read of the streamed part every few seconds that filled nothing is routine.
+        if download.loggedBefore != nil, summary.filled == 0 {
+            logger.debug("board \(key) flash log, streamed part: \(summary.text)")
+        } else {
+            logger.info("board \(key) flash log: \(summary.text)")
+        }
         publish()
     }
 
@@ -281,6 +286,7 @@ public actor RecordingPipeline {
             case .trim(let board): backfillDemand.send(.trimFlashLog(board))
             }
         }
+        for board in controller.streamedLogReads(now: now) { backfillDemand.send(.readStreamedLog(board)) }
         if settings.sessionMode == .always, attached.isEmpty, case .recording = controller.state,
            let detachedAt = lastBoardDetachedAt, now - detachedAt >= nanoseconds(settings.alwaysModeIdleStop) {
             logger.info("no board streamed for \(settings.alwaysModeIdleStop): ending the always-mode session")

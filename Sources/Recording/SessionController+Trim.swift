@@ -10,10 +10,8 @@
 /// a session never pauses logging: a download's page confirms (`0B 0E`) delete what it read
 /// while the board logs on, and what a gap's readout reads before the gap is the stretch since
 /// the previous readout (the held points wait as long as its pages come,
-/// ``SessionController/tick(now:)``). The cost: the first readout after a long healthy stretch
-/// reads all of it (2 min at 100 Hz: 25,600 entries, ~64 s at the model's 400 entries/s; a
-/// real board reads thousands a second); flash is not the limit, as the log overwrites its
-/// oldest entries when full. No extra radio while the stream is healthy.
+/// ``SessionController/tick(now:)``). So that this stretch stays short, the log's streamed
+/// part is read while the stream is healthy (``SessionController/streamedLogReads(now:)``).
 ///
 /// Between sessions (nothing logged is wanted, the sensors are off) every
 /// ``Configuration/flashLogTrimInterval`` the board's log length is marked; at the next mark,

@@ -34,6 +34,9 @@ public final class SessionController {
         /// How often a board's flash log is marked and trimmed between sessions (never during
         /// one: ``SessionController/flashLogTrims(now:)``), nanoseconds.
         public var flashLogTrimInterval: Int64 = 5_000_000_000
+        /// How often a healthy stream's board is asked to read its log's streamed part during a
+        /// session (``SessionController/streamedLogReads(now:)``), nanoseconds; 0: never.
+        public var streamedLogReadInterval: Int64 = 10_000_000_000
         /// The boards log their sensors instead of streaming them (rates beyond the link): the
         /// fixes are kept for as long as their downloads lag (``loggedFixLimit`` at most).
         public var recordsLogged = false
@@ -124,6 +127,8 @@ public final class SessionController {
     var gapsNoticed: [String: Int] = [:]
     /// Per board: the last flash log length mark.
     var trimMarks: [String: TrimMark] = [:]
+    /// Per board: when a readout of its log's streamed part was last asked for (monotonic ns).
+    var streamedLogReadAt: [String: Int64] = [:]
     /// Per board: the gaps gateway restarts left in recovered sessions, oldest first, until its
     /// log fills them (no entry when there is none).
     var restartGaps: [String: [PendingRestartGap]] = [:]

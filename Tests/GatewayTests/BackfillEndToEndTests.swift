@@ -83,6 +83,38 @@ struct BackfillEndToEndTests {
         }
     }
 
+    /// While the stream is healthy the gateway has each board read its log's streamed part
+    /// (`readStreamedFlashLog`, every 10 s, the newest 6 s left) and confirms the pages once the
+    /// stream is stored past them: the board's log shrinks during a session without a gap
+    /// (before, it only grew until the session's end), and the session still holds every sample
+    /// once, in order, none missing and none backfilled.
+    @Test func aHealthyStreamsLogIsReadAndShrinksDuringTheSession() async throws {
+        try await Self.recording { h, pipeline, sessionID in
+            let board = h.addresses[0].rawValue
+            try await h.eventually("samples in the session") { s in s.boards.allSatisfy { $0.gyroSamplesInSession >= 100 } }
+            var longest = 0
+            var shrankBy = 0
+            let deadline = ContinuousClock.now + .seconds(90)
+            while shrankBy < 500, ContinuousClock.now < deadline {
+                let stored = try await h.simulator.stats(0).flashEntriesStored
+                longest = max(longest, stored)
+                shrankBy = longest - stored
+                try await Task.sleep(for: .milliseconds(200))
+            }
+            try await pipeline.stopSession()
+            let status = await pipeline.status
+            let points = try h.gateway.store.dataset(sessionID: sessionID).points.filter { $0.board == board }.map(\.point)
+            let indices = points.map(Self.index)
+            print("healthy stream: log at most \(longest) entries, then \(shrankBy) fewer; \(points.count) points")
+            #expect(shrankBy >= 500, "the log was read and its pages deleted while the session recorded: longest \(longest)")
+            #expect(status.problems.filter { $0.area == "buffer" }.isEmpty, "\(status.problems)")
+            #expect(Set(indices).count == indices.count, "no sample twice")
+            #expect(zip(points, points.dropFirst()).allSatisfy { $0.gyroscope.timestamp < $1.gyroscope.timestamp }, "time order")
+            #expect(Self.holes(points).isEmpty, "every sample the board took is in the session: \(Self.holes(points))")
+            #expect(points.filter(\.backfilled).isEmpty && points.allSatisfy { $0.missedBefore == 0 }, "no gap, nothing backfilled")
+        }
+    }
+
     /// The session stops while the log that fills a stall's gap is still being read (the soak
     /// stops sessions seconds after a fault): the stop commits what it holds at once, the gap
     /// is kept, and its samples are sealed into the stopped session as correction chunks

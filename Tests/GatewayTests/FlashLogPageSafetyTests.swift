@@ -47,6 +47,12 @@ struct FlashLogPageSafetyTests {
         var secondsToClose: Double?
         /// Simulated seconds of each trim the recorder asked for.
         var trimsAt: [Double] = []
+        /// Entries the board sent from the stall's start until the gap's points were committed.
+        var entriesReadForTheGap = 0
+        /// Most entries the board's log held before the stall.
+        var logPeakBeforeStall = 0
+        /// Readouts of the log's streamed part started.
+        var streamedReads = 0
     }
 
     static func index(_ p: RecordedPoint) -> Int { Int(UInt16(bitPattern: Int16((Double(p.gyroscope.x) * 16.4).rounded()))) }
@@ -57,9 +63,13 @@ struct FlashLogPageSafetyTests {
     /// the recorder's flash log marks and trims (``SessionController/flashLogTrims(now:)``)
     /// are applied to the board as `BoardSession` does.
     /// With `trimPauses`, a trim's start reaches the board a step after its stop and drop
-    /// (``BoardLogTrimmer/pausesOverAStep``).
+    /// (``BoardLogTrimmer/pausesOverAStep``). With `streamedReads`, the recorder's readouts of
+    /// the log's streamed part (``SessionController/streamedLogReads(now:)``) run on the board
+    /// as `BoardSession.readStreamedFlashLog(leaving:)` does, their pages waiting while the
+    /// recorder says so (the pipeline's pages waiting), and a readout the recorder asks for
+    /// while one of them runs starts after it.
     func record(fault: Fault, seed: UInt64, stallAt: Double = 10, trims: Bool = false, trimPauses: Bool = false,
-                endsAfterStall: Double = 43) throws -> Run {
+                streamedReads: Bool = false, endsAfterStall: Double = 43) throws -> Run {
         print("FlashLogPageSafetyTests seed \(seed)")
         let dir = NSTemporaryDirectory() + "mwgate-flash-pages-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -100,6 +110,14 @@ struct FlashLogPageSafetyTests {
         var entriesToRead: UInt32 = 0
         var closedAt: Int64?
         var trimsAt: [Double] = []
+        // Of a readout of the streamed part: its entries were logged before this; nil for a full one.
+        var loggedBefore: Int64?
+        var waitingPage: (samples: [LoggedSample], finished: Bool)?
+        var downloadWanted = false
+        var entriesReadForTheGap = 0
+        var logPeak = 0
+        var streamedReadCount = 0
+        let loggers: [MotionSensor: LoggerIDs] = [.gyro: LoggerIDs(xy: ids[0], z: ids[1])]
 
         func readClock() {
             guard let reply = board.write([0x0B, 0x84]).notifications.first, reply.count == 7 else { return }
@@ -111,20 +129,36 @@ struct FlashLogPageSafetyTests {
                 for reply in board.write(packet.bytes).notifications { feed(reply) }
             }
         }
+        func pageWaits() -> Bool {
+            guard let before = loggedBefore, let c = controller else { return false }
+            return c.pageWaitsForTheStream(board: "B", loggedBefore: before)
+        }
         func feed(_ bytes: [UInt8]) {
-            guard var d = downloader, let c = controller else { return }
+            guard var d = downloader else { return }
             let step = d.receive(bytes, at: Int64(board.nanoseconds))
             downloader = d
+            if closedAt == nil, Double(now) / 1e9 >= stallAt, case .success(.entries(let entries))? = LogNotificationDecoder.decode(bytes) {
+                entriesReadForTheGap += entries.count
+            }
             page += step.samples.filter { $0.sensor == .gyro }.map(\.sample)
             send(step.writes)
             let finished = d.state == .finished
             guard step.pageReady || finished else { return }
+            let samples = page
+            page = []
+            if pageWaits() {
+                waitingPage = (samples, finished)
+                return
+            }
+            hand(samples, finished: finished)
+        }
+        func hand(_ samples: [LoggedSample], finished: Bool) {
+            guard var d = downloader, let c = controller else { return }
             if case .refusedPage(let after, let times) = fault, pagesHanded >= after, readoutsRefused < times {
                 refusing.refuses = true
             }
-            let outcome = c.backfill(board: "B", logged: page, bootOrigins: origins, complete: finished, now: now)
+            let outcome = c.backfill(board: "B", logged: samples, bootOrigins: origins, complete: finished, now: now)
             refusing.refuses = false
-            page = []
             pagesHanded += 1
             if case .kill(let after) = fault, pagesHanded >= after, !finished {
                 killed = true
@@ -148,6 +182,7 @@ struct FlashLogPageSafetyTests {
                 board.linkLost()
                 downloader = nil
                 page = []
+                waitingPage = nil
                 c.detach(board: "B", now: now)
                 linkDownUntil = now + 1_000_000_000
             }
@@ -164,7 +199,8 @@ struct FlashLogPageSafetyTests {
                 linkDownUntil = .max
                 controller!.attach(board: "B", gyroRateHertz: 100)
                 readClock()
-                downloader = LogDownloader(revision: 2, loggers: [.gyro: LoggerIDs(xy: ids[0], z: ids[1])], confirmsPagesItself: false)
+                loggedBefore = nil
+                downloader = LogDownloader(revision: 2, loggers: loggers, confirmsPagesItself: false)
                 send(downloader!.begin())
             }
             let linkUp = linkDownUntil == nil || linkDownUntil == .max
@@ -184,22 +220,48 @@ struct FlashLogPageSafetyTests {
             }
             guard !killed, let c = controller else { break }
             trimmer.resume(on: &board)
+            if t < stallAt { logPeak = max(logPeak, board.flashLog.storedCount) }
+            if let w = waitingPage, !pageWaits() {
+                waitingPage = nil
+                hand(w.samples, finished: w.finished)
+            }
             c.tick(now: now)
             for trim in trims ? c.flashLogTrims(now: now) : [] where downloader == nil && linkUp {
                 if case .trim = trim { trimsAt.append(t) }
                 trimmer.apply(trim, to: &board)
             }
-            if !downloadStarted, c.isWaitingForBackfill(board: "B") {
+            if !downloadStarted, c.isWaitingForBackfill(board: "B"), downloader == nil || loggedBefore != nil {
                 downloadStarted = true
                 trimmer.forgetMark()
-                downloader = LogDownloader(revision: 2, loggers: [.gyro: LoggerIDs(xy: ids[0], z: ids[1])], confirmsPagesItself: false)
-                send(downloader!.begin())
-                entriesToRead = downloader!.progress.total
+                if downloader == nil {
+                    loggedBefore = nil
+                    downloader = LogDownloader(revision: 2, loggers: loggers, confirmsPagesItself: false)
+                    send(downloader!.begin())
+                    entriesToRead = downloader!.progress.total
+                } else {
+                    downloadWanted = true
+                }
             }
             // The recorder asks for the log again (the pipeline's `.download`): a readout
-            // starts on this link unless one runs, which the request does not touch.
-            if c.takeBackfillRequests().contains("B"), downloadStarted, downloader == nil, linkUp {
-                downloader = LogDownloader(revision: 2, loggers: [.gyro: LoggerIDs(xy: ids[0], z: ids[1])], confirmsPagesItself: false)
+            // starts on this link unless one runs, which the request does not touch; one asked
+            // for while the streamed part is read starts after it.
+            if c.takeBackfillRequests().contains("B"), downloadStarted, linkUp {
+                if downloader == nil { downloadWanted = true } else if loggedBefore != nil { downloadWanted = true }
+            }
+            if downloadWanted, downloader == nil, linkUp {
+                downloadWanted = false
+                loggedBefore = nil
+                downloader = LogDownloader(revision: 2, loggers: loggers, confirmsPagesItself: false)
+                send(downloader!.begin())
+                if entriesToRead == 0 { entriesToRead = downloader!.progress.total }
+            }
+            for _ in streamedReads ? c.streamedLogReads(now: now) : [] where downloader == nil && linkUp && !downloadWanted {
+                streamedReadCount += 1
+                let leaving = SessionController.streamedLogLeftUnread
+                // As `BoardSession.entriesLogged(in:)`: 100 Hz gyro, two entries a sample, a quarter over.
+                let left = UInt32((2 * 100 * Double(leaving.components.seconds) * 1.25).rounded(.up))
+                loggedBefore = now - Int64(leaving.components.seconds) * 1_000_000_000
+                downloader = LogDownloader(revision: 2, loggers: loggers, confirmsPagesItself: false, leavingNewest: left)
                 send(downloader!.begin())
             }
             if downloadStarted, closedAt == nil, !c.isWaitingForBackfill(board: "B") { closedAt = now }
@@ -211,7 +273,8 @@ struct FlashLogPageSafetyTests {
             store = try BufferStore(path: path, configuration: storeConfiguration)
             #expect(try store!.recoverInterruptedSessions() == [sessionID])
         } else {
-            #expect(downloader == nil, "the readout finished")
+            // A readout of the streamed part may run at the end; the gap's has finished.
+            #expect(downloader == nil || loggedBefore != nil, "the readout finished")
             try controller!.stop(trigger: .controlAPI, now: now)
         }
         let points = try store!.dataset(sessionID: sessionID).points.filter { $0.board == "B" }.map(\.point)
@@ -221,7 +284,8 @@ struct FlashLogPageSafetyTests {
         return Run(points: points, onBoard: onBoard, taken: (firstTaken ?? 0)...lastTaken, pagesConfirmed: pagesConfirmed,
                    pagesRefused: pagesRefused, readouts: board.commandLog.filter { $0.starts(with: [0x0B, 0x06]) }.count,
                    storeError: controller?.lastStoreError, entriesToRead: entriesToRead,
-                   secondsToClose: closedAt.map { Double($0 - stallEnd) / 1e9 }, trimsAt: trimsAt)
+                   secondsToClose: closedAt.map { Double($0 - stallEnd) / 1e9 }, trimsAt: trimsAt,
+                   entriesReadForTheGap: entriesReadForTheGap, logPeakBeforeStall: logPeak, streamedReads: streamedReadCount)
     }
 
     /// Every sample the board took from the session's first stored point to its last is stored
@@ -249,8 +313,9 @@ struct FlashLogPageSafetyTests {
         #expect(run.pagesConfirmed > 10 && run.pagesRefused == 0)
     }
 
-    /// No trim pauses the board's logging while the session records, so after 2 minutes of
-    /// healthy stream the readout after an 8 s stall reads the whole 2 minutes before it reaches
+    /// No trim pauses the board's logging while the session records, so where the log's
+    /// streamed part is not read while the stream is healthy (as before the streamed reads), the
+    /// readout after an 8 s stall after 2 minutes reads the whole 2 minutes before it reaches
     /// the stall (at the model's 400 entries/s longer than the 60 s wait): the held points wait
     /// while its pages come, and the gap is filled, nothing lost. (With the trims every 5 s it
     /// read 1,600-6,000 entries and closed within 30 s.)
@@ -264,6 +329,43 @@ struct FlashLogPageSafetyTests {
         print("2 min, untrimmed: \(run.entriesToRead) entries read, gap closed \(run.secondsToClose ?? -1) s after the stream came back")
         #expect(run.secondsToClose != nil, "the gap's points were committed once its log was read")
     }
+
+    /// While the stream is healthy the recorder has the log's streamed part read every 10 s
+    /// (the newest 6 s left unread), and each page is confirmed once the stream is checked past
+    /// it, so an 8 s stall's readout reads about the stall, the interval and the part left
+    /// unread, whatever ran before it: after 1 minute as after 3 (without the streamed reads
+    /// 13,600 and 37,600 entries, 200 more a second of session), the log never longer than
+    /// about 20 s of entries, and nothing lost, twice or out of order.
+    @Test func aGapsReadoutDoesNotGrowWithTheHealthyStretchBeforeIt() throws {
+        var read: [Int] = []
+        for (stallAt, seed) in [(60.0, UInt64(34)), (180.0, UInt64(36))] {
+            let run = try record(fault: .none, seed: seed, stallAt: stallAt, trims: true, streamedReads: true, endsAfterStall: 60)
+            expectNothingLost(run)
+            print("stall after \(stallAt) s: \(run.streamedReads) reads of the streamed part, log at most \(run.logPeakBeforeStall) entries "
+                  + "before the stall, \(run.entriesReadForTheGap) entries read for the gap, closed \(run.secondsToClose ?? -1) s after")
+            #expect(run.points.filter(\.backfilled).count >= 790 && run.points.filter(\.backfilled).count <= 810,
+                    "the 8 s stall is filled, nothing else: \(run.points.filter(\.backfilled).count) backfilled")
+            #expect(run.points.reduce(0) { $0 + $1.missedBefore } == 0, "no gap left")
+            #expect(run.trimsAt.isEmpty, "no trim while recording: \(run.trimsAt)")
+            #expect(run.secondsToClose != nil, "the gap's points were committed once its log was read")
+            #expect(run.streamedReads >= Int(stallAt / 10) - 2, "the streamed part was read every 10 s: \(run.streamedReads)")
+            #expect(run.logPeakBeforeStall <= Self.healthyLogBound, "log before the stall: \(run.logPeakBeforeStall) entries")
+            read.append(run.entriesReadForTheGap)
+        }
+        #expect(read.allSatisfy { $0 <= Self.gapReadoutBound }, "entries read for the gap: \(read)")
+        #expect(abs(read[1] - read[0]) <= 1000, "the same after 1 and 3 minutes: \(read)")
+    }
+
+    /// Most entries a 100 Hz gyro board's log holds while the stream is healthy (200 a
+    /// second): the 1,500 a read of the streamed part leaves (6 s, a quarter over), the 2,000
+    /// of the 10 s between reads (a read of them takes 5 s at the model's 400 entries a second),
+    /// and 2 s of entries for the tick a read starts on and its first page.
+    static let healthyLogBound = 1500 + 2000 + 400
+    /// Most entries the readouts from an 8 s stall's start to its points committed take: the
+    /// healthy log, the stall's 1,600, and 10 s more (the hold's points join it for a second
+    /// before pages are placed, the stream reaches the recorder 2 s late, and a read of the
+    /// streamed part under way when the stall began ends short of it and the log is read again).
+    static let gapReadoutBound = healthyLogBound + 1600 + 2000
 
     /// A readout longer than the two minutes of stream the recorder keeps to match the log
     /// against (5 minutes of healthy stream before the stall: ~60,000 entries at the model's

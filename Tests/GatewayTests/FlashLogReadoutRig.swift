@@ -28,6 +28,17 @@ struct FlashLogReadoutRig {
     private(set) var confirmHeld = false
     /// A readout ended since the caller cleared it.
     var readoutEnded = false
+    /// The gyro rate the board logs at when the recorder's reads of the log's streamed part run
+    /// (``SessionController/streamedLogReads(now:)``, as `BoardSession.readStreamedFlashLog`
+    /// does); nil: they do not.
+    var readsStreamedPartAt: Double?
+    /// Reads of the streamed part begun.
+    private(set) var streamedReads = 0
+    /// Of the readout under way when it reads the streamed part: its entries were logged before
+    /// this (monotonic ns); nil for a readout of the whole log.
+    private var loggedBefore: Int64?
+    /// A page of such a readout the recorder does not take yet (the board waits at its end).
+    private var waitingPage: (gyro: [LoggedSample], finished: Bool)?
 
     init(board: SimulatedBoard, loggers: [MotionSensor: LoggerIDs], revision: UInt8) {
         self.board = board
@@ -66,6 +77,7 @@ struct FlashLogReadoutRig {
     /// Starts a readout of the whole log.
     mutating func beginReadout(into controller: SessionController, board key: String, now: Int64) {
         var d = LogDownloader(revision: revision, loggers: loggers, confirmsPagesItself: false)
+        loggedBefore = nil
         let begin = d.begin()
         downloader = d
         send(begin, into: controller, board: key, now: now)
@@ -75,6 +87,7 @@ struct FlashLogReadoutRig {
     mutating func linkLost() {
         downloader = nil
         page = []
+        waitingPage = nil
         confirmHeld = false
         holdConfirmAfter = nil
         board.linkLost()
@@ -106,9 +119,15 @@ struct FlashLogReadoutRig {
             if n.bytes.first == 0x0B { receive(n.bytes, into: controller, board: key, now: now); continue }
             controller.ingest(board: key, event: decoder.decode(n.bytes), receivedAt: now)
         }
+        if linkUp { handWaitingPage(into: controller, board: key, now: now) }
         controller.tick(now: now)
         for trim in controller.flashLogTrims(now: now) where downloader == nil && linkUp {
             trimmer.apply(trim, to: &board)
+        }
+        if let hertz = readsStreamedPartAt {
+            for _ in controller.streamedLogReads(now: now) where downloader == nil && linkUp {
+                beginStreamedRead(gyroHertz: hertz, into: controller, board: key, now: now)
+            }
         }
         if downloader == nil, linkUp, controller.takeBackfillRequests().contains(key) {
             trimmer.forgetMark()
@@ -125,13 +144,37 @@ struct FlashLogReadoutRig {
         send(step.writes, into: controller, board: key, now: now)
         let finished = d.state == .finished
         guard step.pageReady || finished else { return }
+        waitingPage = (page, finished)
+        page = []
+        handWaitingPage(into: controller, board: key, now: now)
+    }
+
+    /// Starts a read of the log's streamed part: the entries of the newest
+    /// ``SessionController/streamedLogLeftUnread`` at `gyroHertz` (two a sample, a quarter
+    /// over, as `BoardSession.entriesLogged(in:)`) stay unread.
+    private mutating func beginStreamedRead(gyroHertz: Double, into controller: SessionController, board key: String, now: Int64) {
+        let leaving = SessionController.streamedLogLeftUnread
+        let left = UInt32((2 * gyroHertz * Double(leaving.components.seconds) * 1.25).rounded(.up))
+        var d = LogDownloader(revision: revision, loggers: loggers, confirmsPagesItself: false, leavingNewest: left)
+        streamedReads += 1
+        loggedBefore = now - Int64(leaving.components.seconds) * 1_000_000_000
+        let begin = d.begin()
+        downloader = d
+        send(begin, into: controller, board: key, now: now)
+    }
+
+    /// Hands the last page to the recorder unless it must wait, and confirms it when stored.
+    private mutating func handWaitingPage(into controller: SessionController, board key: String, now: Int64) {
+        guard let waiting = waitingPage else { return }
+        if let before = loggedBefore, controller.pageWaitsForTheStream(board: key, loggedBefore: before) { return }
+        waitingPage = nil
+        let finished = waiting.finished
         let durable: Bool
         if let scale = loggedGyroScale {
-            durable = controller.recordLogged(board: key, gyro: page, gyroScale: scale, bootOrigins: origins, now: now).durable
+            durable = controller.recordLogged(board: key, gyro: waiting.gyro, gyroScale: scale, bootOrigins: origins, now: now).durable
         } else {
-            durable = controller.backfill(board: key, logged: page, bootOrigins: origins, complete: finished, now: now).durable
+            durable = controller.backfill(board: key, logged: waiting.gyro, bootOrigins: origins, complete: finished, now: now).durable
         }
-        page = []
         if durable {
             pagesStored += 1
             if let hold = holdConfirmAfter, pagesStored >= hold, !finished {
