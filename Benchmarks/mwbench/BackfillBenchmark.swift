@@ -12,14 +12,17 @@ enum BackfillBenchmark {
     static func run(_ arguments: [String]) {
         var seconds = 900
         var gapMinutes = [2, 5, 10]
+        var streamedReads = true
         var iterator = arguments.makeIterator()
         while let argument = iterator.next() {
             if argument == "--seconds", let value = iterator.next().flatMap(Int.init), value >= 120 {
                 seconds = value
             } else if argument == "--gap-after-minutes", let value = iterator.next() {
                 gapMinutes = value.split(separator: ",").compactMap { Int($0) }
+            } else if argument == "--no-streamed-reads" {
+                streamedReads = false
             } else {
-                fail("usage: mwbench backfill [--seconds N (>= 120)] [--gap-after-minutes 2,5,10]")
+                fail("usage: mwbench backfill [--seconds N (>= 120)] [--gap-after-minutes 2,5,10] [--no-streamed-reads]")
             }
         }
         let gaps: [Range<UInt64>] = [60..<68, 100..<160, 200..<208, 300..<308, 400..<408, 500..<508].map {
@@ -91,6 +94,6 @@ enum BackfillBenchmark {
         print("backfill_median_error_ms=\(MetaWearBenchmark.format(errors.isEmpty ? -1 : errors[errors.count / 2], 4))")
         print("backfill_max_error_ms=\(MetaWearBenchmark.format(errors.last ?? -1, 4))")
         print("backfill_duplicates=\(plan.collisions)")
-        for line in BackfillGapBenchmark.run(minutes: gapMinutes) { print(line) }
+        for line in BackfillGapBenchmark.run(minutes: gapMinutes, streamedReads: streamedReads) { print(line) }
     }
 }

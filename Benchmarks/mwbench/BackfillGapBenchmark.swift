@@ -6,10 +6,14 @@ import Recording
 /// Time to close an 8 s gap after a session of 2, 5 and 10 minutes (issue 21): a board model
 /// streams gyro at 100 Hz into a `SessionController`, its stream stalls for 8 s, and as soon as
 /// the points after the stall wait, its log is read out page by page, each page confirmed once
-/// the recorder says it is stored. The log is not trimmed while a session records (d94c3c6), so
-/// the readout reads the whole session before the gap; it runs at the model's pace (200
-/// notifications/s, 400 entries/s) and at 10,000 notifications/s (what mwgated's side takes).
-/// Simulated time; the figure is the protocol's and the recorder's, not the radio's.
+/// the recorder says it is stored. The log is not trimmed while a session records (d94c3c6);
+/// while the stream is healthy the recorder asks for readouts of the log's streamed part
+/// (`SessionController.streamedLogReads(now:)`), so the gap's readout reads about the gap, not
+/// the whole session before it (`--no-streamed-reads`: as before, one readout of all of it).
+/// The readouts run at the model's pace (200 notifications/s, 400 entries/s) and at 10,000
+/// notifications/s (what mwgated's side takes). "entries" counts what the board sent from the
+/// stall's start to the gap closed. Simulated time; the figure is the protocol's and the
+/// recorder's, not the radio's.
 enum BackfillGapBenchmark {
     /// What one session gave.
     struct Outcome {
@@ -17,6 +21,11 @@ enum BackfillGapBenchmark {
         /// Seconds from the stream's return to the gap's points committed.
         var secondsToClose: Double?
         var backfilled: Int
+        /// Most entries the board's log held before the stall (the healthy stretch).
+        var logPeak = 0
+        /// CPU of the healthy stretch before the stall (the stream's ingest, and the reads of
+        /// the log's streamed part when they run).
+        var healthyCPUSeconds = 0.0
         /// CPU from the readout's start to the gap closed (the stream's own ingest included).
         var cpuSeconds: Double
     }
@@ -36,17 +45,19 @@ enum BackfillGapBenchmark {
     /// The paces read at, in notifications per second: the model's and a fast one.
     static let paces: [(name: String, perSecond: UInt64)] = [("model", 200), ("fast", 10_000)]
 
-    static func run(minutes: [Int]) -> [String] {
+    static func run(minutes: [Int], streamedReads: Bool = true) -> [String] {
         var lines: [String] = []
         for m in minutes {
             for pace in paces {
-                let o = session(stallAt: Double(m * 60), notificationsPerSecond: pace.perSecond)
+                let o = session(stallAt: Double(m * 60), notificationsPerSecond: pace.perSecond, streamedReads: streamedReads)
                 let key = "backfill_gap_\(m)min_\(pace.name)"
                 lines.append("\(key)_entries=\(o.entriesRead)")
                 // Released without a fill: the wait ended, the gap stays marked.
                 let closed = o.backfilled > 0 ? o.secondsToClose : nil
                 lines.append("\(key)_close_s=\(closed.map { MetaWearBenchmark.format($0, 1) } ?? "never")")
                 lines.append("\(key)_backfilled=\(o.backfilled)")
+                lines.append("\(key)_log_peak_entries=\(o.logPeak)")
+                lines.append("\(key)_healthy_cpu_ms_per_min=\(MetaWearBenchmark.format(o.healthyCPUSeconds * 1000 / Double(m), 0))")
                 lines.append("\(key)_cpu_ms=\(MetaWearBenchmark.format(o.cpuSeconds * 1000, 0))")
                 if o.backfilled > 0 {
                     lines.append("\(key)_cpu_ms_per_1000=\(MetaWearBenchmark.format(o.cpuSeconds * 1000 / Double(o.backfilled) * 1000, 0))")
@@ -56,9 +67,11 @@ enum BackfillGapBenchmark {
         return lines
     }
 
-    static func session(stallAt: Double, notificationsPerSecond: UInt64) -> Outcome {
+    static func session(stallAt: Double, notificationsPerSecond: UInt64, streamedReads: Bool = true) -> Outcome {
         let base = TimeBase(wallNanoseconds: 1_800_000_000_000_000_000, monotonicNanoseconds: 0, systemClockSynchronised: true)
-        let recorder = SessionController(store: DiscardingStore(), timeBase: base)
+        var configuration = SessionController.Configuration()
+        if !streamedReads { configuration.streamedLogReadInterval = 0 }
+        let recorder = SessionController(store: DiscardingStore(), timeBase: base, configuration: configuration)
         var board = SimulatedBoard(profile: .metaMotionR, seed: 7)
         board.flashLog.readoutInterval = 1_000_000_000 / notificationsPerSecond
         let ids = LoggingCommands.triggers(.gyro, chip: .bmi160).flatMap { board.write($0.bytes).notifications }.map { $0[2] }
@@ -76,16 +89,50 @@ enum BackfillGapBenchmark {
         }
         let decoder = NotificationDecoder(chip: .bmi160, gyroRange: .dps2000, accelerometerRange: .g4)
         var readout: LogDownloader?
+        // Of a readout of the streamed part (mwgated's `readStreamedFlashLog`): its entries were
+        // logged before this; nil for a full readout.
+        var loggedBefore: Int64?
         var page: [LoggedSample] = []
+        // A page that waits for the recorder (the board waits at its end meanwhile).
+        var waiting: (samples: [LoggedSample], complete: Bool)?
         var outcome = Outcome(entriesRead: 0, backfilled: 0, cpuSeconds: 0)
         var now: Int64 = 0
         var cpuAtReadout = 0.0
+        let cpuAtStart = ProcessCPU.ownSeconds()
+        var gapReadoutAsked = false
+        let stallStart = Int64(stallAt * 1e9)
         let stallEnd = Int64((stallAt + 8) * 1e9)
+        let leaving = SessionController.streamedLogLeftUnread
+        // As `BoardSession.entriesLogged(in:)`: 100 Hz gyro, two entries a sample, a quarter over.
+        let leftEntries = UInt32((2 * 100 * Double(leaving.components.seconds) * 1.25).rounded(.up))
         var pending: [[UInt8]] = []
+        func start(_ r: LogDownloader, before: Int64?) {
+            var r = r
+            for p in r.begin() { pending += board.write(p.bytes).notifications }
+            readout = r
+            loggedBefore = before
+        }
+        func hand(_ samples: [LoggedSample], complete: Bool) {
+            guard var r = readout else { return }
+            let result = recorder.backfill(board: "B", logged: samples, bootOrigins: origins, complete: complete, now: now)
+            outcome.backfilled += result.filled
+            if result.durable { for p in r.confirmPage() { pending += board.write(p.bytes).notifications } }
+            readout = r.state == .finished && !r.awaitsConfirm ? nil : r
+        }
+        func pageWaits() -> Bool {
+            guard let before = loggedBefore else { return false }
+            return recorder.pageWaitsForTheStream(board: "B", loggedBefore: before)
+        }
         // Past the recorder's longest hold (5 waits of 60 s from the first point after the gap).
         while now < stallEnd + 330_000_000_000, outcome.secondsToClose == nil {
             now += 20_000_000
-            let stalled = Double(now) / 1e9 >= stallAt && now < stallEnd
+            let stalled = now >= stallStart && now < stallEnd
+            if stalled, outcome.healthyCPUSeconds == 0 { outcome.healthyCPUSeconds = ProcessCPU.ownSeconds() - cpuAtStart }
+            if now < stallStart { outcome.logPeak = max(outcome.logPeak, board.flashLog.storedCount) }
+            if let w = waiting, !pageWaits() {
+                waiting = nil
+                hand(w.samples, complete: w.complete)
+            }
             pending += board.advance(to: UInt64(now)).map(\.bytes)
             while !pending.isEmpty {
                 let bytes = pending.removeFirst()
@@ -95,25 +142,31 @@ enum BackfillGapBenchmark {
                 }
                 guard var r = readout else { continue }
                 let step = r.receive(bytes, at: now)
+                readout = r
+                if now >= stallStart { outcome.entriesRead += UInt32(LogNotificationDecoder.decode(bytes).flatMap { decoded -> Int? in
+                    if case .success(.entries(let e)) = decoded { return e.count }
+                    return nil
+                } ?? 0) }
                 page += step.samples.map(\.sample)
                 for p in step.writes { pending += board.write(p.bytes).notifications }
                 if step.pageReady || r.state == .finished {
-                    let result = recorder.backfill(board: "B", logged: page, bootOrigins: origins, complete: r.state == .finished, now: now)
-                    outcome.backfilled += result.filled
+                    let samples = page
                     page = []
-                    if result.durable { for p in r.confirmPage() { pending += board.write(p.bytes).notifications } }
+                    if pageWaits() { waiting = (samples, r.state == .finished) } else { hand(samples, complete: r.state == .finished) }
                 }
-                readout = r.state == .finished && !r.awaitsConfirm ? nil : r
+                if r.state == .finished, !r.awaitsConfirm { readout = nil }
             }
             recorder.tick(now: now)
-            if readout == nil, outcome.entriesRead == 0, recorder.isWaitingForBackfill(board: "B") {
-                cpuAtReadout = ProcessCPU.ownSeconds()
-                var r = LogDownloader(revision: 2, loggers: loggers, confirmsPagesItself: false)
-                for p in r.begin() { pending += board.write(p.bytes).notifications }
-                readout = r
-                if case .success(.length(let n))? = pending.last.flatMap(LogNotificationDecoder.decode) { outcome.entriesRead = n }
+            if readout == nil, recorder.isWaitingForBackfill(board: "B"), !gapReadoutAsked || recorder.takeBackfillRequests().contains("B") {
+                if !gapReadoutAsked { cpuAtReadout = ProcessCPU.ownSeconds() }
+                gapReadoutAsked = true
+                start(LogDownloader(revision: 2, loggers: loggers, confirmsPagesItself: false), before: nil)
             }
-            if outcome.entriesRead > 0, !recorder.isWaitingForBackfill(board: "B") { outcome.secondsToClose = Double(now - stallEnd) / 1e9 }
+            for _ in recorder.streamedLogReads(now: now) where readout == nil {
+                start(LogDownloader(revision: 2, loggers: loggers, confirmsPagesItself: false, leavingNewest: leftEntries),
+                      before: now - Int64(leaving.components.seconds) * 1_000_000_000)
+            }
+            if gapReadoutAsked, !recorder.isWaitingForBackfill(board: "B") { outcome.secondsToClose = Double(now - stallEnd) / 1e9 }
         }
         outcome.cpuSeconds = ProcessCPU.ownSeconds() - cpuAtReadout
         return outcome
