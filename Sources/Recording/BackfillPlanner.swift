@@ -109,6 +109,12 @@ public struct BackfillPlanner: Sendable {
         self.sessionSpan = sessionSpan
     }
 
+    /// Where a logged sample with `tick` lies on the streamed time base (ns) when its boot's
+    /// ticks began at `origin`.
+    static func time(ofTick tick: UInt32, origin: Int64) -> Int64 {
+        origin + Int64(BoardTicks.milliseconds(UInt64(tick)) * 1e6)
+    }
+
     /// How far before a gap's earliest possible start a logged sample may still matter
     /// (beyond ``originTolerance``): the board's crystal drifts a few ms an hour against the
     /// host, so 10 s leaves room for days.
@@ -148,7 +154,7 @@ public struct BackfillPlanner: Sendable {
             }
             if let last, sample.tick < last { isWrapped = true }
             last = sample.tick
-            if let origin, !isWrapped, origin + Int64(BoardTicks.milliseconds(UInt64(sample.tick)) * 1e6) < cutoff { continue }
+            if let origin, !isWrapped, Self.time(ofTick: sample.tick, origin: origin) < cutoff { continue }
             kept.append(sample)
         }
         return (kept, logged.count - kept.count)
@@ -170,7 +176,7 @@ public struct BackfillPlanner: Sendable {
             let uid = sample.resetUID
             guard let origin = bootOrigins[uid], lastTick[uid].map({ sample.tick >= $0 }) ?? true else { return streamed }
             lastTick[uid] = sample.tick
-            let time = origin + Int64(BoardTicks.milliseconds(UInt64(sample.tick)) * 1e6)
+            let time = Self.time(ofTick: sample.tick, origin: origin)
             earliest = min(earliest, time)
             latest = max(latest, time)
         }

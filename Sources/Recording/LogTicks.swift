@@ -73,7 +73,7 @@ struct LogTicks {
                logged[a..<b].allSatisfy({ $0.resetUID == first.resetUID }) {
                 return b - a - 1
             }
-            return max(0, Int((span / periodMs).rounded()) - 1)
+            return GapCount.missed(stepMs: span, periodMs: periodMs)
         }
         guard let from = boots.lastIndex(where: { $0.uid == first.resetUID && $0.first <= first.tick && first.tick <= $0.last }),
               let to = boots.indices.last(where: { $0 > from && boots[$0].uid == last.resetUID

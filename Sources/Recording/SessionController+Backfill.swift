@@ -235,8 +235,8 @@ extension SessionController {
                    let after = merged[k].key ?? counts.flatMap(log.sample).map(BackfillKey.init) {
                     byTicks = log.samplesBetween(before, after, spanByTime: step, periodMs: period)
                 }
-                p.missedBefore = byTicks ?? max(0, Int((step / period).rounded()) - 1)
-                p.gapMilliseconds = p.missedBefore > 0 ? max(1, Int(step.rounded())) : 0
+                p.missedBefore = byTicks ?? GapCount.missed(stepMs: step, periodMs: period)
+                p.gapMilliseconds = GapCount.milliseconds(missed: p.missedBefore, stepMs: step)
             }
             missing += p.missedBefore
             previous = time

@@ -98,8 +98,8 @@ extension SessionController {
             var point = RecordedPoint(gyroscope: GyroReading(value, timestamp: time), location: located.location,
                                       missingLocation: located.missing, accelerometer: pairing.nearest(time), backfilled: true)
             if let previous = recording.lastPointTime {
-                point.missedBefore = max(0, Int(((time - previous) / periodMs).rounded()) - 1)
-                if point.missedBefore > 0 { point.gapMilliseconds = max(1, Int((time - previous).rounded())) }
+                point.missedBefore = GapCount.missed(stepMs: time - previous, periodMs: periodMs)
+                if point.missedBefore > 0 { point.gapMilliseconds = GapCount.milliseconds(missed: point.missedBefore, stepMs: time - previous) }
             }
             recording.lastPointTime = time
             points.append(point)

@@ -229,7 +229,7 @@ extension SessionController {
             // Neighbours in one boot's log with no stored point between: none is missing, as
             // between a held gap's (a sensor pause is no loss: ``LogTicks/samplesBetween``).
             let logNeighbours = lastStored <= previous && placedBefore?.resetUID == key.resetUID
-            let missed = logNeighbours ? 0 : max(0, Int(((time - before) / periodMs).rounded()) - 1)
+            let missed = logNeighbours ? 0 : GapCount.missed(stepMs: time - before, periodMs: periodMs)
             points.append(RecordedPoint(gyroscope: GyroReading(value, timestamp: sealedTime), location: located.location,
                                         missingLocation: located.missing,
                                         accelerometer: accelerometer.nearest(sealedTime), missedBefore: missed,
@@ -266,7 +266,7 @@ extension SessionController {
             return (true, false)
         }
         let between = samplesBetweenEdgesByTicks(pending, from: from, until: until, shift: shift, window: window, scale: scale,
-                                                 periodMs: periodMs) ?? Int(((until - from) / periodMs).rounded()) - 1
+                                                 periodMs: periodMs) ?? GapCount.missed(stepMs: until - from, periodMs: periodMs)
         let expected = max(0, between - inside.filter { $0 < until }.count)
         outcome.stillMissing += max(0, expected - pending.filled)
         reviseStoredMarks(pending, board: board, scale: scale, periodMs: periodMs)

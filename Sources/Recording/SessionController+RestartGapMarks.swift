@@ -29,9 +29,9 @@ extension SessionController {
             let byTicks = log.sample(RawVector(stored: point.gyroscope, scale: scale)).flatMap {
                 log.samplesBetween(before.key, BackfillKey($0), spanByTime: step, periodMs: periodMs)
             }
-            let missed = byTicks ?? max(0, Int((step / periodMs).rounded()) - 1)
+            let missed = byTicks ?? GapCount.missed(stepMs: step, periodMs: periodMs)
             guard missed != point.missedBefore else { continue }
-            marks.append(GapMark(timestamp: time, missedBefore: missed, gapMilliseconds: missed > 0 ? max(1, Int(step.rounded())) : 0))
+            marks.append(GapMark(timestamp: time, missedBefore: missed, gapMilliseconds: GapCount.milliseconds(missed: missed, stepMs: step)))
         }
         guard !marks.isEmpty else { return }
         do { try store.reviseGapMarks(sessionID: pending.gap.sessionID, board: board, marks) } catch {

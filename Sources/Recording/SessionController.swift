@@ -562,9 +562,9 @@ public final class SessionController {
         let step = time - previous
         if stream.resumedStream, p.missedBefore == 0 {
             let period = 1000 / stream.gyroRate
-            p.missedBefore = max(0, Int((step / period).rounded()) - 1)
+            p.missedBefore = GapCount.missed(stepMs: step, periodMs: period)
         }
-        if p.missedBefore > 0 { p.gapMilliseconds = max(1, Int(step.rounded())) }
+        if p.missedBefore > 0 { p.gapMilliseconds = GapCount.milliseconds(missed: p.missedBefore, stepMs: step) }
     }
 
     private func drainAll(board: String, now: Int64) {

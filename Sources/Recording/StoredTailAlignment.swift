@@ -34,7 +34,7 @@ enum StoredTailAlignment {
         var ambiguous: Set<RawVector> = []
         for sample in logged {
             guard let origin = bootOrigins[sample.resetUID] else { continue }
-            let time = origin + Int64(BoardTicks.milliseconds(UInt64(sample.tick)) * 1e6)
+            let time = BackfillPlanner.time(ofTick: sample.tick, origin: origin)
             if predicted.updateValue(time, forKey: sample.raw) != nil { ambiguous.insert(sample.raw) }
         }
         func medianOffset(_ samples: [BackfillPlanner.StreamedSample]) -> Int64? {
