@@ -207,6 +207,9 @@ extension BufferStore {
     public func historyFromScratch() throws -> [HistoryDay] {
         try reader.read { db in
             var byDay: [String: HistoryDay] = [:]
+            // Summed in milliseconds and divided once, as the index does: minutes summed session
+            // by session differ from it in the last digit.
+            var walkingMs: [String: Double] = [:]
             for id in try String.fetchAll(db, sql: "SELECT id FROM sessions") {
                 guard let r = try computeSummary(db, sessionID: id) else { continue }
                 let day: String = r["day"]
@@ -214,7 +217,8 @@ extension BufferStore {
                                                   hazards: [:], synced: 0, unsynced: 0, lost: 0,
                                                   missedSamples: 0)
                 d.sessions += 1
-                d.walkingMinutes += (r["walking_ms"] as Double) / 60_000
+                walkingMs[day, default: 0] += r["walking_ms"] as Double
+                d.walkingMinutes = walkingMs[day, default: 0] / 60_000
                 d.distanceMetres += r["distance_m"]
                 d.samples += r["all_samples"] as Int
                 d.missedSamples += r["all_missed"] as Int

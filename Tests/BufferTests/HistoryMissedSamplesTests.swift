@@ -40,4 +40,16 @@ struct HistoryMissedSamplesTests {
         #expect(try store.history().map(\.missedSamples) == [20])
         #expect(try rounded(store.history()) == rounded(store.historyFromScratch()))
     }
+
+    @Test("a day's walking minutes recounted from the sessions equal the index's to the last digit")
+    func walkingMinutesRecountedExactly() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = try openStore(dir)
+        // 10 ms and 40 ms: 10/60,000 + 40/60,000 is not 50/60,000 in binary floating point.
+        _ = try recordSession(store, id: "A", start: 1_800_000_000_000, chunks: 1, size: 1)
+        _ = try recordSession(store, id: "B", start: 1_800_000_100_000, chunks: 1, size: 4)
+        #expect(try store.history().map(\.walkingMinutes) == [50.0 / 60_000])
+        #expect(try store.historyFromScratch().map(\.walkingMinutes) == store.history().map(\.walkingMinutes))
+    }
 }
