@@ -282,9 +282,11 @@ public final class SessionController {
         for (key, resume) in resumeAt.sorted(by: { $0.key < $1.key }) where resume.hold == nil && boards[key] == nil {
             if let gap = waitForStopGap(keepAwayGap(board: key, resume: resume, sessionID: s.id, now: now), board: key) { stopGaps.append(gap) }
         }
+        // Boards linked: points held after a gap, or a stream silent since its newest point (a
+        // stall no sample has shown yet), are a gap their logs fill.
         for key in boards.keys.sorted() {
             drainAll(board: key, now: now)
-            let kept = keepStopGap(board: key, sessionID: s.id)
+            let kept = keepStopGap(board: key, sessionID: s.id) ?? keepStallGap(board: key, sessionID: s.id, now: now)
             releaseHold(board: key, backfilled: [])
             sealOpenChunk(board: key)
             if let gap = waitForStopGap(kept, board: key) { stopGaps.append(gap) }

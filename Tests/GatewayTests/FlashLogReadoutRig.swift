@@ -58,6 +58,24 @@ struct FlashLogReadoutRig {
         return FlashLogReadoutRig(board: board, loggers: [.gyro: LoggerIDs(xy: ids[0], z: ids[1])], revision: 2)
     }
 
+    /// A MetaMotion R (seed 9, its clock at `tickAtPowerOn`, 128-entry log pages) logging and
+    /// streaming its 100 Hz gyro (``gyro100``), linked into `controller` as board `key`, which
+    /// fills its gaps from the log.
+    static func linkedMetaMotionR(tickAtPowerOn: UInt32, into controller: SessionController, board key: String,
+                                  trimmer: inout BoardLogTrimmer) -> FlashLogReadoutRig {
+        var board = SimulatedBoard(profile: .metaMotionR, seed: 9)
+        board.tickAtPowerOn = tickAtPowerOn
+        board.flashLog.pageEntries = 128
+        var rig = loggingGyro(of: board)
+        controller.expectBackfill(board: key, true)
+        rig.links(gyro: gyro100, into: controller, board: key, trimmer: &trimmer)
+        return rig
+    }
+
+    /// The gyro of ``linkedMetaMotionR(tickAtPowerOn:into:board:trimmer:)``, and the decoder of its stream.
+    static let gyro100 = GyroConfiguration(rate: .hz100, range: .dps2000)
+    static let bmi160Decoder = NotificationDecoder(chip: .bmi160, gyroRange: .dps2000, accelerometerRange: .g4)
+
     /// Reads the board clock (`0B 84`): where its boot's tick 0 lies.
     mutating func readClock() {
         if let reply = board.write([0x0B, 0x84]).notifications.first, reply.count == 7 {

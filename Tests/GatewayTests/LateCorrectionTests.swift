@@ -31,16 +31,10 @@ struct LateCorrectionTests {
         defer { buffer.remove() }
         let store = try buffer.open()
         let controller = SessionController(store: store, timeBase: RestartableBuffer.timeBase)
-        var board = SimulatedBoard(profile: .metaMotionR, seed: 9)
-        board.tickAtPowerOn = 333_333
-        board.flashLog.pageEntries = 128
-        var rig = FlashLogReadoutRig.loggingGyro(of: board)
-        let gyro = GyroConfiguration(rate: .hz100, range: .dps2000)
         var (rng, now, trimmer) = (SeededRandom(seed: seed), Int64(0), BoardLogTrimmer())
-        controller.expectBackfill(board: "B", true)
-        rig.links(gyro: gyro, into: controller, board: "B", trimmer: &trimmer)
+        var rig = FlashLogReadoutRig.linkedMetaMotionR(tickAtPowerOn: 333_333, into: controller, board: "B", trimmer: &trimmer)
+        let (gyro, decoder) = (FlashLogReadoutRig.gyro100, FlashLogReadoutRig.bmi160Decoder)
         let first = try controller.start(trigger: .controlAPI, now: 0)
-        let decoder = NotificationDecoder(chip: .bmi160, gyroRange: .dps2000, accelerometerRange: .g4)
         // Away from 5 s; the session stops at 7 s and its survey goes in at 7.5 s; the board is
         // back at 37.5 s, 30 s after the survey.
         let goneAt: Int64 = 5_000_000_000, stopAt: Int64 = 7_000_000_000, surveyAt: Int64 = 7_500_000_000

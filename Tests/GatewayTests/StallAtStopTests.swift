@@ -1,0 +1,132 @@
+import Basics
+import Buffer
+import Foundation
+import MetaWear
+import MetaWearBoardModel
+import Recording
+import Testing
+
+/// A board whose link is up but whose stream is silent (a stall: the board stops sending, or
+/// bluetoothd holds its notifications) when the session stops (issue 21). The live stream only
+/// notices a gap when the next sample comes, and none comes before the stop; the board's log
+/// holds every sample of the stall, and is trimmed between sessions. The stop keeps the stall as
+/// a gap from the board's newest point to the stop, filled from the log before anything trims
+/// it (sealed into the stopped session as correction chunks). A board model logs and streams its
+/// 100 Hz gyro into a real buffer; its log is read when the recorder asks, page by page; the
+/// board keeps its sensors on after the stop (what it takes then is not the session's).
+@Suite("Flash log: a stream stalled at the stop")
+struct StallAtStopTests {
+    @Test("stalled 2 s at the stop: every sample up to the stop, the stall backfilled, none marked missing")
+    func stalledAtTheStop() throws {
+        try run(seed: 71, killedAfterTheStop: false)
+    }
+
+    /// The gateway is killed after the stop, before the board's log is read: the stall's gap
+    /// was kept with the session's end, and the restarted gateway fills it.
+    @Test("the same, the gateway killed after the stop: the restarted one fills the stall")
+    func stalledAtTheStopThenKilled() throws {
+        try run(seed: 72, killedAfterTheStop: true)
+    }
+
+    /// A healthy stream at the stop keeps no gap, though its newest notifications are still on
+    /// their way: the stop does not ask for a readout and the survey waits for nothing.
+    @Test("a healthy stream at the stop keeps no gap")
+    func healthyStreamAtTheStopKeepsNoGap() throws {
+        let buffer = try RestartableBuffer(label: "healthy-stop")
+        defer { buffer.remove() }
+        let controller = SessionController(store: try buffer.open(), timeBase: RestartableBuffer.timeBase)
+        var (rng, now, trimmer) = (SeededRandom(seed: 73), Int64(0), BoardLogTrimmer())
+        print("StallAtStopTests seed 73")
+        var rig = FlashLogReadoutRig.linkedMetaMotionR(tickAtPowerOn: 444_444, into: controller, board: "B", trimmer: &trimmer)
+        let session = try controller.start(trigger: .controlAPI, now: 0)
+        let decoder = FlashLogReadoutRig.bmi160Decoder
+        while now < 5_000_000_000 {
+            now += Int64(Double.random(in: 7.5e6...30e6, using: &rng))
+            rig.stream(to: now, linkUp: true, into: controller, board: "B", decoder: decoder, trimmer: &trimmer)
+        }
+        // The stop comes while a group of notifications is still on its way: the board sessions
+        // hand them on every 250 ms, the link in connection events up to 30 ms apart.
+        try controller.stop(trigger: .controlAPI, now: now + 280_000_000)
+        #expect(!controller.hasPendingCorrections(sessionID: session), "no gap kept for a healthy stream")
+        #expect(controller.takeBackfillRequests().isEmpty, "no readout asked for")
+    }
+
+    // swiftlint:disable:next function_body_length
+    func run(seed: UInt64, killedAfterTheStop: Bool) throws {
+        print("StallAtStopTests seed \(seed)")
+        let buffer = try RestartableBuffer(label: "stall-at-stop")
+        defer { buffer.remove() }
+        var store = try buffer.open()
+        var controller = SessionController(store: store, timeBase: RestartableBuffer.timeBase)
+        var (rng, now, trimmer) = (SeededRandom(seed: seed), Int64(0), BoardLogTrimmer())
+        var rig = FlashLogReadoutRig.linkedMetaMotionR(tickAtPowerOn: 444_444, into: controller, board: "B", trimmer: &trimmer)
+        let (gyro, decoder) = (FlashLogReadoutRig.gyro100, FlashLogReadoutRig.bmi160Decoder)
+        let session = try controller.start(trigger: .controlAPI, now: 0)
+        // Stalled from 5 s to 9 s; the session stops at 7 s; the gateway (killed) is back at 7.5 s.
+        let stallAt: Int64 = 5_000_000_000, stopAt: Int64 = 7_000_000_000, killAt: Int64 = 7_500_000_000
+        let stallEnds: Int64 = 9_000_000_000, end: Int64 = 40_000_000_000
+        // The restarted gateway's board streams in its next session (its log is read then).
+        let nextAt: Int64 = 10_000_000_000
+        var stopped = false, killed = false
+        // The first sample the stall withholds, and the first the board takes after the stop.
+        var indexAtStall: Int?
+        var indexAtStop = 0
+        var next: String?
+        var trimsBeforeTheFill = 0
+
+        while now < end {
+            now += Int64(Double.random(in: 7.5e6...30e6, using: &rng))
+            rig.board.faults.streamStalled = now >= stallAt && now < stallEnds
+            if indexAtStall == nil, now >= stallAt { indexAtStall = Int(rig.board.state(.gyro).nextSampleIndex) }
+            if killedAfterTheStop, !killed, now >= killAt {
+                // kill -9 and a new process: what the stop kept is in the store.
+                killed = true
+                store = try buffer.open()
+                controller = SessionController(store: store, timeBase: RestartableBuffer.timeBase)
+                try controller.adoptAwaitingSurveyFromStore()
+                controller.expectRestartBackfill(try store.restartGaps())
+                controller.expectBackfill(board: "B", true)
+                rig.linkLost()
+                rig.links(gyro: gyro, into: controller, board: "B", trimmer: &trimmer)
+            }
+            if killedAfterTheStop, next == nil, now >= nextAt { next = try controller.start(trigger: .controlAPI, now: now) }
+            let waiting = controller.hasPendingCorrections(sessionID: session)
+            let (entries, reading) = (rig.board.flashLog.storedCount, rig.downloader != nil)
+            rig.readoutEnded = false
+            rig.stream(to: now, linkUp: true, into: controller, board: "B", decoder: decoder, trimmer: &trimmer)
+            // Entries dropped with no readout confirming pages: a trim, which before the gap is
+            // filled loses the stall.
+            if stopped, waiting, rig.board.flashLog.storedCount < entries, !reading, rig.downloader == nil, !rig.readoutEnded {
+                trimsBeforeTheFill += 1
+            }
+            if !stopped, now >= stopAt {
+                // After the board is at `now`: what it took up to the stop is before this index.
+                stopped = true
+                try controller.stop(trigger: .controlAPI, now: now)
+                indexAtStop = Int(rig.board.state(.gyro).nextSampleIndex)
+            }
+        }
+        #expect(!controller.hasPendingCorrections(sessionID: session), "the stall's gap is filled")
+        let record = try controller.submitSurvey(.noHazard, sessionID: session, submittedAt: Date(timeIntervalSince1970: 1_800_000_100))
+        let dataset = try store.dataset(sessionID: session)
+        let points = dataset.points.map(\.point).sorted { $0.gyroscope.timestamp < $1.gyroscope.timestamp }
+        let indices = points.map(BackfillEndToEndTests.index)
+        let backfilled = points.filter(\.backfilled)
+        let missed = points.reduce(0) { $0 + $1.missedBefore }
+        let stall = (indexAtStall ?? 0)...indexAtStop
+        print("stall at the stop: \(points.count) points (\(backfilled.count) backfilled), last \(indices.last ?? -1) "
+              + "(stop at \(indexAtStop)), holes \(BackfillEndToEndTests.holes(points)), missed \(missed), "
+              + "trims before the fill \(trimsBeforeTheFill)")
+        #expect(BackfillEndToEndTests.holes(points).isEmpty, "every sample once, in time order")
+        #expect(Set(indices).count == indices.count, "no sample twice")
+        #expect((indices.last ?? 0) >= indexAtStop - 2, "up to the stop: \(indices.last ?? 0) of \(indexAtStop)")
+        #expect((indices.last ?? 0) <= indexAtStop, "nothing the board took after the stop: \(indices.last ?? 0) of \(indexAtStop)")
+        // The stall's samples (but those the stream brought in its last notifications).
+        let filled = Set(backfilled.map(BackfillEndToEndTests.index))
+        #expect(filled.allSatisfy { stall.contains($0) }, "only the stall's samples are backfilled: \(filled.filter { !stall.contains($0) }.sorted()) outside \(stall)")
+        #expect(filled.count >= stall.count - 4, "the stall's \(stall.count) samples backfilled: \(filled.count)")
+        #expect(missed == 0, "nothing marked missing: \(missed)")
+        #expect(trimsBeforeTheFill == 0, "the log is not trimmed before the stall's gap is filled")
+        #expect(Set(record.gscopeData) == Set(dataset.chunkNames), "the record names the correction chunks")
+    }
+}
