@@ -30,6 +30,10 @@ final class BoardStream {
     /// Time of the board's previous point in this session (epoch ms), kept across a
     /// re-attach so the gap of a reconnect is measured; nil before its first point.
     var previousPointTime: Double?
+    /// When this stream's last gyro notification arrived (monotonic ns); nil before its first.
+    /// A new link's first stamps may lie hundreds of ms off, its arrivals do not: with the
+    /// newest point, it tells a stream stalled at a stop from one that is only late.
+    var lastGyroArrival: Int64?
     /// Set on re-attach: the first point of the new stream counts the samples the link
     /// drop cost from the time since `previousPointTime`.
     var resumedStream = false

@@ -8,29 +8,47 @@
 /// gap: sealed into the stopped session as correction chunks once the log is read, before
 /// anything trims it. What the board takes after the stop is not the session's.
 extension SessionController {
-    /// How old a healthy stream's newest point may be at a stop, milliseconds: what is still on
-    /// its way. The board sessions hand notifications on in groups of up to 250 ms
-    /// (`BoardSession.Options.defaultNotificationCoalescing`), and the link releases them in
-    /// connection events up to 30 ms apart, several in a row when the radio is busy (a MetaWear
-    /// packs at most 3 samples a notification); the timestamper stamps each sample on the lower
-    /// envelope of its arrival times, near when the board took it. So the newest point of a
-    /// healthy stream lies up to about 250 + 4 × 30 ms before the stop (at ten stops of the
-    /// end-to-end tests, load 6-8: 28-214 ms); 400 ms leaves room for scheduling. A stream silent longer than that and one and a half sample periods (the live
-    /// gap rule, ``GapCount``: the sample after the slack is overdue) is stalled. Samples
-    /// still on their way at a stop land after it, as documented for the coalescing; a stall
-    /// shorter than the slack is left as a healthy stream's tail is.
+    /// How long before a stop a healthy stream may have been heard last, milliseconds: its
+    /// newest point's time or its last notification's arrival, whichever is later. The board
+    /// sessions hand notifications on in groups of up to 250 ms
+    /// (`BoardSession.Options.defaultNotificationCoalescing`); the timestamper stamps a sample on
+    /// the lower envelope of its arrivals, near when the board took it, so a stamp lies the
+    /// link's latency (connection events up to 30 ms apart, several in a row when the radio is
+    /// busy) before its arrival. So a healthy stream was heard up to about 250 + 4 × 30 ms
+    /// before the stop (at ten stops of the end-to-end tests, load 6-8, its newest point was
+    /// 28-214 ms old); 400 ms leaves room for scheduling. A stream silent longer than that and
+    /// one and a half sample periods (the live gap rule, ``GapCount``: the sample after the
+    /// slack is overdue) is stalled. Samples still on their way at a stop land after it, as
+    /// documented for the coalescing; a stall shorter than the slack is left as a healthy
+    /// stream's tail is.
     static let stopArrivalSlack = 400.0
 
-    /// The stall of `board` at the stop at monotonic `now`, kept like a stop gap: from its newest
-    /// point to the stop. Nil when its flash log does not fill its gaps, points wait for a gap's
-    /// log (``keepStopGap(board:sessionID:)`` keeps those), it has no point in the session, or
-    /// its newest point is not overdue by the live gap rule past ``stopArrivalSlack``.
-    func keepStallGap(board: String, sessionID: String, now: Int64) -> PendingRestartGap? {
-        guard backfillBoards.contains(board), let stream = boards[board], stream.hold == nil, stream.pointsCommitted > 0,
-              let newest = stream.previousPointTime else { return nil }
+    /// The gap `board` leaves at the stop at monotonic `now`, given the gap of its points held
+    /// for a log (`held`, ``keepStopGap(board:sessionID:)``): a stream stalled since its newest
+    /// point (held or committed) makes the gap reach the stop; with no held gap, the stall alone
+    /// is kept, from its newest point, like a stop gap. Nil when nothing is held and the stream
+    /// is not stalled (heard within ``stopArrivalSlack`` by the live gap rule), its flash log
+    /// does not fill its gaps, or it has no point in the session. (Soak seed 2112: a board's
+    /// link-drop gap still waited for its log when the board stalled 3.5 s before the stop; the
+    /// held gap ended at its last held point, and the 146 samples of the stall after it were
+    /// lost.)
+    func keepStallGap(board: String, sessionID: String, now: Int64, held: PendingRestartGap?) -> PendingRestartGap? {
+        guard backfillBoards.contains(board), let stream = boards[board], let newest = stream.previousPointTime else { return held }
         let stop = timeBase.epochMilliseconds(monotonic: now)
-        let overdue = GapCount.missed(stepMs: stop - Self.stopArrivalSlack - newest, periodMs: 1000 / stream.gyroRate)
-        guard overdue > 0 else { return nil }
+        // Heard since its newest point's time: a stream whose stamps lie early (a new link's
+        // first seconds after a burst) is not silent (soak seed 2112: a stream restarted after a
+        // stall, its held points stamped early, arriving until the stop; a held gap stretched to
+        // the stop there took 23 samples of the log placed after its last held point twice).
+        let heard = max(newest, stream.lastGyroArrival.map { timeBase.epochMilliseconds(monotonic: $0) } ?? newest)
+        let overdue = GapCount.missed(stepMs: stop - Self.stopArrivalSlack - heard, periodMs: 1000 / stream.gyroRate)
+        guard overdue > 0 else { return held }
+        if var held {
+            // The held points are the stretch's stored points; the log's samples after the
+            // last of them, up to the stop, are the stall's.
+            held.until = stop
+            return held
+        }
+        guard stream.pointsCommitted > 0 else { return nil }
         var pending = PendingRestartGap(RestartGap(sessionID: sessionID, board: board, nextSeq: stream.seq, tail: [], after: newest))
         pending.until = stop
         // Its stream before the stall is this process's, in the stream window: the anchors.

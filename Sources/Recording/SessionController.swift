@@ -271,7 +271,8 @@ public final class SessionController {
         // A gap whose download is not complete yet is filled later, as a correction.
         for (key, resume) in resumeAt.sorted(by: { $0.key < $1.key }) where resume.hold != nil && boards[key] == nil {
             attach(board: key, gyroRateHertz: resume.gyroRate, accelerometerRateHertz: resume.accelerometerRate)
-            let kept = keepStopGap(board: key, sessionID: s.id)
+            // What it took after its last held point until the stop is in its log too.
+            let kept = keepStallGap(board: key, sessionID: s.id, now: now, held: keepStopGap(board: key, sessionID: s.id))
             releaseHold(board: key, backfilled: [])
             sealOpenChunk(board: key)
             if let gap = waitForStopGap(kept, board: key) { stopGaps.append(gap) }
@@ -286,7 +287,7 @@ public final class SessionController {
         // stall no sample has shown yet), are a gap their logs fill.
         for key in boards.keys.sorted() {
             drainAll(board: key, now: now)
-            let kept = keepStopGap(board: key, sessionID: s.id) ?? keepStallGap(board: key, sessionID: s.id, now: now)
+            let kept = keepStallGap(board: key, sessionID: s.id, now: now, held: keepStopGap(board: key, sessionID: s.id))
             releaseHold(board: key, backfilled: [])
             sealOpenChunk(board: key)
             if let gap = waitForStopGap(kept, board: key) { stopGaps.append(gap) }
@@ -362,6 +363,7 @@ public final class SessionController {
         guard session != nil, let stream = boards[board] else { return }
         switch event {
         case let .gyro(samples):
+            stream.lastGyroArrival = receivedAt
             let stamped = stream.gyro.add(samples, count: samples.count, receivedAt: receivedAt)
             acceptGyro(board: board, stream, stamped, now: receivedAt)
         case let .accelerometer(samples):

@@ -28,6 +28,14 @@ struct StallAtStopTests {
         try run(seed: 72, killedAfterTheStop: true)
     }
 
+    /// A link drop's gap (1-1.5 s) still waits for the board's log when the stall begins: its
+    /// readout hangs until after the stop (soak seed 2112 lost the 146 samples of such a stall).
+    /// The held gap kept at the stop reaches the stop, and both are filled.
+    @Test("a link drop's gap still held when the board stalls: both filled, up to the stop")
+    func stalledWhileAGapIsHeld() throws {
+        try run(seed: 74, killedAfterTheStop: false, heldGapBefore: true)
+    }
+
     /// A healthy stream at the stop keeps no gap, though its newest notifications are still on
     /// their way: the stop does not ask for a readout and the survey waits for nothing.
     @Test("a healthy stream at the stop keeps no gap")
@@ -52,7 +60,7 @@ struct StallAtStopTests {
     }
 
     // swiftlint:disable:next function_body_length
-    func run(seed: UInt64, killedAfterTheStop: Bool) throws {
+    func run(seed: UInt64, killedAfterTheStop: Bool, heldGapBefore: Bool = false) throws {
         print("StallAtStopTests seed \(seed)")
         let buffer = try RestartableBuffer(label: "stall-at-stop")
         defer { buffer.remove() }
@@ -73,9 +81,25 @@ struct StallAtStopTests {
         var indexAtStop = 0
         var next: String?
         var trimsBeforeTheFill = 0
+        // With `heldGapBefore`: the link drops at 1 s and is back at 1.5 s; the readout for its
+        // gap hangs (the board sends nothing of it) until 7.5 s.
+        let dropAt: Int64 = 1_000_000_000, backAt: Int64 = 1_500_000_000, readoutOnAt: Int64 = 7_500_000_000
+        var dropped: Range<Int>?
+        var heldAtTheStop = false
 
         while now < end {
             now += Int64(Double.random(in: 7.5e6...30e6, using: &rng))
+            if heldGapBefore, dropped == nil, now >= dropAt {
+                let first = Int(rig.board.state(.gyro).nextSampleIndex)
+                dropped = first..<first
+                rig.goesAway(from: controller, board: "B", now: now)
+                rig.board.faults.readoutStalled = true
+            }
+            if let gap = dropped, gap.isEmpty, now >= backAt {
+                dropped = gap.lowerBound..<Int(rig.board.state(.gyro).nextSampleIndex)
+                rig.links(gyro: gyro, into: controller, board: "B", trimmer: &trimmer)
+            }
+            if heldGapBefore, now >= readoutOnAt { rig.board.faults.readoutStalled = false }
             rig.board.faults.streamStalled = now >= stallAt && now < stallEnds
             if indexAtStall == nil, now >= stallAt { indexAtStall = Int(rig.board.state(.gyro).nextSampleIndex) }
             if killedAfterTheStop, !killed, now >= killAt {
@@ -93,7 +117,7 @@ struct StallAtStopTests {
             let waiting = controller.hasPendingCorrections(sessionID: session)
             let (entries, reading) = (rig.board.flashLog.storedCount, rig.downloader != nil)
             rig.readoutEnded = false
-            rig.stream(to: now, linkUp: true, into: controller, board: "B", decoder: decoder, trimmer: &trimmer)
+            rig.stream(to: now, linkUp: dropped.map { !$0.isEmpty } ?? true, into: controller, board: "B", decoder: decoder, trimmer: &trimmer)
             // Entries dropped with no readout confirming pages: a trim, which before the gap is
             // filled loses the stall.
             if stopped, waiting, rig.board.flashLog.storedCount < entries, !reading, rig.downloader == nil, !rig.readoutEnded {
@@ -102,6 +126,7 @@ struct StallAtStopTests {
             if !stopped, now >= stopAt {
                 // After the board is at `now`: what it took up to the stop is before this index.
                 stopped = true
+                heldAtTheStop = controller.isWaitingForBackfill(board: "B")
                 try controller.stop(trigger: .controlAPI, now: now)
                 indexAtStop = Int(rig.board.state(.gyro).nextSampleIndex)
             }
@@ -123,8 +148,12 @@ struct StallAtStopTests {
         #expect((indices.last ?? 0) <= indexAtStop, "nothing the board took after the stop: \(indices.last ?? 0) of \(indexAtStop)")
         // The stall's samples (but those the stream brought in its last notifications).
         let filled = Set(backfilled.map(BackfillEndToEndTests.index))
-        #expect(filled.allSatisfy { stall.contains($0) }, "only the stall's samples are backfilled: \(filled.filter { !stall.contains($0) }.sorted()) outside \(stall)")
-        #expect(filled.count >= stall.count - 4, "the stall's \(stall.count) samples backfilled: \(filled.count)")
+        let gap = dropped ?? 0..<0
+        #expect(filled.allSatisfy { stall.contains($0) || gap.contains($0) },
+                "only the stall's (and the drop's) samples are backfilled: \(filled.filter { !stall.contains($0) && !gap.contains($0) }.sorted())")
+        #expect(filled.isSuperset(of: gap), "the drop's \(gap.count) samples backfilled")
+        #expect(heldAtTheStop == heldGapBefore, "the drop's gap still held at the stop: \(heldAtTheStop)")
+        #expect(filled.subtracting(gap).count >= stall.count - 4, "the stall's \(stall.count) samples backfilled: \(filled.count)")
         #expect(missed == 0, "nothing marked missing: \(missed)")
         #expect(trimsBeforeTheFill == 0, "the log is not trimmed before the stall's gap is filled")
         #expect(Set(record.gscopeData) == Set(dataset.chunkNames), "the record names the correction chunks")
