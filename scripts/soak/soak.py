@@ -35,6 +35,9 @@ from upstreams import Firestore, Postgres
 from supervisor import Supervisor
 from board_signal import simulator_signal
 
+# --stall-at-stop: how long before a session's planned stop its board's stall begins (seconds).
+STALL_BEFORE_STOP = 3.5
+
 
 class Soak:
     def __init__(self, args, sink_kind, seconds, seed, out_prefix):
@@ -240,6 +243,13 @@ class Soak:
             if session is None:
                 if self.supervisor.ready() and stop_at - now > 8:
                     session = self.start_session()
+            elif self.args.stall_at_stop and "stalled" not in session and now >= session["planned_end"] - STALL_BEFORE_STOP:
+                # A stall that outlasts the stop, begun more than SESSION_EDGE before it: what the
+                # board took from the stall to the edge is required and only its log holds it.
+                session["stalled"] = len(self.sessions) % self.args.boards
+                step = {"kind": "stall", "offset": round(now - self.started, 2), "board": session["stalled"],
+                        "seconds": STALL_BEFORE_STOP + 2.0, "at-stop": True}
+                timers += self.inject(step, session)
             elif now >= session["planned_end"]:
                 self.stop_session(session, "stop")
                 self.sessions.append(session)
@@ -595,7 +605,8 @@ class Soak:
         w(f"- result: **{'PASS' if not self.failures else 'FAIL'}**\n")
         kinds = {}
         for f in self.faults:
-            kinds[f["kind"]] = kinds.get(f["kind"], 0) + 1
+            kind = f["kind"] + (" (at a stop)" if f.get("at-stop") else "")
+            kinds[kind] = kinds.get(kind, 0) + 1
         w("| fault | injected |\n|---|---:|")
         for k, n in sorted(kinds.items()):
             w(f"| {k} | {n} |")
@@ -711,6 +722,9 @@ def main():
     parser.add_argument("--nmea", default=os.path.join(ROOT, "..", "shared", "testdata", "nmea", "quectel-l76k-nmea.log"))
     parser.add_argument("--out", default=os.path.join(ROOT, "soak-results", "soak.md"))
     parser.add_argument("--keep", action="store_true", help="keep the work directories")
+    parser.add_argument("--stall-at-stop", action="store_true",
+                        help=f"stall a board (one after the other) {STALL_BEFORE_STOP:g} s before each session's stop, "
+                             "for 2 s past it: its stream is silent at the stop")
     parser.add_argument("--backfill", action=argparse.BooleanOptionalAction, default=False,
                         help="[boards] backfill of mwgated: on, every sample the boards took in a session must "
                              "reach the upstream (streamed or backfilled from their flash logs); off, each loss "
