@@ -49,10 +49,15 @@ verdict() { grep -F "$1" "$results.log" | grep -oE '^  (PASS|FAIL)' | tr -d ' ' 
 goal() { case $(verdict "$1") in PASS) echo met ;; FAIL) echo "NOT met" ;; *) echo "not measured" ;; esac; }
 detail() { grep -F "$1" "$results.log" | sed -E 's/^  (PASS|FAIL) bench: [^:]*: //' | tail -1; }
 drops=${LINK_DROPS:-20}
+if [[ ${MWGATE_VM_DB_HASH:-0} != 0 ]]; then
+    db_hash="served (MWGATE_VM_DB_HASH=1), so on a reconnect the gateway's bluetoothd reads it and skips discovery"
+else
+    db_hash="none, as on a MetaWear (its SoftDevice serves none), so on every reconnect the gateway's bluetoothd discovers the primary services again before it hands out the notification socket (MWGATE_VM_DB_HASH=1 serves one)"
+fi
 {
     echo "### Real BlueZ in a VM: mwgated beside bleak, link drops"
     echo
-    echo "Debian bookworm's kernel and bluetoothd 5.66 in qemu (TCG, 2 vCPUs, no KVM) on this machine; one MetaMotion R as \`mwsim --peripheral hci1\` (the board model behind bluetoothd's GattManager1, notifications through bluetoothd's AcquireNotify socket) streaming gyro at 100 Hz; release mwgated as the \`mwgate\` user on hci0, recording a session into the directory sink. bluetoothd serves both ends of every link, and everything shares the VM's two emulated CPUs, so the CPU figures are TCG-inflated: compare them with each other, not with the mwsim figures above. bluetoothd's main.conf beyond the VM's own settings (MWGATE_VM_MAIN_CONF): ${MWGATE_VM_MAIN_CONF:-none}; the board's Database Hash (MWGATE_VM_NO_DB_HASH=1: none, as on a MetaWear): $([[ ${MWGATE_VM_NO_DB_HASH:-0} != 0 ]] && echo none || echo served). Host load $load_before before, $load_after after."
+    echo "Debian bookworm's kernel and bluetoothd 5.66 in qemu (TCG, 2 vCPUs, no KVM) on this machine; one MetaMotion R as \`mwsim --peripheral hci1\` (the board model behind bluetoothd's GattManager1, notifications through bluetoothd's AcquireNotify socket) streaming gyro at 100 Hz; release mwgated as the \`mwgate\` user on hci0, recording a session into the directory sink. bluetoothd serves both ends of every link, and everything shares the VM's two emulated CPUs, so the CPU figures are TCG-inflated: compare them with each other, not with the mwsim figures above. bluetoothd's main.conf beyond the VM's own settings (MWGATE_VM_MAIN_CONF): ${MWGATE_VM_MAIN_CONF:-none}; the board's Database Hash: $db_hash. Host load $load_before before, $load_after after."
     echo
     echo "| measure | value |"
     echo "|---|---:|"

@@ -111,8 +111,12 @@ def restart_bluetoothd(adapters):
         wait_for("bluetoothd gone", lambda: not bluetoothd_alive(), 5, interval=0.1)
     except (OSError, ValueError):
         pass
+    # Started as vm-init.sh starts it: with the shim that keeps the board without a Database
+    # Hash (unless MWGATE_VM_DB_HASH=1), or the restarted bluetoothd would serve one.
+    environment = dict(os.environ, LD_PRELOAD=os.environ["BLUETOOTHD_PRELOAD"]) \
+        if os.environ.get("BLUETOOTHD_PRELOAD") else None
     proc = subprocess.Popen(["/usr/libexec/bluetooth/bluetoothd", "-n", *os.environ.get("BLUETOOTHD_FLAGS", "").split()],
-                            stdout=open(BLUETOOTHD_LOG, "a"), stderr=subprocess.STDOUT)
+                            stdout=open(BLUETOOTHD_LOG, "a"), stderr=subprocess.STDOUT, env=environment)
     with open("/run/bluetoothd.pid", "w") as f:
         f.write(str(proc.pid))
     for name in adapters:
@@ -331,6 +335,37 @@ def notify_state(address):
     return None
 
 
+SERVICE_CHANGED = "00002a05-0000-1000-8000-00805f9b34fb"
+DATABASE_HASH = "00002b2a-0000-1000-8000-00805f9b34fb"
+
+
+def gateway_view_of_generic_attribute(address):
+    """The UUIDs of the characteristics the gateway's bluetoothd exports for the board at
+    `address` (its Generic Attribute service among them), or None when it has no device object."""
+    objects = bluez_objects()
+    device = next((path for path, interfaces in objects.items()
+                   if "org.bluez.Device1" in interfaces and str(path).startswith("/org/bluez/hci0/")
+                   and str(interfaces["org.bluez.Device1"]["Address"]).upper() == address.upper()), None)
+    if device is None:
+        return None
+    return {str(interfaces["org.bluez.GattCharacteristic1"]["UUID"]) for path, interfaces in objects.items()
+            if "org.bluez.GattCharacteristic1" in interfaces and str(path).startswith(str(device) + "/")}
+
+
+def check_database_hash(checks, name, address):
+    """That the board serves what the VM promises (test-bluez.py): no Database Hash (0x2B2A) under
+    its Generic Attribute service, as a MetaWear's SoftDevice, unless MWGATE_VM_DB_HASH=1. The
+    Service Changed characteristic (0x2A05, there in both) shows that the service was seen."""
+    served = os.environ.get("BOARD_DB_HASH", "served") == "served"
+    seen = gateway_view_of_generic_attribute(address)
+    passed = seen is not None and SERVICE_CHANGED in seen and (DATABASE_HASH in seen) == served
+    checks.record(name, passed,
+                  f"expected {'a' if served else 'no'} Database Hash (BOARD_DB_HASH={os.environ.get('BOARD_DB_HASH')}); "
+                  + ("the gateway's bluetoothd has no device object for the board" if seen is None else
+                     f"Service Changed {'seen' if SERVICE_CHANGED in seen else 'NOT seen'}, Database Hash "
+                     f"{'seen' if DATABASE_HASH in seen else 'not seen'} among {len(seen)} characteristics"))
+
+
 def documents():
     return read_documents(OUTBOX)
 
@@ -373,6 +408,8 @@ def group_discovery(checks):
                   f"{address} connected {time.time() - gateway.started:.1f} s after start" if b else
                   f"{address} (advertising without 326a9000) not connected within 60 s; boards: "
                   f"{[x['address'] + ' ' + x['state'] for x in (gateway.status() or {}).get('boards', [])]}")
+    if b:
+        check_database_hash(checks, "discovery: the board's Database Hash as the VM serves it", address)
     took = gateway.stop()
     wait_for("link closed", lambda: not device_connected(address), 10)
     # bluetoothd keeps the device object (and its resolved services); a new daemon must find it.
@@ -793,6 +830,7 @@ def group_faults(checks):
     fault("link loss: the board goes silent until the link drops", lambda: boards.command(0, "silence 4"), 25)
 
     fault("bluetoothd restarted", lambda: restart_bluetoothd(("hci0", "hci1")), 40)
+    check_database_hash(checks, "bluetoothd restarted: the board's Database Hash as the VM serves it", address)
     fault("board power-cycled (state reset)", lambda: boards.command(0, "power-cycle"), 30)
 
     boards.command(0, "remove")

@@ -7,8 +7,9 @@ prints every check's verdict and a final 'N passed, N failed' line.
 Exit status 1 when any check failed or a group gave no verdicts.
 
 Usage: scripts/vm/test-bluez.py [GROUP ... | all]   (default: the groups make test runs)
-Environment: MWGATE_VM_RESULTS (default .build/bluez-vm), SESSION_SECONDS (default 60), and
-those of scripts/vm/run-vm.sh."""
+Environment: MWGATE_VM_RESULTS (default .build/bluez-vm), SESSION_SECONDS (default 60),
+MWGATE_VM_DB_HASH=1 (the board serves a Database Hash; by default it serves none, as a MetaWear),
+and those of scripts/vm/run-vm.sh."""
 import json
 import os
 import shutil
@@ -29,7 +30,27 @@ GROUPS = ["discovery", "faults", "startnotify", "session", "stop", "backfill"]
 # runs passed at load 1-1.6 (release binaries of d2cea2c, ~2 min each).
 OPEN_GROUPS: list[str] = []
 EXTRA_GROUPS = ["boards", "bench", "session-stack", "idle"]
+# Preloaded into bluetoothd for the board without a Database Hash (the default; no_af_alg.c).
+NO_HASH_SHIM = "no_af_alg.so"
 SCENARIO_FILES = ["scenario.py", "scenario.sh", "document_check.py", "notify_observer.py", "bleak_probe.py", "dbus_boards.py"]
+
+
+def db_hash_served():
+    """MWGATE_VM_DB_HASH=1: the board serves a Database Hash (not a MetaWear's behaviour)."""
+    return os.environ.get("MWGATE_VM_DB_HASH", "") not in ("", "0")
+
+
+def build_no_hash_shim(target):
+    """Compiles no_af_alg.c with the host's C compiler, else the Swift toolchain's clang (there
+    wherever the binaries under test were built)."""
+    for compiler in ("cc", "clang"):
+        path = shutil.which(compiler)
+        if path:
+            subprocess.run([path, "-shared", "-fPIC", "-O2", "-o", target, os.path.join(HERE, "no_af_alg.c")],
+                           check=True)
+            return
+    sys.exit("test-bluez: neither cc nor clang found to build no_af_alg.c (the board without a Database "
+             "Hash); install one, or MWGATE_VM_DB_HASH=1 for the board with a hash")
 
 
 def run_group(group, out):
@@ -61,13 +82,17 @@ def run_group(group, out):
         # "Key=Value,...": settings of bluetoothd's main.conf (keys as main.conf spells them, e.g.
         # "ExchangeMTU=23"), to measure what a gateway may set (docs/bluez-vm.md).
         f.write(f"MAIN_CONF='{os.environ.get('MWGATE_VM_MAIN_CONF', '')}'\n")
-        # 1: bluetoothd serves no Database Hash (as a MetaWear's SoftDevice serves none), so the
-        # gateway's bluetoothd rediscovers the board's services on every reconnect: a shim
-        # preloaded into bluetoothd refuses it the AF_ALG sockets the hash needs (no_af_alg.c).
-        if os.environ.get("MWGATE_VM_NO_DB_HASH", "") not in ("", "0"):
-            subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", os.path.join(scenario, "no_af_alg.so"),
-                            os.path.join(HERE, "no_af_alg.c")], check=True)
-            f.write("BLUETOOTHD_PRELOAD=/scenario/no_af_alg.so\n")
+        # The board serves no Database Hash, as a MetaWear's Nordic SoftDevice serves none
+        # (docs/bluez-vm.md), so the gateway's bluetoothd rediscovers the board's primary
+        # services on every reconnect: a shim preloaded into bluetoothd refuses it the AF_ALG
+        # sockets the hash needs (no_af_alg.c). MWGATE_VM_DB_HASH=1 serves the hash (the VM's
+        # board before session 21), to compare.
+        if db_hash_served():
+            f.write("BOARD_DB_HASH=served\n")
+        else:
+            f.write(f"BOARD_DB_HASH=none\nBLUETOOTHD_PRELOAD=/scenario/{NO_HASH_SHIM}\n")
+    if not db_hash_served():
+        build_no_hash_shim(os.path.join(scenario, NO_HASH_SHIM))
     started = time.time()
     vm = subprocess.run([os.path.join(HERE, "run-vm.sh"), scenario, results])
     took = time.time() - started
@@ -98,6 +123,11 @@ def main():
         print("0 passed, 1 failed")
         return 1
     print(f"test-bluez: VM cache ready after {time.time() - started:.0f} s", flush=True)
+    if "MWGATE_VM_NO_DB_HASH" in os.environ:
+        print("test-bluez: MWGATE_VM_NO_DB_HASH is no longer read: the board serves no Database Hash unless "
+              "MWGATE_VM_DB_HASH=1", flush=True)
+    print(f"test-bluez: the board serves {'a' if db_hash_served() else 'no'} Database Hash"
+          f"{' (MWGATE_VM_DB_HASH=1)' if db_hash_served() else ', as a MetaWear'}", flush=True)
     passed = failed = 0
     for group in groups:
         checks, took = run_group(group, out)
