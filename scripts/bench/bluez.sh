@@ -105,9 +105,9 @@ PY
     bus_trace=$results/bench/results/bench-bus.log
     if [[ -s "$bus_trace" ]]; then
         echo
-        echo "Each reconnect on the gateway's bus (BENCH_BUS_TRACE=1: bluetoothd's signals and mwgated's calls, scripts/vm/bus_timeline.py; seconds from bluetoothd's answer to \`Connect\`). mwgated calls AcquireNotify on the GATT objects bluetoothd kept as soon as \`Connect\` returns; bluetoothd answers it once its GATT client is ready (\`ServicesResolved\`), so only a call after \`ServicesResolved\` leaves time of ours between the link and the first sample (last column):"
+        echo "Each reconnect on the gateway's bus (BENCH_BUS_TRACE=1: bluetoothd's signals and mwgated's calls, scripts/vm/bus_timeline.py; seconds from bluetoothd's answer to \`Connect\`). mwgated calls AcquireNotify on the GATT objects bluetoothd kept as soon as \`Connect\` returns; bluetoothd answers it once its GATT client is ready (\`ServicesResolved\`), so only a call after \`ServicesResolved\` leaves time of ours between the link and the first sample (\"ours after ServicesResolved\"). The last four columns come from the board's log and the status on the same clock: the link up and the CCCD written as the board's side saw them, the first sample's arrival in mwgated (the status's \`lastSampleAt\`, polled every 0.1 s), and from the socket to that sample (the board's next notification crossing bluetoothd; of mwgated's only the read):"
         echo
-        python3 "$root/scripts/vm/bus_timeline.py" "$bus_trace" || echo "(the bus trace could not be read)"
+        python3 "$root/scripts/vm/bus_timeline.py" "$bus_trace" "$metrics" || echo "(the bus trace could not be read)"
     fi
     trace=$results/bench/results/hci.btsnoop
     if [[ -s "$trace" ]]; then

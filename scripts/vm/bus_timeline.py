@@ -9,7 +9,18 @@ Per connect, seconds from its answer: bluetoothd's ServicesResolved=true (its GA
 mwgated's AcquireNotify call (ours: it needs the kept GATT objects and the link's own bus
 connection) and bluetoothd's answer to it (the socket; 5.66 answers only once ready). When the
 call comes before ServicesResolved, bluetoothd holds it until then and nothing of ours is left
-between the link and the first sample; when it comes after, the difference is ours."""
+between the link and the first sample; when it comes after, the difference is ours.
+
+    scripts/vm/bus_timeline.py RESULTS/bench-bus.log RESULTS/metrics.json
+
+With the bench's metrics (its per-drop rows carry the VM's wall-clock times, as the trace does),
+three more columns on the same base: the link up and the board's CCCD written as the board's
+side saw them, and the status's first sample on the new link (the arrival time mwgated stamps
+on it, from the kernel's socket timestamp; the bench polls the status every 0.1 s and takes the
+newest sample, so this is the first sample's arrival or up to one poll later). What lies between
+the socket (`AcquireNotify` answered) and that sample is the board's next notification crossing
+bluetoothd into the socket, and nothing of mwgated's but the read itself."""
+import json
 import re
 import sys
 
@@ -61,19 +72,44 @@ def main():
         elif kind == "signal" and member == "PropertiesChanged" and obj.startswith(GATEWAY) and obj.count("/") == 4:
             if changed(body, "ServicesResolved") and rows and rows[-1]["resolved"] is None:
                 rows[-1]["resolved"] = time
+    drops = per_drop(sys.argv[2]) if len(sys.argv) > 2 else None
     cell = lambda value: "?" if value is None else f"{value:.2f}"
-    print("| connect | Connect called -> answered | ServicesResolved | AcquireNotify called (ours) | AcquireNotify answered "
-          "| ours after ServicesResolved |")
-    print("|---:|---:|---:|---:|---:|---:|")
+    header = ("| connect | Connect called -> answered | ServicesResolved | AcquireNotify called (ours) | AcquireNotify answered "
+              "| ours after ServicesResolved |")
+    rule = "|---:|---:|---:|---:|---:|---:|"
+    if drops is not None:
+        header += " link up (board's side) | CCCD written (board's side) | status's first sample | socket -> first sample |"
+        rule += "---:|---:|---:|---:|"
+    print(header)
+    print(rule)
     for number, row in enumerate(rows, 1):
         base = row["answered"]
         rel = {k: (row[k] - base if row[k] is not None else None) for k in ("resolved", "acquire called", "acquire answered")}
         ours = None
         if rel["resolved"] is not None and rel["acquire called"] is not None:
             ours = max(0.0, rel["acquire called"] - rel["resolved"])
-        print(f"| {number} | {row['answered'] - row['called']:.2f}{' (error)' if row['error'] else ''} | {cell(rel['resolved'])} "
-              f"| {cell(rel['acquire called'])} | {cell(rel['acquire answered'])} | {cell(ours)} |")
+        line = (f"| {number} | {row['answered'] - row['called']:.2f}{' (error)' if row['error'] else ''} | {cell(rel['resolved'])} "
+                f"| {cell(rel['acquire called'])} | {cell(rel['acquire answered'])} | {cell(ours)} |")
+        if drops is not None:
+            drop = nearest_drop(drops, base)
+            at = lambda key: drop[key] - base if drop and drop.get(key) else None
+            socket = at("first sample at") - rel["acquire answered"] \
+                if at("first sample at") is not None and rel["acquire answered"] is not None else None
+            line += f" {cell(at('link up at'))} | {cell(at('notifications on at'))} | {cell(at('first sample at'))} | {cell(socket)} |"
+        print(line)
 
+
+def per_drop(path):
+    """The bench's per-drop rows (metrics.json) that carry wall-clock times."""
+    rows = [m["value"] for m in map(json.loads, open(path)) if m["name"] == "per drop"]
+    return [r for r in (rows[-1] if rows else []) if r.get("link up at")]
+
+
+def nearest_drop(drops, answered):
+    """The drop whose link up (board's side) is nearest a Connect's answer, within 2 s: the link
+    comes up before bluetoothd answers (0.00-0.08 s in the runs measured), one link a drop."""
+    drop = min(drops, key=lambda d: abs(d["link up at"] - answered), default=None)
+    return drop if drop and abs(drop["link up at"] - answered) < 2 else None
 
 if __name__ == "__main__":
     main()

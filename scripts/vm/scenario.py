@@ -1336,7 +1336,7 @@ def group_bench(checks):
     # The drops' whole span (and the measure after them): mwgated's CPU over every sample it
     # took in, streamed or downloaded from the log.
     span0 = (process_cpu(gateway.proc.pid), samples_received(gateway, address) or 0, backfilled_so_far(gateway, address))
-    timings = []  # (link down seconds, link back -> streaming seconds or None)
+    timings = []  # (link down seconds, link back -> streaming seconds or None, the status's sample time or None)
     commanded = []  # when each drop was asked of the board
     # Where a reconnect's time goes: bluetoothd's signals and the gateway's calls on the bus,
     # with times (dbus-monitor as root; into the VM's memory, copied out at the end).
@@ -1375,7 +1375,7 @@ def group_bench(checks):
         down = (back[0] - closed[0]) if back and closed else None
         to_streaming = (streaming_at - back[0]) if back and streaming_at else None
         log(f"drop {attempt + 1}: link down {down}, link back -> streaming {to_streaming}")
-        timings.append((down, to_streaming))
+        timings.append((down, to_streaming, streaming_at))
         time.sleep(2)
     if monitor:
         monitor.terminate()
@@ -1459,7 +1459,9 @@ def drop_breakdown(commanded, timings):
         rows.append({"drop": index + 1, "commanded": sent, "until": until, "up": up,
                      "down s": round(up - down, 3) if up and down else None,
                      "link up -> notifications on s": round(on - up, 3) if on and up else None,
-                     "link up -> first sample s": round(timings[index][1], 3) if timings[index][1] is not None else None})
+                     "link up -> first sample s": round(timings[index][1], 3) if timings[index][1] is not None else None,
+                     # Wall-clock times (the VM's, as the bus trace's), for bus_timeline.py.
+                     "link up at": up, "notifications on at": on, "first sample at": timings[index][2]})
     return rows
 
 
@@ -1497,11 +1499,16 @@ def sent_runs(adapter):
 
 def sample_time(x, runs):
     """When the board took sample `x` (16 bits): the board's clock runs on between runs, so
-    from the end of the last run sent before it."""
+    from the end of the last run sent before it; a sample in that run's first half, from the
+    run's start (a run's end can be far from its last sample's time: the bench's last run took
+    4,815 samples in 61.6 s, which put a sample taken at its start 13.5 s late)."""
     before = [run for run in runs if (x - run[0]) & 0xFFFF < 0x8000]
     if not before:
         return None
     first, last, start, end = max(before, key=lambda run: run[2])
+    into = (x - first) & 0xFFFF
+    if into <= ((last - first) & 0xFFFF) / 2:
+        return start + into / GYRO_RATE
     return end + (((x - last) & 0xFFFF) if (x - last) & 0xFFFF < 0x8000 else -((last - x) & 0xFFFF)) / GYRO_RATE
 
 
