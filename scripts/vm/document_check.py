@@ -64,6 +64,17 @@ def _in_runs(index, runs):
     return any((low - first) & 0xFFFF <= (last - first) & 0xFFFF for first, last in runs)
 
 
+def _fill_hole(holes, index):
+    """Takes `index` out of the hole ([first, count, time before]) it lies in, splitting it when
+    inside; returns `index`, or None when no hole holds it (then it is a sample out of order)."""
+    for position, (first, count, after) in enumerate(holes):
+        if first <= index < first + count:
+            rest = [[first, index - first, after], [index + 1, first + count - index - 1, after]]
+            holes[position:position + 1] = [hole for hole in rest if hole[1] > 0]
+            return index
+    return None
+
+
 def check_documents(docs, address, seed, session_id=None, resets=False, sent=None):
     """The report: count, duplicates, reordered (index behind the previous sample's),
     time_backwards (a timestamp before the previous point's), mismatched (values not the
@@ -80,27 +91,51 @@ def check_documents(docs, address, seed, session_id=None, resets=False, sent=Non
     false_marks counts points whose gap mark (`missed_before`) says samples are missing before
     them where none is (their index follows the previous point's), false_marked_samples what
     those marks add up to, false_marks_first the first few as (index, time ms, mark, gap_ms);
-    over_marks counts marks after a real gap that claim more samples than are missing."""
+    over_marks counts marks after a real gap that claim more samples than are missing.
+    filled_late: points of correction chunks, marked backfilled, that came after the session's
+    later points and fill a hole left before them; they count as samples, not as out of order,
+    and the hole they fill is no longer a gap. A point behind the stream that fills no hole is
+    out of order."""
     report = {"count": 0, "duplicates": 0, "reordered": 0, "time_backwards": 0, "mismatched": 0, "gaps": [],
-              "gap_after": [], "sessions": 0, "first_out_of_order": None, "backfilled": 0,
+              "gap_after": [], "sessions": 0, "first_out_of_order": None, "backfilled": 0, "filled_late": 0,
               "unsent_unmarked": 0, "unsent_unmarked_first": [], "sent_backfilled": 0, "false_marks": 0,
               "false_marked_samples": 0, "false_marks_first": [], "over_marks": 0}
+    holes = []  # [first missing index, how many, time of the point before it], every session's
     for session, session_docs in _sessions(docs, address, session_id):
         report["sessions"] += 1
         previous = previous_time = None
+        session_holes = []
+        recorded = set()  # the session's indexes so far, to tell a twin from a sample out of order
         for d in session_docs:
             for position, p in enumerate(d.get("data", [])):
                 g = p.get("gyroscope")
                 if not g:
                     continue
                 time = g.get("timestamp")
-                if time is not None and previous_time is not None and time < previous_time:
-                    report["time_backwards"] += 1
-                if time is not None:
-                    previous_time = time if previous_time is None else max(previous_time, time)
                 raw = tuple(round(g[k] * GYRO_SCALE) for k in ("x", "y", "z"))
                 low = raw[0] & 0xFFFF
-                if previous is None:
+                late = None
+                if resets and previous is not None and low < 2000 and low < (previous & 0xFFFF):
+                    recorded.clear()  # the board's numbering starts again (below): a new run
+                behind = previous is not None and (low - (previous & 0xFFFF)) & 0xFFFF >= 0x8000
+                if behind and previous - ((previous - low) & 0xFFFF) in recorded:
+                    report["duplicates"] += 1  # a twin of an earlier point of the session
+                    continue
+                if behind and p.get("backfilled"):
+                    late = _fill_hole(session_holes, previous - ((previous - low) & 0xFFFF))
+                if late is None:
+                    if time is not None and previous_time is not None and time < previous_time:
+                        report["time_backwards"] += 1
+                    if time is not None:
+                        previous_time = time if previous_time is None else max(previous_time, time)
+                if late is not None:
+                    # A correction chunk: the flash log's samples of a gap still open when the
+                    # session stopped (or the gateway restarted) come sealed into the ended
+                    # session after its last chunk, marked backfilled (docs/data-model.md,
+                    # "revised"). In place, they fill the hole they belong to.
+                    full = late
+                    report["filled_late"] += 1
+                elif previous is None:
                     full = low
                 else:
                     delta = (low - (previous & 0xFFFF)) & 0xFFFF
@@ -127,10 +162,11 @@ def check_documents(docs, address, seed, session_id=None, resets=False, sent=Non
                     elif delta > 1 and p.get("missed_before", 0) > delta - 1:
                         report["over_marks"] += 1
                     if delta > 1:
-                        report["gaps"].append((previous + 1, delta - 1))
                         # When the stream broke: the time of the last point before the gap.
-                        report["gap_after"].append(previous_time)
-                previous = full
+                        session_holes.append([previous + 1, delta - 1, previous_time])
+                if late is None:
+                    previous = full
+                recorded.add(full)
                 report["count"] += 1
                 marked = bool(p.get("backfilled"))
                 report["backfilled"] += marked
@@ -144,6 +180,9 @@ def check_documents(docs, address, seed, session_id=None, resets=False, sent=Non
                             report["unsent_unmarked_first"].append(full)
                 if raw != simulator_signal("gyro", seed, full):
                     report["mismatched"] += 1
+        holes += session_holes
+    report["gaps"] = [(first, count) for first, count, _ in holes]
+    report["gap_after"] = [after for _, _, after in holes]
     return report
 
 

@@ -563,7 +563,8 @@ def group_session(checks):
         checks.record(f"session: board {index} documents sample by sample",
                       ok, f"{count} samples for {seconds:.0f} s at {GYRO_RATE} Hz (session {time.time() - t0:.0f} s), "
                       f"{duplicates} duplicated, {reordered} out of order, {mismatched} differ from the model, "
-                      f"gaps {gaps[:5]}{'...' if len(gaps) > 5 else ''} ({sum(n for _, n in gaps)} samples); "
+                      f"gaps {gaps[:5]}{'...' if len(gaps) > 5 else ''} ({sum(n for _, n in gaps)} samples), "
+                      f"{report['filled_late']} filled late from the log (correction chunks); "
                       f"mwgated received {received[address]} in all; the VM's CPUs were {busy}% busy; "
                       f"session start: {started.returncode} "
                       f"{started.stderr.strip()} stop: {stopped.returncode} {stopped.stderr.strip()}")
