@@ -35,13 +35,7 @@ extension SessionController {
     func keepStallGap(board: String, sessionID: String, now: Int64, held: PendingRestartGap?) -> PendingRestartGap? {
         guard backfillBoards.contains(board), let stream = boards[board], let newest = stream.previousPointTime else { return held }
         let stop = timeBase.epochMilliseconds(monotonic: now)
-        // Heard since its newest point's time: a stream whose stamps lie early (a new link's
-        // first seconds after a burst) is not silent (soak seed 2112: a stream restarted after a
-        // stall, its held points stamped early, arriving until the stop; a held gap stretched to
-        // the stop there took 23 samples of the log placed after its last held point twice).
-        let heard = max(newest, stream.lastGyroArrival.map { timeBase.epochMilliseconds(monotonic: $0) } ?? newest)
-        let overdue = GapCount.missed(stepMs: stop - Self.stopArrivalSlack - heard, periodMs: 1000 / stream.gyroRate)
-        guard overdue > 0 else { return held }
+        guard isStalled(stream, at: stop) else { return held }
         if var held {
             // The held points are the stretch's stored points; the log's samples after the
             // last of them, up to the stop, are the stall's.
@@ -55,5 +49,34 @@ extension SessionController {
         pending.tailStreamedHere = true
         pending.stoppedStream = (stream.gyroRate, stream.merger)
         return pending
+    }
+
+    /// Whether `stream` is stalled at epoch ms `time`: neither its newest point's time nor its
+    /// last gyro notification's arrival lies within ``stopArrivalSlack`` and one and a half
+    /// sample periods before it (the live gap rule, ``GapCount``). False for a stream never
+    /// heard. Heard since its newest point's time: a stream whose stamps lie early (a new
+    /// link's first seconds after a burst) is not silent (soak seed 2112: a stream restarted
+    /// after a stall, its held points stamped early, arriving until the stop; a held gap
+    /// stretched to the stop there took 23 samples of the log placed after its last held point
+    /// twice).
+    func isStalled(_ stream: BoardStream, at time: Double) -> Bool {
+        let arrival = stream.lastGyroArrival.map { timeBase.epochMilliseconds(monotonic: $0) }
+        guard let heard = [stream.previousPointTime, arrival].compactMap({ $0 }).max() else { return false }
+        return GapCount.missed(stepMs: time - Self.stopArrivalSlack - heard, periodMs: 1000 / stream.gyroRate) > 0
+    }
+
+    /// The boards linked at a session's start at epoch ms `started` whose streams are stalled
+    /// (``isStalled(_:at:)``), and whose flash logs fill their gaps: the stall goes on into the
+    /// new session, whose fresh streams would take their first points after it for their first
+    /// samples (the stretch from the start lost, unmarked). Like a board away at the start, each
+    /// resumes from the start (a ``ResumePoint`` at it): its first point counts the samples
+    /// since, a gap its log fills.
+    func stalledAtTheStart(_ started: Double) -> [String: ResumePoint] {
+        var resume: [String: ResumePoint] = [:]
+        for (key, stream) in boards where backfillBoards.contains(key) && isStalled(stream, at: started) {
+            resume[key] = ResumePoint(seq: 0, points: 0, time: started, hold: nil, gyroRate: stream.gyroRate,
+                                      accelerometerRate: stream.accelerometerRate)
+        }
+        return resume
     }
 }

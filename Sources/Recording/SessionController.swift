@@ -247,6 +247,9 @@ public final class SessionController {
         resumeAt = away.mapValues {
             ResumePoint(seq: 0, points: 0, time: started, hold: nil, gyroRate: $0.gyroRate, accelerometerRate: $0.accelerometerRate)
         }
+        // So may a board linked but stalled (its stream silent since before the start): each
+        // board's new stream (``attach(board:gyroRateHertz:accelerometerRateHertz:)``) takes it.
+        resumeAt.merge(stalledAtTheStart(started)) { away, _ in away }
         loggedRecordings.removeAll()
         keptLoggedOrigins.removeAll()
         // What an interrupted session waits for from a board not back yet ends here: the board
@@ -358,6 +361,8 @@ public final class SessionController {
     /// Feeds one decoded notification of `board` received at `receivedAt`.
     public func ingest(board: String, event: MetaWearEvent, receivedAt: Int64) {
         guard boards[board] != nil else { return }
+        // Heard between sessions too: a start tells a stalled stream by it.
+        if case .gyro = event { boards[board]?.lastGyroArrival = receivedAt }
         if session == nil, configuration.alwaysMode { _ = try? start(trigger: .always, now: receivedAt) }
         // Looked up after a start, which gives every board a new stream.
         guard session != nil, let stream = boards[board] else { return }
