@@ -54,6 +54,8 @@ extension RecordingPipeline {
     public func sealOnceBoardsStop() {
         sealAskedAt = sealAskedAt ?? .now
         sealsOnceBoardsStop = true
+        // The seal waits for the boards' last samples, not for their readouts' pages.
+        leaveReadoutsToTheNextRun()
         boardEventsWake = true
         letTicksTakeHeldEvents(false)
         sealIfTheBoardsStopped()

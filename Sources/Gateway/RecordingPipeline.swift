@@ -88,10 +88,14 @@ public actor RecordingPipeline {
     /// Per logged board: gyro samples in the pages of its readout so far.
     var loggedReadoutSamples: [String: Int] = [:]
     /// Per board: what the pages of its readout filled so far, for the line at its end.
-    private var backfillReadouts: [String: BackfillReadoutSummary] = [:]
+    var backfillReadouts: [String: BackfillReadoutSummary] = [:]
     /// Per board: pages of its readout that wait, unanswered, for the gap they fill to have an
     /// end in the recorder (``SessionController/pageWaitsForItsGap(board:)``), in order.
     var pagesWaiting: [String: [FlashLogDownload]] = [:]
+    /// Set once the shutdown's seal is asked for: backfill pages are left on the boards for the
+    /// next run (``leaveReadoutsToTheNextRun()``), and what was left, per board.
+    var leavesReadoutsToTheNextRun = false
+    var pagesLeftAtShutdown: [String: PagesLeft] = [:]
 
     /// The pipeline runs on ``RecordingThread``: its synchronous SQLite commits wait there,
     /// not on a thread of the shared cooperative pool.
@@ -189,7 +193,7 @@ public actor RecordingPipeline {
         case .flashLogDownloaded(let download):
             if recordsLogged || controller.hasLoggedRest(board: key) {
                 loggedDownloaded(key, download)
-            } else if !keepPageWaiting(key, download) {
+            } else if !leavesPageToTheNextRun(key, download), !keepPageWaiting(key, download) {
                 backfill(key, download)
             }
         case .button(_, let togglesSession):
@@ -410,6 +414,8 @@ public actor RecordingPipeline {
         guard !isShutDown else { return }
         // Sealing now: the events taken below must not start a second seal.
         sealsOnceBoardsStop = false
+        // Nor place a flash-log page: the seal does not wait on the readouts.
+        leaveReadoutsToTheNextRun()
         takeHeldEvents()
         let now = timeline.now
         controller.tick(now: now)
@@ -430,6 +436,7 @@ public actor RecordingPipeline {
                 for waiter in waiters { waiter.resume(returning: .failure(error)) }
             }
         }
+        reportPagesLeftAtShutdown()
         for key in attached.sorted() { controller.detach(board: key, now: now) }
         attached.removeAll()
         isShutDown = true
