@@ -59,6 +59,28 @@ extension SessionController {
                                                     outcome: &outcome))
     }
 
+    /// The stop commits `board`'s held points; the gap they waited on is `kept` for the log
+    /// (``keepStopGap(board:sessionID:)``). At a shutdown (`processEnds`) the samples its
+    /// readout's pages placed in the gap so far are committed with them, as
+    /// ``giveUpWaitingForTheLog(board:)`` does: those pages were confirmed once journaled, so
+    /// the board deleted them, and their samples lived on only in `kept`, in memory, which the
+    /// exit ends (issue 18 §2.7: a SIGTERM 1.5 s into a 3 s gap's readout at 2,100 entries/s,
+    /// and the next run filled 68 or none of its 150 samples). They go into `kept`'s tail too:
+    /// a logged sample at a stored point's time is that sample, never placed again. Otherwise
+    /// the next page of this run's readout seals them with its own.
+    func releaseHoldAtStop(board: String, keeping kept: inout PendingRestartGap?, processEnds: Bool) {
+        guard processEnds, let hold = boards[board]?.hold, !hold.logged.samples.isEmpty else {
+            releaseHold(board: board, backfilled: [])
+            return
+        }
+        var outcome = BackfillOutcome()
+        let placed = place(board: board, logged: hold.logged.samples, bootOrigins: hold.logged.bootOrigins, outcome: &outcome)
+        releaseHold(board: board, backfilled: placed)
+        guard !placed.isEmpty, var gap = kept?.gap else { return }
+        gap.tail = (gap.tail + placed.map(\.point)).sorted { $0.gyroscope.timestamp < $1.gyroscope.timestamp }
+        kept?.gap = gap
+    }
+
     /// Boards whose points started waiting for a backfill since the last call: download their
     /// flash logs and hand the samples to ``backfill(board:logged:bootOrigins:)``.
     public func takeBackfillRequests() -> [String] {

@@ -275,8 +275,8 @@ public final class SessionController {
         for (key, resume) in resumeAt.sorted(by: { $0.key < $1.key }) where resume.hold != nil && boards[key] == nil {
             attach(board: key, gyroRateHertz: resume.gyroRate, accelerometerRateHertz: resume.accelerometerRate)
             // What it took after its last held point until the stop is in its log too.
-            let kept = keepStallGap(board: key, sessionID: s.id, now: now, held: keepStopGap(board: key, sessionID: s.id))
-            releaseHold(board: key, backfilled: [])
+            var kept = keepStallGap(board: key, sessionID: s.id, now: now, held: keepStopGap(board: key, sessionID: s.id))
+            releaseHoldAtStop(board: key, keeping: &kept, processEnds: trigger == .shutdown)
             sealOpenChunk(board: key)
             if let gap = waitForStopGap(kept, board: key) { stopGaps.append(gap) }
             boards[key] = nil
@@ -290,8 +290,8 @@ public final class SessionController {
         // stall no sample has shown yet), are a gap their logs fill.
         for key in boards.keys.sorted() {
             drainAll(board: key, now: now)
-            let kept = keepStallGap(board: key, sessionID: s.id, now: now, held: keepStopGap(board: key, sessionID: s.id))
-            releaseHold(board: key, backfilled: [])
+            var kept = keepStallGap(board: key, sessionID: s.id, now: now, held: keepStopGap(board: key, sessionID: s.id))
+            releaseHoldAtStop(board: key, keeping: &kept, processEnds: trigger == .shutdown)
             sealOpenChunk(board: key)
             if let gap = waitForStopGap(kept, board: key) { stopGaps.append(gap) }
         }
