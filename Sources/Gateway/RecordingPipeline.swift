@@ -437,6 +437,7 @@ public actor RecordingPipeline {
             }
         }
         reportPagesLeftAtShutdown()
+        controller.sealWhatTheGapsReadoutsBrought()
         for key in attached.sorted() { controller.detach(board: key, now: now) }
         attached.removeAll()
         isShutDown = true

@@ -34,6 +34,19 @@ extension SessionController {
             || loggedRests.values.contains { $0.contains { $0.sessionID == sessionID } }
     }
 
+    /// Seals into their sessions what the kept gaps' readouts brought so far and no page sealed
+    /// yet: call at a shutdown. Those samples came in pages confirmed once journaled, so the
+    /// board deleted them, and they wait in memory for the readout's next page to be sealed
+    /// with its own; the shutdown leaves that page on the board (issue 18 §2.7), and the exit
+    /// would end them (a session stopped while its gap's log was read, then a SIGTERM before
+    /// the next page). The rest of each gap stays kept for the next run's readout.
+    public func sealWhatTheGapsReadoutsBrought() {
+        for board in restartGaps.keys.sorted() where restartGaps[board]?.contains(where: { !$0.logged.samples.isEmpty }) == true {
+            var outcome = BackfillOutcome()
+            _ = backfillRestartGap(board: board, page: [], bootOrigins: [:], complete: false, outcome: &outcome)
+        }
+    }
+
     /// The session stops while `board`'s points after a gap wait for the download that fills
     /// it: the held points are committed with the gap marked (the stop does not wait), and the
     /// gap is kept, to be filled like a restart gap: its samples are sealed into the stopped

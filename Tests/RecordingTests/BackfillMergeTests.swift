@@ -29,12 +29,14 @@ struct BackfillMergeTests {
     /// With `refuseCorrection`, the store refuses the first chunk sealed after the stop. With
     /// `notLogged` (seconds), the log read (at `downloadAt` or after the stop) lacks the samples
     /// taken then (a log that was full). With `shutDownAtTheStop`, the stop is a graceful
-    /// shutdown's and the process ends with it: nothing is read after it.
+    /// shutdown's and the process ends with it: nothing is read after it. With
+    /// `shutDownAfterTheStop`, the stop is the control API's and a graceful shutdown follows it
+    /// at once (``SessionController/sealWhatTheGapsReadoutsBrought()``).
     func record(seconds: Double, hole: (Double, Double), reattach: Bool, downloadAt: Double?, seed: UInt64,
                 early: @escaping (Double) -> Int64 = { _ in 0 }, moreHoles: [(Double, Double)] = [],
                 downloadAfterStop: Bool = false, pagedBeforeStop: Int? = nil, readAt: Double? = nil,
                 refuseCorrection: Bool = false, gyroPause: (Double, Double)? = nil, notLogged: Range<Double>? = nil,
-                laterDownloadAt: Double? = nil, shutDownAtTheStop: Bool = false) throws -> Outcome {
+                laterDownloadAt: Double? = nil, shutDownAtTheStop: Bool = false, shutDownAfterTheStop: Bool = false) throws -> Outcome {
         let store = MemoryStore()
         let base = TimeBase(wallNanoseconds: 1_800_000_000_000_000_000, monotonicNanoseconds: 0, systemClockSynchronised: true)
         let controller = SessionController(store: store, timeBase: base)
@@ -102,7 +104,8 @@ struct BackfillMergeTests {
         }
         try controller.stop(trigger: shutDownAtTheStop ? .shutdown : .controlAPI, now: now)
         var firstReadout: SessionController.BackfillOutcome?
-        if downloadAfterStop, !shutDownAtTheStop {
+        if shutDownAfterTheStop { controller.sealWhatTheGapsReadoutsBrought() }
+        if downloadAfterStop, !shutDownAtTheStop, !shutDownAfterTheStop {
             heldAtDownload = controller.hasPendingCorrections(sessionID: try #require(store.sessions.first))
             _ = controller.takeBackfillRequests()
             let (counted, countedOrigins) = readout.map { download($0, loggers: LoggerIDs(xy: ids[0], z: ids[1])) } ?? (logged, origins)
@@ -302,6 +305,16 @@ struct BackfillMergeTests {
         let o = try record(seconds: 16, hole: (10, 10.7), reattach: true, downloadAt: nil, seed: 27,
                            downloadAfterStop: true, pagedBeforeStop: 50_000, shutDownAtTheStop: true)
         #expect(o.heldAtDownload == false, "nothing read after the shutdown")
+        let backfilled = expectEverySampleOnce(o)
+        #expect((69...72).contains(backfilled), "the drop's samples the pages brought are sealed: \(backfilled) backfilled")
+    }
+
+    /// The same, but the session was stopped first (the control API) and the shutdown comes
+    /// before the readout's next page: the stop kept the pages' samples with the stop gap, in
+    /// memory, and the shutdown seals them (before, the exit ended them).
+    @Test func aShutdownAfterTheStopSealsTheSamplesOfThePagesConfirmedBeforeIt() throws {
+        let o = try record(seconds: 16, hole: (10, 10.7), reattach: true, downloadAt: nil, seed: 27,
+                           downloadAfterStop: true, pagedBeforeStop: 50_000, shutDownAfterTheStop: true)
         let backfilled = expectEverySampleOnce(o)
         #expect((69...72).contains(backfilled), "the drop's samples the pages brought are sealed: \(backfilled) backfilled")
     }
