@@ -68,11 +68,15 @@ struct RestartGapTests {
     /// a stall: the board takes no sample meanwhile, and its log holds none.
     /// With `gnss` each process takes a GNSS fix every whole second of its clock while it runs
     /// (none while the gateway is down): a walk north at about 1.1 m/s, ``walkLatitude(at:)``.
+    /// With `clockReadLatency` (seconds) each link's reading of the board's clock comes that much
+    /// late, so the board's ticks put its samples that much later than they were taken (a link's
+    /// latency; the planner's anchors correct it).
     func record(profile: BoardProfile, seed: UInt64, killAt: Double = 10, down: Double, downloadAfter: Double = 0,
                 accelerometer: Bool = false, secondKill: (at: Double, down: Double)? = nil,
                 linkDrop: (at: Double, down: Double)? = nil, restartedClockOffset: Double = 0,
                 surveyAtRestart: Bool = false, idleDuringReadout: Bool = false, readoutCountedEarly: Double? = nil,
-                boardResetAt: Double? = nil, gnss: Bool = false, sensorPauseInDrop: Double? = nil) throws -> Run {
+                boardResetAt: Double? = nil, gnss: Bool = false, sensorPauseInDrop: Double? = nil,
+                clockReadLatency: Double = 0) throws -> Run {
         print("RestartGapTests seed \(seed)")
         let dir = NSTemporaryDirectory() + "mwgate-restart-gap-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -104,7 +108,8 @@ struct RestartGapTests {
         func handshake() {
             if let reply = board.write([0x0B, 0x84]).notifications.first, reply.count == 7 {
                 let tick = UInt32(reply[2]) | UInt32(reply[3]) << 8 | UInt32(reply[4]) << 16 | UInt32(reply[5]) << 24
-                origins[reply[6] & 7] = Int64(board.nanoseconds) - Int64(BoardTicks.milliseconds(UInt64(tick)) * 1e6)
+                origins[reply[6] & 7] = Int64(board.nanoseconds) + Int64(clockReadLatency * 1e9)
+                    - Int64(BoardTicks.milliseconds(UInt64(tick)) * 1e6)
             }
             for p in LoggingCommands.start(overwriteWhenFull: true) + Commands.startGyro(gyro, mode: .single, chip: chip) + accelerometerStart {
                 _ = board.write(p.bytes)
@@ -596,6 +601,22 @@ struct RestartGapTests {
     @Test(arguments: [-5.0, 5.0])
     func aClockStepAcrossTheRestartFillsTheGapOnce(step: Double) throws {
         let run = try record(profile: .metaMotionR, seed: 59, down: 3, restartedClockOffset: step)
+        expectEverySampleOnce(run, down: 3, timeOrderWithinSessions: true)
+        #expect(run.stillMissing == 0, "still missing \(run.stillMissing)")
+    }
+
+    /// The restarted gateway's clock stepped a minute (a gateway without a real-time clock set
+    /// by NTP after a power loss), far past the placement's reach (the clock read's 1 s tolerance
+    /// and 10 s of drift, `BackfillPlanner.streamed(_:near:)`), and each link reads the board's
+    /// clock 0.2 s late. Converted to the new clock, the stored tail lies a minute off the log's
+    /// ticks until its alignment moves it (``StoredTailAlignment``); each page of the readout is
+    /// matched only against the part of the moved tail and stream near its ticks. A window taken
+    /// from the tail as stored (before the move) holds none of it: the gap's 391 samples were
+    /// lost (-60 s), or the whole log stored a second time (+60 s). The 5 s steps stay within
+    /// the reach and do not show it.
+    @Test(arguments: [-60.0, 60.0])
+    func aClockStepPastThePlacementsReachFillsTheGapOnce(step: Double) throws {
+        let run = try record(profile: .metaMotionR, seed: 61, down: 3, restartedClockOffset: step, clockReadLatency: 0.2)
         expectEverySampleOnce(run, down: 3, timeOrderWithinSessions: true)
         #expect(run.stillMissing == 0, "still missing \(run.stillMissing)")
     }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Flash-log backfill -> Markdown section in $1. Called by scripts/bench.sh with MWBENCH set to
 # the release mwbench binary (and MWGATED_STATIC, MWCTL_STATIC, MWSIM as it sets them).
-# 1. The pure half (download decoding and placement): mwbench backfill, in-process.
+# 1. The pure half (download decoding and placement): mwbench backfill, in-process, with an 8 s
+#    stall and a kill -9 of 8 s after 2, 5 and 10 minutes of session.
 # 2. The whole daemon (backfill_daemon.py): mwgated as packaged with one mwsim MetaMotion R on a
 #    private dbus-daemon, on each notification path: 800 Hz gyro logged for
 #    BACKFILL_DAEMON_SECONDS (20) s and downloaded to the end at the stop with the board reading
@@ -117,6 +118,15 @@ below() { awk -v a="$1" -v g="$2" 'BEGIN { print (a >= 0 && a < g) ? "met" : "NO
     echo "|---|---:|---:|---:|---:|---:|"
     for m in 2 5 10; do
         echo "| $m min | $(value backfill_gap_${m}min_model_entries) | $(value backfill_gap_${m}min_model_close_s) s | $(value backfill_gap_${m}min_model_cpu_ms_per_1000) ms | $(value backfill_gap_${m}min_fast_close_s) s | $(value backfill_gap_${m}min_fast_cpu_ms_per_1000) ms |"
+    done
+    echo
+    echo "A gateway restart instead of the stall (kill -9): after 2, 5 and 10 minutes the recorder and its buffer (SQLite, a temporary directory) are dropped; 8 s later a new process recovers the session and expects its restart gap, the board's next link streams into an always-mode session, and the log is read when the recorder asks. Gap closed: seconds from the restart to the gap no longer waited for; lost and twice: the board's samples missing from, or stored twice in, the interrupted and the new session taken together."
+    echo
+    echo "| session before the kill | entries read | gap closed after, model's pace | CPU per 1,000 backfilled | gap closed after, 10,000/s | CPU per 1,000 backfilled | backfilled, model / 10,000/s | lost / twice, model / 10,000/s |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+    for m in 2 5 10; do
+        r=backfill_restart_${m}min
+        echo "| $m min | $(value ${r}_model_entries) | $(value ${r}_model_close_s) s | $(value ${r}_model_cpu_ms_per_1000) ms | $(value ${r}_fast_close_s) s | $(value ${r}_fast_cpu_ms_per_1000) ms | $(value ${r}_model_backfilled) / $(value ${r}_fast_backfilled) | $(value ${r}_model_lost) / $(value ${r}_model_twice), $(value ${r}_fast_lost) / $(value ${r}_fast_twice) |"
     done
     echo
     echo "#### The whole daemon: downloads through dbus-daemon"
