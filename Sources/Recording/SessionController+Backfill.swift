@@ -358,10 +358,16 @@ extension SessionController {
     /// While `board`'s points wait for a gap's log, where its streamed samples must be kept
     /// from (monotonic ns): the gap's start, less the margin the placement reaches back
     /// (``BackfillPlanner/samples(_:reaching:)``), so a readout longer than the window still
-    /// finds every streamed twin.
+    /// finds every streamed twin. While a restart (or stop) gap waits, from its end on: the
+    /// first samples streamed after it are the anchors its last logged samples are placed
+    /// between. Forgotten by a readout longer than the window (a gateway down 10 minutes, read
+    /// at the board's pace for 5), the gap's end was placed by extrapolation 7.7 ms late, and
+    /// its last sample fell within half a period of the stream's first and was dropped.
     func streamKeptFrom(board: String) -> Int64? {
-        guard let after = boards[board]?.hold?.after, after.isFinite else { return nil }
-        return timeBase.monotonic(epochMilliseconds: after) - BackfillPlanner.reachMargin
+        let held = boards[board]?.hold?.after
+        let restart = restartGaps[board]?.compactMap(\.until).min()
+        guard let from = [held, restart].compactMap({ $0 }).filter(\.isFinite).min() else { return nil }
+        return timeBase.monotonic(epochMilliseconds: from) - BackfillPlanner.reachMargin
     }
 }
 

@@ -322,16 +322,17 @@ extension SessionController {
         let offset = pending.tailStreamedHere ? 0 : StoredTailAlignment.offset(stored: samples(pending.gap.tail), streamed: window.samples,
                                                 logged: pending.logged.samples, bootOrigins: pending.logged.bootOrigins,
                                                 threshold: StoredTailAlignment.threshold(period: period))
-        let stored = samples(pending.gap.tail, shifted: offset) + samples(head)
-        let streamed = (stored + window.samples).sorted { $0.time < $1.time }
+        let stored = (samples(pending.gap.tail, shifted: offset) + samples(head)).sorted { $0.time < $1.time }
         let planner = BackfillPlanner(nominalPeriod: period, bootOrigins: pending.logged.bootOrigins)
         // As a gap's pages: the log read so far is matched only against the stored and streamed
         // samples near its ticks (taken from the tail moved onto the new stream's clock, the
-        // ticks' clock). Against all of them, the new stream's samples past the log's end were
-        // each looked for through the whole gap's log (`LogOrderTwins`) on every page: a gateway
-        // down 2 minutes took 156 s of CPU to fill it at the board's pace (debug mwbench).
-        func plan(_ streamed: [BackfillPlanner.StreamedSample], _ logged: [LoggedSample]) -> [BackfillPlanner.Backfilled] {
-            planner.plan(streamed: planner.streamed(streamed, near: logged), logged: logged).backfilled
+        // ticks' clock), each cut before they are merged. Against all of them, the new stream's
+        // samples past the log's end were each looked for through the whole gap's log
+        // (`LogOrderTwins`) on every page: a gateway down 2 minutes took 156 s of CPU to fill
+        // it at the board's pace (debug mwbench).
+        func plan(_ streams: [[BackfillPlanner.StreamedSample]], _ logged: [LoggedSample]) -> [BackfillPlanner.Backfilled] {
+            let near = streams.flatMap { planner.streamed($0, near: logged) }.sorted { $0.time < $1.time }
+            return planner.plan(streamed: near, logged: logged).backfilled
         }
         // A boot no link of this process read the clock of ended before this process's stream
         // (the board reset while the gateway was down): its samples are matched with the stored
@@ -339,10 +340,10 @@ extension SessionController {
         // stepped since may put onto the new stream's: matched against it too, they fell among
         // its samples and were dropped as collisions (a clock stepped back 5 s: all 291 of them).
         let ended = Set(pending.logged.samples.map(\.resetUID)).filter(pending.isOfAnEndedBoot)
-        guard !ended.isEmpty else { return (plan(streamed, pending.logged.samples), Double(offset) / 1e6) }
+        guard !ended.isEmpty else { return (plan([stored, window.samples], pending.logged.samples), Double(offset) / 1e6) }
         let before = pending.logged.samples.filter { ended.contains($0.resetUID) }
         let since = pending.logged.samples.filter { !ended.contains($0.resetUID) }
-        let placed = plan(stored.sorted { $0.time < $1.time }, before) + plan(streamed, since)
+        let placed = plan([stored], before) + plan([stored, window.samples], since)
         return (placed.sorted { $0.time < $1.time }, Double(offset) / 1e6)
     }
 
