@@ -172,6 +172,10 @@ public actor BlueZClient {
         {
             work.spawn { [self] in await resumeDiscoveryIfNeeded() }
         }
+        if case .object(.interfacesAdded(_, let interfaces)) = change, interfaces[BlueZNames.adapter] != nil {
+            // A new adapter may come first among the powered ones.
+            work.spawn { [self] in await resumeDiscoveryIfNeeded() }
+        }
         if case .object(.interfacesRemoved(let path, let interfaces)) = change, interfaces.contains(BlueZNames.adapter),
            path == scanningAdapter
         {
@@ -255,7 +259,8 @@ public actor BlueZClient {
     }
 
     /// Adds or removes `requester` from the discovery users. Discovery (LE, not filtered by
-    /// UUID) runs while anybody wants it, and is restarted after bluetoothd or
+    /// UUID) runs while anybody wants it, on the first powered adapter (as ``facts(for:preferredAdapter:)``
+    /// reads it, moving when another one comes first), and is restarted after bluetoothd or
     /// the adapter came back. Idempotent per requester.
     public func setScanning(_ wanted: Bool, requester: String) async {
         if wanted { scanRequesters.insert(requester) } else { scanRequesters.remove(requester) }
@@ -274,7 +279,18 @@ public actor BlueZClient {
             }
             return
         }
-        guard scanningAdapter == nil, serviceAvailable, let adapter = await poweredAdapter() else { return }
+        if let scanning = scanningAdapter {
+            // Sessions look for their board on the first powered adapter (``facts(for:preferredAdapter:)``).
+            // After bluetoothd restarts, an adapter it powers itself can come up before that one
+            // (the VM's hci3 before hci0): discovery started there found nothing the sessions
+            // waited for until their scan restart, 30 s later. It moves to the one they read.
+            guard serviceAvailable, let first = await poweredAdapter(), first.path != scanning,
+                  scanningAdapter == scanning else { return }
+            scanningAdapter = nil
+            _ = try? await connection.call(destination: BlueZNames.service, path: scanning, interface: BlueZNames.adapter,
+                                           member: "StopDiscovery", timeout: callTimeout)
+        }
+        guard scanningAdapter == nil, !scanRequesters.isEmpty, serviceAvailable, let adapter = await poweredAdapter() else { return }
         scanningAdapter = adapter.path
         do {
             // No UUIDs in the filter: BlueZ would then drop every advertisement that does not
@@ -292,7 +308,8 @@ public actor BlueZClient {
         } catch let error as DBusError where BlueZErrorClass(error) == .inProgress {
             // "Operation already in progress": this connection already scans.
         } catch {
-            scanningAdapter = nil
+            // Unless a move to another adapter took over meanwhile.
+            if scanningAdapter == adapter.path { scanningAdapter = nil }
         }
     }
 

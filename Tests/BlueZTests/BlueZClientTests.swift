@@ -81,6 +81,28 @@ struct BlueZClientTests {
         }
     }
 
+    /// The VM's bluetoothd restart: the new daemon powered hci3 before the test powered hci0;
+    /// discovery started on hci3 while the board's session looked for it on hci0 (the first
+    /// powered adapter), and the link came back only at the session's scan restart, 30 s on.
+    @Test func discoveryMovesToTheFirstPoweredAdapter() async throws {
+        try await withMock { mock, client in
+            _ = try await mock.call("SetAdapterPowered", [.string("hci0"), .boolean(false)])
+            _ = try await mock.call("AddAdapter", [.string("hci3"), .string("00:11:22:33:44:58"), .boolean(true)])
+            try await waitUntil("hci3 the only powered adapter") { await client.poweredAdapter()?.path.rawValue == "/org/bluez/hci3" }
+            await client.setScanning(true, requester: "a")
+            #expect(try await discoveringAdapters(mock) == ["/org/bluez/hci3"])
+            _ = try await mock.call("SetAdapterPowered", [.string("hci0"), .boolean(true)])
+            try await waitUntil("discovery on hci0 alone") { try await discoveringAdapters(mock) == ["/org/bluez/hci0"] }
+            #expect(await client.facts(for: try #require(BluetoothAddress(boardAddress))).adapter?.rawValue == "/org/bluez/hci0")
+            await client.setScanning(false, requester: "a")
+            #expect(try await discoveringAdapters(mock) == [])
+        }
+    }
+
+    private func discoveringAdapters(_ mock: MockBlueZ) async throws -> [String] {
+        try await mock.call("DiscoveringAdapters").decode([String].self)
+    }
+
     @Test func connectResolvesServicesAndFindsCharacteristicsByUUID() async throws {
         try await withMock { mock, client in
             let device = try await connectedBoard(mock, client)

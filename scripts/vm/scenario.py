@@ -855,6 +855,51 @@ def group_faults(checks):
     boards.stop()
 
 
+def group_restarts(checks):
+    """bluetoothd restarted RESTARTS times (default 8) under a connected board, nothing else:
+    how long the link takes to come back after each, with the gateway's discovery calls, the
+    adapters' Powered/Discovering changes and org.bluez's owner changes in
+    results/restarts-bus.log (dbus-monitor as root) to tell who waited."""
+    for name in ("hci0", "hci1"):
+        power(name)
+    boards = Boards(["hci1"], "--no-device-information", model="metamotion-r")
+    address = boards.addresses[0]
+    gateway = Gateway("restarts", f'addresses = ["{address}"]')
+    if not gateway.wait_connected(address, 90):
+        checks.record("restarts: board connected before the restarts", False, f"{gateway.board(address)}")
+        return
+    monitor = subprocess.Popen(["stdbuf", "-oL", "dbus-monitor", "--system",
+                                "type='method_call',interface='org.bluez.Adapter1'",
+                                "type='method_call',interface='org.bluez.LEAdvertisingManager1'",
+                                "type='method_call',interface='org.bluez.GattManager1'",
+                                "type='method_call',interface='org.bluez.Device1'",
+                                "type='error'",
+                                "type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',"
+                                "arg0='org.bluez.Adapter1'",
+                                "type='signal',member='NameOwnerChanged',arg0='org.bluez'"],
+                               stdout=open(os.path.join(RESULTS, "restarts-bus.log"), "w"), stderr=subprocess.STDOUT)
+    backs = []
+    for attempt in range(int(os.environ.get("RESTARTS", "8"))):
+        time.sleep(3)
+        t0 = time.time()
+        log(f"restart {attempt + 1}")
+        restart_bluetoothd(("hci0", "hci1"))
+        wait_link(address, False, 15, board_since=t0)
+        back = wait_link(address, True, 60)
+        total = time.time() - t0
+        bluetoothd_survived(checks, f"restart {attempt + 1}", ("hci0", "hci1"))
+        backs.append(total if back is not None else None)
+        log(f"restart {attempt + 1}: link back {total:.1f} s after the restart began" if back is not None else
+            f"restart {attempt + 1}: link not back within 60 s")
+    monitor.terminate()
+    monitor.wait()
+    shown = ", ".join("never" if value is None else f"{value:.1f}" for value in backs)
+    checks.record("restarts: the link came back after every bluetoothd restart", all(value is not None for value in backs),
+                  f"link back after each restart (s, from SIGTERM to the old bluetoothd): {shown}")
+    gateway.stop()
+    boards.stop()
+
+
 def backfilled_so_far(gateway, address):
     """The status's gyroSamplesBackfilled of the board (0 before any)."""
     b = gateway.board(address)
@@ -1743,7 +1788,8 @@ def group_startnotify(checks):
 
 GROUPS = {"discovery": group_discovery, "boards": group_boards, "session": group_session, "faults": group_faults,
           "stop": group_stop, "bench": group_bench, "startnotify": group_startnotify,
-          "session-stack": group_session_stack, "idle": group_idle, "backfill": group_backfill}
+          "session-stack": group_session_stack, "idle": group_idle, "backfill": group_backfill,
+          "restarts": group_restarts}
 
 
 def main():

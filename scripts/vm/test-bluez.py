@@ -29,7 +29,7 @@ GROUPS = ["discovery", "faults", "startnotify", "session", "stop", "backfill"]
 # all of them with "all". They join GROUPS once they pass. backfill joined in session 17: 3 of 3
 # runs passed at load 1-1.6 (release binaries of d2cea2c, ~2 min each).
 OPEN_GROUPS: list[str] = []
-EXTRA_GROUPS = ["boards", "bench", "session-stack", "idle"]
+EXTRA_GROUPS = ["boards", "bench", "session-stack", "idle", "restarts"]
 # Preloaded into bluetoothd for the board without a Database Hash (the default; no_af_alg.c).
 NO_HASH_SHIM = "no_af_alg.so"
 SCENARIO_FILES = ["scenario.py", "scenario.sh", "document_check.py", "notify_observer.py", "bleak_probe.py", "dbus_boards.py"]
@@ -68,7 +68,7 @@ def run_group(group, out):
         f.write(f"SESSION_SECONDS={os.environ.get('SESSION_SECONDS', '60')}\n")
         for name in ("BENCH_SECONDS", "LINK_DROPS", "BENCH_BUS_TRACE", "BENCH_NOTIFICATIONS", "BENCH_BACKFILL", "BENCH_READOUT_RATE",
                      "SESSION_RATE", "IDLE_SECONDS", "STOP_ROUNDS", "STOP_MOMENTS", "BACKFILL_NOTIFICATIONS",
-                     "BACKFILL_READOUT_RATE", "BACKFILL_AWAY_SECONDS"):
+                     "BACKFILL_READOUT_RATE", "BACKFILL_AWAY_SECONDS", "RESTARTS"):
             if name in os.environ:
                 f.write(f"{name}={os.environ[name]}\n")
         # -d: bluetoothd's debug log, to see where it stopped when it crashes.

@@ -48,6 +48,8 @@ DIS_STRINGS = {
 
 boards = {}
 discovery = {'filter': None, 'active': False}
+# Adapters whose discovery runs (hci0's is also discovery['active']).
+discovering = set()
 
 
 def error(name, message=''):
@@ -73,13 +75,17 @@ def emit_removed(path):
 
 
 def load(mock, parameters):
-    mock.AddObject(ADAPTER, ADAPTER_IFACE, {
-        'Address': dbus.String('00:11:22:33:44:55'),
+    add_adapter(mock, ADAPTER, '00:11:22:33:44:55', True)
+
+
+def add_adapter(mock, path, address, powered):
+    mock.AddObject(path, ADAPTER_IFACE, {
+        'Address': dbus.String(address),
         'AddressType': dbus.String('public'),
         'Name': dbus.String('mwgate-test'),
         'Alias': dbus.String('mwgate-test'),
-        'Powered': dbus.Boolean(True),
-        'PowerState': dbus.String('on'),
+        'Powered': dbus.Boolean(powered),
+        'PowerState': dbus.String('on' if powered else 'off'),
         'Discovering': dbus.Boolean(False),
         'Roles': dbus.Array(['central', 'peripheral'], signature='s'),
         'UUIDs': dbus.Array([], signature='s'),
@@ -89,7 +95,7 @@ def load(mock, parameters):
         ('StopDiscovery', '', '', stop_discovery),
         ('RemoveDevice', 'o', '', remove_device),
     ])
-    emit_added(ADAPTER)
+    emit_added(path)
 
 
 def set_discovery_filter(adapter, filter_):
@@ -100,16 +106,20 @@ def set_discovery_filter(adapter, filter_):
 
 
 def start_discovery(adapter):
-    if discovery['active']:
+    if not adapter.props[ADAPTER_IFACE]['Powered']:
+        raise error('org.bluez.Error.NotReady', 'Resource Not Ready')
+    if adapter.path in discovering:
         raise error('org.bluez.Error.InProgress', 'Operation already in progress')
-    discovery['active'] = True
+    discovering.add(adapter.path)
+    discovery['active'] = ADAPTER in discovering
     adapter.UpdateProperties(ADAPTER_IFACE, {'Discovering': dbus.Boolean(True)})
 
 
 def stop_discovery(adapter):
-    if not discovery['active']:
+    if adapter.path not in discovering:
         raise error('org.bluez.Error.Failed', 'No discovery started')
-    discovery['active'] = False
+    discovering.discard(adapter.path)
+    discovery['active'] = ADAPTER in discovering
     adapter.UpdateProperties(ADAPTER_IFACE, {'Discovering': dbus.Boolean(False)})
 
 
@@ -278,6 +288,28 @@ def AddBoard(self, address, name):
     ])
     emit_added(path)
     return path
+
+
+@dbus.service.method(MAIN_IFACE, in_signature='ssb', out_signature='')
+def AddAdapter(self, name, address, powered):
+    add_adapter(self, '/org/bluez/' + name, address, bool(powered))
+
+
+@dbus.service.method(MAIN_IFACE, in_signature='sb', out_signature='')
+def SetAdapterPowered(self, name, powered):
+    """As the kernel's power change reaches bluetoothd: powering off ends the adapter's discovery."""
+    adapter = mockobject.objects['/org/bluez/' + name]
+    if not powered and adapter.path in discovering:
+        discovering.discard(adapter.path)
+        discovery['active'] = ADAPTER in discovering
+        adapter.UpdateProperties(ADAPTER_IFACE, {'Discovering': dbus.Boolean(False)})
+    adapter.UpdateProperties(ADAPTER_IFACE, {'Powered': dbus.Boolean(bool(powered)),
+                                             'PowerState': dbus.String('on' if powered else 'off')})
+
+
+@dbus.service.method(MAIN_IFACE, in_signature='', out_signature='as')
+def DiscoveringAdapters(self):
+    return dbus.Array(sorted(discovering), signature='s')
 
 
 @dbus.service.method(MAIN_IFACE, in_signature='sss', out_signature='')
