@@ -303,6 +303,9 @@ public actor BlueZClient {
             ]
             _ = try await connection.call(destination: BlueZNames.service, path: adapter.path, interface: BlueZNames.adapter,
                                           member: "SetDiscoveryFilter", arguments: [filter.dbusValue], timeout: callTimeout)
+            // Moved to another adapter while the filter was set (its StopDiscovery here went
+            // first): starting now would leave this adapter scanning for nobody.
+            guard scanningAdapter == adapter.path else { return }
             _ = try await connection.call(destination: BlueZNames.service, path: adapter.path, interface: BlueZNames.adapter,
                                           member: "StartDiscovery", timeout: callTimeout)
         } catch let error as DBusError where BlueZErrorClass(error) == .inProgress {
