@@ -37,6 +37,8 @@ final class BoardStream {
     /// Set on re-attach: the first point of the new stream counts the samples the link
     /// drop cost from the time since `previousPointTime`.
     var resumedStream = false
+    /// It resumed from the session's start (``SessionController/ResumePoint/fromTheStart``).
+    var resumedFromTheStart = false
     var seq = 0
     /// This board's points in the session so far (sealed, failed and open chunks): the
     /// index the next committed point gets.
@@ -127,6 +129,13 @@ struct BackfillHold {
 
     /// Time of the board's last committed point before the gap, epoch ms (nil: none).
     var after: Double?
+    /// The gap opens the board's part of the session (`after` is the session's start): what
+    /// its log or stream gives from the start is the session's, and none is counted missing
+    /// before the first of it, as before any board's first point. Its sensors may only start
+    /// with the session (they are off between sessions by default, and a board away at the
+    /// stop may have linked since with them off): counted from the start, the 30-130 ms they
+    /// took to start were marked missing (StallAtStartEndToEndTests, load 4-7).
+    var opensSession = false
     /// The index the hold's first point gets (the board's committed points when it began).
     var startIndex: Int
     /// The held points in order, with their time source.

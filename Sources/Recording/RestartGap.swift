@@ -76,6 +76,9 @@ struct PendingRestartGap {
     var tailStreamedHere = false
     /// The board's log was asked for (once the gap is bounded and the board streams).
     var requested = false
+    /// The gap opens the board's part of its session (``BackfillHold/opensSession``): none is
+    /// counted missing before its first point. Not stored: a restarted gateway counts it.
+    var opensSession = false
     /// A second readout was asked for, the first having ended before the gap did.
     var readAgain = false
     /// The logged samples sealed so far: a later page's plan may place one of them again

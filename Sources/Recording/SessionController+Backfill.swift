@@ -225,9 +225,10 @@ extension SessionController {
         // its counts; the board's ticks count the samples between them (``LogTicks``).
         let log = LogTicks(hold.logged.samples)
         let scale = streamed[board]?.scale
-        var previous = hold.after
+        // The session's start is no sample's time: the first point has none before it.
+        var previous = hold.opensSession ? nil : hold.after
         var previousKey: BackfillKey?
-        var previousCounts = hold.after.flatMap { streamed[board]?.raw(near: timeBase.monotonic(epochMilliseconds: $0), periodMs: period) }
+        var previousCounts = previous.flatMap { streamed[board]?.raw(near: timeBase.monotonic(epochMilliseconds: $0), periodMs: period) }
         var previousBackfilled = false
         var previousBoot: UInt8?
         var missing = 0
@@ -238,7 +239,11 @@ extension SessionController {
             let time = p.gyroscope.timestamp
             // The counts the board sent for this point (nil until the stream's scale is known).
             let counts = scale.map { RawVector(stored: p.gyroscope, scale: $0) }
-            if !p.backfilled, p.missedBefore > 0, let counts, contradicted.contains(counts) {
+            if k == 0, hold.opensSession {
+                // The board's first point of the session.
+                p.missedBefore = 0
+                p.gapMilliseconds = 0
+            } else if !p.backfilled, p.missedBefore > 0, let counts, contradicted.contains(counts) {
                 p.missedBefore = 0
                 p.gapMilliseconds = 0
             } else if let boot = merged[k].key?.resetUID, boot == previousBoot {

@@ -69,6 +69,7 @@ extension SessionController {
         pending.tailStreamedHere = true
         pending.logged = hold.logged
         pending.stoppedStream = (stream.gyroRate, stream.merger)
+        pending.opensSession = hold.opensSession
         return pending
     }
 
@@ -242,7 +243,9 @@ extension SessionController {
             // Neighbours in one boot's log with no stored point between: none is missing, as
             // between a held gap's (a sensor pause is no loss: ``LogTicks/samplesBetween``).
             let logNeighbours = lastStored <= previous && placedBefore?.resetUID == key.resetUID
-            let missed = logNeighbours ? 0 : GapCount.missed(stepMs: time - before, periodMs: periodMs)
+            // The first point of a gap that opens the session has none before it.
+            let opening = pending.opensSession && pending.sealedThrough == nil && points.isEmpty
+            let missed = logNeighbours || opening ? 0 : GapCount.missed(stepMs: time - before, periodMs: periodMs)
             points.append(RecordedPoint(gyroscope: GyroReading(value, timestamp: sealedTime), location: located.location,
                                         missingLocation: located.missing,
                                         accelerometer: accelerometer.nearest(sealedTime), missedBefore: missed,

@@ -75,7 +75,19 @@ extension SessionController {
         var resume: [String: ResumePoint] = [:]
         for (key, stream) in boards where backfillBoards.contains(key) && isStalled(stream, at: started) {
             resume[key] = ResumePoint(seq: 0, points: 0, time: started, hold: nil, gyroRate: stream.gyroRate,
-                                      accelerometerRate: stream.accelerometerRate)
+                                      accelerometerRate: stream.accelerometerRate, fromTheStart: true)
+        }
+        // With its sensors off between sessions (the default) a board is not linked into the
+        // controller then, and silent either way: one stalled at the last stop, whose stall gap
+        // still waits for its log (the stall most likely goes on: its readout comes through the
+        // same notifications), may be stalled still. It measures from when its sensors start,
+        // with this session, so its first point counts none missing before it; what it took
+        // before its first streamed point comes from its log. (A healthy one costs a readout
+        // that finds nothing before its first point.)
+        for (key, gaps) in restartGaps where boards[key] == nil && resumeAt[key] == nil && backfillBoards.contains(key) {
+            guard let rate = gaps.last?.stoppedStream?.gyroRate else { continue }
+            resume[key] = ResumePoint(seq: 0, points: 0, time: started, hold: nil, gyroRate: rate, accelerometerRate: nil,
+                                      fromTheStart: true)
         }
         return resume
     }

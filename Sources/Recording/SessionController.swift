@@ -84,6 +84,10 @@ public final class SessionController {
         var hold: BackfillHold?
         var gyroRate: Double
         var accelerometerRate: Double?
+        /// It resumes from the session's start (away, or stalled, then): its first point counts
+        /// the samples since for its log to fill, but none missing before the first the log or
+        /// stream gives (its sensors may only start with the session: ``BackfillHold/opensSession``).
+        var fromTheStart = false
     }
 
     struct Session {
@@ -202,6 +206,7 @@ public final class SessionController {
                 stream.previousPointTime = time
                 stream.resumedStream = true
             }
+            stream.resumedFromTheStart = resume.fromTheStart
             if let hold = resume.hold {
                 stream.hold = hold
                 backfillRequests.insert(board)
@@ -226,7 +231,8 @@ public final class SessionController {
         // Everything it committed is now in a chunk (sealed, or waiting for a seal retry).
         if session != nil, let b = boards[board] {
             resumeAt[board] = ResumePoint(seq: b.seq, points: b.pointsCommitted, time: b.previousPointTime, hold: b.hold,
-                                          gyroRate: b.gyroRate, accelerometerRate: b.accelerometerRate)
+                                          gyroRate: b.gyroRate, accelerometerRate: b.accelerometerRate,
+                                          fromTheStart: b.resumedFromTheStart && b.pointsCommitted == 0)
         }
         keepStreamForRestartGaps(board: board)
         boards[board] = nil
@@ -245,7 +251,8 @@ public final class SessionController {
         // what it took since this start is a gap its flash log fills, like a link drop's.
         let away = resumeAt.filter { boards[$0.key] == nil && backfillBoards.contains($0.key) && restartGaps[$0.key] != nil }
         resumeAt = away.mapValues {
-            ResumePoint(seq: 0, points: 0, time: started, hold: nil, gyroRate: $0.gyroRate, accelerometerRate: $0.accelerometerRate)
+            ResumePoint(seq: 0, points: 0, time: started, hold: nil, gyroRate: $0.gyroRate, accelerometerRate: $0.accelerometerRate,
+                        fromTheStart: true)
         }
         // So may a board linked but stalled (its stream silent since before the start): each
         // board's new stream (``attach(board:gyroRateHertz:accelerometerRateHertz:)``) takes it.
@@ -520,6 +527,7 @@ public final class SessionController {
             // Points after the gap already written as provisional ones (before the gap was
             // known) are journaled again, with the times they have now, in held records.
             stream.hold = BackfillHold(after: previous, startIndex: stream.pointsCommitted, points: [(p, l.payload.source)])
+            stream.hold?.opensSession = stream.resumedFromTheStart && stream.pointsCommitted == 0
             backfillRequests.insert(board)
             return false
         }
