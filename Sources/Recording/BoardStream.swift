@@ -241,6 +241,23 @@ struct StreamedWindow {
     /// The number the samples of the board's current link get.
     private(set) var link = 0
 
+    /// Whether the window holds `sample`: its raw counts within 1.5 ms of its time (a
+    /// stored point's time went through epoch milliseconds, and may have been put 1 ms after
+    /// the point before it, as the window's copy was).
+    func holds(_ sample: BackfillPlanner.StreamedSample) -> Bool {
+        let tolerance: Int64 = 1_500_000
+        var low = 0, high = samples.count
+        while low < high {
+            let mid = (low + high) / 2
+            if samples[mid].time < sample.time - tolerance { low = mid + 1 } else { high = mid }
+        }
+        while low < samples.count, samples[low].time <= sample.time + tolerance {
+            if samples[low].raw == sample.raw { return true }
+            low += 1
+        }
+        return false
+    }
+
     /// The board's next samples come over a new link (a new stream, its own timestamper).
     mutating func beginLink() { link += 1 }
 

@@ -325,7 +325,11 @@ extension SessionController {
         let offset = pending.tailStreamedHere ? 0 : StoredTailAlignment.offset(stored: samples(pending.gap.tail), streamed: window.samples,
                                                 logged: pending.logged.samples, bootOrigins: pending.logged.bootOrigins,
                                                 threshold: StoredTailAlignment.threshold(period: period))
-        let stored = (samples(pending.gap.tail, shifted: offset) + samples(head)).sorted { $0.time < $1.time }
+        // A tail this process streamed is in the window too: each of its samples goes in once.
+        // Twice side by side, a run of the stream after a step within a link matched no run of
+        // the log (``LogOrderTwins``), and the log's samples of a stall before it were lost.
+        let tail = samples(pending.gap.tail, shifted: offset)
+        let stored = ((pending.tailStreamedHere ? tail.filter { !window.holds($0) } : tail) + samples(head)).sorted { $0.time < $1.time }
         let planner = BackfillPlanner(nominalPeriod: period, bootOrigins: pending.logged.bootOrigins)
         // As a gap's pages: the log read so far is matched only against the stored and streamed
         // samples near its ticks (taken from the tail moved onto the new stream's clock, the

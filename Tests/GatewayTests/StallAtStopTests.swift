@@ -36,6 +36,18 @@ struct StallAtStopTests {
         try run(seed: 74, killedAfterTheStop: false, heldGapBefore: true)
     }
 
+    /// A stall shorter than the timestamper's lookahead (0.88 s) after a held gap, the stream on
+    /// for 1 s after it, the stop within the timestamper's confirmation: the samples streamed
+    /// after the stall are stamped as if none were missing, the stall's length early, right after
+    /// the last point before it (soak seed 2112: the stall's 88 logged samples were lost, and 23
+    /// streamed after it were stored twice, 880 ms late). The log's ticks put the stall's samples
+    /// between those points, and the samples streamed after it are twins of logged ones.
+    @Test("a short stall after a held gap, the stop soon after: its samples backfilled once, none twice")
+    func shortStallAfterAHeldGap() throws {
+        try run(seed: 2112, killedAfterTheStop: false, heldGapBefore: true, stallEnds: 5_880_000_000, stopAt: 6_960_000_000)
+        try run(seed: 2113, killedAfterTheStop: false, heldGapBefore: true, stallEnds: 5_880_000_000, stopAt: 6_960_000_000)
+    }
+
     /// A healthy stream at the stop keeps no gap, though its newest notifications are still on
     /// their way: the stop does not ask for a readout and the survey waits for nothing.
     @Test("a healthy stream at the stop keeps no gap")
@@ -60,7 +72,8 @@ struct StallAtStopTests {
     }
 
     // swiftlint:disable:next function_body_length
-    func run(seed: UInt64, killedAfterTheStop: Bool, heldGapBefore: Bool = false) throws {
+    func run(seed: UInt64, killedAfterTheStop: Bool, heldGapBefore: Bool = false, stallEnds: Int64 = 9_000_000_000,
+             stopAt: Int64 = 7_000_000_000) throws {
         print("StallAtStopTests seed \(seed)")
         let buffer = try RestartableBuffer(label: "stall-at-stop")
         defer { buffer.remove() }
@@ -70,14 +83,15 @@ struct StallAtStopTests {
         var rig = FlashLogReadoutRig.linkedMetaMotionR(tickAtPowerOn: 444_444, into: controller, board: "B", trimmer: &trimmer)
         let (gyro, decoder) = (FlashLogReadoutRig.gyro100, FlashLogReadoutRig.bmi160Decoder)
         let session = try controller.start(trigger: .controlAPI, now: 0)
-        // Stalled from 5 s to 9 s; the session stops at 7 s; the gateway (killed) is back at 7.5 s.
-        let stallAt: Int64 = 5_000_000_000, stopAt: Int64 = 7_000_000_000, killAt: Int64 = 7_500_000_000
-        let stallEnds: Int64 = 9_000_000_000, end: Int64 = 40_000_000_000
+        // Stalled from 5 s (by default to 9 s); the session stops (by default at 7 s); the gateway
+        // (killed) is back at 7.5 s.
+        let stallAt: Int64 = 5_000_000_000, killAt: Int64 = 7_500_000_000, end: Int64 = 40_000_000_000
         // The restarted gateway's board streams in its next session (its log is read then).
         let nextAt: Int64 = 10_000_000_000
         var stopped = false, killed = false
         // The first sample the stall withholds, and the first the board takes after the stop.
         var indexAtStall: Int?
+        var indexAfterStall: Int?
         var indexAtStop = 0
         var next: String?
         var trimsBeforeTheFill = 0
@@ -102,6 +116,7 @@ struct StallAtStopTests {
             if heldGapBefore, now >= readoutOnAt { rig.board.faults.readoutStalled = false }
             rig.board.faults.streamStalled = now >= stallAt && now < stallEnds
             if indexAtStall == nil, now >= stallAt { indexAtStall = Int(rig.board.state(.gyro).nextSampleIndex) }
+            if indexAfterStall == nil, now >= stallEnds { indexAfterStall = Int(rig.board.state(.gyro).nextSampleIndex) }
             if killedAfterTheStop, !killed, now >= killAt {
                 // kill -9 and a new process: what the stop kept is in the store.
                 killed = true
@@ -138,7 +153,7 @@ struct StallAtStopTests {
         let indices = points.map(BackfillEndToEndTests.index)
         let backfilled = points.filter(\.backfilled)
         let missed = points.reduce(0) { $0 + $1.missedBefore }
-        let stall = (indexAtStall ?? 0)...indexAtStop
+        let stall = (indexAtStall ?? 0)...min(indexAtStop, (indexAfterStall ?? .max) - 1)
         print("stall at the stop: \(points.count) points (\(backfilled.count) backfilled), last \(indices.last ?? -1) "
               + "(stop at \(indexAtStop)), holes \(BackfillEndToEndTests.holes(points)), missed \(missed), "
               + "trims before the fill \(trimsBeforeTheFill)")
