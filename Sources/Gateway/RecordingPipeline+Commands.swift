@@ -101,11 +101,13 @@ extension RecordingPipeline {
     }
 
     /// Stops the session; at a logged rate the boards away keep the rest of their logs for
-    /// when they are back (unless the caller kept those it knew of).
-    func stop(trigger: SessionTrigger, now: Int64, keepingRestsOfDetachedBoards: Bool = true) throws(CommandError) -> SessionEnd {
+    /// when they are back (unless the caller kept those it knew of). `boardsStoppedAt`: when the
+    /// boards were asked to stop, if before `now` (a shutdown's).
+    func stop(trigger: SessionTrigger, now: Int64, boardsStoppedAt: Int64? = nil,
+              keepingRestsOfDetachedBoards: Bool = true) throws(CommandError) -> SessionEnd {
         if keepingRestsOfDetachedBoards { keepLoggedRests(controller.detachedBoards, now: now) }
         do {
-            let end = try controller.stop(trigger: trigger, now: now)
+            let end = try controller.stop(trigger: trigger, now: now, boardsStoppedAt: boardsStoppedAt)
             logger.info("session \(end.sessionID) stopped (\(trigger)): \(end.pointCount) points from \(end.boards.count) board(s)")
             sessionDidStop()
             return end

@@ -428,7 +428,8 @@ public actor RecordingPipeline {
             boardsStreamingAtTheSeal = attached
             keepLoggedRests(unread, now: now)
             do {
-                let end = try stop(trigger: .shutdown, now: now)
+                // A board is stalled if it was silent when its stop began, not at the seal.
+                let end = try stop(trigger: .shutdown, now: now, boardsStoppedAt: sealAskedAt.map(timeline.nanoseconds))
                 for waiter in waiters { waiter.resume(returning: .success(end)) }
                 logger.notice("shutdown: session \(id) stopped with \(end.pointCount) points sealed; it awaits its survey")
             } catch {

@@ -26,16 +26,21 @@ extension SessionController {
     /// The gap `board` leaves at the stop at monotonic `now`, given the gap of its points held
     /// for a log (`held`, ``keepStopGap(board:sessionID:)``): a stream stalled since its newest
     /// point (held or committed) makes the gap reach the stop; with no held gap, the stall alone
-    /// is kept, from its newest point, like a stop gap. Nil when nothing is held and the stream
+    /// is kept, from its newest point, like a stop gap. Stalled means silent when the boards were
+    /// asked to stop (`boardsStoppedAt`, monotonic): a shutdown (SIGTERM) turns every board's
+    /// sensors and log off first and seals only once they have stopped, in a loaded VM 0.5-1.8 s
+    /// later; judged at the seal, every streaming board looked stalled and kept a gap its log,
+    /// stopped with its sensors, never filled. Nil when nothing is held and the stream
     /// is not stalled (heard within ``stopArrivalSlack`` by the live gap rule), its flash log
     /// does not fill its gaps, or it has no point in the session. (Soak seed 2112: a board's
     /// link-drop gap still waited for its log when the board stalled 3.5 s before the stop; the
     /// held gap ended at its last held point, and the 146 samples of the stall after it were
     /// lost.)
-    func keepStallGap(board: String, sessionID: String, now: Int64, held: PendingRestartGap?) -> PendingRestartGap? {
+    func keepStallGap(board: String, sessionID: String, now: Int64, boardsStoppedAt: Int64,
+                      held: PendingRestartGap?) -> PendingRestartGap? {
         guard backfillBoards.contains(board), let stream = boards[board], let newest = stream.previousPointTime else { return held }
         let stop = timeBase.epochMilliseconds(monotonic: now)
-        guard isStalled(stream, at: stop) else { return held }
+        guard isStalled(stream, at: timeBase.epochMilliseconds(monotonic: min(boardsStoppedAt, now))) else { return held }
         if var held {
             // The held points are the stretch's stored points; the log's samples after the
             // last of them, up to the stop, are the stall's.
@@ -60,9 +65,36 @@ extension SessionController {
     /// stretched to the stop there took 23 samples of the log placed after its last held point
     /// twice).
     func isStalled(_ stream: BoardStream, at time: Double) -> Bool {
+        isStalled(heard: lastHeard(stream), gyroRate: stream.gyroRate, at: time)
+    }
+
+    /// Whether a stream last heard at epoch ms `heard` (``lastHeard(_:)``) at `gyroRate` is
+    /// stalled at epoch ms `time` (``isStalled(_:at:)``).
+    func isStalled(heard: Double?, gyroRate: Double, at time: Double) -> Bool {
+        guard let heard else { return false }
+        return GapCount.missed(stepMs: time - Self.stopArrivalSlack - heard, periodMs: 1000 / gyroRate) > 0
+    }
+
+    /// When `stream` was heard last, epoch ms: its newest point's time or its last gyro
+    /// notification's arrival, whichever is later (nil if never).
+    func lastHeard(_ stream: BoardStream) -> Double? {
         let arrival = stream.lastGyroArrival.map { timeBase.epochMilliseconds(monotonic: $0) }
-        guard let heard = [stream.previousPointTime, arrival].compactMap({ $0 }).max() else { return false }
-        return GapCount.missed(stepMs: time - Self.stopArrivalSlack - heard, periodMs: 1000 / stream.gyroRate) > 0
+        return [stream.previousPointTime, arrival].compactMap({ $0 }).max()
+    }
+
+    /// Where the gap of a board whose link went before the stop at monotonic `now` ends
+    /// (monotonic), or nil when it leaves none. A board away (its link went before the boards
+    /// were asked to stop, `boardsStoppedAt`, or with no such moment) goes on measuring into its
+    /// log: its gap reaches the stop. A board whose link ended after it was stopped by the
+    /// shutdown (sensors and log off, then its link's end, before the seal) is no board away:
+    /// its log holds nothing after its stop, and a gap kept to the seal (0.5-1.8 s after a
+    /// SIGTERM in a loaded VM) waited for samples no log had ("0 filled a gap, 28-55 still
+    /// missing" at the next run's readout). Its gap is a stall's, to its link's end, if it was
+    /// stalled when the stop began (``isStalled(heard:gyroRate:at:)``).
+    func awayGapEnd(_ resume: ResumePoint, now: Int64, boardsStoppedAt: Int64?) -> Int64? {
+        guard let asked = boardsStoppedAt, let detached = resume.detachedAt, detached >= asked else { return now }
+        let stalled = isStalled(heard: resume.heard, gyroRate: resume.gyroRate, at: timeBase.epochMilliseconds(monotonic: asked))
+        return stalled ? min(detached, now) : nil
     }
 
     /// The boards linked at a session's start at epoch ms `started` whose streams are stalled

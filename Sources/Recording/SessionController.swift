@@ -88,6 +88,10 @@ public final class SessionController {
         /// the samples since for its log to fill, but none missing before the first the log or
         /// stream gives (its sensors may only start with the session: ``BackfillHold/opensSession``).
         var fromTheStart = false
+        /// When its link went (monotonic), and when its stream was heard last then (epoch ms,
+        /// ``lastHeard(_:)``): a board a shutdown stopped is not away (``awayGapEnd(_:now:boardsStoppedAt:)``).
+        var detachedAt: Int64?
+        var heard: Double?
     }
 
     struct Session {
@@ -232,7 +236,8 @@ public final class SessionController {
         if session != nil, let b = boards[board] {
             resumeAt[board] = ResumePoint(seq: b.seq, points: b.pointsCommitted, time: b.previousPointTime, hold: b.hold,
                                           gyroRate: b.gyroRate, accelerometerRate: b.accelerometerRate,
-                                          fromTheStart: b.resumedFromTheStart && b.pointsCommitted == 0)
+                                          fromTheStart: b.resumedFromTheStart && b.pointsCommitted == 0,
+                                          detachedAt: now, heard: lastHeard(b))
         }
         keepStreamForRestartGaps(board: board)
         boards[board] = nil
@@ -271,9 +276,11 @@ public final class SessionController {
     }
 
     /// Stops the recording session: held samples are committed, every board's last chunk is
-    /// sealed, and the session awaits its survey.
+    /// sealed, and the session awaits its survey. `boardsStoppedAt` (monotonic, default `now`)
+    /// is when the boards were asked to stop: a shutdown stops them first and seals only once
+    /// they have (``keepStallGap(board:sessionID:now:boardsStoppedAt:held:)``).
     @discardableResult
-    public func stop(trigger: SessionTrigger, now: Int64) throws -> SessionEnd {
+    public func stop(trigger: SessionTrigger, now: Int64, boardsStoppedAt: Int64? = nil) throws -> SessionEnd {
         guard var s = session else { throw CommandError.notRecording }
         // The gaps the stop leaves, kept with the session's end in one transaction.
         var stopGaps: [StopGapBound] = []
@@ -282,7 +289,7 @@ public final class SessionController {
         for (key, resume) in resumeAt.sorted(by: { $0.key < $1.key }) where resume.hold != nil && boards[key] == nil {
             attach(board: key, gyroRateHertz: resume.gyroRate, accelerometerRateHertz: resume.accelerometerRate)
             // What it took after its last held point until the stop is in its log too.
-            var kept = keepStallGap(board: key, sessionID: s.id, now: now, held: keepStopGap(board: key, sessionID: s.id))
+            var kept = keepStallGap(board: key, sessionID: s.id, now: now, boardsStoppedAt: boardsStoppedAt ?? now, held: keepStopGap(board: key, sessionID: s.id))
             releaseHoldAtStop(board: key, keeping: &kept, processEnds: trigger == .shutdown)
             sealOpenChunk(board: key)
             if let gap = waitForStopGap(kept, board: key) { stopGaps.append(gap) }
@@ -291,13 +298,14 @@ public final class SessionController {
         // Boards away (their link went, nothing streamed since): what they took until the stop
         // is a gap their logs fill when they return, sealed into this session.
         for (key, resume) in resumeAt.sorted(by: { $0.key < $1.key }) where resume.hold == nil && boards[key] == nil {
-            if let gap = waitForStopGap(keepAwayGap(board: key, resume: resume, sessionID: s.id, now: now), board: key) { stopGaps.append(gap) }
+            let away = keepAwayGap(board: key, resume: resume, sessionID: s.id, now: now, boardsStoppedAt: boardsStoppedAt)
+            if let gap = waitForStopGap(away, board: key) { stopGaps.append(gap) }
         }
         // Boards linked: points held after a gap, or a stream silent since its newest point (a
         // stall no sample has shown yet), are a gap their logs fill.
         for key in boards.keys.sorted() {
             drainAll(board: key, now: now)
-            var kept = keepStallGap(board: key, sessionID: s.id, now: now, held: keepStopGap(board: key, sessionID: s.id))
+            var kept = keepStallGap(board: key, sessionID: s.id, now: now, boardsStoppedAt: boardsStoppedAt ?? now, held: keepStopGap(board: key, sessionID: s.id))
             releaseHoldAtStop(board: key, keeping: &kept, processEnds: trigger == .shutdown)
             sealOpenChunk(board: key)
             if let gap = waitForStopGap(kept, board: key) { stopGaps.append(gap) }
@@ -315,13 +323,16 @@ public final class SessionController {
         return end
     }
 
-    /// The gap of a board away at the stop (``stop(trigger:now:)``): from its last point to the
-    /// stop, kept like a stop gap (nil when it has no point in the session, its flash log does
-    /// not fill its gaps, or a gap of it is kept already).
-    private func keepAwayGap(board: String, resume: ResumePoint, sessionID: String, now: Int64) -> PendingRestartGap? {
-        guard backfillBoards.contains(board), restartGaps[board] == nil, let after = resume.time, resume.points > 0 else { return nil }
+    /// The gap of a board away at the stop (``stop(trigger:now:boardsStoppedAt:)``): from its last
+    /// point to the stop, kept like a stop gap (nil when it has no point in the session, its flash
+    /// log does not fill its gaps, a gap of it is kept already, or it is not away but stopped by
+    /// the shutdown: ``awayGapEnd(_:now:boardsStoppedAt:)``).
+    private func keepAwayGap(board: String, resume: ResumePoint, sessionID: String, now: Int64,
+                             boardsStoppedAt: Int64?) -> PendingRestartGap? {
+        guard backfillBoards.contains(board), restartGaps[board] == nil, let after = resume.time, resume.points > 0,
+              let until = awayGapEnd(resume, now: now, boardsStoppedAt: boardsStoppedAt) else { return nil }
         var pending = PendingRestartGap(RestartGap(sessionID: sessionID, board: board, nextSeq: resume.seq, tail: [], after: after))
-        pending.until = timeBase.epochMilliseconds(monotonic: now)
+        pending.until = timeBase.epochMilliseconds(monotonic: until)
         // Its own stream (and its fixes) went with its link: another board's fixes locate it.
         let merger = boards.values.first?.merger
             ?? LocationMerger(maxWait: configuration.fixWait, freshness: configuration.fixFreshness)
