@@ -274,6 +274,17 @@ public struct BackfillPlanner: Sendable {
                     // More samples than nanoseconds between the neighbours: no time is left.
                     plan.collisions += end - k + 1 - stretch.count
                 }
+            } else if let before, let low = twins.streamedIndex[before].map({ streamed[$0].time }), stretch.count == end - k + 1,
+                      stretch.first.map({ $0.time < low + Int64(period / 2) }) == true {
+                // After the boot's last twin but placed before it: the anchors were lost at a step
+                // in the stream's latency (the twins after it were found in the log's order), and
+                // the last anchor's offset is off by the step (the real-BlueZ VM's 0.24 s and 0.35
+                // s steps with a board clock 2.6 % slow put the board's samples taken after the
+                // session's stop among its last points). They go after that twin by their ticks.
+                stretch = (k...end).map { p in
+                    Backfilled(time: low + Int64((boot.ticks[p] - boot.ticks[before]).rounded()), raw: boot.samples[p].raw,
+                               resetUID: boot.uid, tick: boot.samples[p].tick, placement: .extrapolated)
+                }
             }
             out += stretch
             k = end + 1
