@@ -181,16 +181,8 @@ public struct BackfillPlanner: Sendable {
             latest = max(latest, time)
         }
         let reach = originTolerance + Self.reachMargin
-        func firstIndex(notBefore time: Int64) -> Int {
-            var lo = 0, hi = streamed.count
-            while lo < hi {
-                let mid = (lo + hi) / 2
-                if streamed[mid].time < time { lo = mid + 1 } else { hi = mid }
-            }
-            return lo
-        }
-        let from = firstIndex(notBefore: earliest - reach)
-        return Array(streamed[from..<max(from, firstIndex(notBefore: latest + reach + 1))])
+        let from = streamed.firstIndex(notBefore: earliest - reach)
+        return Array(streamed[from..<max(from, streamed.firstIndex(notBefore: latest + reach + 1))])
     }
 
     /// Plans the backfill of `logged` (in readout order) into `streamed` (in time order).
@@ -362,4 +354,17 @@ struct BootLog {
     var uid: UInt8
     var samples: [LoggedSample] = []
     var ticks: [Double] = []
+}
+
+extension Array where Element == BackfillPlanner.StreamedSample {
+    /// The index of the first of these samples (in time order) at or after `time`, nanoseconds;
+    /// `count` when none is.
+    func firstIndex(notBefore time: Int64) -> Int {
+        var low = 0, high = count
+        while low < high {
+            let mid = (low + high) / 2
+            if self[mid].time < time { low = mid + 1 } else { high = mid }
+        }
+        return low
+    }
 }

@@ -246,11 +246,7 @@ struct StreamedWindow {
     /// the point before it, as the window's copy was).
     func holds(_ sample: BackfillPlanner.StreamedSample) -> Bool {
         let tolerance: Int64 = 1_500_000
-        var low = 0, high = samples.count
-        while low < high {
-            let mid = (low + high) / 2
-            if samples[mid].time < sample.time - tolerance { low = mid + 1 } else { high = mid }
-        }
+        var low = samples.firstIndex(notBefore: sample.time - tolerance)
         while low < samples.count, samples[low].time <= sample.time + tolerance {
             if samples[low].raw == sample.raw { return true }
             low += 1

@@ -289,10 +289,8 @@ public final class SessionController {
         for (key, resume) in resumeAt.sorted(by: { $0.key < $1.key }) where resume.hold != nil && boards[key] == nil {
             attach(board: key, gyroRateHertz: resume.gyroRate, accelerometerRateHertz: resume.accelerometerRate)
             // What it took after its last held point until the stop is in its log too.
-            var kept = keepStallGap(board: key, sessionID: s.id, now: now, boardsStoppedAt: boardsStoppedAt ?? now, held: keepStopGap(board: key, sessionID: s.id))
-            releaseHoldAtStop(board: key, keeping: &kept, processEnds: trigger == .shutdown)
-            sealOpenChunk(board: key)
-            if let gap = waitForStopGap(kept, board: key) { stopGaps.append(gap) }
+            if let gap = sealAtStop(board: key, sessionID: s.id, now: now, boardsStoppedAt: boardsStoppedAt ?? now,
+                                    processEnds: trigger == .shutdown) { stopGaps.append(gap) }
             boards[key] = nil
         }
         // Boards away (their link went, nothing streamed since): what they took until the stop
@@ -305,10 +303,8 @@ public final class SessionController {
         // stall no sample has shown yet), are a gap their logs fill.
         for key in boards.keys.sorted() {
             drainAll(board: key, now: now)
-            var kept = keepStallGap(board: key, sessionID: s.id, now: now, boardsStoppedAt: boardsStoppedAt ?? now, held: keepStopGap(board: key, sessionID: s.id))
-            releaseHoldAtStop(board: key, keeping: &kept, processEnds: trigger == .shutdown)
-            sealOpenChunk(board: key)
-            if let gap = waitForStopGap(kept, board: key) { stopGaps.append(gap) }
+            if let gap = sealAtStop(board: key, sessionID: s.id, now: now, boardsStoppedAt: boardsStoppedAt ?? now,
+                                    processEnds: trigger == .shutdown) { stopGaps.append(gap) }
         }
         s = session ?? s
         let end = SessionEnd(sessionID: s.id, endedAt: timeBase.epochMilliseconds(monotonic: now), trigger: trigger,
@@ -321,6 +317,18 @@ public final class SessionController {
         awaitingSurvey.append(s.id)
         if s.pointCount == 0 { emptySessions.insert(s.id) }
         return end
+    }
+
+    /// A linked board's part of the stop: its held points committed (at a shutdown with what its
+    /// readout's pages brought), its last chunk sealed, and the gap its log still fills (points
+    /// held after a gap, a stall since its newest point) kept for the session's end.
+    private func sealAtStop(board: String, sessionID: String, now: Int64, boardsStoppedAt: Int64,
+                            processEnds: Bool) -> StopGapBound? {
+        var kept = keepStallGap(board: board, sessionID: sessionID, now: now, boardsStoppedAt: boardsStoppedAt,
+                                held: keepStopGap(board: board, sessionID: sessionID))
+        releaseHoldAtStop(board: board, keeping: &kept, processEnds: processEnds)
+        sealOpenChunk(board: board)
+        return waitForStopGap(kept, board: board)
     }
 
     /// The gap of a board away at the stop (``stop(trigger:now:boardsStoppedAt:)``): from its last
