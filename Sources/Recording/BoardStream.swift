@@ -163,6 +163,9 @@ struct BackfillHold {
     /// Time of the first point of the board's newest link that the hold took in, epoch ms
     /// (nil: none since the hold began).
     var newestLinkSince: Double?
+    /// Where in ``points`` each newer link's points begin: a link's timestamper starts afresh,
+    /// so a delay its predecessor's stamps carried does not reach past it.
+    var linkStarts: [Int] = []
 
     /// When the wait for the log began, epoch ms: the first held point, or the first point of
     /// a newer link. A link that drops while points wait joins its gap to the hold, and the

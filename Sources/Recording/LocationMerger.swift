@@ -113,6 +113,12 @@ public struct LocationMerger<Payload> {
     /// Number of samples waiting for a fix.
     public var heldCount: Int { held.count - heldStart }
 
+    /// Moves the held samples at or after `time` (epoch ms) by `offset` ms: their stream was
+    /// stamped late (``SampleTimestamper/takeBack(lateBy:)``). Their order stays.
+    public mutating func moveHeld(from time: Double, by offset: Double) {
+        for i in heldStart..<held.count where held[i].time >= time { held[i].time += offset }
+    }
+
     /// Adds a fix (in time order; an older one is ignored) and returns the samples it settles.
     public mutating func add(fix: LocatedFix, now: Double) -> [Located] {
         if let last = fixes.last, fix.time <= last.time { return release(now: now) }

@@ -39,9 +39,13 @@ struct LogTicks {
 
     /// Whether the samples with the counts `first` and `next` (each once in the log) are
     /// neighbours in one boot's log, `next` right after `first`: the board took none between.
-    func follow(_ first: RawVector, _ next: RawVector) -> Bool {
-        guard let a = once[first], let b = once[next] else { return false }
-        return b == a + 1 && logged[a].resetUID == logged[b].resetUID
+    func follow(_ first: RawVector, _ next: RawVector) -> Bool { span(first, next) != nil }
+
+    /// How long after `first` the board took `next` by its ticks, ms, when they are neighbours
+    /// in one boot's log (``follow(_:_:)``): a period, or more where its sensor paused between.
+    func span(_ first: RawVector, _ next: RawVector) -> Double? {
+        guard let a = once[first], let b = once[next], b == a + 1, logged[a].resetUID == logged[b].resetUID else { return nil }
+        return BoardTicks.milliseconds(UInt64(logged[b].tick &- logged[a].tick))
     }
 
     /// Samples the board took strictly between the logged samples `first` and `last`: in one

@@ -116,9 +116,10 @@ public struct SampleTimestamper<Payload> {
     public func peekHeld() -> [Stamped] {
         var out: [Stamped] = []
         var last = lastEmitted
+        let delay = lastingDelay
         for i in pendingStart..<pending.count {
             let p = pending[i]
-            let a = intercept ?? Double(p.receivedAt) - period * Double(p.lastIndex)
+            let a = (intercept ?? Double(p.receivedAt) - period * Double(p.lastIndex)) - delay
             var times: [Int64] = []
             for k in 0..<p.count {
                 var t = Int64((a + period * Double(p.firstIndex + Int64(k))).rounded())
@@ -134,6 +135,36 @@ public struct SampleTimestamper<Payload> {
 
     /// Number of notifications held for the lookahead.
     public var heldCount: Int { pending.count - pendingStart }
+
+    /// The notifications of this stream came `nanoseconds` later than its stamps allowed for,
+    /// and still do: a latency step taken for a loss (the fit counted the periods it lasted as
+    /// lost samples), or the backlog a new link's stream began with (its first stamps lie on
+    /// its first arrivals). The board's flash log shows it: the samples streamed on both sides
+    /// of the mark are neighbours in the log (issues 18 §2.6, 21). The stamps handed out so far
+    /// (the caller moves back those after the mark) and from now on are late by that much; the
+    /// ones to come are stamped that much earlier, for as long as the delay lasts.
+    ///
+    /// The fit keeps its indices, so its envelope stays what the notifications show: stamps are
+    /// moved back by the delay, less what the envelope has come down by since (the delay ended,
+    /// and the notifications came back to the line the board's samples lie on). Neither a window
+    /// that moves past the step (the envelope then lies on the late notifications alone) nor a
+    /// delay that ends moves the stamps by a step.
+    public mutating func takeBack(lateBy nanoseconds: Int64) {
+        guard nanoseconds > 0, let a = intercept else { return }
+        delay = (lastingDelay + Double(nanoseconds), a + period * Double(nextIndex), nextIndex)
+        lastEmitted -= nanoseconds
+    }
+
+    /// How late the notifications still come by what ``takeBack(lateBy:)`` was told, ns: the
+    /// delays taken back, less how far the envelope came down since.
+    private var lastingDelay: Double {
+        guard let delay, let a = intercept else { return 0 }
+        let cameDown = delay.line - (a + period * Double(delay.index))
+        return max(0, delay.nanoseconds - max(0, cameDown))
+    }
+
+    /// The delays taken back so far (ns), with the envelope's line at sample `index` then.
+    private var delay: (nanoseconds: Double, line: Double, index: Int64)?
 
     private mutating func drain(until cutoff: Int64, final: Bool = false) -> [Stamped] {
         var out: [Stamped] = []
@@ -254,7 +285,7 @@ public struct SampleTimestamper<Payload> {
     private var delayShownUntil: Int64 = .min
 
     private mutating func stamp(_ p: Pending) -> Stamped {
-        let a = intercept ?? Double(p.receivedAt) - period * Double(p.lastIndex)
+        let a = (intercept ?? Double(p.receivedAt) - period * Double(p.lastIndex)) - lastingDelay
         var times: [Int64] = []
         times.reserveCapacity(p.count)
         for k in 0..<p.count {

@@ -53,6 +53,8 @@ extension SessionController {
     /// deleted them: committed without them, their samples were lost (a page refused again and
     /// again after 20 stored: 281 samples of an 8 s gap).
     func giveUpWaitingForTheLog(board: String) {
+        guard boards[board]?.hold != nil else { return }
+        takeBackDelaysTheLogShows(board: board)
         guard let hold = boards[board]?.hold else { return }
         var outcome = BackfillOutcome()
         releaseHold(board: board, backfilled: place(board: board, logged: hold.logged.samples, bootOrigins: hold.logged.bootOrigins,
@@ -117,6 +119,7 @@ extension SessionController {
             return outcome
         }
         let fresh = boards[board]?.hold?.logged.add(logged, bootOrigins: bootOrigins) ?? []
+        takeBackDelaysTheLogShows(board: board)
         guard let hold = boards[board]?.hold else { return outcome }
         let points = place(board: board, logged: hold.logged.samples, bootOrigins: hold.logged.bootOrigins, outcome: &outcome)
         // A readout reads the entries its start counted: one begun before the gap ended (the
@@ -232,7 +235,6 @@ extension SessionController {
         var previousBackfilled = false
         var previousBoot: UInt8?
         var missing = 0
-        let contradicted = marksTheLogContradicts(board: board, hold: hold, log: log)
         if !hold.logged.samples.isEmpty { previousLog[board] = hold.logged }
         for k in merged.indices {
             var p = merged[k].point
@@ -241,9 +243,6 @@ extension SessionController {
             let counts = scale.map { RawVector(stored: p.gyroscope, scale: $0) }
             if k == 0, hold.opensSession {
                 // The board's first point of the session.
-                p.missedBefore = 0
-                p.gapMilliseconds = 0
-            } else if !p.backfilled, p.missedBefore > 0, let counts, contradicted.contains(counts) {
                 p.missedBefore = 0
                 p.gapMilliseconds = 0
             } else if let boot = merged[k].key?.resetUID, boot == previousBoot {
@@ -281,25 +280,24 @@ extension SessionController {
 
     /// Raw counts of the held streamed points whose gap mark the downloaded log contradicts:
     /// the sample streamed just before each is its neighbour in one boot's log, so none is
-    /// missing between them. (The time-based detector cannot tell a delay that outlasts its
+    /// missing between them; with how long after it the board took each, ms by its ticks. (The time-based detector cannot tell a delay that outlasts its
     /// confirmation from a loss: the real-BlueZ VM under load fell seconds behind a stream.)
     /// Only counts that occur once in the log and once in the streamed window are matched: a
     /// board at rest repeats its readings. `log` is the hold's log (``LogTicks`` of
     /// `hold.logged`).
-    func marksTheLogContradicts(board: String, hold: BackfillHold, log: LogTicks) -> Set<RawVector> {
-        guard let window = streamed[board], let scale = window.scale else { return [] }
+    func marksTheLogContradicts(board: String, hold: BackfillHold, log: LogTicks) -> [RawVector: Double] {
+        guard let window = streamed[board], let scale = window.scale else { return [:] }
         var marked: [RawVector: Int] = [:]
         for (p, _) in hold.points where p.missedBefore > 0 && !p.backfilled {
             marked[RawVector(stored: p.gyroscope, scale: scale)] = 0
         }
-        guard !marked.isEmpty else { return [] }
+        guard !marked.isEmpty else { return [:] }
         for sample in window.samples where marked[sample.raw] != nil { marked[sample.raw]! += 1 }
         // This hold's readout, and the one before it (a mark confirmed after it was read).
         let logs = [log] + (previousLog[board].map { [LogTicks($0.samples)] } ?? [])
-        var contradicted: Set<RawVector> = []
-        for (before, sample) in zip(window.samples, window.samples.dropFirst())
-        where marked[sample.raw] == 1 && logs.contains(where: { $0.follow(before.raw, sample.raw) }) {
-            contradicted.insert(sample.raw)
+        var contradicted: [RawVector: Double] = [:]
+        for (before, sample) in zip(window.samples, window.samples.dropFirst()) where marked[sample.raw] == 1 {
+            contradicted[sample.raw] = logs.lazy.compactMap { $0.span(before.raw, sample.raw) }.first
         }
         return contradicted
     }

@@ -286,6 +286,7 @@ extension SessionController {
         let expected = max(0, between - inside.filter { $0 < until }.count)
         outcome.stillMissing += max(0, expected - pending.filled)
         reviseStoredMarks(pending, board: board, scale: scale, periodMs: periodMs)
+        clearStoredMarksTheLogContradicts(pending, board: board, scale: scale)
         return (true, true)
     }
 

@@ -324,6 +324,8 @@ public final class SessionController {
     /// held after a gap, a stall since its newest point) kept for the session's end.
     private func sealAtStop(board: String, sessionID: String, now: Int64, boardsStoppedAt: Int64,
                             processEnds: Bool) -> StopGapBound? {
+        // What the log read so far shows, before the held points become the stop gap's tail.
+        takeBackDelaysTheLogShows(board: board)
         var kept = keepStallGap(board: board, sessionID: sessionID, now: now, boardsStoppedAt: boardsStoppedAt,
                                 held: keepStopGap(board: board, sessionID: sessionID))
         releaseHoldAtStop(board: board, keeping: &kept, processEnds: processEnds)
@@ -535,7 +537,11 @@ public final class SessionController {
         markGap(&p, stream)
         if p.missedBefore > 0 { gapsNoticed[board, default: 0] += 1 }
         if stream.hold != nil {
-            if firstOfNewLink { stream.hold?.newestLinkSince = p.gyroscope.timestamp }
+            if firstOfNewLink {
+                stream.hold?.newestLinkSince = p.gyroscope.timestamp
+                let start = stream.hold?.points.count ?? 0
+                stream.hold?.linkStarts.append(start)
+            }
             stream.hold?.points.append((p, l.payload.source))
             return false
         }

@@ -31,12 +31,14 @@ struct BackfillMergeTests {
     /// taken then (a log that was full). With `shutDownAtTheStop`, the stop is a graceful
     /// shutdown's and the process ends with it: nothing is read after it. With
     /// `shutDownAfterTheStop`, the stop is the control API's and a graceful shutdown follows it
-    /// at once (``SessionController/sealWhatTheGapsReadoutsBrought()``).
+    /// at once (``SessionController/sealWhatTheGapsReadoutsBrought()``). At each of `restarts`
+    /// (seconds) the stream restarts (detach, attach) losing nothing.
     func record(seconds: Double, hole: (Double, Double), reattach: Bool, downloadAt: Double?, seed: UInt64,
                 early: @escaping (Double) -> Int64 = { _ in 0 }, moreHoles: [(Double, Double)] = [],
                 downloadAfterStop: Bool = false, pagedBeforeStop: Int? = nil, readAt: Double? = nil,
                 refuseCorrection: Bool = false, gyroPause: (Double, Double)? = nil, notLogged: Range<Double>? = nil,
-                laterDownloadAt: Double? = nil, shutDownAtTheStop: Bool = false, shutDownAfterTheStop: Bool = false) throws -> Outcome {
+                laterDownloadAt: Double? = nil, shutDownAtTheStop: Bool = false, shutDownAfterTheStop: Bool = false,
+                restarts: [Double] = []) throws -> Outcome {
         let store = MemoryStore()
         let base = TimeBase(wallNanoseconds: 1_800_000_000_000_000_000, monotonicNanoseconds: 0, systemClockSynchronised: true)
         let controller = SessionController(store: store, timeBase: base)
@@ -65,7 +67,7 @@ struct BackfillMergeTests {
         // The board as it was when the readout counted its log (`readAt`), if before the download.
         var readout: SimulatedBoard?
         let link = BatchingLinkDriver(hole: hole, reattach: reattach, seed: seed, early: early, moreHoles: moreHoles,
-                                      gyroPause: gyroPause)
+                                      gyroPause: gyroPause, restarts: restarts)
         // Every gyro sample's true time is noted, also those the hole loses; only gyro is lost.
         let (delivered, now) = try link.run(&board, into: controller, seconds: seconds, deliver: { n, event, inHole in
             guard case .gyro(let s) = event else { return true }

@@ -18,6 +18,9 @@ struct BatchingLinkDriver {
     var moreHoles: [(Double, Double)] = []
     /// A stretch (start, end, seconds) the board's gyro is stopped, as a stream restart does.
     var gyroPause: (Double, Double)?
+    /// Times (seconds) the board is detached and attached again at once, losing nothing: the
+    /// stream restarted while its notifications were only late.
+    var restarts: [Double] = []
 
     /// Streams `board` (gyro started) into `controller` (attached, recording) for `seconds`,
     /// ticking it after each connection event, then runs `afterEvent` with the time in
@@ -43,6 +46,10 @@ struct BatchingLinkDriver {
                 if reattach {
                     if holeNow { controller.detach(board: "B", now: now) } else { controller.attach(board: "B", gyroRateHertz: 100) }
                 }
+            }
+            for restart in restarts where t >= restart && t - Double(now - previous) / 1e9 < restart {
+                controller.detach(board: "B", now: now)
+                controller.attach(board: "B", gyroRateHertz: 100)
             }
             if let pause = gyroPause, t >= pause.0, t - Double(now - previous) / 1e9 < pause.0 {
                 for p in Commands.stop(.gyro, mode: .single, chip: .bmi160) { _ = board.write(p.bytes) }

@@ -123,6 +123,20 @@ final class MemoryStore: RecordingStore {
         return name
     }
     func endSession(_ end: SessionEnd) throws { ended.append(end) }
+    /// As the Buffer does: the non-backfilled points of the board's sealed chunks at the marks'
+    /// times get the marks.
+    func reviseGapMarks(sessionID: String, board: String, _ marks: [GapMark]) throws {
+        let byTime = Dictionary(marks.map { ($0.timestamp, $0) }, uniquingKeysWith: { $1 })
+        for k in sealed.indices where sealed[k].chunk.sessionID == sessionID && sealed[k].chunk.board == board {
+            var points = try PointCodec.decode(sealed[k].chunk.bytes)
+            for i in points.indices where !points[i].backfilled {
+                guard let mark = byTime[points[i].gyroscope.timestamp] else { continue }
+                points[i].missedBefore = mark.missedBefore
+                points[i].gapMilliseconds = mark.missedBefore > 0 ? mark.gapMilliseconds : 0
+            }
+            sealed[k].chunk.bytes = PointCodec.encode(points)
+        }
+    }
     func submitSurvey(sessionID: String, survey: HazardSurvey, submittedAt: Date) throws -> RecordsDocument {
         let r = RecordsDocument(userID: "U", timestamp: Int64(submittedAt.timeIntervalSince1970), survey: survey,
                                 gscopeData: sealed.filter { $0.chunk.sessionID == sessionID }.map(\.name), sessionID: sessionID,
