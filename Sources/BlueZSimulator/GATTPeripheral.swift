@@ -262,7 +262,10 @@ public actor GATTPeripheral {
     /// `0B 07`s went to whichever link came next, before the gateway asked for them.
     private func linkDown() {
         if central != nil {
-            log("link closed; gyro sampling: \(board.state(.gyro).isSampling ? "yes" : "no")"
+            // The board's own word on its sensors at the link's end: a gateway's stop must leave
+            // both the gyro and the flash log off (the VM stop group reads this line).
+            log("link closed; gyro sampling: \(board.state(.gyro).isSampling ? "yes" : "no"); "
+                + "flash logging: \(board.flashLog.isLogging ? "yes" : "no")"
                 + (board.flashLog.isReadingOut ? "; log readout ended" : ""))
         }
         central = nil
