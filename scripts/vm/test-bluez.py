@@ -24,6 +24,8 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 # beside it: one VM boot less. stop joined on 2026-11-28 (session 16): after ff55eed sidestepped
 # bluetoothd 5.66's crash after a connect-state stop, 4 runs at host load 0.1-1.2 (CI's) passed
 # 24 of 24 stops, exits 0.19-0.44 s (docs/bluez-vm.md, "Which binaries"); about 35 s a run.
+# Its readout moment (session 22: a SIGTERM during a flash-log readout, then the next run fills
+# the gap) adds two mwgated runs: 47 s at host load 6.6, 59-101 s at load 10-12.
 GROUPS = ["discovery", "faults", "startnotify", "session", "stop", "backfill"]
 # Checks that fail today on open defects (docs/bluez-vm.md, "Status"): run them by name, or
 # all of them with "all". They join GROUPS once they pass. backfill joined in session 17: 3 of 3
