@@ -2,8 +2,8 @@ import Foundation
 import GRDB
 import Recording
 
-/// Sealed chunks whose points' gap marks a board's flash log corrected (issue 21): a gap the
-/// log filled after the point that follows it was sealed (recovery sealed the points a link
+/// Sealed chunks whose points' gap marks (and times) a board's flash log corrected (issue 21):
+/// a gap the log filled, or showed was a delay, after the point that follows it was sealed (recovery sealed the points a link
 /// drop's gap held with their live mark; a stop committed its held points with theirs). The
 /// chunk is revised in place: same name, seq and seal order, its points, checksum and
 /// `missed` rewritten, and queued for upload again under a new row id (an upload of the old
@@ -39,9 +39,11 @@ extension BufferStore {
                 var changed = false
                 for k in points.indices where !points[k].backfilled {
                     guard let mark = byTime[points[k].gyroscope.timestamp],
-                          mark.missedBefore != points[k].missedBefore || mark.gapMilliseconds != points[k].gapMilliseconds else { continue }
+                          mark.missedBefore != points[k].missedBefore || mark.gapMilliseconds != points[k].gapMilliseconds
+                            || (mark.movedTo.map { $0 != points[k].gyroscope.timestamp } ?? false) else { continue }
                     points[k].missedBefore = mark.missedBefore
                     points[k].gapMilliseconds = mark.missedBefore > 0 ? mark.gapMilliseconds : 0
+                    if let time = mark.movedTo { points[k].gyroscope.timestamp = time }
                     changed = true
                 }
                 guard changed else { continue }
@@ -70,10 +72,11 @@ extension BufferStore {
         try db.execute(sql: """
             UPDATE chunks SET id = ?1, sealed_id = coalesce(sealed_id, id), points = X'', size = ?2, crc32 = ?3, missed = ?4,
                 upload_seq = (SELECT coalesce(max(upload_seq), -1) + 1 FROM chunks WHERE session_id = ?5),
-                upload_state = 'pending', attempts = 0, reason = NULL, sent_at = NULL, updated_at = ?6
+                upload_state = 'pending', attempts = 0, reason = NULL, sent_at = NULL, updated_at = ?6,
+                first_ts = coalesce(?8, first_ts), last_ts = coalesce(?9, last_ts)
             WHERE id = ?7
             """, arguments: [newID, bytes.count, Int64(CRC32.checksum(bytes)), points.reduce(0) { $0 + $1.missedBefore },
-                             sessionID, now, id])
+                             sessionID, now, id, points.first?.gyroscope.timestamp, points.last?.gyroscope.timestamp])
         try db.execute(sql: "INSERT INTO chunk_points (chunk_id, points) VALUES (?, ?)", arguments: [newID, Data(bytes)])
     }
 }

@@ -196,9 +196,10 @@ public protocol RecordingStore: AnyObject {
     func keepLoggedRest(_ rest: KeptLoggedRest) throws
     /// The logged session `sessionID` has everything `board`'s log held for it, or can no longer get it.
     func loggedRestClosed(sessionID: String, board: String) throws
-    /// `board`'s stored points in `sessionID` at the marks' times get those gap marks: the
-    /// board's log filled the gap they followed after their chunk was sealed. The chunk is
-    /// revised in place (same document name) and uploaded again.
+    /// `board`'s stored points in `sessionID` at the marks' times get those gap marks (and the
+    /// times they are moved to): the board's log filled the gap they followed, or showed it was
+    /// a delay, after their chunk was sealed. The chunk is revised in place (same document
+    /// name) and uploaded again.
     func reviseGapMarks(sessionID: String, board: String, _ marks: [GapMark]) throws
 }
 
@@ -209,12 +210,16 @@ public struct GapMark: Hashable, Sendable {
     /// Samples missing before it (`missed_before`), and the gap's length (`gap_ms`, 0 with none).
     public var missedBefore: Int
     public var gapMilliseconds: Int
+    /// The time the board's log puts it at, epoch ms, when that is not `timestamp`: its stream
+    /// was stamped late (a delay taken for a loss, which the log contradicts).
+    public var movedTo: Double?
 
     /// Every field.
-    public init(timestamp: Double, missedBefore: Int, gapMilliseconds: Int) {
+    public init(timestamp: Double, missedBefore: Int, gapMilliseconds: Int, movedTo: Double? = nil) {
         self.timestamp = timestamp
         self.missedBefore = missedBefore
         self.gapMilliseconds = gapMilliseconds
+        self.movedTo = movedTo
     }
 }
 

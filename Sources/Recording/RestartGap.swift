@@ -74,6 +74,8 @@ struct PendingRestartGap {
     /// are on the stream window's clock already, and the tail is in that window. Only a tail an
     /// earlier gateway stored is moved onto the new stream's clock (``StoredTailAlignment``).
     var tailStreamedHere = false
+    /// Where in the tail each newer link's points begin (a held stretch's ``BackfillHold/linkStarts``).
+    var tailLinkStarts: [Int] = []
     /// The board's log was asked for (once the gap is bounded and the board streams).
     var requested = false
     /// The gap opens the board's part of its session (``BackfillHold/opensSession``): none is

@@ -280,21 +280,26 @@ extension SessionController {
 
     /// Raw counts of the held streamed points whose gap mark the downloaded log contradicts:
     /// the sample streamed just before each is its neighbour in one boot's log, so none is
-    /// missing between them; with how long after it the board took each, ms by its ticks. (The time-based detector cannot tell a delay that outlasts its
-    /// confirmation from a loss: the real-BlueZ VM under load fell seconds behind a stream.)
+    /// missing between them; with how long after it the board took each, ms by its ticks. (The
+    /// time-based detector cannot tell a delay that outlasts its confirmation from a loss: the
+    /// real-BlueZ VM under load fell seconds behind a stream.)
     /// Only counts that occur once in the log and once in the streamed window are matched: a
     /// board at rest repeats its readings. `log` is the hold's log (``LogTicks`` of
     /// `hold.logged`).
     func marksTheLogContradicts(board: String, hold: BackfillHold, log: LogTicks) -> [RawVector: Double] {
+        let logs = [log] + (previousLog[board].map { [LogTicks($0.samples)] } ?? [])
+        return marksTheLogContradicts(board: board, points: hold.points.map(\.point), logs: logs)
+    }
+
+    /// ``marksTheLogContradicts(board:hold:log:)`` of `points` (held or stored), by `logs`.
+    func marksTheLogContradicts(board: String, points: [RecordedPoint], logs: [LogTicks]) -> [RawVector: Double] {
         guard let window = streamed[board], let scale = window.scale else { return [:] }
         var marked: [RawVector: Int] = [:]
-        for (p, _) in hold.points where p.missedBefore > 0 && !p.backfilled {
+        for p in points where p.missedBefore > 0 && !p.backfilled {
             marked[RawVector(stored: p.gyroscope, scale: scale)] = 0
         }
         guard !marked.isEmpty else { return [:] }
         for sample in window.samples where marked[sample.raw] != nil { marked[sample.raw]! += 1 }
-        // This hold's readout, and the one before it (a mark confirmed after it was read).
-        let logs = [log] + (previousLog[board].map { [LogTicks($0.samples)] } ?? [])
         var contradicted: [RawVector: Double] = [:]
         for (before, sample) in zip(window.samples, window.samples.dropFirst()) where marked[sample.raw] == 1 {
             contradicted[sample.raw] = logs.lazy.compactMap { $0.span(before.raw, sample.raw) }.first

@@ -6,57 +6,83 @@ import MetaWear
 /// notification sits whole periods above the line the earlier ones lay on. The real-BlueZ VM's
 /// notifications at load 7 came 0.24 s, then 0.35 s later for the rest of a session; each step
 /// outlasted the timestamper's 5 s confirmation, was marked as 35 and 34 lost samples, and every
-/// sample after it was stamped late by the step. A board that logs tells them apart: its log
-/// holds every sample it took, so where the samples streamed on both sides of a mark are
-/// neighbours in one boot's log, none was lost, and the stamps after the mark are late by the
-/// mark's periods.
+/// sample after it was stamped late by the step. A stream restarted while its samples were only
+/// late gets a new timestamper that begins on arrivals seconds late (VM run 2 at dcdd80b: marks
+/// of 168, 163 and 101 samples at three watchdog restarts, every stamp after them 4.3 s late).
+/// A board that logs tells them apart: its log holds every sample it took, so where the
+/// samples streamed on both sides of a mark are neighbours in one boot's log, none was lost, and
+/// the stamps after the mark are late by the mark's step less what the ticks say.
 extension SessionController {
-    /// The marks among `board`'s held points that its downloaded log contradicts are cleared,
-    /// and each such point goes as long after the point before it as the board took it after
-    /// that one (by the log's ticks, in whole periods: one, or more across a sensor pause); the
-    /// points after it on its link move with it (up to a newer link). A mark
-    /// after a latency step moves its link back by the step; a mark at a new link's first point
-    /// (a stream restarted while its samples were only late: the new timestamper began on
-    /// arrivals seconds late, and the real-BlueZ VM's run 2 at dcdd80b marked 168, 163 and 101
-    /// samples missing at three restarts, every stamp after them 4.3 s late) moves the new link
-    /// by what the link before it was moved plus its own delay. When the moved link is still
-    /// streaming, its timestamper stamps that much earlier from now on too
-    /// (``SampleTimestamper/takeBack(lateBy:)``), and what it stamped since, still on its way to
-    /// the hold, moves with it. Done before the log's samples are placed, so they are placed
-    /// against the board's times.
+    /// One mark the log contradicts, cleared: the points from `from` up to `linkEnd` (its link's)
+    /// were moved back `late` ms.
+    struct DelayTakenBack {
+        var from: Int
+        var linkEnd: Int
+        var late: Double
+        /// The marked point's counts and time before the move.
+        var raw: RawVector
+        var markedAt: Double
+    }
+
+    /// Clears the marks of `points` (in order, the first after `previous`, epoch ms) that
+    /// `contradicted` names (``marksTheLogContradicts(board:points:logs:)``): each such point goes
+    /// as long after the point before it as the board took it after that one (by the log's
+    /// ticks, in whole periods: one, or more across a sensor pause), and the points after it on
+    /// its link (up to the next of `linkStarts`) move with it (`move`). A new link after a moved
+    /// one thus moves by that link's move plus its own delay.
+    func takeBackDelays(_ points: inout [RecordedPoint], after previous: Double?, linkStarts: [Int],
+                        contradicted: [RawVector: Double], scale: Double, periodMs: Double,
+                        move: (RecordedPoint, Double) -> RecordedPoint) -> [DelayTakenBack] {
+        var previous = previous
+        var taken: [DelayTakenBack] = []
+        for k in points.indices {
+            let marked = points[k]
+            defer { previous = points[k].gyroscope.timestamp }
+            let raw = RawVector(stored: marked.gyroscope, scale: scale)
+            guard marked.missedBefore > 0, !marked.backfilled, let span = contradicted[raw] else { continue }
+            points[k].missedBefore = 0
+            points[k].gapMilliseconds = 0
+            // Whole periods by the ticks (1.46 ms coarse): a sensor pause between them stays.
+            let took = max(1, (span / periodMs).rounded()) * periodMs
+            let late = previous.map { marked.gyroscope.timestamp - $0 - took } ?? Double(marked.missedBefore) * periodMs
+            guard late > 0 else { continue }
+            let linkEnd = linkStarts.first { $0 > k } ?? points.count
+            for j in k..<linkEnd { points[j] = move(points[j], -late) }
+            taken.append(DelayTakenBack(from: k, linkEnd: linkEnd, late: late, raw: raw, markedAt: marked.gyroscope.timestamp))
+        }
+        return taken
+    }
+
+    /// The marks among `board`'s held points that its downloaded log contradicts are cleared
+    /// and the points moved (``takeBackDelays(_:after:linkStarts:contradicted:scale:periodMs:move:)``),
+    /// with their samples in the stream window. When the moved link is still streaming, its
+    /// timestamper stamps that much earlier from now on too (``SampleTimestamper/takeBack(lateBy:)``),
+    /// and what it stamped since, still on its way to the hold, moves with it. Done before the
+    /// log's samples are placed, so they are placed against the board's times.
     func takeBackDelaysTheLogShows(board: String) {
         guard let stream = boards[board], let hold = stream.hold, let scale = streamed[board]?.scale else { return }
         let contradicted = marksTheLogContradicts(board: board, hold: hold, log: LogTicks(hold.logged.samples))
         guard !contradicted.isEmpty else { return }
-        let periodMs = stream.gyro.estimatedPeriod / 1e6
-        var points = hold.points
-        var previous = hold.opensSession ? nil : hold.after
-        for k in points.indices {
-            let marked = points[k].point
-            defer { previous = points[k].point.gyroscope.timestamp }
-            let raw = RawVector(stored: marked.gyroscope, scale: scale)
-            guard marked.missedBefore > 0, !marked.backfilled, let span = contradicted[raw] else { continue }
-            points[k].point.missedBefore = 0
-            points[k].point.gapMilliseconds = 0
-            let markedAt = marked.gyroscope.timestamp
-            // Whole periods by the ticks (1.46 ms coarse): a sensor pause between them stays.
-            let taken = max(1, (span / periodMs).rounded()) * periodMs
-            let late = previous.map { markedAt - $0 - taken } ?? Double(marked.missedBefore) * periodMs
-            guard late > 0, let window = streamed[board], let streamedAt = window.samples.lastIndex(where: { $0.raw == raw }) else { continue }
-            let linkEnd = hold.linkStarts.first { $0 > k } ?? points.count
-            let lateNs = Int64((late * 1e6).rounded())
-            for j in k..<linkEnd { points[j].point = moved(points[j].point, by: -late, stream: stream, scale: scale) }
-            streamed[board]?.move(link: window.samples[streamedAt].link, from: streamedAt, by: -lateNs)
-            guard linkEnd == points.count, window.samples[streamedAt].link == window.link else { continue }
-            // Its link streams on.
-            stream.gyro.takeBack(lateBy: lateNs)
-            stream.merger.moveHeld(from: markedAt, by: -late)
-            for i in stream.waitingForAccelerometer.indices where stream.waitingForAccelerometer[i].time >= markedAt {
-                stream.waitingForAccelerometer[i].time -= late
-            }
-            if let last = stream.previousPointTime, last >= markedAt { stream.previousPointTime = last - late }
+        var points = hold.points.map(\.point)
+        let taken = takeBackDelays(&points, after: hold.opensSession ? nil : hold.after, linkStarts: hold.linkStarts,
+                                   contradicted: contradicted, scale: scale, periodMs: stream.gyro.estimatedPeriod / 1e6) {
+            self.moved($0, by: $1, stream: stream, scale: scale)
         }
-        stream.hold?.points = points
+        for k in points.indices { stream.hold?.points[k].point = points[k] }
+        for delay in taken {
+            let lateNs = Int64((delay.late * 1e6).rounded())
+            guard let window = streamed[board], let at = window.samples.lastIndex(where: { $0.raw == delay.raw }) else { continue }
+            let link = window.samples[at].link
+            streamed[board]?.move(link: link, from: at, by: -lateNs)
+            // Its link streams on.
+            guard delay.linkEnd == points.count, link == window.link else { continue }
+            stream.gyro.takeBack(lateBy: lateNs)
+            stream.merger.moveHeld(from: delay.markedAt, by: -delay.late)
+            for i in stream.waitingForAccelerometer.indices where stream.waitingForAccelerometer[i].time >= delay.markedAt {
+                stream.waitingForAccelerometer[i].time -= delay.late
+            }
+            if let last = stream.previousPointTime, last >= delay.markedAt { stream.previousPointTime = last - delay.late }
+        }
     }
 
     /// `point` moved by `offset` ms, located again for its new time.
@@ -69,13 +95,53 @@ extension SessionController {
         p.missingLocation = located.missing
         return p
     }
+
+    /// The same for a gap a stop kept (its tail: the points that waited for the log, sealed at
+    /// the stop with their marks and late times), once its log shows the neighbours: the tail
+    /// is moved in memory before the gap's samples are placed against it, and the store revises
+    /// the sealed points (marks and times, ``RecordingStore/reviseGapMarks(sessionID:board:_:)``).
+    /// A gap an earlier gateway stored the tail of is on another clock: only its marks are
+    /// cleared (``clearStoredMarksTheLogContradicts(_:board:scale:)``).
+    func takeBackStoredDelays(_ pending: inout PendingRestartGap, board: String, scale: Double, periodMs: Double) {
+        guard pending.tailStreamedHere else { return }
+        let contradicted = marksTheLogContradicts(board: board, points: pending.gap.tail, logs: [LogTicks(pending.logged.samples)])
+        guard !contradicted.isEmpty else { return }
+        let before = pending.gap.tail
+        var tail = before
+        let taken = takeBackDelays(&tail, after: pending.opensSession ? nil : pending.gap.after, linkStarts: pending.tailLinkStarts,
+                                   contradicted: contradicted, scale: scale, periodMs: periodMs) { point, offset in
+            var p = point
+            p.gyroscope.timestamp += offset
+            return p
+        }
+        guard !taken.isEmpty else { return }
+        var marks: [GapMark] = []
+        for (old, new) in zip(before, tail) where old != new {
+            marks.append(GapMark(timestamp: old.gyroscope.timestamp, missedBefore: new.missedBefore, gapMilliseconds: new.gapMilliseconds,
+                                 movedTo: new.gyroscope.timestamp))
+        }
+        do { try store.reviseGapMarks(sessionID: pending.gap.sessionID, board: board, marks) } catch {
+            lastStoreError = "gap marks of \(board) in session \(pending.gap.sessionID) not revised: \(error)"
+            return
+        }
+        pending.gap.tail = tail
+        if let last = before.last?.gyroscope.timestamp, pending.until == last { pending.until = tail.last?.gyroscope.timestamp }
+        let lastRaw = tail.last.map { RawVector(stored: $0.gyroscope, scale: scale) }
+        for delay in taken {
+            guard let window = streamed[board], let at = window.samples.lastIndex(where: { $0.raw == delay.raw }) else { continue }
+            let through = delay.linkEnd == tail.count ? lastRaw.flatMap { raw in window.samples.lastIndex { $0.raw == raw } } : nil
+            streamed[board]?.move(link: window.samples[at].link, from: at, through: through, by: -Int64((delay.late * 1e6).rounded()))
+        }
+    }
 }
 
 extension StreamedWindow {
-    /// Moves the samples of `link` from position `start` on by `offset` ns (the stream stamped
-    /// them late): they keep their order, and no sample of another link lies among them.
-    mutating func move(link: Int, from start: Int, by offset: Int64) {
-        for i in start..<samples.count where samples[i].link == link { samples[i].time += offset }
+    /// Moves the samples of `link` from position `start` on (through position `end`, when
+    /// given) by `offset` ns (the stream stamped them late): they keep their order, and no
+    /// sample of another link lies among them.
+    mutating func move(link: Int, from start: Int, through end: Int? = nil, by offset: Int64) {
+        guard start < samples.count else { return }
+        for i in start...min(end ?? samples.count - 1, samples.count - 1) where samples[i].link == link { samples[i].time += offset }
     }
 }
 
@@ -83,10 +149,9 @@ extension SessionController {
     /// The marks of a kept gap's stored points (its tail, sealed at the stop with the marks
     /// they had) that the gap's log contradicts: the sample before each, streamed, is its
     /// neighbour in one boot's log, so none is missing there. The store revises them to none in
-    /// the sealed chunks (``RecordingStore/reviseGapMarks(sessionID:board:_:)``). The stop kept
-    /// the gap of a latency step taken for a loss whose points still waited for the log (the
-    /// real-BlueZ VM's marks of 35 and 34 samples, e06f64a). Their times stay late by the step:
-    /// a sealed point's time is not revised.
+    /// the sealed chunks (``RecordingStore/reviseGapMarks(sessionID:board:_:)``). A gap this
+    /// process streamed the tail of has them moved as well first
+    /// (``takeBackStoredDelays(_:board:scale:periodMs:)``).
     func clearStoredMarksTheLogContradicts(_ pending: PendingRestartGap, board: String, scale: Double) {
         let log = LogTicks(pending.logged.samples)
         let window = streamed[board]?.samples ?? []

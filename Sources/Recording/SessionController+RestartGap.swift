@@ -67,6 +67,7 @@ extension SessionController {
         var pending = PendingRestartGap(RestartGap(sessionID: sessionID, board: board, nextSeq: 0, tail: held, after: after))
         pending.until = last.point.gyroscope.timestamp
         pending.tailStreamedHere = true
+        pending.tailLinkStarts = hold.linkStarts
         pending.logged = hold.logged
         pending.stoppedStream = (stream.gyroRate, stream.merger)
         pending.opensSession = hold.opensSession
@@ -170,8 +171,10 @@ extension SessionController {
         // document (the store names them in it and queues it again).
         pending.logged.add(page, bootOrigins: bootOrigins)
         guard let stream = pending.stoppedStream ?? boards[board].map({ (gyroRate: $0.gyroRate, merger: $0.merger) }),
-              let window = streamed[board], let scale = window.scale else { return (false, false) }
+              let scale = streamed[board]?.scale else { return (false, false) }
         let periodMs = 1000 / stream.gyroRate
+        takeBackStoredDelays(&pending, board: board, scale: scale, periodMs: periodMs)
+        guard let window = streamed[board] else { return (false, false) }
         var points: [RecordedPoint] = []
         var keys: [BackfillKey] = []
         var sealedTimes: [Double] = []

@@ -78,6 +78,31 @@ struct GapMarkRevisionTests {
         #expect(point.point.missedBefore == 3 && point.point.gapMilliseconds == 40)
     }
 
+    /// The mark was a delay the log showed (issues 18 §2.6, 21): the points from it on were
+    /// stamped late, and the log moves them back; the sealed chunks follow, their first and
+    /// last times too (a later revision finds a moved point by its new time).
+    @Test("points the log moves back get their new times, and their chunks' spans follow")
+    func movedPoints() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = try openStore(dir)
+        let (id, marked) = try Self.markedSession(store)
+        let stored = try store.dataset(sessionID: id).points.map(\.point).filter { $0.gyroscope.timestamp >= marked }
+        let moves = stored.map {
+            GapMark(timestamp: $0.gyroscope.timestamp, missedBefore: 0, gapMilliseconds: 0, movedTo: $0.gyroscope.timestamp - 7)
+        }
+        try store.reviseGapMarks(sessionID: id, board: "B1", moves)
+        let points = try store.dataset(sessionID: id).points.map(\.point)
+        #expect(points.count == 300 && points.allSatisfy { $0.missedBefore == 0 }, "no point marks the gap")
+        #expect(zip(points, points.dropFirst()).allSatisfy { $0.gyroscope.timestamp < $1.gyroscope.timestamp }, "time order")
+        #expect(points.filter { $0.gyroscope.timestamp >= marked - 7 }.map(\.gyroscope.timestamp) == moves.compactMap(\.movedTo))
+        #expect(try store.history().first?.missedSamples == 0)
+        // The last chunk's first point, by its new time.
+        let first = try #require(moves.first { $0.timestamp >= 1_800_000_002_000 }?.movedTo)
+        try store.reviseGapMarks(sessionID: id, board: "B1", [GapMark(timestamp: first, missedBefore: 2, gapMilliseconds: 30)])
+        #expect(try store.history().first?.missedSamples == 2, "found by its new time")
+    }
+
     @Test("a mark that is already right, or a time no point has, revises nothing")
     func nothingToRevise() throws {
         let dir = temporaryDirectory()

@@ -124,7 +124,7 @@ final class MemoryStore: RecordingStore {
     }
     func endSession(_ end: SessionEnd) throws { ended.append(end) }
     /// As the Buffer does: the non-backfilled points of the board's sealed chunks at the marks'
-    /// times get the marks.
+    /// times get the marks and the times they move to.
     func reviseGapMarks(sessionID: String, board: String, _ marks: [GapMark]) throws {
         let byTime = Dictionary(marks.map { ($0.timestamp, $0) }, uniquingKeysWith: { $1 })
         for k in sealed.indices where sealed[k].chunk.sessionID == sessionID && sealed[k].chunk.board == board {
@@ -133,6 +133,7 @@ final class MemoryStore: RecordingStore {
                 guard let mark = byTime[points[i].gyroscope.timestamp] else { continue }
                 points[i].missedBefore = mark.missedBefore
                 points[i].gapMilliseconds = mark.missedBefore > 0 ? mark.gapMilliseconds : 0
+                if let time = mark.movedTo { points[i].gyroscope.timestamp = time }
             }
             sealed[k].chunk.bytes = PointCodec.encode(points)
         }
