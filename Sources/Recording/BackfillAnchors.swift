@@ -26,19 +26,25 @@ struct BackfillAnchors {
 
     /// Walks the boot's samples in order. The tick→stream offset is locked where several
     /// logged samples agree on it (within 3 ms), then followed sample by sample, allowing the
-    /// board's crystal 200 ppm of drift since the last anchor.
+    /// board's crystal 200 ppm of drift since the last anchor. When ``relockAfter`` samples in a
+    /// row find no twin there, the offset is locked again from the first of them, near the one
+    /// followed: the stream's latency stepped (0.2-0.4 s at a time in the real-BlueZ VM, each
+    /// rise the timestamper confirmed as a loss moving the stream's times later for good), and
+    /// followed from before the step no anchor was found after it.
     static func find(_ boot: BootLog, in streamed: [BackfillPlanner.StreamedSample], index: StreamIndex, origin: Int64?,
                      tolerance: Int64, period: Double) -> BackfillAnchors {
         var anchors = BackfillAnchors(streamedIndex: Array(repeating: nil, count: boot.samples.count), ticks: boot.ticks,
                                       runs: SamplingRuns(ticks: boot.ticks, period: period))
+        let lock = OffsetLock(boot: boot, streamed: streamed, index: index)
         var offset: Double?
         var lastAnchorTick = 0.0
         var lastStreamed = -1
+        var missed = 0
         var k = 0
         while k < boot.samples.count {
             guard let current = offset else {
-                offset = lockOffset(from: k, boot, streamed, index, origin: origin, tolerance: tolerance)
-                if offset == nil { k += 64 } else { lastAnchorTick = boot.ticks[k] }
+                offset = lock.first(from: k, origin: origin, tolerance: Double(tolerance))
+                if offset == nil { k += OffsetLock.window } else { lastAnchorTick = boot.ticks[k] }
                 continue
             }
             let predicted = boot.ticks[k] + current
@@ -52,11 +58,31 @@ struct BackfillAnchors {
                 offset = current + 0.1 * (measured - current)
                 lastAnchorTick = boot.ticks[k]
                 lastStreamed = best
+                missed = 0
+                k += 1
+                continue
             }
+            missed += 1
             k += 1
+            guard missed == relockAfter else { continue }
+            let from = k - missed
+            if let relocked = lock.again(from: from, near: current, tolerance: Double(tolerance)), abs(relocked - current) > 3_000_000 {
+                offset = relocked
+                lastAnchorTick = boot.ticks[from]
+                missed = 0
+                k = from
+            } else {
+                // The stream lost these samples (a gap) or the log's values here are too common:
+                // try again a lock window later.
+                missed = relockAfter - OffsetLock.window
+            }
         }
         return anchors
     }
+
+    /// Logged samples in a row without a twin where the followed offset puts them before the
+    /// offset is locked again: a period is a few ms at most, so 16 are past a BLE batch's burst.
+    static let relockAfter = 16
 
     /// The streamed sample with counts `raw` nearest to `time`, at most `within` away, that is
     /// not `excluded`.
@@ -83,32 +109,6 @@ struct BackfillAnchors {
         guard let before else { return after }
         guard let after else { return before }
         return Double(streamed[after].time) - time < time - Double(streamed[before].time) ? after : before
-    }
-
-    /// The densest 3 ms cluster of offsets (streamed time − tick time) among value matches of
-    /// the next 64 logged samples, if at least 3 agree; values seen more than 16 times in the
-    /// stream are too common to lock on.
-    private static func lockOffset(from start: Int, _ boot: BootLog, _ streamed: [BackfillPlanner.StreamedSample],
-                                   _ index: StreamIndex, origin: Int64?, tolerance: Int64) -> Double? {
-        var offsets: [Double] = []
-        for k in start..<min(start + 64, boot.samples.count) {
-            guard let matches = index[boot.samples[k].raw], matches.count <= 16 else { continue }
-            for j in matches {
-                let offset = Double(streamed[j].time) - boot.ticks[k]
-                if let origin, abs(offset - Double(origin)) > Double(tolerance) { continue }
-                offsets.append(offset)
-            }
-        }
-        guard offsets.count >= 3 else { return nil }
-        offsets.sort()
-        var best = (count: 0, from: 0)
-        var low = 0
-        for high in offsets.indices {
-            while offsets[high] - offsets[low] > 3_000_000 { low += 1 }
-            if high - low + 1 > best.count { best = (high - low + 1, low) }
-        }
-        guard best.count >= 3 else { return nil }
-        return offsets[best.from + best.count / 2]
     }
 
     /// The nearest anchor (index into `positions`) at or before log position `k`.

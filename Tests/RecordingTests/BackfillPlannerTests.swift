@@ -5,7 +5,7 @@ import Testing
 
 /// A board that streams over a batching link (with gaps) and logs every sample to flash with
 /// its own tick crystal: what the planner gets, and the truth to check it against.
-private struct LoggingBoard {
+struct LoggingBoard {
     var streamed: [BackfillPlanner.StreamedSample] = []
     var logged: [LoggedSample] = []
     /// True sample times by index.
@@ -22,12 +22,14 @@ private struct LoggingBoard {
     /// `dropped(n)` loses streamed sample n; samples from `resetAt` on belong to a new boot whose
     /// sensor only starts again at `resumeAt` (the gateway restarts it after reconnecting);
     /// `pauses[n]` is how much later than its pace sample n comes, because the sensor was
-    /// stopped and started again before it (a stream restart), which moves every later sample.
+    /// stopped and started again before it (a stream restart), which moves every later sample;
+    /// `latency(n)` is how long sample n waits on the board for its link (``simulateLink``).
     init(seed: UInt64, rate: Double = 100, seconds: Double, imuPPM: Double, tickPPM: Double,
-         dropped: @escaping (Int) -> Bool, reset: (at: Int, resumeAt: Int)? = nil, pauses: [Int: Int64] = [:]) {
+         dropped: @escaping (Int) -> Bool, reset: (at: Int, resumeAt: Int)? = nil, pauses: [Int: Int64] = [:],
+         latency: (Int) -> Int64 = { _ in 0 }) {
         var rng = SeededRandom(seed: seed ^ 0xABCD)
         let link = simulateLink(rate: rate, seconds: seconds, perNotification: 1, clockErrorPPM: imuPPM, seed: seed,
-                                drop: { n in dropped(n) || reset.map { (n >= $0.at && n < $0.resumeAt) } == true })
+                                drop: { n in dropped(n) || reset.map { (n >= $0.at && n < $0.resumeAt) } == true }, latency: latency)
         var index = 0
         var stamper = SampleTimestamper<Int>(configuration: .init(rateHertz: rate))
         var stamped: [SampleTimestamper<Int>.Stamped] = []

@@ -3,10 +3,13 @@ import Testing
 @testable import Recording
 
 /// A board sampling at `rate` (with a clock error in ppm) whose notifications are released
-/// in connection events 7.5 to 30 ms apart, plus host delivery jitter. Returns, per
-/// notification, its receive time, sample count and the true times of its samples.
+/// in connection events 7.5 to 30 ms apart, plus host delivery jitter; notification `n` leaves
+/// the board no earlier than `latency(n)` after its last sample was taken (a step in the link's
+/// latency, nothing lost). Returns, per notification, its receive time, sample count and the
+/// true times of its samples.
 func simulateLink(rate: Double, seconds: Double, perNotification: Int, clockErrorPPM: Double, seed: UInt64,
-                  drop: (Int) -> Bool = { _ in false }) -> [(receivedAt: Int64, count: Int, truth: [Int64], lostBefore: Int)] {
+                  drop: (Int) -> Bool = { _ in false },
+                  latency: (Int) -> Int64 = { _ in 0 }) -> [(receivedAt: Int64, count: Int, truth: [Int64], lostBefore: Int)] {
     var rng = SeededRandom(seed: seed)
     let period = 1e9 / rate * (1 + clockErrorPPM * 1e-6)
     let t0 = 5_000_000_000.0 + Double.random(in: 0..<1e7, using: &rng)
@@ -19,7 +22,7 @@ func simulateLink(rate: Double, seconds: Double, perNotification: Int, clockErro
         event += Double.random(in: 7.5e6...30e6, using: &rng)
         while n < total {
             let truth = (0..<perNotification).map { Int64(t0 + period * Double(n * perNotification + $0)) }
-            guard Double(truth.last!) <= event else { break }
+            guard Double(truth.last! + latency(n)) <= event else { break }
             if drop(n) { lost += perNotification; n += 1; continue }
             let jitter = Double.random(in: 0...300_000, using: &rng)
             out.append((Int64(event + jitter), perNotification, truth, lost))
