@@ -59,14 +59,6 @@ public struct BackfillPlanner: Sendable {
         public var placement: Placement
     }
 
-    /// A streamed sample and the time its logged twin puts it at.
-    public struct Retimed: Hashable, Sendable {
-        /// Index into the streamed samples given to `plan`.
-        public var streamedIndex: Int
-        /// Where the log places it, nanoseconds on the streamed time base.
-        public var time: Int64
-    }
-
     /// The outcome of one plan.
     public struct Plan: Hashable, Sendable {
         /// The samples to add, in time order, none at the time of a streamed one.
@@ -80,10 +72,6 @@ public struct BackfillPlanner: Sendable {
         public var unplaced = 0
         /// Logged samples dropped because a streamed or another logged sample holds their time.
         public var collisions = 0
-        /// Streamed samples the log shows at another time: the stream stamped them a period or
-        /// more off next to a loss (BLE batching hides which side of a late notification the
-        /// loss was). A named correction may move them; they are never backfilled again.
-        public var retimed: [Retimed] = []
         /// Median |placed − streamed| over the anchors, each placed from its neighbours only
         /// (leave-one-out), nanoseconds: how well placement reproduces the stream. nil with
         /// fewer than three anchors.
@@ -198,6 +186,10 @@ public struct BackfillPlanner: Sendable {
         }
         let used = Set(anchors.flatMap { $0.streamedIndex.compactMap { $0 } })
         var candidates: [Backfilled] = []
+        // Streamed samples the log shows a period or more from their stamps: the stream stamped
+        // them off next to a loss (BLE batching hides which side of a late notification the loss
+        // was). Their stamps hold no sample of the log's, so they keep no logged sample out.
+        var misplaced: Set<Int> = []
         for (boot, anchors) in zip(boots, anchors) {
             plan.alreadyStreamed += anchors.count
             errors += anchors.leaveOneOutErrors(boot, period: period)
@@ -205,12 +197,11 @@ public struct BackfillPlanner: Sendable {
             plan.alreadyStreamed += twins.found.count
             for k in twins.found {
                 guard let twin = twins.streamedIndex[k], let (time, _) = place(k, boot, anchors, period: period) else { continue }
-                if abs(streamed[twin].time - time) > Int64(period / 2) { plan.retimed.append(Retimed(streamedIndex: twin, time: time)) }
+                if abs(streamed[twin].time - time) > Int64(period / 2) { misplaced.insert(twin) }
             }
             candidates += unstreamed(boot, anchors, twins, streamed, period: period, plan: &plan)
         }
         candidates.sort { $0.time < $1.time }
-        let misplaced = Set(plan.retimed.map(\.streamedIndex))
         let minimumSpacing = Int64(period / 2)
         var streamCursor = 0
         for candidate in candidates {
@@ -268,11 +259,12 @@ public struct BackfillPlanner: Sendable {
                 }
             } else if let before, let low = twins.streamedIndex[before].map({ streamed[$0].time }), stretch.count == end - k + 1,
                       stretch.first.map({ $0.time < low + Int64(period / 2) }) == true {
-                // After the boot's last twin but placed before it: the anchors were lost at a step
-                // in the stream's latency (the twins after it were found in the log's order), and
-                // the last anchor's offset is off by the step (the real-BlueZ VM's 0.24 s and 0.35
-                // s steps with a board clock 2.6 % slow put the board's samples taken after the
-                // session's stop among its last points). They go after that twin by their ticks.
+                // After the boot's last twin but placed before it: the anchors found none after a
+                // step in the stream's latency (the twins after it were found in the log's order),
+                // and the last anchor's offset is off by the step (the real-BlueZ VM's 0.24 s and
+                // 0.35 s steps, the stream's times 1.3 s late by then, put the board's samples
+                // taken after the session's stop among its last points). They go after that twin
+                // by their ticks.
                 stretch = (k...end).map { p in
                     Backfilled(time: low + Int64((boot.ticks[p] - boot.ticks[before]).rounded()), raw: boot.samples[p].raw,
                                resetUID: boot.uid, tick: boot.samples[p].tick, placement: .extrapolated)

@@ -7,10 +7,12 @@ import Recording
 import Testing
 
 /// Steps in a stream's latency that lose nothing, on a board whose clock runs slow, the log read
-/// after the stop (issue 21; real-BlueZ VM, startnotify group: mwsim's clock 2.6 % slow, a stream
-/// restart 1.4 s long that lost nothing, then latency steps of 0.24 s and 0.35 s confirmed as
-/// losses, the stop 10 s later). The board's clock was read once, at its first link. A board model
-/// logs and streams its 100 Hz gyro into a real buffer, and keeps sampling after the stop.
+/// after the stop (issue 21; real-BlueZ VM, startnotify group: a stream restart 1.4 s long that
+/// lost nothing, then latency steps of 0.24 s and 0.35 s confirmed as losses, the stop 10 s later).
+/// The board's clock was read once, at its first link. A board model logs and streams its 100 Hz
+/// gyro into a real buffer, and keeps sampling after the stop. Its clock runs 2.6 % slow, harder
+/// than any crystal: in that run mwsim's samples averaged 10.26 ms, but its clock is the VM's own
+/// (100.0 samples a second between its log commands); the restart stopped the gyro for ~1 s.
 @Suite("Flash log: latency steps on a slow board clock")
 struct LatencyStepTwinsTests {
     /// The anchors are lost at the first step; the board's samples taken after the stop, placed
@@ -26,7 +28,7 @@ struct LatencyStepTwinsTests {
         var rig = FlashLogReadoutRig.linkedMetaMotionR(tickAtPowerOn: 444_444, into: controller, board: "B", trimmer: &trimmer)
         let (gyro, decoder) = (FlashLogReadoutRig.gyro100, FlashLogReadoutRig.bmi160Decoder)
         let session = try controller.start(trigger: .controlAPI, now: 0)
-        // The board's clock runs at 0.9744 of the host's (mwsim's 10.26 ms a sample in the VM).
+        // The board's clock runs at 0.9744 of the host's (the VM run's 10.26 ms a sample on average).
         let boardRate = 0.9744
         // The link is gone from 23 s to 24.4 s; the board's notifications come that much later
         // from then on, and 0.24 s, then 0.59 s later still from 25 s and 26.5 s. The readout of
