@@ -186,11 +186,21 @@ extension BufferStore: RecordingStore {
         try endSession(end, keepingStopGaps: [])
     }
 
-    /// Marks the session stopped and keeps the gaps its stop left (``restartGapBounded(sessionID:board:until:)``
-    /// for each) in one transaction: one fsync on a stop's path instead of one per gap and one
-    /// for the end.
+    /// Marks the session stopped and keeps the gaps its stop left in one transaction
+    /// (``endSession(_:sealing:keepingStopGaps:)`` with no chunk).
     public func endSession(_ end: SessionEnd, keepingStopGaps gaps: [StopGapBound]) throws {
-        try writer.write { db in
+        try endSession(end, sealing: [], keepingStopGaps: gaps)
+    }
+
+    /// Seals the stop's chunks (as ``seal(_:)`` each), keeps the gaps its stop left
+    /// (``restartGapBounded(sessionID:board:until:)`` for each) and marks the session stopped, in
+    /// one transaction: one fsync on a stop's path instead of one per chunk, one per gap and one
+    /// for the end. The disk budget is checked in it, as a seal checks it, and enforced after the commit.
+    @discardableResult
+    public func endSession(_ end: SessionEnd, sealing chunks: [ChunkToSeal], keepingStopGaps gaps: [StopGapBound]) throws -> [String] {
+        let checksums = chunks.map { $0.checksum ?? CRC32.checksum($0.bytes) }
+        let (names, over) = try writer.write { db -> ([String], Bool) in
+            let names = try zip(chunks, checksums).map { try sealInTransaction(db, $0, crc: $1) }
             for gap in gaps { try Self.boundRestartGap(db, sessionID: gap.sessionID, board: gap.board, until: gap.until) }
             guard let state = try String.fetchOne(db, sql: "SELECT state FROM sessions WHERE id = ?", arguments: [end.sessionID]) else {
                 throw StoreError.unknownSession(end.sessionID)
@@ -204,8 +214,13 @@ extension BufferStore: RecordingStore {
             try db.execute(sql: "DELETE FROM open_segments WHERE session_id = ?", arguments: [end.sessionID])
             try storeSessionTotals(db, sessionID: end.sessionID)
             try refreshSummary(db, sessionID: end.sessionID)
+            return (names, try !chunks.isEmpty && overBudget(db, freshFreeSpace: false))
         }
+        freeSpace.stored(chunks.reduce(0) { $0 + $1.bytes.count })
         journal?.ended(sessionID: end.sessionID)
+        if !chunks.isEmpty { outboxDoorbell.ring() }
+        if over { try enforceBudget() }
+        return names
     }
 
     /// Writes the `records` document of a stopped session and queues it for upload.

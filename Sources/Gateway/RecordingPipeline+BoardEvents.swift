@@ -54,6 +54,9 @@ extension RecordingPipeline {
     public func sealOnceBoardsStop() {
         sealAskedAt = sealAskedAt ?? .now
         sealsOnceBoardsStop = true
+        // Each board's last chunk, sealed as its stop detaches it, goes into the session end's
+        // one commit.
+        controller.holdSealsForTheStop()
         // The seal waits for the boards' last samples, not for their readouts' pages.
         leaveReadoutsToTheNextRun()
         boardEventsWake = true

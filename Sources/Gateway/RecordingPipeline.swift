@@ -418,7 +418,9 @@ public actor RecordingPipeline {
         leaveReadoutsToTheNextRun()
         takeHeldEvents()
         let now = timeline.now
-        controller.tick(now: now)
+        // Recording, the stop below writes everything in one transaction.
+        controller.holdSealsForTheStop()
+        controller.tick(now: now, beforeTheStop: controller.state != .idle)
         let waiters = finishing?.waiters ?? []
         // At a logged rate the boards' logs are not read to the end: the next start reads the
         // rest when each board is back (those a finishing stop read to the end wait for nothing).

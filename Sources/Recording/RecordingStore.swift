@@ -179,6 +179,12 @@ public protocol RecordingStore: AnyObject {
     /// later from its board's flash log) in one durable transaction: each commit on a stop's
     /// path is an fsync within a SIGTERM's 2 s (issue 18 §2.7).
     func endSession(_ end: SessionEnd, keepingStopGaps gaps: [StopGapBound]) throws
+    /// Seals the stop's chunks (every board's last one, in order per board), keeps the gaps
+    /// its stop left and marks the session stopped, in one durable transaction: a stop's
+    /// writes are one commit (one fsync) however many boards it stops (issue 18 §2.7). Returns
+    /// the chunks' document names, in order.
+    @discardableResult
+    func endSession(_ end: SessionEnd, sealing chunks: [ChunkToSeal], keepingStopGaps gaps: [StopGapBound]) throws -> [String]
     /// Writes the session's `records` document and queues it for upload.
     @discardableResult func submitSurvey(sessionID: String, survey: HazardSurvey, submittedAt: Date) throws -> RecordsDocument
     /// Sessions stopped but without a submitted survey, oldest first (a previous run's too).
@@ -228,6 +234,13 @@ extension RecordingStore {
     public func endSession(_ end: SessionEnd, keepingStopGaps gaps: [StopGapBound]) throws {
         for gap in gaps { try restartGapBounded(sessionID: gap.sessionID, board: gap.board, until: gap.until) }
         try endSession(end)
+    }
+    /// Each chunk, then the gaps and the end.
+    @discardableResult
+    public func endSession(_ end: SessionEnd, sealing chunks: [ChunkToSeal], keepingStopGaps gaps: [StopGapBound]) throws -> [String] {
+        let names = try chunks.map { try seal($0) }
+        try endSession(end, keepingStopGaps: gaps)
+        return names
     }
     /// A store that keeps no restart gaps (it keeps nothing across a restart).
     public func restartGapBounded(sessionID: String, board: String, until: Double) throws {}

@@ -86,13 +86,24 @@ extension SessionController {
         return kept.until.map { StopGapBound(sessionID: kept.gap.sessionID, board: board, until: $0) }
     }
 
-    /// Stores the session's end with the gaps its stop left in one transaction; if that fails,
-    /// as before it: each gap on its own (a failure noted), then the end.
-    func storeEnd(_ end: SessionEnd, stopGaps: [StopGapBound]) throws {
-        guard !stopGaps.isEmpty else { return try store.endSession(end) }
+    /// Stores the session's end with the stop's chunks (``sealsForTheStop``, after the seals
+    /// that failed before) and the gaps its stop left in one transaction; if that fails, as
+    /// before it: each chunk (kept for a retry when refused), each gap on its own (a failure
+    /// noted), then the end.
+    func storeEnd(_ end: SessionEnd, stopGaps: [StopGapBound], now: Int64) throws {
+        // A board's chunks are all among the failed seals once one of them failed, so this
+        // keeps each board's seal order.
+        let chunks = failedSeals + (sealsForTheStop ?? [])
+        failedSeals = []
+        sealsForTheStop = nil
         do {
-            try store.endSession(end, keepingStopGaps: stopGaps)
+            try store.endSession(end, sealing: chunks, keepingStopGaps: stopGaps)
+            sealedCount += chunks.count
+            return
         } catch {
+            failedSeals = chunks
+            retryFailedSeals(now: now, force: true)
+            guard !stopGaps.isEmpty else { return try store.endSession(end) }
             for gap in stopGaps {
                 do { try store.restartGapBounded(sessionID: gap.sessionID, board: gap.board, until: gap.until) } catch {
                     lastStoreError = "gap of \(gap.board) in session \(gap.sessionID) not kept: \(error)"

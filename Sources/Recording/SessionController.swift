@@ -110,10 +110,13 @@ public final class SessionController {
     private let makeID: () -> String
     var boards: [String: BoardStream] = [:]
     var session: Session?
-    private var failedSeals: [ChunkToSeal] = []
+    var failedSeals: [ChunkToSeal] = []
+    /// Chunks sealed since ``holdSealsForTheStop()`` (or during ``stop(trigger:now:boardsStoppedAt:)``),
+    /// in seal order: stored with the session's end in one transaction. Nil while none is held.
+    var sealsForTheStop: [ChunkToSeal]?
     private var nextSealRetry: Int64 = .min
     private var sealRetryDelay = SessionController.firstSealRetryDelay
-    private var lastSegmentWrite: Int64 = .min
+    private(set) var lastSegmentWrite: Int64 = .min
     private static let firstSealRetryDelay: Int64 = 1_000_000_000
     private static let maxSealRetryDelay: Int64 = 30_000_000_000
     /// Boards detached during the session.
@@ -282,7 +285,9 @@ public final class SessionController {
     @discardableResult
     public func stop(trigger: SessionTrigger, now: Int64, boardsStoppedAt: Int64? = nil) throws -> SessionEnd {
         guard var s = session else { throw CommandError.notRecording }
-        // The gaps the stop leaves, kept with the session's end in one transaction.
+        // Every board's last chunk and the gaps the stop leaves, kept with the session's end in
+        // one transaction.
+        if sealsForTheStop == nil { sealsForTheStop = [] }
         var stopGaps: [StopGapBound] = []
         // Boards that left with points held: those are committed too.
         // A gap whose download is not complete yet is filled later, as a correction.
@@ -311,8 +316,7 @@ public final class SessionController {
                              boards: s.boards.sorted(), pointCount: s.pointCount, distance: s.distance.metres,
                              timeSource: s.worstSource)
         waitForLoggedRests(sessionID: s.id)
-        retryFailedSeals(now: now, force: true)
-        try storeEnd(end, stopGaps: stopGaps)
+        try storeEnd(end, stopGaps: stopGaps, now: now)
         session = nil
         awaitingSurvey.append(s.id)
         if s.pointCount == 0 { emptySessions.insert(s.id) }
@@ -425,9 +429,11 @@ public final class SessionController {
 
     /// Periodic work (call at least every second while recording or while ``hasFailedSeals``):
     /// releases samples whose fix wait is over, appends the second's segments, retries failed
-    /// seals. Idle with nothing to retry, it does nothing.
-    public func tick(now: Int64) {
-        retryFailedSeals(now: now)
+    /// seals. Idle with nothing to retry, it does nothing. `beforeTheStop`: the session's stop
+    /// follows in the same step and writes everything in its one transaction, so nothing (no
+    /// segment, seal retry or held chunk, ``holdSealsForTheStop()``) is written now.
+    public func tick(now: Int64, beforeTheStop: Bool = false) {
+        if !beforeTheStop { retryFailedSeals(now: now) }
         guard session != nil else { return }
         let nowMs = timeBase.epochMilliseconds(monotonic: now)
         for key in boards.keys {
@@ -438,6 +444,8 @@ public final class SessionController {
                 giveUpWaitingForTheLog(board: key)
             }
         }
+        guard !beforeTheStop else { return }
+        sealHeldChunksIfDue(now: now)
         writeSegments(now: now)
     }
 
@@ -639,6 +647,11 @@ public final class SessionController {
             failedSeals.append(chunk)
             return false
         }
+        if sealsForTheStop != nil {
+            sealsForTheStop?.append(chunk)
+            boards[board]?.journaledReadings.runsStored()
+            return true
+        }
         do {
             try store.seal(chunk)
             sealedCount += 1
@@ -655,7 +668,7 @@ public final class SessionController {
     /// chunks of the same board, so seal order per board (the `gscope_data` order) is kept
     /// while the other boards go on; retries back off to at most every 30 s so a store that
     /// keeps failing is not hammered from every tick.
-    private func retryFailedSeals(now: Int64, force: Bool = false) {
+    func retryFailedSeals(now: Int64, force: Bool = false) {
         guard !failedSeals.isEmpty, force || now >= nextSealRetry else { return }
         var blockedBoards: Set<String> = []
         var stillFailing: [ChunkToSeal] = []

@@ -21,6 +21,11 @@ struct SamplesAfterShutdownTests {
 
     /// A pipeline on a fresh buffer, the board streaming (between sessions), logging into `logs`.
     static func withStreamingBoard(_ body: (RecordingPipeline, LogCapture) async throws -> Void) async throws {
+        try await withStreamingBoard { pipeline, logs, _ in try await body(pipeline, logs) }
+    }
+
+    /// The same, with the pipeline's buffer.
+    static func withStreamingBoard(_ body: (RecordingPipeline, LogCapture, BufferStore) async throws -> Void) async throws {
         let directory = NSTemporaryDirectory() + "mwgate-after-seal-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -35,7 +40,7 @@ struct SamplesAfterShutdownTests {
                                            modules: ModuleTable([ModuleInfo(module: .gyro, implementation: 0, revision: 1)]),
                                            battery: nil, boardClock: nil)
         await pipeline.handle(event(.state(.streaming(description))))
-        try await body(pipeline, logs)
+        try await body(pipeline, logs, store)
     }
 
     static func event(_ kind: BoardEvent.Kind) -> BoardEvent {

@@ -1,3 +1,5 @@
+import Buffer
+import Foundation
 import Gateway
 import Testing
 
@@ -27,6 +29,24 @@ struct SealOnceBoardsStopTests {
         }
     }
 
+    /// Issue 18 §2.7: the board's last chunk, sealed as its stop detaches it, and the session's
+    /// end are one SQLite commit (one fsync on a stop's path), counted in the buffer's WAL.
+    @Test func theBoardsLastChunkAndTheSessionsEndAreOneCommit() async throws {
+        try await Rig.withStreamingBoard { pipeline, logs, store in
+            let sessionID = try await pipeline.startSession()
+            await Rig.samples(pipeline)
+            await pipeline.sealOnceBoardsStop()
+            await Rig.samples(pipeline)
+            let before = try WALCommits.count(store.path + "-wal")
+            await pipeline.handle(Rig.event(.state(.stopped)))
+            #expect(await pipeline.health.isShutDown)
+            #expect(logs.text.contains("session \(sessionID) stopped with 20 points sealed"), "\(logs.text)")
+            let commits = try WALCommits.count(store.path + "-wal") - before
+            #expect(commits == 1, "\(commits) commits between the board's stop and the seal's end")
+            #expect(try store.dataset(sessionID: sessionID).points.count == 20)
+        }
+    }
+
     @Test func withNoBoardRecordingItSealsAtOnce() async throws {
         try await Rig.withStreamingBoard { pipeline, _ in
             // Streaming between sessions: no session waits for the board's samples.
@@ -43,5 +63,23 @@ struct SealOnceBoardsStopTests {
             await Rig.boardEventsEnd(pipeline)
             #expect(await pipeline.health.isShutDown)
         }
+    }
+}
+
+/// Commits in an SQLite write-ahead log: its frames that end a transaction (a database size in
+/// their header), up to the first frame left from before the log's last reset (other salts).
+enum WALCommits {
+    static func count(_ path: String) throws -> Int {
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        func word(_ offset: Int) -> UInt32 { bytes[offset..<offset + 4].reduce(0) { $0 << 8 | UInt32($1) } }
+        guard bytes.count >= 32 else { return 0 }
+        let pageSize = Int(word(8))
+        var commits = 0
+        var frame = 32
+        while frame + 24 + pageSize <= bytes.count, word(frame + 8) == word(16), word(frame + 12) == word(20) {
+            if word(frame + 4) != 0 { commits += 1 }
+            frame += 24 + pageSize
+        }
+        return commits
     }
 }

@@ -39,12 +39,104 @@ struct StopCommitsTests {
         }
         store.writes.removeAll()
         let end = try controller.stop(trigger: .shutdown, now: now + 1_000_000)
-        #expect(store.writes == ["endSession+2 stop gaps"], "the stop wrote \(store.writes)")
+        #expect(store.writes == ["endSession+0 chunks+2 stop gaps"], "the stop wrote \(store.writes)")
 
         #expect(end.pointCount > 500)
         #expect(try buffer.sessionsAwaitingSurvey() == [id])
         let gaps = try buffer.restartGaps(sessionIDs: [id])
         #expect(gaps.map(\.board).sorted() == boards && gaps.allSatisfy { $0.until != nil }, "kept gaps: \(gaps.map { ($0.board, $0.until) })")
+    }
+
+    /// A shutdown's seal holds the chunks its boards' stops seal (``SessionController/holdSealsForTheStop()``):
+    /// the boards' last chunks, their stop gaps and the session's end are one commit, and every
+    /// point is in the store after it.
+    @Test func aShutdownSealsEveryBoardsLastChunkWithTheEndInOneCommit() throws {
+        try withStore { buffer, store in
+            let (controller, id, now) = try recording(into: store)
+            controller.holdSealsForTheStop()
+            for board in boards { controller.detach(board: board, now: now) }
+            #expect(store.writes.isEmpty, "the boards' stops wrote \(store.writes)")
+            let end = try controller.stop(trigger: .shutdown, now: now + 1_000_000)
+            #expect(store.writes == ["endSession+2 chunks+2 stop gaps"], "the stop wrote \(store.writes)")
+
+            #expect(end.pointCount > 500)
+            let points = try buffer.dataset(sessionID: id).points
+            #expect(points.count == end.pointCount)
+            #expect(Set(points.map(\.board)) == Set(boards))
+            #expect(try buffer.sessionsAwaitingSurvey() == [id])
+            #expect(try buffer.restartGaps(sessionIDs: [id]).map(\.board).sorted() == boards)
+        }
+    }
+
+    /// A stop with the boards linked (the control API's) seals their last chunks with the end in one commit.
+    @Test func aStopSealsTheLinkedBoardsLastChunksWithTheEndInOneCommit() throws {
+        try withStore { buffer, store in
+            let (controller, id, now) = try recording(into: store)
+            let end = try controller.stop(trigger: .controlAPI, now: now)
+            #expect(store.writes == ["endSession+2 chunks+0 stop gaps"], "the stop wrote \(store.writes)")
+            #expect(try buffer.dataset(sessionID: id).points.count == end.pointCount)
+        }
+    }
+
+    /// A board's stop held its last chunk, and the other board is slow to stop (the seal waits
+    /// up to 15 s for it): once a segment write is due, the held chunk is sealed on its own, so
+    /// a kill -9 then loses no point of it, as while recording.
+    @Test func aHeldChunkIsSealedWhenASegmentWriteIsDue() throws {
+        // Every point the session took, from a stop of the same recording.
+        let all = try withStore { _, store in
+            let (controller, _, now) = try recording(into: store)
+            return try controller.stop(trigger: .controlAPI, now: now).pointCount
+        }
+        let dir = NSTemporaryDirectory() + "mwgate-stopcommits-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let id = try {
+            let store = CountingStore(try Self.openBuffer(dir))
+            let (controller, id, now) = try recording(into: store)
+            controller.holdSealsForTheStop()
+            for board in boards { controller.detach(board: board, now: now) }
+            // The stream's last segment write was 990 ms before the boards' stops (its ticks
+            // every 10 ms from 10 ms on write at 10, 1010 and 2010 ms).
+            controller.tick(now: now)
+            #expect(store.writes.isEmpty, "no segment write due yet: \(store.writes)")
+            controller.tick(now: now + 1_000_000_000)
+            #expect(store.writes == ["seal", "seal"], "a second after the boards' stops: \(store.writes)")
+            return id
+        }()
+        // Killed here: recovery finds every point.
+        let buffer = try Self.openBuffer(dir)
+        #expect(try buffer.recoverInterruptedSessions() == [id])
+        #expect(try buffer.dataset(sessionID: id).points.count == all)
+    }
+
+    private let boards = ["B0", "B1"]
+
+    private static func openBuffer(_ dir: String) throws -> BufferStore {
+        try BufferStore(path: BufferStore.path(inStateDirectory: dir),
+                        configuration: BufferStore.Configuration(userID: "00000000-0000-4000-8000-000000000001"))
+    }
+
+    /// Runs `body` with a buffer in a new directory and the store counting its writes.
+    private func withStore<T>(_ body: (BufferStore, CountingStore) throws -> T) throws -> T {
+        let dir = NSTemporaryDirectory() + "mwgate-stopcommits-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let buffer = try Self.openBuffer(dir)
+        return try body(buffer, CountingStore(buffer))
+    }
+
+    /// A session of 3 s from two boards that log to their flash; the store's writes so far forgotten.
+    private func recording(into store: CountingStore) throws -> (SessionController, String, Int64) {
+        let base = TimeBase(wallNanoseconds: 1_800_000_000_000_000_000, monotonicNanoseconds: 0, systemClockSynchronised: true)
+        let controller = SessionController(store: store, timeBase: base)
+        for board in boards {
+            controller.expectBackfill(board: board, true)
+            controller.attach(board: board, gyroRateHertz: 100)
+        }
+        let id = try controller.start(trigger: .controlAPI, now: 0)
+        let now = stream(boards, into: controller, seconds: 3)
+        store.writes.removeAll()
+        return (controller, id, now)
     }
 
     /// Streams `seconds` of 100 Hz gyro from a board model per name (no GNSS: points without a location).
@@ -97,6 +189,10 @@ private final class CountingStore: RecordingStore {
     func endSession(_ end: SessionEnd, keepingStopGaps gaps: [StopGapBound]) throws {
         writes.append("endSession+\(gaps.count) stop gaps")
         try store.endSession(end, keepingStopGaps: gaps)
+    }
+    func endSession(_ end: SessionEnd, sealing chunks: [ChunkToSeal], keepingStopGaps gaps: [StopGapBound]) throws -> [String] {
+        writes.append("endSession+\(chunks.count) chunks+\(gaps.count) stop gaps")
+        return try store.endSession(end, sealing: chunks, keepingStopGaps: gaps)
     }
     func submitSurvey(sessionID: String, survey: HazardSurvey, submittedAt: Date) throws -> RecordsDocument {
         try store.submitSurvey(sessionID: sessionID, survey: survey, submittedAt: submittedAt)
