@@ -86,6 +86,12 @@ public struct SampleTimestamper<Payload> {
     private var lastEmitted: Int64 = .min
     /// Samples found missing so far.
     public private(set) var missedSamples: Int64 = 0
+    /// A step still waiting for its confirmation when the stream ends is a loss, however short:
+    /// the board keeps a flash log that tells a delay from a loss afterwards (a mark it
+    /// contradicts is cleared and the stamps after it moved back, a loss it fills). Without one,
+    /// only a step of a lookahead or more is; a shorter one is as likely the end of a delay
+    /// (the real-BlueZ VM's bursts), at the cost of a silent hole of up to a lookahead.
+    public var unconfirmedStepAtTheEndIsALoss = false
 
     /// A timestamper for one stream.
     public init(configuration: Configuration) {
@@ -237,13 +243,14 @@ public struct SampleTimestamper<Payload> {
         waitingStep = nil
         // Not confirmed when the stream ends (a stop, a link drop): a step of a second or more
         // is a hole (a stall the stop followed within seconds), a shorter one as likely the
-        // end of a delay (the VM's bursts), and no loss.
+        // end of a delay (the VM's bursts), and no loss, unless a flash log will tell
+        // (``unconfirmedStepAtTheEndIsALoss``).
         if i == pending.count, pending[pending.count - 1].receivedAt < confirmedAt {
             guard final else {
                 waitingStep = (oldest.receivedAt, oldest.firstIndex)
                 return false
             }
-            guard lowest >= Double(configuration.lookahead) else { return true }
+            guard lowest >= Double(configuration.lookahead) || unconfirmedStepAtTheEndIsALoss else { return true }
         }
         let missed = max(1, Int64((lowest / period).rounded()))
         for i in pendingStart..<pending.count { pending[i].firstIndex += missed }

@@ -203,6 +203,8 @@ public final class SessionController {
             gyro: SampleTimestamper(configuration: gyro), accelerometer: accel,
             merger: LocationMerger(maxWait: configuration.fixWait, freshness: configuration.fixFreshness))
         stream.backfillExpected = backfillBoards.contains(board)
+        // Its log tells a delay from a loss: a step the stream's end cuts short is marked.
+        stream.gyro.unconfirmedStepAtTheEndIsALoss = stream.backfillExpected
         streamed[board]?.beginLink()
         streamedAccelerometer[board]?.beginLink()
         if session != nil, let resume = resumeAt.removeValue(forKey: board) {

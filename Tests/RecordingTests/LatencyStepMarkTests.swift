@@ -97,6 +97,25 @@ struct LatencyStepMarkTests {
                 "the board's times after the restarts: median \(after.median), worst \(after.worst) ms (before \(before.median) / \(before.worst) ms)")
     }
 
+    /// A step shorter than the timestamper's 1 s lookahead, and the stop 1.5 s after it, before
+    /// the step's 5 s confirmation: from arrivals alone as likely the end of a delay as a loss,
+    /// it was flushed as no loss, so a real hole there was a silent one (no mark, the points after
+    /// it stamped early by its length, nothing for the log to fill). With a log that says, the
+    /// step is marked at the stream's end: a hole is filled, a delay cleared and moved back.
+    @Test("a step under the lookahead, then the stop: a hole is filled, a delay is no loss",
+          arguments: [true, false])
+    func aShortStepBeforeTheStop(isAHole: Bool) throws {
+        let o = try merge.record(seconds: 28, hole: isAHole ? (26, 26.5) : (100, 100), reattach: false, downloadAt: nil, seed: 64,
+                                 early: { t in !isAHole && t >= 26 ? -500_000_000 : 0 }, downloadAfterStop: true)
+        let after = timeErrors(o, points(o, takenFrom: 26))
+        print("a 0.5 s \(isAHole ? "hole" : "delay") 1.5 s before the stop: \(o.backfill), marks \(marks(o)), "
+              + "time error after it \(after.median) / \(after.worst) ms")
+        let backfilled = merge.expectEverySampleOnce(o)
+        #expect(marks(o).isEmpty && o.backfill.stillMissing == 0, "marks \(marks(o)), \(o.backfill)")
+        #expect(abs(backfilled - (isAHole ? 50 : 0)) <= 1, "\(backfilled) backfilled: \(o.backfill)")
+        #expect(after.median <= 1 && after.worst <= 12, "the board's times after it: \(after.median) / \(after.worst) ms")
+    }
+
     /// A real hole of the same size in the same place (the notifications of 0.24-0.35 s never
     /// arrive): marked while the points wait, filled from the log after the readout.
     @Test("a real hole of 0.24-0.35 s in the same place: marked, then filled", arguments: [0.24, 0.35])
