@@ -173,6 +173,9 @@ public protocol RecordingStore: AnyObject {
     /// Seals a chunk (and drops the segments it covers) in one durable transaction; returns
     /// the document name it was given.
     @discardableResult func seal(_ chunk: ChunkToSeal) throws -> String
+    /// The recording session's start was converted again (``SessionStart/startedAt``, epoch
+    /// ms): taken before the clock's correction was known, it is now on its samples' clock.
+    func correctSessionStart(sessionID: String, startedAt: Double) throws
     /// Marks the session stopped and awaiting its survey.
     func endSession(_ end: SessionEnd) throws
     /// Marks the session stopped and keeps the gaps its stop left (``StopGapBound``, each filled
@@ -242,6 +245,8 @@ extension RecordingStore {
         try endSession(end, keepingStopGaps: gaps)
         return names
     }
+    /// A store that keeps no session start beyond the recorder's.
+    public func correctSessionStart(sessionID: String, startedAt: Double) throws {}
     /// A store that keeps no restart gaps (it keeps nothing across a restart).
     public func restartGapBounded(sessionID: String, board: String, until: Double) throws {}
     /// A store that keeps no restart gaps.

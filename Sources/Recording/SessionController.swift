@@ -96,12 +96,18 @@ public final class SessionController {
 
     struct Session {
         var id: String
+        /// Epoch ms of `startedMonotonic`, converted with `startSource`'s clock.
         var startedAt: Double
+        var startedMonotonic: Int64
+        var startSource: TimeSource
         var trigger: SessionTrigger
         var boards: Set<String> = []
         var pointCount = 0
         var distance = TrackDistance()
-        var worstSource: TimeSource
+        /// The weakest source of the points committed (none: the best).
+        var pointsSource = TimeSource.systemClockSynchronised
+        /// The source of the session's times: its start's and its points'.
+        var worstSource: TimeSource { max(startSource, pointsSource) }
     }
 
     public private(set) var configuration: Configuration
@@ -255,7 +261,7 @@ public final class SessionController {
         let id = makeID()
         let started = timeBase.epochMilliseconds(monotonic: now)
         try store.beginSession(SessionStart(sessionID: id, startedAt: started, trigger: trigger))
-        session = Session(id: id, startedAt: started, trigger: trigger, worstSource: timeBase.source)
+        session = Session(id: id, startedAt: started, startedMonotonic: now, startSource: timeBase.source, trigger: trigger)
         // A board whose link went during the last session and is not back yet (the gap kept at
         // that stop still waits for it) may still be measuring (out of range): when it returns,
         // what it took since this start is a gap its flash log fills, like a link drop's.
@@ -417,6 +423,7 @@ public final class SessionController {
     /// Feeds a GNSS fix received at monotonic `now`.
     public func ingest(fix: GNSSFix, now: Int64) {
         timeBase.observe(fix, at: now)
+        convertStartAgainOnceCorrected()
         guard let located = LocatedFix(fix, timeBase: timeBase, acceptingDeadReckoning: configuration.acceptsDeadReckoning) else { return }
         if session != nil { session!.distance.add(latitude: located.latitude, longitude: located.longitude, accuracy: located.accuracy) }
         let nowMs = timeBase.epochMilliseconds(monotonic: now)
@@ -426,6 +433,21 @@ public final class SessionController {
         if (session != nil && configuration.recordsLogged) || !loggedRests.isEmpty {
             _ = loggedFixes.add(fix: located, now: nowMs)
             keepFixesForLoggedDownloads()
+        }
+    }
+
+    /// A session started while the system clock was unsynchronised and no fix had corrected it
+    /// yet has its start converted again once a fix does: the samples stamped before the first
+    /// fix are converted with its correction (``TimeBase/correction(at:)``), and the start is a
+    /// time of the same clock. Kept as first taken, a clock 116 days ahead put the soak's session
+    /// start 116 days after its end, on another day of the history.
+    private func convertStartAgainOnceCorrected() {
+        guard let s = session, s.startSource == .unsynchronisedSystemClock, timeBase.source != .unsynchronisedSystemClock else { return }
+        let started = timeBase.epochMilliseconds(monotonic: s.startedMonotonic)
+        session?.startedAt = started
+        session?.startSource = timeBase.source
+        do { try store.correctSessionStart(sessionID: s.id, startedAt: started) } catch {
+            lastStoreError = "start of session \(s.id) not corrected: \(error)"
         }
     }
 
@@ -584,7 +606,7 @@ public final class SessionController {
             stream.listedInSession = true
         }
         session?.pointCount += 1
-        if let worst = session?.worstSource { session?.worstSource = max(worst, source) }
+        if let worst = session?.pointsSource { session?.pointsSource = max(worst, source) }
         return full
     }
 
