@@ -93,6 +93,11 @@ struct PendingRestartGap {
     /// (``SessionController/reviseStoredMarks(_:board:scale:periodMs:)``).
     var sealed: [(key: BackfillKey, time: Double)] = []
 
+    /// The stored tail was timed by an earlier gateway, on its clock: the board clock this
+    /// process read places a logged sample on this process's clock, which the tail is not on
+    /// until its own samples in the log relate the two (``StoredTailAlignment``).
+    var tailIsAnEarlierGatewaysTimes: Bool { !tailStreamedHere && !gap.tail.isEmpty }
+
     /// The gap ends where this process's stream of the board begins: a gateway restart's gap
     /// no earlier gateway bounded (a stop's gap, or one with a stored head, ends in a stream
     /// whose boot an earlier link read).

@@ -43,7 +43,7 @@ extension SessionController {
     public func sealWhatTheGapsReadoutsBrought() {
         for board in restartGaps.keys.sorted() where restartGaps[board]?.contains(where: { !$0.logged.samples.isEmpty }) == true {
             var outcome = BackfillOutcome()
-            _ = backfillRestartGap(board: board, page: [], bootOrigins: [:], complete: false, outcome: &outcome)
+            _ = backfillRestartGap(board: board, page: [], bootOrigins: [:], complete: false, processEnds: true, outcome: &outcome)
         }
     }
 
@@ -151,14 +151,16 @@ extension SessionController {
     /// A page of `board`'s log for its restart gaps. Pages come oldest first, so the samples of
     /// a gap each page completes are final once placed: they are sealed into the interrupted
     /// session at once. Returns whether what the page holds is stored (the board may delete it).
+    /// `processEnds`: no more of the log comes to this process (a shutdown), so what waits for
+    /// more of it is placed as well as it can be now.
     func backfillRestartGap(board: String, page: [LoggedSample], bootOrigins: [UInt8: Int64], complete: Bool,
-                            outcome: inout BackfillOutcome) -> Bool {
+                            processEnds: Bool = false, outcome: inout BackfillOutcome) -> Bool {
         guard let gaps = restartGaps[board] else { return true }
         var stored = true
         var open: [PendingRestartGap] = []
         for var pending in gaps {
             let (gapStored, finished) = backfill(&pending, board: board, page: page, bootOrigins: bootOrigins, complete: complete,
-                                                 outcome: &outcome)
+                                                 lastOfTheLog: complete || processEnds, outcome: &outcome)
             stored = stored && gapStored
             if finished {
                 revisionFinished(sessionID: pending.gap.sessionID, board: board)
@@ -176,7 +178,7 @@ extension SessionController {
     /// One gap's part of a page: whether what it needs of the page is stored, and whether the
     /// gap is done (filled, or its session's records document is written).
     private func backfill(_ pending: inout PendingRestartGap, board: String, page: [LoggedSample], bootOrigins: [UInt8: Int64],
-                          complete: Bool, outcome: inout BackfillOutcome) -> (stored: Bool, finished: Bool) {
+                          complete: Bool, lastOfTheLog: Bool, outcome: inout BackfillOutcome) -> (stored: Bool, finished: Bool) {
         guard let until = pending.until, pending.gap.after != nil else { return (true, false) }
         // Its survey may have gone in meanwhile: the correction chunks then revise its records
         // document (the store names them in it and queues it again).
@@ -219,6 +221,18 @@ extension SessionController {
         // stream after it stored): its readout began after the gap ended.
         var logPastTheGap = false
         for sample in placed {
+            // Placed by the board clock read on this process's link (no sample of the tail or
+            // the new stream lies near it in the log read so far): off by that reading's latency
+            // (up to a second, ``BackfillPlanner/originTolerance``) and on this process's clock,
+            // which a tail an earlier gateway stored need not be on. A log begins up to
+            // ``streamedLogLeftUnread`` before the gateway died, so after a session started just
+            // before that, its first pages hold the previous session's last samples: in soak
+            // seed 2113 they were placed 1.25 s late, among the interrupted session's first,
+            // burst-stamped points, and 32 were sealed there, twins of the stopped session's (on
+            // one clock, read in time, the interrupted session's own first samples could go in
+            // again beside their twins). Such a sample waits for the pages with the tail's
+            // twins, which place it (before the tail, none is the gap's), or for the log's end.
+            if sample.placement == .boardClock, pending.tailIsAnEarlierGatewaysTimes, !lastOfTheLog { continue }
             var time = timeBase.epochMilliseconds(monotonic: sample.time)
             // A boot whose clock no link of this process read ended before the new stream (the
             // board reset while the gateway was down): every sample of it after the stored tail

@@ -17,6 +17,9 @@ struct FlashLogReadoutRig {
     var loggedGyroScale: Double?
     /// Where each boot's tick 0 lies on the board's clock (read at every handshake).
     var origins: [UInt8: Int64] = [:]
+    /// How late the clock reading's reply is taken in, nanoseconds: each boot's tick 0 is put
+    /// that much late (a link's latency, which the planner's anchors correct).
+    var clockReadLatency: Int64 = 0
     private(set) var downloader: LogDownloader?
     private var page: [LoggedSample] = []
     /// Pages the recorder stored.
@@ -80,7 +83,7 @@ struct FlashLogReadoutRig {
     mutating func readClock() {
         if let reply = board.write([0x0B, 0x84]).notifications.first, reply.count == 7 {
             let tick = UInt32(reply[2]) | UInt32(reply[3]) << 8 | UInt32(reply[4]) << 16 | UInt32(reply[5]) << 24
-            origins[reply[6] & 7] = Int64(board.nanoseconds) - Int64(BoardTicks.milliseconds(UInt64(tick)) * 1e6)
+            origins[reply[6] & 7] = Int64(board.nanoseconds) + clockReadLatency - Int64(BoardTicks.milliseconds(UInt64(tick)) * 1e6)
         }
     }
 
