@@ -50,6 +50,7 @@ struct LogOrderTwins {
         walk.match(from: (first, firstStreamed), forward: false, streamedUntil: -1, logUntil: -1)
         for (a, b) in zip(positions, positions.dropFirst()) {
             guard let sa = streamedIndex[a], let sb = streamedIndex[b], sb > sa + 1, b > a + 1 else { continue }
+            if walk.pairsOneForOne(log: a..<b, streamed: sa..<sb) { continue }
             walk.match(from: (a, sa), forward: true, streamedUntil: sb, logUntil: b)
         }
         walk.match(from: (last, lastStreamed), forward: true, streamedUntil: streamed.count, logUntil: boot.samples.count)
@@ -76,6 +77,22 @@ struct LogOrderTwins {
         let streamed: [BackfillPlanner.StreamedSample]
         let excluded: Set<Int>
         var twins: [(Int, Int)] = []
+
+        /// Between two anchors (log positions `log`, streamed indices `streamed`, each from the
+        /// first anchor on) the stream holds as many samples as the log, with the same counts in
+        /// the same order: it lost none there, and each is its logged sample's twin, whatever
+        /// its time. A walk by time took a stationary board's repeated counts after a step of
+        /// more than ``LogOrderTwins/slack`` in the stream's times (a stream restarted while its
+        /// samples were only late: 1.7 s in the real-BlueZ VM) for the wrong samples, and their
+        /// logged twins went in again beside them.
+        mutating func pairsOneForOne(log: Range<Int>, streamed range: Range<Int>) -> Bool {
+            guard log.count == range.count else { return false }
+            for (k, s) in zip(log.dropFirst(), range.dropFirst()) where excluded.contains(s) || boot.samples[k].raw != streamed[s].raw {
+                return false
+            }
+            twins += zip(log.dropFirst(), range.dropFirst()).map { ($0, $1) }
+            return true
+        }
 
         /// Matches the streamed samples after (`forward`) or before the known twin `from`
         /// (log position, streamed index), up to `streamedUntil` and `logUntil` (exclusive).
