@@ -29,8 +29,10 @@ struct BoardsStopFirst: Service, CustomStringConvertible {
         // Cancelled instead (the group's limit passed): the boards' own service ends them.
         guard (try? await gracefulShutdown()) != nil else { return }
         let began = ContinuousClock.now
-        boards.beginStopping()
+        // The seal first: a board's stop taken before the seal's wait begins holds its chunk for
+        // the session end's one commit (RecordingPipeline.shutdownBegins()).
         recording.beginSealing()
+        boards.beginStopping()
         let asked = await boards.linksEnding(within: Self.longestHold)
         let took = (ContinuousClock.now - began).roundedMilliseconds
         if asked {

@@ -8,6 +8,7 @@ import Logging
 import MetaWear
 import Recording
 import StatusModel
+import Synchronization
 
 /// The one place where board events and GNSS fixes meet: owns the ``SessionController``
 /// (which is not thread-safe) and serialises everything that touches it: samples, fixes,
@@ -45,6 +46,11 @@ public actor RecordingPipeline {
     var sealsOnceBoardsStop = false
     /// When ``sealOnceBoardsStop()`` was asked for (the boards' stop began with it).
     var sealAskedAt: ContinuousClock.Instant?
+    /// Set, from any thread, as soon as the shutdown's seal is asked for (``shutdownBegins()``):
+    /// a board's stop taken before the pipeline's ``sealOnceBoardsStop()`` (on a starved
+    /// gateway the boards' stop events can come first) already holds its chunk for the end's
+    /// one commit.
+    private nonisolated let shutdownBegun = Atomic<Bool>(false)
     /// The boards still streaming into the session ``shutdown()`` sealed (the seal gave up
     /// waiting for their last samples): what they deliver later belonged to that session.
     private var boardsStreamingAtTheSeal: Set<String> = []
@@ -410,6 +416,12 @@ public actor RecordingPipeline {
     /// accepted sample is sealed and the session waits for its survey (the walk is over
     /// when the gateway goes down; the survey is asked for at the next start). Later
     /// events are ignored. Idempotent.
+    /// The shutdown's seal is asked for (callable from anywhere, before the boards' stop
+    /// begins): the boards' last chunks wait for the session end's commit from now on.
+    public nonisolated func shutdownBegins() {
+        shutdownBegun.store(true, ordering: .releasing)
+    }
+
     public func shutdown() {
         guard !isShutDown else { return }
         // Sealing now: the events taken below must not start a second seal.
@@ -538,6 +550,7 @@ public actor RecordingPipeline {
 
     private func detach(_ key: String, now: Int64) {
         guard attached.remove(key) != nil else { return }
+        if shutdownBegun.load(ordering: .acquiring) { controller.holdSealsForTheStop() }
         controller.detach(board: key, now: now)
         if attached.isEmpty {
             lastBoardDetachedAt = now

@@ -49,6 +49,7 @@ public struct RecordingService: Service, CustomStringConvertible {
     /// Starts the shutdown's seal now, ahead of the shutdown: it waits for the boards' last
     /// samples, then seals.
     public func beginSealing() {
+        pipeline.shutdownBegins()
         sealRequest.request()
     }
 
@@ -74,7 +75,7 @@ public struct RecordingService: Service, CustomStringConvertible {
                 group.cancelAll()
             }
         } onGracefulShutdown: {
-            sealRequest.request()
+            beginSealing()
         }
         // Cancelled before the seal was asked for: seal now.
         await pipeline.shutdown()

@@ -47,6 +47,24 @@ struct SealOnceBoardsStopTests {
         }
     }
 
+    /// On a starved gateway the board's stop can reach the pipeline before the seal's wait
+    /// begins: asked for first (``RecordingPipeline/shutdownBegins()``), the seal still holds the
+    /// board's last chunk for the end's commit.
+    @Test func aBoardsStopTakenBeforeTheSealsWaitIsInTheEndsCommit() async throws {
+        try await Rig.withStreamingBoard { pipeline, _, store in
+            let sessionID = try await pipeline.startSession()
+            await Rig.samples(pipeline)
+            pipeline.shutdownBegins()
+            let before = try WALCommits.count(store.path + "-wal")
+            await pipeline.handle(Rig.event(.state(.stopped)))
+            await pipeline.sealOnceBoardsStop()
+            #expect(await pipeline.health.isShutDown)
+            let commits = try WALCommits.count(store.path + "-wal") - before
+            #expect(commits == 1, "\(commits) commits between the board's stop and the seal's end")
+            #expect(try store.dataset(sessionID: sessionID).points.count == 10)
+        }
+    }
+
     @Test func withNoBoardRecordingItSealsAtOnce() async throws {
         try await Rig.withStreamingBoard { pipeline, _ in
             // Streaming between sessions: no session waits for the board's samples.
