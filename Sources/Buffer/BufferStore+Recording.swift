@@ -204,7 +204,7 @@ extension BufferStore: RecordingStore {
     }
 
     /// Seals the stop's chunks (as ``seal(_:)`` each), keeps the gaps its stop left
-    /// (``restartGapBounded(sessionID:board:until:)`` for each) and marks the session stopped, in
+    /// (``restartGapKept(_:)`` for each) and marks the session stopped, in
     /// one transaction: one fsync on a stop's path instead of one per chunk, one per gap and one
     /// for the end. The disk budget is checked in it, as a seal checks it, and enforced after the commit.
     @discardableResult
@@ -212,7 +212,7 @@ extension BufferStore: RecordingStore {
         let checksums = chunks.map { $0.checksum ?? CRC32.checksum($0.bytes) }
         let (names, over) = try writer.write { db -> ([String], Bool) in
             let names = try zip(chunks, checksums).map { try sealInTransaction(db, $0, crc: $1) }
-            for gap in gaps { try Self.boundRestartGap(db, sessionID: gap.sessionID, board: gap.board, until: gap.until) }
+            for gap in gaps { try Self.keepRestartGap(db, gap) }
             guard let state = try String.fetchOne(db, sql: "SELECT state FROM sessions WHERE id = ?", arguments: [end.sessionID]) else {
                 throw StoreError.unknownSession(end.sessionID)
             }

@@ -28,6 +28,19 @@ extension BufferStore {
             """)
     }
 
+    /// v10: a gap a stop kept keeps where it begins (`after_ms`, epoch ms) and whether it opens
+    /// the board's part of the session (`opens_session`, ``RestartGap/opensSession``). A board
+    /// stalled through a whole session has no stored point to begin it at, and one stalled at
+    /// the session's start has none before its gap: a restarted gateway lost the first's gap and
+    /// counted the second's sensors' start-up (30-130 ms) as missing. NULL and 0 for the rows
+    /// recovery opens (they begin after the stored tail) and for those kept before.
+    static func addRestartGapOpenings(_ db: Database) throws {
+        try db.execute(sql: """
+            ALTER TABLE restart_gaps ADD COLUMN after_ms REAL;
+            ALTER TABLE restart_gaps ADD COLUMN opens_session INTEGER NOT NULL DEFAULT 0;
+            """)
+    }
+
     /// Opens a restart gap for each board with points in `sessionID` (recovery, in its
     /// transaction), except a logged board's: its whole log waits for it (`logged_rests`).
     static func openRestartGaps(_ db: Database, sessionID: String) throws {
@@ -47,13 +60,15 @@ extension BufferStore {
                 DELETE FROM restart_gaps WHERE session_id NOT IN (SELECT id FROM sessions WHERE \(Self.correctable))
                 """)
             return try Row.fetchAll(db, sql: """
-                SELECT g.session_id, g.board, g.until_ms FROM restart_gaps g JOIN sessions s ON s.id = g.session_id
+                SELECT g.session_id, g.board, g.until_ms, g.after_ms, g.opens_session FROM restart_gaps g
+                JOIN sessions s ON s.id = g.session_id
                 ORDER BY g.board, s.started_at
                 """)
         }
         return try reader.read { db in
             try rows.compactMap { row in
-                try restartGap(db, sessionID: row["session_id"], board: row["board"], until: row["until_ms"])
+                try restartGap(db, sessionID: row["session_id"], board: row["board"], until: row["until_ms"], after: row["after_ms"],
+                               opensSession: row["opens_session"])
             }
         }
     }
@@ -66,15 +81,22 @@ extension BufferStore {
     /// The restart gap of `board` in `sessionID` ends at `until` (epoch ms); a gap a stop kept
     /// (no row yet) is kept from now on.
     public func restartGapBounded(sessionID: String, board: String, until: Double) throws {
-        try writer.write { db in try Self.boundRestartGap(db, sessionID: sessionID, board: board, until: until) }
+        try restartGapKept(StopGapBound(sessionID: sessionID, board: board, until: until))
     }
 
-    /// ``restartGapBounded(sessionID:board:until:)`` inside the caller's transaction.
-    static func boundRestartGap(_ db: Database, sessionID: String, board: String, until: Double) throws {
+    /// The gap a session's stop left is kept: its end, where it begins and whether it opens the
+    /// board's part of the session.
+    public func restartGapKept(_ gap: StopGapBound) throws {
+        try writer.write { db in try Self.keepRestartGap(db, gap) }
+    }
+
+    /// ``restartGapKept(_:)`` inside the caller's transaction. A gap's beginning, once kept, stays.
+    static func keepRestartGap(_ db: Database, _ gap: StopGapBound) throws {
         try db.execute(sql: """
-            INSERT INTO restart_gaps (session_id, board, until_ms) VALUES (?, ?, ?)
-            ON CONFLICT (session_id, board) DO UPDATE SET until_ms = excluded.until_ms
-            """, arguments: [sessionID, board, until])
+            INSERT INTO restart_gaps (session_id, board, until_ms, after_ms, opens_session) VALUES (?, ?, ?, ?, ?)
+            ON CONFLICT (session_id, board) DO UPDATE SET until_ms = excluded.until_ms,
+                after_ms = coalesce(excluded.after_ms, after_ms), opens_session = max(opens_session, excluded.opens_session)
+            """, arguments: [gap.sessionID, gap.board, gap.until, gap.after, gap.opensSession])
     }
 
     /// The restart gap of `board` in `sessionID` is filled, or can no longer be.
@@ -86,8 +108,11 @@ extension BufferStore {
 
     /// A board's gap in a session: its last stored points (about its last minute), the seq its
     /// next chunk gets, and with its end the board's first stored points from there on (in any
-    /// session: what the stream after the restart recorded).
-    private func restartGap(_ db: Database, sessionID: String, board: String, until: Double?) throws -> RestartGap? {
+    /// session: what the stream after the restart recorded). It begins at `after` (epoch ms) when
+    /// its stop kept that, else after the stored tail; one that `opensSession` may have no stored
+    /// point in its session (the board stalled through all of it).
+    private func restartGap(_ db: Database, sessionID: String, board: String, until: Double?, after: Double?,
+                            opensSession: Bool) throws -> RestartGap? {
         // Newest chunk first, until the tail spans its minute.
         let rows = try Row.fetchCursor(db, sql: """
             SELECT seq, last_ts, \(Self.storedPointsColumn) FROM chunks
@@ -104,8 +129,19 @@ extension BufferStore {
             chunks.append(points)
             if let newest, let first = points.first, newest - first.gyroscope.timestamp >= Self.restartTailMilliseconds { break }
         }
+        if nextSeq == nil, opensSession, let after {
+            return RestartGap(sessionID: sessionID, board: board, nextSeq: 0, tail: [], after: after, until: until,
+                              head: try restartGapHead(db, sessionID: sessionID, board: board, until: until), opensSession: true)
+        }
         guard let nextSeq, let newest else { return nil }
         let tail = chunks.reversed().joined().filter { newest - $0.gyroscope.timestamp <= Self.restartTailMilliseconds }
+        return RestartGap(sessionID: sessionID, board: board, nextSeq: nextSeq, tail: Array(tail), after: after, until: until,
+                          head: try restartGapHead(db, sessionID: sessionID, board: board, until: until), opensSession: opensSession)
+    }
+
+    /// With the gap's end (`until`, epoch ms): the board's first stored points from there on, in
+    /// any later session (what the stream after the restart recorded), about a minute of them.
+    private func restartGapHead(_ db: Database, sessionID: String, board: String, until: Double?) throws -> [RecordedPoint] {
         var head: [RecordedPoint] = []
         if let until {
             let after = try Row.fetchCursor(db, sql: """
@@ -120,6 +156,6 @@ extension BufferStore {
                     .filter { $0.gyroscope.timestamp >= until && $0.gyroscope.timestamp - until <= Self.restartTailMilliseconds }
             }
         }
-        return RestartGap(sessionID: sessionID, board: board, nextSeq: nextSeq, tail: Array(tail), until: until, head: head)
+        return head
     }
 }

@@ -295,6 +295,7 @@ public final class BufferStore: Sendable {
         m.registerMigration("v7-logged-rests") { db in try createLoggedRests(db) }
         m.registerMigration("v8-record-revisions") { db in try addRecordRevisions(db) }
         m.registerMigration("v9-chunk-revisions") { db in try addChunkRevisions(db) }
+        m.registerMigration("v10-restart-gap-openings") { db in try addRestartGapOpenings(db) }
         return m
     }
 

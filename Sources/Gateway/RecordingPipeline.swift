@@ -522,7 +522,7 @@ public actor RecordingPipeline {
             // A restarted stream starts a new sample sequence: seal what the old one gave.
             if attached.contains(key) { controller.detach(board: key, now: now) }
             controller.attach(board: key, gyroRateHertz: settings.gyroRateHertz,
-                              accelerometerRateHertz: settings.accelerometerRateHertz)
+                              accelerometerRateHertz: settings.accelerometerRateHertz, now: now)
             attached.insert(key)
             logger.info("board \(key) streaming: \(description)")
             drainLoggedRest(key)

@@ -39,6 +39,14 @@ final class BoardStream {
     var resumedStream = false
     /// It resumed from the session's start (``SessionController/ResumePoint/fromTheStart``).
     var resumedFromTheStart = false
+    /// When this stream began, epoch ms (its board attached, or the session started with it
+    /// linked); nil when not told.
+    var began: Double?
+    /// The stream began in the session with nothing before it (no resume point): the board
+    /// measures and logs from `began` (its sensors on, or started then). A first point later
+    /// than the stall rule allows after it, or none by the stop, leaves a gap from `began` that
+    /// opens the session (``SessionController/openingStall(_:firstPointAt:)``).
+    var opensAtItsStart = false
     var seq = 0
     /// This board's points in the session so far (sealed, failed and open chunks): the
     /// index the next committed point gets.

@@ -128,12 +128,19 @@ public struct StopGapBound: Hashable, Sendable {
     public var board: String
     /// Epoch milliseconds.
     public var until: Double
+    /// Where the gap begins, epoch ms (``RestartGap/after``): a restarted gateway finds no stored
+    /// point there when the gap opens the board's part of the session.
+    public var after: Double?
+    /// The gap opens the board's part of the session (``RestartGap/opensSession``).
+    public var opensSession: Bool
 
     /// A value with every field.
-    public init(sessionID: String, board: String, until: Double) {
+    public init(sessionID: String, board: String, until: Double, after: Double? = nil, opensSession: Bool = false) {
         self.sessionID = sessionID
         self.board = board
         self.until = until
+        self.after = after
+        self.opensSession = opensSession
     }
 }
 
@@ -197,6 +204,10 @@ public protocol RecordingStore: AnyObject {
     /// kept (the board's log not read yet) is kept this way too, so a restart before the board
     /// is back does not forget it.
     func restartGapBounded(sessionID: String, board: String, until: Double) throws
+    /// Keeps the gap a session's stop left (``StopGapBound``) with its end, where it begins and
+    /// whether it opens the board's part of the session: a gateway restarted before the board's
+    /// log is read fills it as this one would.
+    func restartGapKept(_ gap: StopGapBound) throws
     /// The restart gap of `board` in `sessionID` is filled, or can no longer be.
     func restartGapClosed(sessionID: String, board: String) throws
     /// What a logged session waits for from a board's flash log (``KeptLoggedRest``; its
@@ -235,7 +246,7 @@ public struct GapMark: Hashable, Sendable {
 extension RecordingStore {
     /// Each gap, then the end, one after another.
     public func endSession(_ end: SessionEnd, keepingStopGaps gaps: [StopGapBound]) throws {
-        for gap in gaps { try restartGapBounded(sessionID: gap.sessionID, board: gap.board, until: gap.until) }
+        for gap in gaps { try restartGapKept(gap) }
         try endSession(end)
     }
     /// Each chunk, then the gaps and the end.
@@ -249,6 +260,10 @@ extension RecordingStore {
     public func correctSessionStart(sessionID: String, startedAt: Double) throws {}
     /// A store that keeps no restart gaps (it keeps nothing across a restart).
     public func restartGapBounded(sessionID: String, board: String, until: Double) throws {}
+    /// A store that keeps only a gap's end (``restartGapBounded(sessionID:board:until:)``).
+    public func restartGapKept(_ gap: StopGapBound) throws {
+        try restartGapBounded(sessionID: gap.sessionID, board: gap.board, until: gap.until)
+    }
     /// A store that keeps no restart gaps.
     public func restartGapClosed(sessionID: String, board: String) throws {}
     /// A store that keeps nothing across a restart.

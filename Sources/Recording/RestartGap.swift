@@ -24,10 +24,16 @@ public struct RestartGap: Hashable, Sendable {
     /// With `until`: the board's first stored points from there on (what that stream recorded),
     /// the anchors after the gap.
     public var head: [RecordedPoint]
+    /// The gap opens the board's part of its session (`after` is the session's start, no
+    /// sample's time: the board resumed from it, stalled or away, ``BackfillHold/opensSession``):
+    /// none is counted missing before its first point, whose board may only have started its
+    /// sensors with the session (30-130 ms). Kept with the gap (with `after`), so a gateway
+    /// restarted before the log is read counts none either.
+    public var opensSession: Bool
 
     /// Every field; the gap begins after `after`, by default after the tail's last point.
     public init(sessionID: String, board: String, nextSeq: Int, tail: [RecordedPoint], after: Double? = nil,
-                until: Double? = nil, head: [RecordedPoint] = []) {
+                until: Double? = nil, head: [RecordedPoint] = [], opensSession: Bool = false) {
         self.sessionID = sessionID
         self.board = board
         self.nextSeq = nextSeq
@@ -35,6 +41,7 @@ public struct RestartGap: Hashable, Sendable {
         self.after = after ?? tail.last?.gyroscope.timestamp
         self.until = until
         self.head = head
+        self.opensSession = opensSession
     }
 }
 
@@ -78,9 +85,8 @@ struct PendingRestartGap {
     var tailLinkStarts: [Int] = []
     /// The board's log was asked for (once the gap is bounded and the board streams).
     var requested = false
-    /// The gap opens the board's part of its session (``BackfillHold/opensSession``): none is
-    /// counted missing before its first point. Not stored: a restarted gateway counts it.
-    var opensSession = false
+    /// The gap opens the board's part of its session (``RestartGap/opensSession``).
+    var opensSession: Bool { gap.opensSession }
     /// A second readout was asked for, the first having ended before the gap did.
     var readAgain = false
     /// The logged samples sealed so far: a later page's plan may place one of them again

@@ -64,13 +64,13 @@ extension SessionController {
         // before its log came: soak seed 12, 7 samples). The held points are the stretch's
         // stored points, which the log's samples are matched with and placed between.
         let held = hold.points.map(\.point)
-        var pending = PendingRestartGap(RestartGap(sessionID: sessionID, board: board, nextSeq: 0, tail: held, after: after))
+        var pending = PendingRestartGap(RestartGap(sessionID: sessionID, board: board, nextSeq: 0, tail: held, after: after,
+                                                   opensSession: hold.opensSession))
         pending.until = last.point.gyroscope.timestamp
         pending.tailStreamedHere = true
         pending.tailLinkStarts = hold.linkStarts
         pending.logged = hold.logged
         pending.stoppedStream = (stream.gyroRate, stream.merger)
-        pending.opensSession = hold.opensSession
         return pending
     }
 
@@ -83,7 +83,9 @@ extension SessionController {
         kept.gap.nextSeq = boards[board]?.seq ?? kept.gap.nextSeq
         restartGaps[board, default: []].append(kept)
         requestRestartBackfill(board: board)
-        return kept.until.map { StopGapBound(sessionID: kept.gap.sessionID, board: board, until: $0) }
+        return kept.until.map {
+            StopGapBound(sessionID: kept.gap.sessionID, board: board, until: $0, after: kept.gap.after, opensSession: kept.opensSession)
+        }
     }
 
     /// Stores the session's end with the stop's chunks (``sealsForTheStop``, after the seals
@@ -105,7 +107,7 @@ extension SessionController {
             retryFailedSeals(now: now, force: true)
             guard !stopGaps.isEmpty else { return try store.endSession(end) }
             for gap in stopGaps {
-                do { try store.restartGapBounded(sessionID: gap.sessionID, board: gap.board, until: gap.until) } catch {
+                do { try store.restartGapKept(gap) } catch {
                     lastStoreError = "gap of \(gap.board) in session \(gap.sessionID) not kept: \(error)"
                 }
             }
@@ -272,7 +274,7 @@ extension SessionController {
             // between a held gap's (a sensor pause is no loss: ``LogTicks/samplesBetween``).
             let logNeighbours = lastStored <= previous && placedBefore?.resetUID == key.resetUID
             // The first point of a gap that opens the session has none before it.
-            let opening = pending.opensSession && pending.sealedThrough == nil && points.isEmpty
+            let opening = pending.opensSession && pending.sealedThrough == nil && points.isEmpty && lastStored <= from
             let missed = logNeighbours || opening ? 0 : GapCount.missed(stepMs: time - before, periodMs: periodMs)
             points.append(RecordedPoint(gyroscope: GyroReading(value, timestamp: sealedTime), location: located.location,
                                         missingLocation: located.missing,
@@ -309,8 +311,12 @@ extension SessionController {
             outcome.readAgain = true
             return (true, false)
         }
-        let between = samplesBetweenEdgesByTicks(pending, from: from, until: until, shift: shift, window: window, scale: scale,
-                                                 periodMs: periodMs) ?? GapCount.missed(stepMs: until - from, periodMs: periodMs)
+        // A gap that opens the session begins at its first sample: the start is no sample's
+        // time, and the sensors may only have started with it.
+        let firstSealed = pending.opensSession ? pending.sealed.map(\.time).min().map { $0 + shift - periodMs } : nil
+        let between = firstSealed.map { GapCount.missed(stepMs: until - $0, periodMs: periodMs) }
+            ?? samplesBetweenEdgesByTicks(pending, from: from, until: until, shift: shift, window: window, scale: scale, periodMs: periodMs)
+            ?? GapCount.missed(stepMs: until - from, periodMs: periodMs)
         let expected = max(0, between - inside.filter { $0 < until }.count)
         outcome.stillMissing += max(0, expected - pending.filled)
         reviseStoredMarks(pending, board: board, scale: scale, periodMs: periodMs)
@@ -393,6 +399,8 @@ extension SessionController {
             filling.filled += chunk.pointCount
         }
         pending = filling
+        // A session whose boards all stalled through it stopped with no point: it has some now.
+        if pending.sealedChunks > 0 { emptySessions.remove(pending.gap.sessionID) }
         return sealed
     }
 }

@@ -26,19 +26,26 @@ extension SessionController {
     /// The gap `board` leaves at the stop at monotonic `now`, given the gap of its points held
     /// for a log (`held`, ``keepStopGap(board:sessionID:)``): a stream stalled since its newest
     /// point (held or committed) makes the gap reach the stop; with no held gap, the stall alone
-    /// is kept, from its newest point, like a stop gap. Stalled means silent when the boards were
+    /// is kept, from its newest point, like a stop gap. A board that resumed from the session's
+    /// start (``stalledAtTheStart(_:)``, or away then), or whose stream began in the session
+    /// (``BoardStream/opensAtItsStart``), and gave no point since was stalled through the whole
+    /// session: its gap reaches from the start (its stream's) to the stop and opens the session
+    /// (``RestartGap/opensSession``; before, it kept none, and the session had nothing of the
+    /// board though its log held all of it). Stalled means silent when the boards were
     /// asked to stop (`boardsStoppedAt`, monotonic): a shutdown (SIGTERM) turns every board's
     /// sensors and log off first and seals only once they have stopped, in a loaded VM 0.5-1.8 s
     /// later; judged at the seal, every streaming board looked stalled and kept a gap its log,
     /// stopped with its sensors, never filled. Nil when nothing is held and the stream
     /// is not stalled (heard within ``stopArrivalSlack`` by the live gap rule), its flash log
-    /// does not fill its gaps, or it has no point in the session. (Soak seed 2112: a board's
+    /// does not fill its gaps, or it has no point in the session and did not resume from its
+    /// start. (Soak seed 2112: a board's
     /// link-drop gap still waited for its log when the board stalled 3.5 s before the stop; the
     /// held gap ended at its last held point, and the 146 samples of the stall after it were
     /// lost.)
     func keepStallGap(board: String, sessionID: String, now: Int64, boardsStoppedAt: Int64,
                       held: PendingRestartGap?) -> PendingRestartGap? {
-        guard backfillBoards.contains(board), let stream = boards[board], let newest = stream.previousPointTime else { return held }
+        guard backfillBoards.contains(board), let stream = boards[board],
+              let newest = stream.previousPointTime ?? (stream.opensAtItsStart ? stream.began : nil) else { return held }
         let stop = timeBase.epochMilliseconds(monotonic: now)
         guard isStalled(stream, at: timeBase.epochMilliseconds(monotonic: min(boardsStoppedAt, now))) else { return held }
         if var held {
@@ -47,8 +54,12 @@ extension SessionController {
             held.until = stop
             return held
         }
-        guard stream.pointsCommitted > 0 else { return nil }
-        var pending = PendingRestartGap(RestartGap(sessionID: sessionID, board: board, nextSeq: stream.seq, tail: [], after: newest))
+        // A board resumed from the start (stalled or away then) with no point since was stalled
+        // through the whole session: its log holds all of it, from its start (`newest`).
+        let wholeSession = stream.pointsCommitted == 0 && (stream.resumedFromTheStart || stream.opensAtItsStart)
+        guard stream.pointsCommitted > 0 || wholeSession else { return nil }
+        var pending = PendingRestartGap(RestartGap(sessionID: sessionID, board: board, nextSeq: stream.seq, tail: [], after: newest,
+                                                   opensSession: wholeSession))
         pending.until = stop
         // Its stream before the stall is this process's, in the stream window: the anchors.
         pending.tailStreamedHere = true
@@ -64,8 +75,29 @@ extension SessionController {
     /// after a stall, its held points stamped early, arriving until the stop; a held gap
     /// stretched to the stop there took 23 samples of the log placed after its last held point
     /// twice).
+    /// A stream that began in the session and has not been heard is stalled once silent for
+    /// longer than a stream takes to start (``streamStartSlack``).
     func isStalled(_ stream: BoardStream, at time: Double) -> Bool {
-        isStalled(heard: lastHeard(stream), gyroRate: stream.gyroRate, at: time)
+        guard lastHeard(stream) == nil, stream.opensAtItsStart, let began = stream.began else {
+            return isStalled(heard: lastHeard(stream), gyroRate: stream.gyroRate, at: time)
+        }
+        return hasNotStarted(began: began, gyroRate: stream.gyroRate, at: time)
+    }
+
+    /// How long after a stream began (``BoardStream/began``) its first sample may come,
+    /// milliseconds. A board's stream is announced before the start's writes go out (its flash
+    /// log's start, the sensors' configuration and start, one write with response each: several
+    /// connection events apiece on a loaded link), and its sensors then take 30-130 ms to start
+    /// and its first notifications are grouped for up to 250 ms; the board session's watchdog
+    /// takes a stream silent for a second (5 periods, at least 1 s) for stalled. A first sample
+    /// within that is the stream's start: no readout. (With the stop's 400 ms, a loaded
+    /// in-process test's first sample 678 ms after its start was taken for a stall.)
+    static let streamStartSlack = 1000.0
+
+    /// Whether a stream that began at epoch ms `began` and has not been heard since is stalled at
+    /// epoch ms `time`: its first sample is overdue by the live gap rule after ``streamStartSlack``.
+    func hasNotStarted(began: Double, gyroRate: Double, at time: Double) -> Bool {
+        GapCount.missed(stepMs: time - Self.streamStartSlack - began, periodMs: 1000 / gyroRate) > 0
     }
 
     /// Whether a stream last heard at epoch ms `heard` (``lastHeard(_:)``) at `gyroRate` is
@@ -76,10 +108,30 @@ extension SessionController {
     }
 
     /// When `stream` was heard last, epoch ms: its newest point's time or its last gyro
-    /// notification's arrival, whichever is later (nil if never).
+    /// notification's arrival, whichever is later (nil if never). A stream restarted (the
+    /// watchdog's restart, a new link) is not heard by its restart: silent since its newest
+    /// point, it is stalled (StallAtStopEndToEndTests, the stop after the watchdog's restart).
     func lastHeard(_ stream: BoardStream) -> Double? {
         let arrival = stream.lastGyroArrival.map { timeBase.epochMilliseconds(monotonic: $0) }
         return [stream.previousPointTime, arrival].compactMap({ $0 }).max()
+    }
+
+    /// The first point of a stream that began in the session (``BoardStream/opensAtItsStart``),
+    /// at epoch ms `time`: later after the stream began than a stream takes to start
+    /// (``hasNotStarted(began:gyroRate:at:)``), the stretch before it is a stall, which the
+    /// board's log fills as a gap that opens the session. With the sensors off between sessions
+    /// a stall that began then is silent at the start like any (nothing was sampled, so nothing
+    /// was lost then), but the board measures and logs from its sensors' start: its stream's
+    /// first point counted no gap, and what it took until then was lost, unmarked. Within the
+    /// slack it is the stream's first sample, as before: no readout for a healthy start.
+    func openingStall(_ stream: BoardStream, firstPointAt time: Double) {
+        guard stream.opensAtItsStart else { return }
+        stream.opensAtItsStart = false
+        guard stream.previousPointTime == nil, let began = stream.began,
+              hasNotStarted(began: began, gyroRate: stream.gyroRate, at: time) else { return }
+        stream.previousPointTime = began
+        stream.resumedStream = true
+        stream.resumedFromTheStart = true
     }
 
     /// Where the gap of a board whose link went before the stop at monotonic `now` ends

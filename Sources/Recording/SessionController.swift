@@ -167,8 +167,9 @@ public final class SessionController {
     var revisionsFinished: [SessionRevision] = []
     /// Sessions stopped and awaiting their hazard survey, oldest first.
     public private(set) var awaitingSurvey: [String] = []
-    /// Stopped sessions that recorded no point (no records document can be written for them).
-    private var emptySessions: Set<String> = []
+    /// Stopped sessions that recorded no point (no records document can be written for them),
+    /// until a correction chunk is sealed into one (its boards all stalled through it).
+    var emptySessions: Set<String> = []
     /// The last store error (recording goes on; failed seals are retried on `tick`).
     public internal(set) var lastStoreError: String?
     /// Chunks sealed by this controller, in order (name, session, board, seq, points).
@@ -198,8 +199,11 @@ public final class SessionController {
 
     public var state: State { session.map { .recording(sessionID: $0.id) } ?? .idle }
 
-    /// Adds a streaming board with its configured rates.
-    public func attach(board: String, gyroRateHertz: Double, accelerometerRateHertz: Double? = nil) {
+    /// Adds a streaming board with its configured rates; its stream began at monotonic `now`
+    /// (when its sensors started streaming, or its link came; nil: not told). A stream that
+    /// begins during a session with nothing of the board before it is the board's part of the
+    /// session from `now` (``BoardStream/opensAtItsStart``).
+    public func attach(board: String, gyroRateHertz: Double, accelerometerRateHertz: Double? = nil, now: Int64? = nil) {
         let gyro = SampleTimestamper<MotionSamples>.Configuration(rateHertz: gyroRateHertz, lookahead: configuration.lookahead)
         let accel = accelerometerRateHertz.map {
             SampleTimestamper<MotionSamples>(configuration: .init(rateHertz: $0, lookahead: configuration.lookahead))
@@ -211,6 +215,7 @@ public final class SessionController {
         stream.backfillExpected = backfillBoards.contains(board)
         // Its log tells a delay from a loss: a step the stream's end cuts short is marked.
         stream.gyro.unconfirmedStepAtTheEndIsALoss = stream.backfillExpected
+        stream.began = now.map(timeBase.epochMilliseconds(monotonic:))
         streamed[board]?.beginLink()
         streamedAccelerometer[board]?.beginLink()
         if session != nil, let resume = resumeAt.removeValue(forKey: board) {
@@ -226,6 +231,8 @@ public final class SessionController {
                 stream.hold = hold
                 backfillRequests.insert(board)
             }
+        } else if session != nil, stream.began != nil {
+            stream.opensAtItsStart = true
         }
         boards[board] = stream
         keepLoggedSession(board: board)
@@ -245,9 +252,11 @@ public final class SessionController {
         if !sealOpenChunk(board: board) || boards[board]?.hold != nil { writeSegments(now: now, force: true) }
         // Everything it committed is now in a chunk (sealed, or waiting for a seal retry).
         if session != nil, let b = boards[board] {
-            resumeAt[board] = ResumePoint(seq: b.seq, points: b.pointsCommitted, time: b.previousPointTime, hold: b.hold,
+            // One that began in the session and gave no point resumes from where it began.
+            let opening = b.opensAtItsStart ? b.began : nil
+            resumeAt[board] = ResumePoint(seq: b.seq, points: b.pointsCommitted, time: b.previousPointTime ?? opening, hold: b.hold,
                                           gyroRate: b.gyroRate, accelerometerRate: b.accelerometerRate,
-                                          fromTheStart: b.resumedFromTheStart && b.pointsCommitted == 0,
+                                          fromTheStart: (b.resumedFromTheStart || opening != nil) && b.pointsCommitted == 0,
                                           detachedAt: now, heard: lastHeard(b))
         }
         keepStreamForRestartGaps(board: board)
@@ -280,7 +289,7 @@ public final class SessionController {
         boundOpenLoggedRests(at: started)
         lastSegmentWrite = .min
         for key in boards.keys.sorted() {
-            resetBoard(key)
+            resetBoard(key, now: now)
             keepLoggedSession(board: key)
         }
         return id
@@ -346,14 +355,22 @@ public final class SessionController {
     }
 
     /// The gap of a board away at the stop (``stop(trigger:now:boardsStoppedAt:)``): from its last
-    /// point to the stop, kept like a stop gap (nil when it has no point in the session, its flash
-    /// log does not fill its gaps, a gap of it is kept already, or it is not away but stopped by
-    /// the shutdown: ``awayGapEnd(_:now:boardsStoppedAt:)``).
+    /// point to the stop, kept like a stop gap; from the start when it resumed from there (away or
+    /// stalled then) and gave no point since, a gap that opens the session (``RestartGap/opensSession``:
+    /// a board stalled through the whole session, whose link the stream watchdog dropped, may be
+    /// between links at the stop). A gap of an earlier session its log is still read for does not
+    /// stand in the way: each gap takes the log's samples of its own stretch (before, a board away
+    /// at the start and still away at the stop kept no gap, though its log held the session).
+    /// Nil when it has no point in the session and did not resume from its start, its flash log
+    /// does not fill its gaps, or it is not away but stopped by the shutdown:
+    /// ``awayGapEnd(_:now:boardsStoppedAt:)``.
     private func keepAwayGap(board: String, resume: ResumePoint, sessionID: String, now: Int64,
                              boardsStoppedAt: Int64?) -> PendingRestartGap? {
-        guard backfillBoards.contains(board), restartGaps[board] == nil, let after = resume.time, resume.points > 0,
+        let wholeSession = resume.points == 0 && resume.fromTheStart
+        guard backfillBoards.contains(board), let after = resume.time, resume.points > 0 || wholeSession,
               let until = awayGapEnd(resume, now: now, boardsStoppedAt: boardsStoppedAt) else { return nil }
-        var pending = PendingRestartGap(RestartGap(sessionID: sessionID, board: board, nextSeq: resume.seq, tail: [], after: after))
+        var pending = PendingRestartGap(RestartGap(sessionID: sessionID, board: board, nextSeq: resume.seq, tail: [], after: after,
+                                                   opensSession: wholeSession))
         pending.until = timeBase.epochMilliseconds(monotonic: until)
         // Its own stream (and its fixes) went with its link: another board's fixes locate it.
         let merger = boards.values.first?.merger
@@ -388,8 +405,10 @@ public final class SessionController {
         let valid: HazardSurvey
         do { valid = try survey.validated() } catch { throw CommandError.invalidSurvey(error.description) }
         // A record whose `gscope_data` is empty is an invalid document; a session that
-        // recorded nothing gets none, and the next survey is for the next session.
-        if emptySessions.remove(id) != nil {
+        // recorded nothing gets none, and the next survey is for the next session. One whose
+        // boards' logs still owe it a gap waits for them (the store refuses it until then).
+        if emptySessions.contains(id), !hasPendingCorrections(sessionID: id) {
+            emptySessions.remove(id)
             awaitingSurvey.remove(at: index)
             throw CommandError.emptySession(id)
         }
@@ -481,9 +500,11 @@ public final class SessionController {
 
     // MARK: Internals
 
-    private func resetBoard(_ key: String) {
+    /// Gives a linked board a new stream at the session's start (monotonic `now`): the board
+    /// measures on, and what it takes from the start is the session's.
+    private func resetBoard(_ key: String, now: Int64) {
         guard let b = boards[key] else { return }
-        attach(board: key, gyroRateHertz: b.gyroRate, accelerometerRateHertz: b.accelerometerRate)
+        attach(board: key, gyroRateHertz: b.gyroRate, accelerometerRateHertz: b.accelerometerRate, now: now)
     }
 
     private func acceptGyro(board: String, _ stream: BoardStream, _ stamped: [SampleTimestamper<MotionSamples>.Stamped],
@@ -564,6 +585,7 @@ public final class SessionController {
     private func append(board: String, _ stream: BoardStream, _ l: LocationMerger<GyroItem>.Located) -> Bool {
         guard session != nil else { return false }
         var p = stream.point(l)
+        openingStall(stream, firstPointAt: p.gyroscope.timestamp)
         let previous = stream.previousPointTime
         let firstOfNewLink = stream.resumedStream
         markGap(&p, stream)

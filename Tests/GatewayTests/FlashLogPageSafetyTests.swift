@@ -469,6 +469,7 @@ final class RefusingStore: RecordingStore {
     func restartGapBounded(sessionID: String, board: String, until: Double) throws {
         try store.restartGapBounded(sessionID: sessionID, board: board, until: until)
     }
+    func restartGapKept(_ gap: StopGapBound) throws { try store.restartGapKept(gap) }
     func restartGapClosed(sessionID: String, board: String) throws { try store.restartGapClosed(sessionID: sessionID, board: board) }
     func keepLoggedRest(_ rest: KeptLoggedRest) throws { try store.keepLoggedRest(rest) }
     func loggedRestClosed(sessionID: String, board: String) throws { try store.loggedRestClosed(sessionID: sessionID, board: board) }

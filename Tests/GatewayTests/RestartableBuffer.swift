@@ -24,3 +24,17 @@ struct RestartableBuffer {
     /// Removes the directory.
     func remove() { try? FileManager.default.removeItem(atPath: directory) }
 }
+
+extension RestartableBuffer {
+    /// A recorder on the buffer as a (new) process opens it: the sessions awaiting their survey
+    /// adopted, the gaps kept for the boards' logs expected, and `board`'s flash log filling its
+    /// gaps (after a kill -9 or a shutdown, the restarted gateway).
+    func openRecorder(backfilling board: String) throws -> (BufferStore, SessionController) {
+        let store = try open()
+        let controller = SessionController(store: store, timeBase: Self.timeBase)
+        try controller.adoptAwaitingSurveyFromStore()
+        controller.expectRestartBackfill(try store.restartGaps())
+        controller.expectBackfill(board: board, true)
+        return (store, controller)
+    }
+}

@@ -202,6 +202,10 @@ private final class CountingStore: RecordingStore {
         writes.append("restartGapBounded")
         try store.restartGapBounded(sessionID: sessionID, board: board, until: until)
     }
+    func restartGapKept(_ gap: StopGapBound) throws {
+        writes.append("restartGapKept")
+        try store.restartGapKept(gap)
+    }
     func restartGapClosed(sessionID: String, board: String) throws {
         writes.append("restartGapClosed")
         try store.restartGapClosed(sessionID: sessionID, board: board)
