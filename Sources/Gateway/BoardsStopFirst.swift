@@ -29,10 +29,12 @@ struct BoardsStopFirst: Service, CustomStringConvertible {
         // Cancelled instead (the group's limit passed): the boards' own service ends them.
         guard (try? await gracefulShutdown()) != nil else { return }
         let began = ContinuousClock.now
-        // The seal first: a board's stop taken before the seal's wait begins holds its chunk for
-        // the session end's one commit (RecordingPipeline.shutdownBegins()).
-        recording.beginSealing()
+        // Announced to the pipeline before any board stops: a board's stop taken before the
+        // seal's wait begins holds its chunk for the session end's one commit
+        // (RecordingPipeline.shutdownBegins()). Then the boards' stop, then the seal's wait.
+        recording.announceShutdown()
         boards.beginStopping()
+        recording.beginSealing()
         let asked = await boards.linksEnding(within: Self.longestHold)
         let took = (ContinuousClock.now - began).roundedMilliseconds
         if asked {

@@ -46,6 +46,12 @@ public struct RecordingService: Service, CustomStringConvertible {
 
     public var description: String { "RecordingService" }
 
+    /// The shutdown begins: from now on a board's stop holds its last chunk for the session
+    /// end's one commit, even before the seal's wait itself begins (``beginSealing()``).
+    public func announceShutdown() {
+        pipeline.shutdownBegins()
+    }
+
     /// Starts the shutdown's seal now, ahead of the shutdown: it waits for the boards' last
     /// samples, then seals.
     public func beginSealing() {
