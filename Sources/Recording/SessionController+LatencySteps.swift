@@ -19,6 +19,8 @@ extension SessionController {
         var from: Int
         var linkEnd: Int
         var late: Double
+        /// ``late`` in nanoseconds, the stream window's and the timestamper's unit.
+        var lateNanoseconds: Int64 { Int64((late * 1e6).rounded()) }
         /// The marked point's counts and time before the move.
         var raw: RawVector
         var markedAt: Double
@@ -70,7 +72,7 @@ extension SessionController {
         }
         for k in points.indices { stream.hold?.points[k].point = points[k] }
         for delay in taken {
-            let lateNs = Int64((delay.late * 1e6).rounded())
+            let lateNs = delay.lateNanoseconds
             guard let window = streamed[board], let at = window.samples.lastIndex(where: { $0.raw == delay.raw }) else { continue }
             let link = window.samples[at].link
             streamed[board]?.move(link: link, from: at, by: -lateNs)
@@ -130,7 +132,7 @@ extension SessionController {
         for delay in taken {
             guard let window = streamed[board], let at = window.samples.lastIndex(where: { $0.raw == delay.raw }) else { continue }
             let through = delay.linkEnd == tail.count ? lastRaw.flatMap { raw in window.samples.lastIndex { $0.raw == raw } } : nil
-            streamed[board]?.move(link: window.samples[at].link, from: at, through: through, by: -Int64((delay.late * 1e6).rounded()))
+            streamed[board]?.move(link: window.samples[at].link, from: at, through: through, by: -delay.lateNanoseconds)
         }
     }
 }

@@ -97,14 +97,20 @@ extension SessionController {
     /// Whether a stream that began at epoch ms `began` and has not been heard since is stalled at
     /// epoch ms `time`: its first sample is overdue by the live gap rule after ``streamStartSlack``.
     func hasNotStarted(began: Double, gyroRate: Double, at time: Double) -> Bool {
-        GapCount.missed(stepMs: time - Self.streamStartSlack - began, periodMs: 1000 / gyroRate) > 0
+        isSilent(since: began, longerThan: Self.streamStartSlack, gyroRate: gyroRate, at: time)
     }
 
     /// Whether a stream last heard at epoch ms `heard` (``lastHeard(_:)``) at `gyroRate` is
     /// stalled at epoch ms `time` (``isStalled(_:at:)``).
     func isStalled(heard: Double?, gyroRate: Double, at time: Double) -> Bool {
         guard let heard else { return false }
-        return GapCount.missed(stepMs: time - Self.stopArrivalSlack - heard, periodMs: 1000 / gyroRate) > 0
+        return isSilent(since: heard, longerThan: Self.stopArrivalSlack, gyroRate: gyroRate, at: time)
+    }
+
+    /// The one silence rule of a stall: at epoch ms `time`, a sample is overdue by the live gap
+    /// rule (``GapCount``) after `slack` ms past `since` (epoch ms).
+    private func isSilent(since: Double, longerThan slack: Double, gyroRate: Double, at time: Double) -> Bool {
+        GapCount.missed(stepMs: time - slack - since, periodMs: 1000 / gyroRate) > 0
     }
 
     /// When `stream` was heard last, epoch ms: its newest point's time or its last gyro
