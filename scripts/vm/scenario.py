@@ -1143,13 +1143,60 @@ def command_characteristic_exported(address):
 
 def monitor_device_calls(path):
     """dbus-monitor as root: every Device1 method call on the gateway's adapter (Connect,
-    Disconnect) and every AcquireNotify there, with its time. Few messages, so the monitor
-    keeps up under TCG."""
+    Disconnect), every AcquireNotify and WriteValue there, with its time. Few messages (the
+    notifications come through acquired sockets), so the monitor keeps up under TCG. A second
+    monitor (monitor_bluez_answers) has bluetoothd's answers."""
     return subprocess.Popen(["stdbuf", "-oL", "dbus-monitor", "--system",
                              "type='method_call',interface='org.bluez.Device1',path_namespace='/org/bluez/hci0'",
                              "type='method_call',interface='org.bluez.GattCharacteristic1',member='AcquireNotify',"
+                             "path_namespace='/org/bluez/hci0'",
+                             "type='method_call',interface='org.bluez.GattCharacteristic1',member='WriteValue',"
                              "path_namespace='/org/bluez/hci0'"],
                             stdout=open(path, "w"), stderr=subprocess.STDOUT)
+
+
+def monitor_bluez_answers(path):
+    """dbus-monitor --profile as root: bluetoothd's answers (one line each, no body: among them
+    the large GetManagedObjects replies the scenario's polls get, whose bodies made a monitor
+    that printed them fall behind and lose the calls above), for stop_bus_timeline."""
+    return subprocess.Popen(["stdbuf", "-oL", "dbus-monitor", "--system", "--profile",
+                             "type='method_return',sender='org.bluez'", "type='error',sender='org.bluez'"],
+                            stdout=open(path, "w"), stderr=subprocess.STDOUT)
+
+
+def parse_profile_answers(path):
+    """(destination, reply_serial) -> time of bluetoothd's answer, and whether it was an error,
+    from dbus-monitor --profile lines (`mr|err <tab> time <tab> serial <tab> sender <tab>
+    destination <tab> reply serial [<tab> error name]`)."""
+    answers = {}
+    with open(path, errors="replace") as f:
+        for line in f:
+            fields = line.rstrip("\n").split("\t")
+            if len(fields) < 6 or fields[0] not in ("mr", "err"):
+                continue
+            try:
+                answers[(fields[4], int(fields[5]))] = (float(fields[1]), fields[0] == "err")
+            except ValueError:
+                continue
+    return answers
+
+
+def stop_bus_timeline(monitor_log, address, since, answers_log=None):
+    """A stop's calls to bluetoothd for the board, from the monitors (seconds after `since`, the
+    signal): each WriteValue (its bytes) and the Disconnect, sent -> answered."""
+    messages = parse_monitor(monitor_log)
+    answers = parse_profile_answers(answers_log or os.path.join(os.path.dirname(monitor_log), "bluez-answers.log"))
+    device = device_path(address)
+    steps = []
+    for m in messages:
+        if m["kind"] != "method call" or m["time"] < since or not (m["path"] or "").startswith(device) \
+                or m["member"] not in ("WriteValue", "Disconnect"):
+            continue
+        answer = answers.get((m["sender"], m["serial"]))
+        what = " ".join(m["written"] or []) if m["member"] == "WriteValue" else "Disconnect"
+        answered = "unanswered" if answer is None else f"{answer[0] - since:.2f}{' (error)' if answer[1] else ''}"
+        steps.append(f"{what} {m['time'] - since:.2f}->{answered}")
+    return "; ".join(steps) or "no call seen"
 
 
 def disconnect_asked(monitor_log, address, since):
@@ -1213,7 +1260,7 @@ def marked_missing(docs, address, session_id):
 STOP_READOUT_RATE = 200
 
 
-def stop_during_readout(checks, boards, address, round_suffix):
+def stop_during_readout(checks, boards, address, round_suffix, monitor_log):
     """SIGTERM while a gap readout of the board's flash log is under way (issue 18 §2.7): one
     board with `backfill = true` records (session mode always), then drops its link; once
     mwgated reads the gap back from the log (status `downloading`), SIGTERM. Checked: exit
@@ -1241,13 +1288,16 @@ def stop_during_readout(checks, boards, address, round_suffix):
         str((first.board(address) or {}).get("flashLog") or "")), 60, interval=0.1)
     t0 = time.time()
     took = first.stop(grace=10)
+    ended = getattr(first, "output_ended", None)
     closed, stopped, evidence = link_closed_and_sensor_stopped(address, t0)
     ok = reading is not None and took is not None and took <= 2.0 and closed is not None and closed <= 2.0 and stopped
     checks.record(f"{label}: exit within 2 s, link closed, sensors stopped", ok,
                   f"flash log when signalled: {reading!r}; exited after "
                   f"{f'{took:.2f} s' if took is not None else 'more than 10 s (killed)'}; link "
                   f"{f'closed {closed:.2f} s after the signal' if closed is not None else 'still up 5 s later'}; "
-                  f"board: {evidence}; mwgated's log: {shutdown_timeline(name, t0)}")
+                  f"board: {evidence}; mwgated's log: {shutdown_timeline(name, t0)}"
+                  + (f", output ended {ended - t0:.2f} s" if ended else "")
+                  + f"; bus: {stop_bus_timeline(monitor_log, address, t0)}")
     bluetoothd_survived(checks, "the stop during a readout" + round_suffix, ["hci0", "hci1"])
 
     # The next run on the same state reads what the stop left on the board.
@@ -1311,6 +1361,7 @@ def group_stop(checks):
     address = boards.addresses[0]
     monitor_log = os.path.join(RESULTS, "device-calls.log")
     monitor = monitor_device_calls(monitor_log)
+    answers_monitor = monitor_bluez_answers(os.path.join(RESULTS, "bluez-answers.log"))
     rounds = int(os.environ.get("STOP_ROUNDS", "1"))
     # STOP_MOMENTS: some of the three moments only (e.g. "connect", to repeat the stops that
     # meet bluetoothd's connect race many times in one VM boot).
@@ -1330,7 +1381,7 @@ def group_stop(checks):
     for round_number in range(1, rounds + 1):
         for moment, wanted in moments:
             if moment == "readout":
-                stop_during_readout(checks, boards, address, f" (round {round_number})" if rounds > 1 else "")
+                stop_during_readout(checks, boards, address, f" (round {round_number})" if rounds > 1 else "", monitor_log)
                 continue
             wait_link(address, False, 10)
             if moment == "connect":
@@ -1395,12 +1446,14 @@ def group_stop(checks):
                           f"{f'{took:.2f} s' if took is not None else 'more than 10 s (killed)'}; link {link}; "
                           f"Disconnect asked {f'{asked:.2f} s after the signal' if asked is not None else 'never'}; "
                           f"board: {evidence}; mwgated's log: {shutdown_timeline(name, t0)}"
-                          + (f", output ended {ended - t0:.2f} s" if ended else ""))
+                          + (f", output ended {ended - t0:.2f} s" if ended else "")
+                          + f"; bus: {stop_bus_timeline(monitor_log, address, t0)}")
             # A bluetoothd that died in the stop is a failure of its own (and would fail every
             # later round); a new one lets them run.
             bluetoothd_survived(checks, f"the stop during {moment}" + (f" (round {round_number})" if rounds > 1 else ""),
                                 ["hci0", "hci1"])
     monitor.terminate()
+    answers_monitor.terminate()
     boards.stop()
 
 
@@ -1802,18 +1855,36 @@ def parse_monitor(path):
     messages = []
     current = None
     in_value = False
+    in_written = False
     with open(path, errors="replace") as f:
         for line in f:
             if line.startswith(("signal ", "method call ", "method return ", "error ")):
                 fields = dict(part.split("=", 1) for part in line.replace(";", " ").split() if "=" in part)
                 current = {"kind": line.split(" time=")[0], "time": float(fields.get("time", 0)),
                            "sender": fields.get("sender"), "serial": int(fields.get("serial", 0) or 0),
-                           "path": fields.get("path"), "member": fields.get("member"), "bytes": None, "strings": []}
+                           "destination": fields.get("destination"),
+                           "reply_serial": int(fields.get("reply_serial", 0) or 0),
+                           "path": fields.get("path"), "member": fields.get("member"), "bytes": None, "strings": [],
+                           "written": None}
                 messages.append(current)
                 in_value = False
+                in_written = False
             elif current is not None:
                 if line.strip().startswith('string "'):
                     current["strings"].append(line.strip()[8:-1])
+                # A WriteValue's bytes: the call's first byte array.
+                if current["member"] == "WriteValue" and current["kind"] == "method call":
+                    if current["written"] is None and "array of bytes" in line:
+                        current["written"] = []
+                        in_written = "[" in line and "]" not in line
+                        if not in_written:  # dbus-monitor prints a printable array as a quoted string
+                            current["written"] = [line.split("array of bytes", 1)[1].strip()]
+                        continue
+                    if in_written:
+                        if "]" in line:
+                            in_written = False
+                        else:
+                            current["written"] += line.split()
                 if '"Value"' in line:
                     in_value = True
                     current["bytes"] = []
