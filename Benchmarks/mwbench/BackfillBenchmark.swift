@@ -14,6 +14,7 @@ enum BackfillBenchmark {
         var gapMinutes = [2, 5, 10]
         var restartMinutes = [2, 5, 10]
         var restartDown = 8.0
+        var gapDown = 8.0
         var streamedReads = true
         var iterator = arguments.makeIterator()
         while let argument = iterator.next() {
@@ -25,10 +26,12 @@ enum BackfillBenchmark {
                 restartMinutes = value.split(separator: ",").compactMap { Int($0) }
             } else if argument == "--restart-down-seconds", let value = iterator.next().flatMap(Double.init), value > 0 {
                 restartDown = value
+            } else if argument == "--gap-down-seconds", let value = iterator.next().flatMap(Double.init), value > 0 {
+                gapDown = value
             } else if argument == "--no-streamed-reads" {
                 streamedReads = false
             } else {
-                fail("usage: mwbench backfill [--seconds N (>= 120)] [--gap-after-minutes 2,5,10] [--restart-after-minutes 2,5,10] [--restart-down-seconds 8] [--no-streamed-reads]")
+                fail("usage: mwbench backfill [--seconds N (>= 120)] [--gap-after-minutes 2,5,10] [--restart-after-minutes 2,5,10] [--restart-down-seconds 8] [--gap-down-seconds 8] [--no-streamed-reads]")
             }
         }
         let gaps: [Range<UInt64>] = [60..<68, 100..<160, 200..<208, 300..<308, 400..<408, 500..<508].map {
@@ -100,7 +103,7 @@ enum BackfillBenchmark {
         print("backfill_median_error_ms=\(MetaWearBenchmark.format(errors.isEmpty ? -1 : errors[errors.count / 2], 4))")
         print("backfill_max_error_ms=\(MetaWearBenchmark.format(errors.last ?? -1, 4))")
         print("backfill_duplicates=\(plan.collisions)")
-        for line in BackfillGapBenchmark.run(minutes: gapMinutes, streamedReads: streamedReads) { print(line) }
+        for line in BackfillGapBenchmark.run(minutes: gapMinutes, streamedReads: streamedReads, downSeconds: gapDown) { print(line) }
         for line in BackfillGapBenchmark.run(minutes: restartMinutes, streamedReads: streamedReads, fault: .restart,
                                              downSeconds: restartDown) { print(line) }
     }

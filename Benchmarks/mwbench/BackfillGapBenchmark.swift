@@ -5,7 +5,8 @@ import MetaWearBoardModel
 import Recording
 
 /// Time to close an 8 s gap after a session of 2, 5 and 10 minutes (issue 21): a board model
-/// streams gyro at 100 Hz into a `SessionController`, its stream stalls for 8 s, and as soon as
+/// streams gyro at 100 Hz into a `SessionController`, its stream stalls for 8 s (or `downSeconds`:
+/// a board whose notifications are lost for minutes while its link stays), and as soon as
 /// the points after the stall wait, its log is read out page by page, each page confirmed once
 /// the recorder says it is stored. The log is not trimmed while a session records (d94c3c6);
 /// while the stream is healthy the recorder asks for readouts of the log's streamed part

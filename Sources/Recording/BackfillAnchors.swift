@@ -41,14 +41,32 @@ struct BackfillAnchors {
         var lastStreamed = -1
         var missed = 0
         var k = 0
+        var hole = StreamHole(streamed: streamed, margin: Double(tolerance + BackfillPlanner.reachMargin))
         while k < boot.samples.count {
             guard let current = offset else {
                 offset = lock.first(from: k, origin: origin, tolerance: Double(tolerance))
                 if offset == nil { k += OffsetLock.window } else { lastAnchorTick = boot.ticks[k] }
                 continue
             }
+            func allowance(_ k: Int) -> Double { 3_000_000 + 200e-6 * (boot.ticks[k] - lastAnchorTick) + period / 4 }
+            // Samples the stream has nothing near (a gap's middle, a gateway down for minutes)
+            // can be no twin, and a relock among them fails as well: they are walked over as
+            // misses, the relock's cadence kept, without a lookup each. Walking them one by one
+            // made every page of a long gap's readout cost as much as the whole log read so far.
+            if let end = hole.skippable(from: k, ticks: boot.ticks, offset: current, allowed: allowance), end > k {
+                // Each miss counts on; the relock due at the `relockAfter`-th fails and the count
+                // starts again a lock window back.
+                let misses = end - k
+                if missed + misses < relockAfter {
+                    missed += misses
+                } else {
+                    missed = relockAfter - OffsetLock.window + (misses - (relockAfter - missed)) % OffsetLock.window
+                }
+                k = end
+                continue
+            }
             let predicted = boot.ticks[k] + current
-            let allowed = 3_000_000 + 200e-6 * (boot.ticks[k] - lastAnchorTick) + period / 4
+            let allowed = allowance(k)
             let best = nearest(boot.samples[k].raw, around: predicted, within: allowed, streamed, index) { $0 <= lastStreamed }
             if let best {
                 anchors.streamedIndex[k] = best
@@ -151,6 +169,21 @@ struct BackfillAnchors {
         let tickPeriod = period * (ticks[pb] - ticks[pa]) / span
         let from = runs.evenTick(pa, tickPeriod: tickPeriod), to = runs.evenTick(pb, tickPeriod: tickPeriod)
         return times[a] + Int64(((runs.evenTick(k, tickPeriod: tickPeriod) - from) / (to - from) * span).rounded())
+    }
+
+    /// Whether ``interpolate(_:between:and:_:period:)`` places every position between anchors
+    /// `a` and `b` by its position alone (one run of sampling from one to the other), each
+    /// two nanoseconds or more after the one before.
+    func interpolatesStraight(between a: Int, and b: Int) -> Bool {
+        let pa = positions[a], pb = positions[b]
+        return runs.sameRun(pa, pb) && Double(times[b] - times[a]) >= 2 * Double(max(1, pb - pa))
+    }
+
+    /// Whether ``extrapolate(_:from:_:period:)`` places every position of `stretch` by its
+    /// position alone: the stream's period from anchor `a`, in one run with it.
+    func extrapolatesStraight(_ stretch: ClosedRange<Int>, from a: Int) -> Bool {
+        let pa = positions[a]
+        return !runs.resolvesPeriod || (runs.sameRun(stretch.lowerBound, pa) && runs.sameRun(stretch.upperBound, pa))
     }
 
     /// Beyond the last (or before the first) anchor: the stream's period from anchor `a` for the

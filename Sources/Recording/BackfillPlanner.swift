@@ -160,10 +160,20 @@ public struct BackfillPlanner: Sendable {
         var lastTick: [UInt8: UInt32] = [:]
         var earliest = Int64.max
         var latest = Int64.min
+        // The boot in hand in locals, as in `samples(_:reaching:)`.
+        var uid: UInt8?
+        var last: UInt32?
+        var origin: Int64 = 0
         for sample in logged {
-            let uid = sample.resetUID
-            guard let origin = bootOrigins[uid], lastTick[uid].map({ sample.tick >= $0 }) ?? true else { return streamed }
-            lastTick[uid] = sample.tick
+            if sample.resetUID != uid {
+                if let uid { lastTick[uid] = last }
+                uid = sample.resetUID
+                last = lastTick[sample.resetUID]
+                guard let known = bootOrigins[sample.resetUID] else { return streamed }
+                origin = known
+            }
+            guard last.map({ sample.tick >= $0 }) ?? true else { return streamed }
+            last = sample.tick
             let time = Self.time(ofTick: sample.tick, origin: origin)
             earliest = min(earliest, time)
             latest = max(latest, time)
@@ -173,19 +183,28 @@ public struct BackfillPlanner: Sendable {
         return Array(streamed[from..<max(from, streamed.firstIndex(notBefore: latest + reach + 1))])
     }
 
+    /// How many samples before the first one a plan places (`placingFrom`) are placed with it,
+    /// not handed out: the drops of samples too near another start afresh within them.
+    static let placingContext = 256
+
     /// Plans the backfill of `logged` (in readout order) into `streamed` (in time order).
-    public func plan(streamed: [StreamedSample], logged: [LoggedSample]) -> Plan {
+    ///
+    /// `placingFrom`: only the samples of `logged` from this index on are placed and handed out;
+    /// those before it still anchor and pair the others (a page of a long readout whose earlier
+    /// samples are settled: placing them all again made every page cost as much as the log read
+    /// so far). The counts of samples not placed (collisions, unplaced) cover the placed ones.
+    public func plan(streamed: [StreamedSample], logged: [LoggedSample], placingFrom: Int = 0) -> Plan {
         var plan = Plan()
         let period = streamPeriod(streamed)
         var errors: [Double] = []
         let index = BackfillAnchors.index(streamed)
-        let boots = boots(logged)
+        let boots = boots(logged, placingFrom: placingFrom)
         // Every boot's anchors first: a walk in log order must not take another boot's.
         let anchors = boots.map {
             BackfillAnchors.find($0, in: streamed, index: index, origin: bootOrigins[$0.uid], tolerance: originTolerance, period: period)
         }
-        let used = Set(anchors.flatMap { $0.streamedIndex.compactMap { $0 } })
-        var candidates: [Backfilled] = []
+        let used = Set(anchors.flatMap { boot in boot.positions.compactMap { boot.streamedIndex[$0] } })
+        var candidates: [(sample: Backfilled, handedOut: Bool)] = []
         // Streamed samples the log shows a period or more from their stamps: the stream stamped
         // them off next to a loss (BLE batching hides which side of a late notification the loss
         // was). Their stamps hold no sample of the log's, so they keep no logged sample out.
@@ -199,13 +218,21 @@ public struct BackfillPlanner: Sendable {
                 guard let twin = twins.streamedIndex[k], let (time, _) = place(k, boot, anchors, period: period) else { continue }
                 if abs(streamed[twin].time - time) > Int64(period / 2) { misplaced.insert(twin) }
             }
-            candidates += unstreamed(boot, anchors, twins, streamed, period: period, plan: &plan)
+            let placingFrom = boot.placingFrom ?? boot.samples.count
+            let from = max(0, placingFrom - Self.placingContext)
+            candidates += unstreamed(boot, anchors, twins, streamed, period: period, from: from, plan: &plan).map {
+                (sample: $0.sample, handedOut: $0.position >= placingFrom)
+            }
         }
-        candidates.sort { $0.time < $1.time }
+        candidates.sort { $0.sample.time < $1.sample.time }
         let minimumSpacing = Int64(period / 2)
         var streamCursor = 0
-        for candidate in candidates {
-            if let span = sessionSpan, !span.contains(candidate.time) { plan.outsideSession += 1; continue }
+        var lastKept: Int64?
+        for (candidate, handedOut) in candidates {
+            if let span = sessionSpan, !span.contains(candidate.time) {
+                if handedOut { plan.outsideSession += 1 }
+                continue
+            }
             // Placed between its streamed neighbours by the log's order: no streamed sample
             // between them is its twin, however close.
             let inLogOrder = candidate.placement == .logOrder
@@ -216,9 +243,13 @@ public struct BackfillPlanner: Sendable {
                 if !misplaced.contains(j) { nearStream = true; break }
                 j += 1
             }
-            let nearPrevious = plan.backfilled.last.map { candidate.time - $0.time < (inLogOrder ? 1 : minimumSpacing) } ?? false
-            if nearStream || nearPrevious { plan.collisions += 1; continue }
-            plan.backfilled.append(candidate)
+            let nearPrevious = lastKept.map { candidate.time - $0 < (inLogOrder ? 1 : minimumSpacing) } ?? false
+            if nearStream || nearPrevious {
+                if handedOut { plan.collisions += 1 }
+                continue
+            }
+            lastKept = candidate.time
+            if handedOut { plan.backfilled.append(candidate) }
         }
         if errors.count >= 3 {
             errors.sort()
@@ -227,53 +258,77 @@ public struct BackfillPlanner: Sendable {
         return plan
     }
 
-    /// The boot's samples the stream lost, placed. Each stretch of them between two streamed
-    /// twins belongs between those in time: placed where the anchors put them when that is
-    /// between the twins' times (at least half a period from each), else spread over that span
-    /// by their ticks (the stream's times there are off: the order is what is known).
-    private func unstreamed(_ boot: BootLog, _ anchors: BackfillAnchors, _ twins: LogOrderTwins,
-                            _ streamed: [StreamedSample], period: Double, plan: inout Plan) -> [Backfilled] {
-        var out: [Backfilled] = []
-        var k = 0
+    /// The boot's samples the stream lost from log position `from` on, placed, with their
+    /// positions. Each stretch of them between two streamed twins belongs between those in
+    /// time: placed where the anchors put them when that is between the twins' times (at least
+    /// half a period from each), else spread over that span by their ticks (the stream's times
+    /// there are off: the order is what is known).
+    private func unstreamed(_ boot: BootLog, _ anchors: BackfillAnchors, _ twins: LogOrderTwins, _ streamed: [StreamedSample],
+                            period: Double, from: Int, plan: inout Plan) -> [(sample: Backfilled, position: Int)] {
+        func backfilled(_ p: Int, _ time: Int64, _ placement: Placement) -> (sample: Backfilled, position: Int) {
+            (Backfilled(time: time, raw: boot.samples[p].raw, resetUID: boot.uid, tick: boot.samples[p].tick, placement: placement), p)
+        }
+        var out: [(sample: Backfilled, position: Int)] = []
+        // From the start of the stretch `from` is in.
+        var k = twins.neighbours(of: from).before.map { min($0 + 1, from) } ?? 0
         while k < boot.samples.count {
             guard twins.streamedIndex[k] == nil else { k += 1; continue }
-            var end = k
-            while end + 1 < boot.samples.count, twins.streamedIndex[end + 1] == nil { end += 1 }
-            var stretch: [Backfilled] = []
-            for p in k...end {
-                guard let (time, placement) = place(p, boot, anchors, period: period) else { plan.unplaced += 1; continue }
-                stretch.append(Backfilled(time: time, raw: boot.samples[p].raw, resetUID: boot.uid, tick: boot.samples[p].tick,
-                                          placement: placement))
-            }
             let (before, after) = twins.neighbours(of: k)
+            let end = after.map { $0 - 1 } ?? boot.samples.count - 1
+            // A stretch its anchors place on one straight line comes out in order: its first and
+            // last samples tell whether it fits between its twins, and only those from `from` on
+            // need placing (a gap of minutes is one stretch, read over many pages).
+            let straight = isStraight(k...end, anchors, period: period)
+            var stretch: [(sample: Backfilled, position: Int)] = []
+            for p in straight ? max(k, from)...end : k...end {
+                guard let (time, placement) = place(p, boot, anchors, period: period) else { plan.unplaced += 1; continue }
+                stretch.append(backfilled(p, time, placement))
+            }
+            let first = straight ? place(k, boot, anchors, period: period)?.0 : stretch.first?.sample.time
+            let last = stretch.last?.sample.time
+            let allPlaced = straight || stretch.count == end - k + 1
             if let before, let after, let low = twins.streamedIndex[before].map({ streamed[$0].time }),
                let high = twins.streamedIndex[after].map({ streamed[$0].time }) {
                 let margin = Int64(period / 2)
-                let fits = stretch.count == end - k + 1 && stretch.first.map { $0.time >= low + margin } != false
-                    && stretch.last.map { $0.time <= high - margin } != false
-                    && zip(stretch, stretch.dropFirst()).allSatisfy { $0.time < $1.time }
+                let fits = allPlaced && first.map { $0 >= low + margin } != false && last.map { $0 <= high - margin } != false
+                    && (straight || zip(stretch, stretch.dropFirst()).allSatisfy { $0.sample.time < $1.sample.time })
                 if !fits {
-                    stretch = spread(k...end, boot, between: (before, low), and: (after, high))
+                    let spread = spread(k...end, boot, between: (before, low), and: (after, high))
+                    stretch = spread.enumerated().map { (sample: $1, position: k + $0) }
                     // More samples than nanoseconds between the neighbours: no time is left.
-                    plan.collisions += end - k + 1 - stretch.count
+                    plan.collisions += end - k + 1 - spread.count
                 }
-            } else if let before, let low = twins.streamedIndex[before].map({ streamed[$0].time }), stretch.count == end - k + 1,
-                      stretch.first.map({ $0.time < low + Int64(period / 2) }) == true {
+            } else if let before, let low = twins.streamedIndex[before].map({ streamed[$0].time }), allPlaced,
+                      first.map({ $0 < low + Int64(period / 2) }) == true {
                 // After the boot's last twin but placed before it: the anchors found none after a
                 // step in the stream's latency (the twins after it were found in the log's order),
                 // and the last anchor's offset is off by the step (the real-BlueZ VM's 0.24 s and
                 // 0.35 s steps, the stream's times 1.3 s late by then, put the board's samples
                 // taken after the session's stop among its last points). They go after that twin
                 // by their ticks.
-                stretch = (k...end).map { p in
-                    Backfilled(time: low + Int64((boot.ticks[p] - boot.ticks[before]).rounded()), raw: boot.samples[p].raw,
-                               resetUID: boot.uid, tick: boot.samples[p].tick, placement: .extrapolated)
+                stretch = (max(k, from)...end).map { p in
+                    backfilled(p, low + Int64((boot.ticks[p] - boot.ticks[before]).rounded()), .extrapolated)
                 }
             }
-            out += stretch
+            out += stretch.lazy.filter { $0.position >= from }
             k = end + 1
         }
         return out
+    }
+
+    /// Whether ``place(_:_:_:period:)`` puts every sample of `stretch` (log positions without a
+    /// streamed twin) on one line through its anchors, each more than a nanosecond after the one
+    /// before: the same anchors before and after all of them, and one run of sampling with the
+    /// anchor (or both) that places them.
+    private func isStraight(_ stretch: ClosedRange<Int>, _ anchors: BackfillAnchors, period: Double) -> Bool {
+        switch (anchors.nearest(before: stretch.lowerBound), anchors.nearest(after: stretch.lowerBound)) {
+        case let (a?, b?):
+            return anchors.interpolatesStraight(between: a, and: b)
+        case let (a?, nil), let (nil, a?):
+            return period >= 2 && anchors.extrapolatesStraight(stretch, from: a)
+        case (nil, nil):
+            return false
+        }
     }
 
     /// Log positions `stretch` spread over the streamed times of their neighbours `before` and
@@ -310,19 +365,36 @@ public struct BackfillPlanner: Sendable {
         return Double(spacings[spacings.count / 2])
     }
 
-    /// The logged samples split by boot, ticks unwrapped past 2^32.
-    private func boots(_ logged: [LoggedSample]) -> [BootLog] {
-        var order: [UInt8] = []
-        var byUID: [UInt8: BootLog] = [:]
-        var unwrappers: [UInt8: TickUnwrapper] = [:]
+    /// The logged samples split by boot, ticks unwrapped past 2^32; each boot's first position
+    /// placed is that of its first sample at or after `placingFrom` in `logged`.
+    private func boots(_ logged: [LoggedSample], placingFrom: Int) -> [BootLog] {
+        var boots: [BootLog] = []
+        var unwrappers: [TickUnwrapper] = []
+        var slots: [UInt8: Int] = [:]
+        // The boot in hand by its slot (a log comes boot by boot): this runs over the whole log
+        // read so far for every page, and four table lookups a sample were most of its cost.
+        var uid: UInt8?
+        var slot = 0
+        var i = 0
         for sample in logged {
-            let uid = sample.resetUID
-            if byUID[uid] == nil { order.append(uid); byUID[uid] = BootLog(uid: uid) }
-            let ticks = unwrappers[uid, default: TickUnwrapper()].unwrap(sample.tick)
-            byUID[uid]?.samples.append(sample)
-            byUID[uid]?.ticks.append(BoardTicks.milliseconds(ticks) * 1e6)
+            defer { i += 1 }
+            if sample.resetUID != uid {
+                uid = sample.resetUID
+                if let known = slots[sample.resetUID] {
+                    slot = known
+                } else {
+                    slot = boots.count
+                    slots[sample.resetUID] = slot
+                    boots.append(BootLog(uid: sample.resetUID))
+                    unwrappers.append(TickUnwrapper())
+                }
+            }
+            let ticks = unwrappers[slot].unwrap(sample.tick)
+            if i >= placingFrom, boots[slot].placingFrom == nil { boots[slot].placingFrom = boots[slot].samples.count }
+            boots[slot].samples.append(sample)
+            boots[slot].ticks.append(BoardTicks.milliseconds(ticks) * 1e6)
         }
-        return order.compactMap { byUID[$0] }
+        return boots
     }
 
     /// The time of the boot's `k`-th sample, which was not streamed.
@@ -346,6 +418,9 @@ struct BootLog {
     var uid: UInt8
     var samples: [LoggedSample] = []
     var ticks: [Double] = []
+    /// The first position a plan places (``BackfillPlanner/plan(streamed:logged:placingFrom:)``);
+    /// nil: none.
+    var placingFrom: Int?
 }
 
 extension Array where Element == BackfillPlanner.StreamedSample {

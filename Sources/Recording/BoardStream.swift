@@ -222,6 +222,8 @@ struct LoggedSamples {
     private var seen: Set<LoggedSample> = []
     /// Where each boot's tick 0 lies (board clock reads), by reset UID.
     private(set) var bootOrigins: [UInt8: Int64] = [:]
+    /// The boots the samples are of.
+    private(set) var resetUIDs: Set<UInt8> = []
 
     /// Adds a page's samples, skipping those a restarted readout sends again, and the boot
     /// origins read with it; returns the new samples.
@@ -229,6 +231,7 @@ struct LoggedSamples {
     mutating func add(_ page: [LoggedSample], bootOrigins origins: [UInt8: Int64]) -> [LoggedSample] {
         let fresh = page.filter { seen.insert($0).inserted }
         samples += fresh
+        resetUIDs.formUnion(fresh.lazy.map(\.resetUID))
         for (uid, origin) in origins { bootOrigins[uid] = origin }
         return fresh
     }

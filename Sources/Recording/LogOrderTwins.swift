@@ -143,12 +143,15 @@ struct LogOrderTwins {
         private func nearTwin(of s: Int, elapsed: Double, reference: Int, cursor: Int, step: Int,
                               logUntil: Int) -> (k: Int, error: Double)? {
             let raw = streamed[s].raw
+            // The boot's arrays in locals: a walk past the log's end goes through all of it.
+            let samples = boot.samples, bootTicks = boot.ticks
+            let from = bootTicks[reference], limit = elapsed + LogOrderTwins.slack
             var best: (k: Int, error: Double)?
             var k = cursor
             while k != logUntil {
-                let ticks = Double(step) * (boot.ticks[k] - boot.ticks[reference])
-                if ticks > elapsed + LogOrderTwins.slack { break }
-                if boot.samples[k].raw == raw, abs(ticks - elapsed) < best?.error ?? .infinity { best = (k, abs(ticks - elapsed)) }
+                let ticks = Double(step) * (bootTicks[k] - from)
+                if ticks > limit { break }
+                if samples[k].raw == raw, abs(ticks - elapsed) < best?.error ?? .infinity { best = (k, abs(ticks - elapsed)) }
                 k += step
             }
             return best
@@ -172,12 +175,13 @@ struct LogOrderTwins {
                 j += step
             }
             guard run.count >= LogOrderTwins.shortestRun else { return nil }
+            let samples = boot.samples
             var best: (k: Int, error: Double)?
             var k = cursor
             while k != logUntil {
                 var matched = 0
                 var p = k
-                while matched < run.count, p != logUntil, boot.samples[p].raw == run[matched] {
+                while matched < run.count, p != logUntil, samples[p].raw == run[matched] {
                     matched += 1
                     p += step
                 }

@@ -66,6 +66,8 @@ struct PendingRestartGap {
     var until: Double?
     /// Logged samples downloaded so far.
     var logged = LoggedSamples()
+    /// Where the board clock puts their values, for the stored tail's alignment.
+    var loggedTimes = StoredTailAlignment.LoggedTimes()
     /// Time of the last point sealed into the session, epoch ms (nil: none yet, the filling
     /// begins at ``from(periodMs:)``).
     var sealedThrough: Double?
@@ -98,6 +100,19 @@ struct PendingRestartGap {
     /// the stored points they now precede get their gap marks counted again
     /// (``SessionController/reviseStoredMarks(_:board:scale:periodMs:)``).
     var sealed: [(key: BackfillKey, time: Double)] = []
+
+    /// Samples before the last one sealed that a page places again (with the planner's own
+    /// ``BackfillPlanner/placingContext``): a page's anchors may move the samples near it.
+    static let placedAgain = 256
+
+    /// The first of the logged samples (in readout order) a page needs placed: from
+    /// ``placedAgain`` before the last one sealed, which the log's samples after it follow;
+    /// those before it are stored, or were no sample of the gap's.
+    var placingFrom: Int {
+        guard let last = lastSealed,
+              let at = logged.samples.lastIndex(where: { $0.tick == last.tick && $0.resetUID == last.resetUID }) else { return 0 }
+        return max(0, at - Self.placedAgain)
+    }
 
     /// The stored tail was timed by an earlier gateway, on its clock: the board clock this
     /// process read places a logged sample on this process's clock, which the tail is not on

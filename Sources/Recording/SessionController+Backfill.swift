@@ -122,7 +122,11 @@ extension SessionController {
         let fresh = boards[board]?.hold?.logged.add(logged, bootOrigins: bootOrigins) ?? []
         takeBackDelaysTheLogShows(board: board)
         guard let hold = boards[board]?.hold else { return outcome }
-        let points = place(board: board, logged: hold.logged.samples, bootOrigins: hold.logged.bootOrigins, outcome: &outcome)
+        // A page before the last keeps only what its own samples fill (journaled with the held
+        // points): it places the log from them on. The last places all of it.
+        let placingFrom = complete ? 0 : hold.logged.samples.count - fresh.count
+        let points = place(board: board, logged: hold.logged.samples, bootOrigins: hold.logged.bootOrigins, placingFrom: placingFrom,
+                           outcome: &outcome)
         // A readout reads the entries its start counted: one begun before the gap ended (the
         // board stalled on, and its link came back still stalled) ends short of the gap's end,
         // and a request while it ran was not taken (soak seed 11: the last 38 samples of a
@@ -173,8 +177,9 @@ extension SessionController {
     }
 
     /// Logged samples placed on the streamed time base that fall into the gap `board`'s held
-    /// points wait on, as backfilled points.
-    private func place(board: String, logged: [LoggedSample], bootOrigins: [UInt8: Int64],
+    /// points wait on, as backfilled points; only those from `placingFrom` (an index into
+    /// `logged`) on, or some before it (``BackfillPlanner/plan(streamed:logged:placingFrom:)``).
+    private func place(board: String, logged: [LoggedSample], bootOrigins: [UInt8: Int64], placingFrom: Int = 0,
                        outcome: inout BackfillOutcome) -> [(key: BackfillKey, point: RecordedPoint)] {
         guard let stream = boards[board], let hold = stream.hold, let window = streamed[board], let scale = window.scale else { return [] }
         let period = 1e9 / stream.gyroRate
@@ -185,7 +190,9 @@ extension SessionController {
         let earliest = after.isFinite
             ? min(window.samples.first?.time ?? .max, timeBase.monotonic(epochMilliseconds: after)) : nil
         let reaching = earliest.map { planner.samples(logged, reaching: $0) } ?? (kept: logged, before: 0)
-        let plan = planner.plan(streamed: planner.streamed(window.samples, near: reaching.kept), logged: reaching.kept)
+        // The samples skipped come before the page's (a readout brings the log oldest first).
+        let plan = planner.plan(streamed: planner.streamed(window.samples, near: reaching.kept), logged: reaching.kept,
+                                placingFrom: max(0, placingFrom - reaching.before))
         outcome.alreadyStreamed = plan.alreadyStreamed
         outcome.unplaced = plan.unplaced
         outcome.collisions = plan.collisions

@@ -185,6 +185,7 @@ extension SessionController {
         // Its survey may have gone in meanwhile: the correction chunks then revise its records
         // document (the store names them in it and queues it again).
         pending.logged.add(page, bootOrigins: bootOrigins)
+        if !pending.tailStreamedHere { pending.loggedTimes.take(pending.logged) }
         guard let stream = pending.stoppedStream ?? boards[board].map({ (gyroRate: $0.gyroRate, merger: $0.merger) }),
               let scale = streamed[board]?.scale else { return (false, false) }
         let periodMs = 1000 / stream.gyroRate
@@ -197,7 +198,10 @@ extension SessionController {
         var lastPlaced = pending.lastSealed
         // Placed on the new stream's clock; the stored tail's times are moved onto it by
         // `shift` ms for the comparisons, and the points sealed on the tail's (the session's).
-        let (placed, shift) = placeRestartGap(pending, window: window, scale: scale, rate: stream.gyroRate)
+        // A page places the log's samples from shortly before the last one sealed: those before
+        // are stored, or were no sample of the gap's. The log's last page places all of it.
+        let placingFrom = lastOfTheLog ? 0 : pending.placingFrom
+        let (placed, shift) = placeRestartGap(pending, window: window, scale: scale, rate: stream.gyroRate, placingFrom: placingFrom)
         let from = pending.from(periodMs: periodMs) + shift
         var previous = (pending.sealedThrough ?? pending.from(periodMs: periodMs)) + shift
         let accelerometer = backfilledAccelerometer(board: board, stored: pending.gap.tail + pending.gap.head)
@@ -222,6 +226,7 @@ extension SessionController {
         // The log holds a sample the board took after the gap (placed past its end, or one the
         // stream after it stored): its readout began after the gap ended.
         var logPastTheGap = false
+        let endedBoots = pending.logged.resetUIDs.filter(pending.isOfAnEndedBoot)
         for sample in placed {
             // Placed by the board clock read on this process's link (no sample of the tail or
             // the new stream lies near it in the log read so far): off by that reading's latency
@@ -241,7 +246,7 @@ extension SessionController {
             // is the gap's, wherever the clocks put it. Placed from the tail's anchors, it is on
             // the interrupted gateway's clock, which the new stream's end of the gap is not on
             // (a restarted clock stepped back 5 s put all 291 past it, and they were dropped).
-            let ofAnEndedBoot = pending.isOfAnEndedBoot(sample.resetUID)
+            let ofAnEndedBoot = !endedBoots.isEmpty && endedBoots.contains(sample.resetUID)
             if !ofAnEndedBoot, time >= until + periodMs / 2 || storedAfter.contains(sample.raw) { logPastTheGap = true }
             // Placed in the log's order between its streamed (stored) neighbours, it is none
             // of them and strictly between them; otherwise a sample within half a period of a
@@ -340,8 +345,8 @@ extension SessionController {
 
     /// The gap's logged samples placed against the session's stored tail (its raw counts
     /// rebuilt from the stored values: a float32 keeps every count) and the new stream.
-    private func placeRestartGap(_ pending: PendingRestartGap, window: StreamedWindow, scale: Double,
-                                 rate: Double) -> (samples: [BackfillPlanner.Backfilled], tailOffset: Double) {
+    private func placeRestartGap(_ pending: PendingRestartGap, window: StreamedWindow, scale: Double, rate: Double,
+                                 placingFrom: Int) -> (samples: [BackfillPlanner.Backfilled], tailOffset: Double) {
         func samples(_ points: [RecordedPoint], shifted offset: Int64 = 0) -> [BackfillPlanner.StreamedSample] {
             points.map { p in
                 BackfillPlanner.StreamedSample(time: timeBase.monotonic(epochMilliseconds: p.gyroscope.timestamp) + offset,
@@ -358,8 +363,7 @@ extension SessionController {
         // for a new link stamped 20 ms early (soak seed 11: a bluetoothd restart's gap, kept
         // by a stop before its MetaMotion S's readout ended, got none of its 69 samples).
         let offset = pending.tailStreamedHere ? 0 : StoredTailAlignment.offset(stored: samples(pending.gap.tail), streamed: window.samples,
-                                                logged: pending.logged.samples, bootOrigins: pending.logged.bootOrigins,
-                                                threshold: StoredTailAlignment.threshold(period: period))
+                                                logged: pending.loggedTimes, threshold: StoredTailAlignment.threshold(period: period))
         // A tail this process streamed is in the window too: each of its samples goes in once.
         // Twice side by side, a run of the stream after a step within a link matched no run of
         // the log (``LogOrderTwins``), and the log's samples of a stall before it were lost.
@@ -372,17 +376,20 @@ extension SessionController {
         // samples past the log's end were each looked for through the whole gap's log
         // (`LogOrderTwins`) on every page: a gateway down 2 minutes took 156 s of CPU to fill
         // it at the board's pace (debug mwbench).
-        func plan(_ streams: [[BackfillPlanner.StreamedSample]], _ logged: [LoggedSample]) -> [BackfillPlanner.Backfilled] {
+        func plan(_ streams: [[BackfillPlanner.StreamedSample]], _ logged: [LoggedSample],
+                  placingFrom: Int = 0) -> [BackfillPlanner.Backfilled] {
             let near = streams.flatMap { planner.streamed($0, near: logged) }.sorted { $0.time < $1.time }
-            return planner.plan(streamed: near, logged: logged).backfilled
+            return planner.plan(streamed: near, logged: logged, placingFrom: placingFrom).backfilled
         }
         // A boot no link of this process read the clock of ended before this process's stream
         // (the board reset while the gateway was down): its samples are matched with the stored
         // stream of that boot alone. Its times are the interrupted gateway's, which a clock
         // stepped since may put onto the new stream's: matched against it too, they fell among
         // its samples and were dropped as collisions (a clock stepped back 5 s: all 291 of them).
-        let ended = Set(pending.logged.samples.map(\.resetUID)).filter(pending.isOfAnEndedBoot)
-        guard !ended.isEmpty else { return (plan([stored, window.samples], pending.logged.samples), Double(offset) / 1e6) }
+        let ended = pending.logged.resetUIDs.filter(pending.isOfAnEndedBoot)
+        guard !ended.isEmpty else {
+            return (plan([stored, window.samples], pending.logged.samples, placingFrom: placingFrom), Double(offset) / 1e6)
+        }
         let before = pending.logged.samples.filter { ended.contains($0.resetUID) }
         let since = pending.logged.samples.filter { !ended.contains($0.resetUID) }
         let placed = plan([stored], before) + plan([stored, window.samples], since)

@@ -28,15 +28,8 @@ enum StoredTailAlignment {
     /// than `minimumMatches` unambiguous matches in the tail, or when the offset is under
     /// `threshold` (``threshold(period:)``: nothing to correct).
     static func offset(stored: [BackfillPlanner.StreamedSample], streamed: [BackfillPlanner.StreamedSample],
-                       logged: [LoggedSample], bootOrigins: [UInt8: Int64], threshold: Int64,
-                       minimumMatches: Int = 5) -> Int64 {
-        var predicted: [RawVector: Int64] = [:]
-        var ambiguous: Set<RawVector> = []
-        for sample in logged {
-            guard let origin = bootOrigins[sample.resetUID] else { continue }
-            let time = BackfillPlanner.time(ofTick: sample.tick, origin: origin)
-            if predicted.updateValue(time, forKey: sample.raw) != nil { ambiguous.insert(sample.raw) }
-        }
+                       logged: LoggedTimes, threshold: Int64, minimumMatches: Int = 5) -> Int64 {
+        let predicted = logged.predicted, ambiguous = logged.ambiguous
         func medianOffset(_ samples: [BackfillPlanner.StreamedSample]) -> Int64? {
             var seen: [RawVector: Int] = [:]
             for s in samples { seen[s.raw, default: 0] += 1 }
@@ -51,5 +44,30 @@ enum StoredTailAlignment {
         guard let tail = medianOffset(stored) else { return 0 }
         let offset = tail - (medianOffset(streamed) ?? 0)
         return abs(offset) >= threshold ? offset : 0
+    }
+
+    /// Where the board clock read puts each raw value of a log (the last sample with it), and the
+    /// values logged more than once, taken in page by page as the log is read: taken in again
+    /// from the whole log on every page, a long readout's pages each cost more than the last.
+    struct LoggedTimes {
+        private(set) var predicted: [RawVector: Int64] = [:]
+        private(set) var ambiguous: Set<RawVector> = []
+        private var origins: [UInt8: Int64] = [:]
+        private var taken = 0
+
+        /// Takes in what `logged` holds beyond what it took before (all of it again when its
+        /// boot origins changed: every time moves with them).
+        mutating func take(_ logged: LoggedSamples) {
+            if logged.bootOrigins != origins || logged.samples.count < taken {
+                self = LoggedTimes()
+                origins = logged.bootOrigins
+            }
+            for sample in logged.samples[taken...] {
+                guard let origin = origins[sample.resetUID] else { continue }
+                let time = BackfillPlanner.time(ofTick: sample.tick, origin: origin)
+                if predicted.updateValue(time, forKey: sample.raw) != nil { ambiguous.insert(sample.raw) }
+            }
+            taken = logged.samples.count
+        }
     }
 }

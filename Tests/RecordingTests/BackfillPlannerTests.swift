@@ -290,4 +290,56 @@ struct BackfillPlannerTests {
         #expect(planner.streamed(board.streamed, near: []).isEmpty)
         #expect(BackfillPlanner(nominalPeriod: 10_000_000).streamed(board.streamed, near: page).count == board.streamed.count)
     }
+
+    @Test("a page of a long gap's readout places only its part of the log: the same samples at the same times as placing all of it")
+    func aPlanPlacingFromAPageHandsOutWhatTheWholePlanPlacesThere() {
+        let seed: UInt64 = 53
+        print("BackfillPlannerTests.aPlanPlacingFromAPageHandsOutWhatTheWholePlanPlacesThere seed \(seed)")
+        // Five minutes logged, the stream lost for three of them (a gateway down), and short
+        // losses before and after.
+        let gap = 6_000..<24_000
+        let board = LoggingBoard(seed: seed, seconds: 300, imuPPM: -90, tickPPM: 30,
+                                 dropped: { gap.contains($0) || $0 % 997 == 0 })
+        let planner = BackfillPlanner(nominalPeriod: 10_000_000, bootOrigins: [5: board.boots[5]! - 20_000_000])
+        for end in [12_000, 24_100, 30_000] {
+            // The log read so far, up to a page in the gap, just past it, and all of it.
+            let logged = Array(board.logged[..<end])
+            let near = planner.streamed(board.streamed, near: logged)
+            let all = planner.plan(streamed: near, logged: logged)
+            for from in [0, end - 512, end - 256, gap.lowerBound + 100] where from >= 0 {
+                let part = planner.plan(streamed: near, logged: logged, placingFrom: from)
+                let expected = all.backfilled.filter { (board.index(of: $0) ?? -1) >= from }
+                #expect(part.backfilled == expected, "log to \(end), placing from \(from): \(part.backfilled.count) against \(expected.count)")
+                #expect(part.alreadyStreamed == all.alreadyStreamed)
+            }
+        }
+        let whole = planner.plan(streamed: board.streamed, logged: board.logged)
+        #expect(Set(whole.backfilled.compactMap(board.index(of:))) == Set(board.truth.indices).subtracting(board.streamedIndices))
+    }
+    @Test("the anchor walk goes over the samples the stream has nothing near in one step, up to a relock's window before the stream")
+    func theWalkSkipsOnlyWhereNoStreamedSampleIsNear() {
+        // A minute of stream, a 10-minute hole, a minute of stream; a log at 100 Hz across it
+        // all, on the stream's clock.
+        let period: Int64 = 10_000_000
+        let streamed = (0..<6_000).map { BackfillPlanner.StreamedSample(time: Int64($0) * period, raw: RawVector(x: 1, y: 2, z: 3)) }
+            + (66_000..<72_000).map { BackfillPlanner.StreamedSample(time: Int64($0) * period, raw: RawVector(x: 1, y: 2, z: 3)) }
+        let ticks = (0..<72_000).map { Double($0) * Double(period) }
+        var hole = StreamHole(streamed: streamed, margin: 11e9)
+        let allowed = { (_: Int) in 5_000_000.0 }
+        // Near the stream (within the 11 s reach and a second): looked at sample by sample.
+        #expect(hole.skippable(from: 1_000, ticks: ticks, offset: 0, allowed: allowed) == nil)
+        #expect(hole.skippable(from: 7_100, ticks: ticks, offset: 0, allowed: allowed) == nil)
+        // 12 s past the stream: in the hole, but a relock's misses must be inside it first.
+        #expect(hole.skippable(from: 7_200, ticks: ticks, offset: 0, allowed: allowed) == nil)
+        #expect(hole.skippable(from: 7_215, ticks: ticks, offset: 0, allowed: allowed) == nil)
+        // Then on to a relock's window and its misses before 12 s ahead of the stream again.
+        let end = hole.skippable(from: 7_216, ticks: ticks, offset: 0, allowed: allowed)
+        #expect(end == 66_000 - 1_200 - OffsetLock.window - BackfillAnchors.relockAfter, "\(end.map(String.init) ?? "nil")")
+        // Another offset is another prediction: its hole starts again.
+        #expect(hole.skippable(from: 7_217, ticks: ticks, offset: 1e6, allowed: allowed) == nil)
+        // A hole that runs to the log's end is skipped to it.
+        var tail = StreamHole(streamed: Array(streamed.prefix(6_000)), margin: 11e9)
+        #expect(tail.skippable(from: 7_200, ticks: ticks, offset: 0, allowed: allowed) == nil)
+        #expect(tail.skippable(from: 7_216, ticks: ticks, offset: 0, allowed: allowed) == 72_000)
+    }
 }
