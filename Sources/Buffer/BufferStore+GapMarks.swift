@@ -62,7 +62,7 @@ extension BufferStore {
 
     /// Rewrites chunk `id` with `points` under a new row id, pending upload after the session's
     /// other chunks.
-    private func revise(_ db: Database, chunk id: Int64, name: String, sessionID: String, points: [RecordedPoint]) throws {
+    func revise(_ db: Database, chunk id: Int64, name: String, sessionID: String, points: [RecordedPoint]) throws {
         let bytes = PointCodec.encode(points)
         let now = nowMilliseconds()
         guard let newID = try Int64.fetchOne(db, sql: """

@@ -14,17 +14,6 @@ extension BufferStore: RecordingStore {
         }
     }
 
-    /// Replaces a recording session's start (and its day in the history) with the same time
-    /// converted again once the clock's correction is known.
-    public func correctSessionStart(sessionID: String, startedAt: Double) throws {
-        try writer.write { db in
-            try db.execute(sql: "UPDATE sessions SET started_at = ?, day = ? WHERE id = ? AND state = 'recording'",
-                           arguments: [startedAt, day(ofEpochMilliseconds: startedAt), sessionID])
-            guard db.changesCount == 1 else { throw StoreError.sessionState(sessionID, "not recording") }
-            try refreshSummary(db, sessionID: sessionID)
-        }
-    }
-
     /// Appends every board's segment of the last second to the segment journal in one write
     /// and one `fdatasync`: only that second's points, outside the database (see
     /// `SegmentJournal`), so a second costs about its own bytes.

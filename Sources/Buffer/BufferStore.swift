@@ -296,6 +296,7 @@ public final class BufferStore: Sendable {
         m.registerMigration("v8-record-revisions") { db in try addRecordRevisions(db) }
         m.registerMigration("v9-chunk-revisions") { db in try addChunkRevisions(db) }
         m.registerMigration("v10-restart-gap-openings") { db in try addRestartGapOpenings(db) }
+        m.registerMigration("v11-system-clock-shifts") { db in try addSystemClockShifts(db) }
         return m
     }
 

@@ -40,6 +40,9 @@ extension BufferStore {
                           timeSource: $0["time_source"], points: [UInt8](($0["points"] as Data?) ?? Data()))
         }
         stored += journal?.segments(sessionID: sessionID) ?? SegmentJournal.segments(databasePath: path, sessionID: sessionID)
+        // Written before the session's first fix moved its times onto GNSS time: moved as they are read.
+        let shift = try Double.fetchOne(db, sql: "SELECT system_clock_shift_ms FROM sessions WHERE id = ?", arguments: [sessionID])
+        stored = stored.map { Self.onGNSSTime($0, shift: shift) }
         for (board, segments) in Dictionary(grouping: stored, by: \.board).sorted(by: { $0.key < $1.key }) {
             let sealed = try Row.fetchOne(db, sql: """
                 SELECT coalesce(sum(point_count), 0) AS points, coalesce(max(seq) + 1, 0) AS next,

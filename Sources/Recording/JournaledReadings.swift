@@ -69,6 +69,16 @@ struct JournaledReadings {
         }
     }
 
+    /// Moves the readings journaled and the points to journal again `offset` ms later.
+    mutating func shift(by offset: Double) {
+        for k in readings.indices { readings[k]?.timestamp += offset }
+        for k in runs.indices {
+            guard let bytes = PointCodec.shifted(runs[k].bytes, by: offset) else { continue }
+            runs[k].bytes = bytes
+            runs[k].timeSource = runs[k].timeSource.convertedWithTheFirstFix
+        }
+    }
+
     /// The runs are in the journal, or in a sealed chunk.
     mutating func runsStored() {
         runs.removeAll()

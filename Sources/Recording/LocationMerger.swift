@@ -119,6 +119,18 @@ public struct LocationMerger<Payload> {
         for i in heldStart..<held.count where held[i].time >= time { held[i].time += offset }
     }
 
+    /// Moves every time it keeps (the waiting samples, when each began to wait, the fixes) by
+    /// `offset` ms and lets `relabel` change each waiting sample: all were taken on a clock now
+    /// known to be `offset` off (the system clock before the first GNSS fix).
+    public mutating func shiftAll(by offset: Double, relabel: (inout Payload) -> Void = { _ in }) {
+        for i in heldStart..<held.count {
+            held[i].time += offset
+            held[i].heldSince += offset
+            relabel(&held[i].payload)
+        }
+        for i in fixes.indices { fixes[i].time += offset }
+    }
+
     /// Adds a fix (in time order; an older one is ignored) and returns the samples it settles.
     public mutating func add(fix: LocatedFix, now: Double) -> [Located] {
         if let last = fixes.last, fix.time <= last.time { return release(now: now) }

@@ -180,9 +180,13 @@ public protocol RecordingStore: AnyObject {
     /// Seals a chunk (and drops the segments it covers) in one durable transaction; returns
     /// the document name it was given.
     @discardableResult func seal(_ chunk: ChunkToSeal) throws -> String
-    /// The recording session's start was converted again (``SessionStart/startedAt``, epoch
-    /// ms): taken before the clock's correction was known, it is now on its samples' clock.
-    func correctSessionStart(sessionID: String, startedAt: Double) throws
+    /// The recording session's times taken on the unsynchronised system clock before the first
+    /// GNSS fix move `offset` ms later, onto GNSS time, in one durable transaction: its start,
+    /// the points of its sealed chunks and segments whose time source is
+    /// ``TimeSource/unsynchronisedSystemClock`` (then ``TimeSource/gnssCorrected``), and what
+    /// a logged session keeps of its start and boot origins. A sealed chunk is revised (same
+    /// name, uploaded again); a kill -9 leaves each time either as it was or converted.
+    func convertOntoGNSSTime(sessionID: String, by offset: Double) throws
     /// Marks the session stopped and awaiting its survey.
     func endSession(_ end: SessionEnd) throws
     /// Marks the session stopped and keeps the gaps its stop left (``StopGapBound``, each filled
@@ -256,8 +260,8 @@ extension RecordingStore {
         try endSession(end, keepingStopGaps: gaps)
         return names
     }
-    /// A store that keeps no session start beyond the recorder's.
-    public func correctSessionStart(sessionID: String, startedAt: Double) throws {}
+    /// A store that keeps no times beyond the recorder's.
+    public func convertOntoGNSSTime(sessionID: String, by offset: Double) throws {}
     /// A store that keeps no restart gaps (it keeps nothing across a restart).
     public func restartGapBounded(sessionID: String, board: String, until: Double) throws {}
     /// A store that keeps only a gap's end (``restartGapBounded(sessionID:board:until:)``).

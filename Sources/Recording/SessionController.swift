@@ -442,7 +442,7 @@ public final class SessionController {
     /// Feeds a GNSS fix received at monotonic `now`.
     public func ingest(fix: GNSSFix, now: Int64) {
         timeBase.observe(fix, at: now)
-        convertStartAgainOnceCorrected()
+        convertOntoGNSSTimeOnceCorrected()
         guard let located = LocatedFix(fix, timeBase: timeBase, acceptingDeadReckoning: configuration.acceptsDeadReckoning) else { return }
         if session != nil { session!.distance.add(latitude: located.latitude, longitude: located.longitude, accuracy: located.accuracy) }
         let nowMs = timeBase.epochMilliseconds(monotonic: now)
@@ -452,21 +452,6 @@ public final class SessionController {
         if (session != nil && configuration.recordsLogged) || !loggedRests.isEmpty {
             _ = loggedFixes.add(fix: located, now: nowMs)
             keepFixesForLoggedDownloads()
-        }
-    }
-
-    /// A session started while the system clock was unsynchronised and no fix had corrected it
-    /// yet has its start converted again once a fix does: the samples stamped before the first
-    /// fix are converted with its correction (``TimeBase/correction(at:)``), and the start is a
-    /// time of the same clock. Kept as first taken, a clock 116 days ahead put the soak's session
-    /// start 116 days after its end, on another day of the history.
-    private func convertStartAgainOnceCorrected() {
-        guard let s = session, s.startSource == .unsynchronisedSystemClock, timeBase.source != .unsynchronisedSystemClock else { return }
-        let started = timeBase.epochMilliseconds(monotonic: s.startedMonotonic)
-        session?.startedAt = started
-        session?.startSource = timeBase.source
-        do { try store.correctSessionStart(sessionID: s.id, startedAt: started) } catch {
-            lastStoreError = "start of session \(s.id) not corrected: \(error)"
         }
     }
 

@@ -19,6 +19,8 @@ import Testing
 struct StartBeforeTheFixTests {
     /// The system clock's error: 116 days ahead of UTC.
     static let clockAhead = 116.0 * 86_400
+    /// UTC at the monotonic clock's 0 (the NMEA replay's time).
+    static let utc = 1_785_909_000.0
 
     @Test("its start is on its points' clock, before its first point, and its time source is the correction's")
     func startIsCorrectedWithItsSamples() throws {
@@ -54,18 +56,26 @@ struct StartBeforeTheFixTests {
         var days: [String]
         /// The day of its first point.
         var firstPointDay: String
+        /// Every point's time in the order stored (its chunks in seal order).
+        var stored: [Double] = []
+        /// The session's CSV export's last elapsed time, seconds.
+        var exportedSeconds: Double = .nan
+        /// The walking time history gives the session's day.
+        var walkingMinutes: Double = .nan
     }
 
-    /// A session starts at 0 on a system clock 116 days ahead; the first fix comes 100 ms later,
-    /// one a second after it (as in the soak: started +95.558 s, fix +95.659 s); a MetaMotion R
-    /// streams its 100 Hz gyro into it from 1.5 s; the session stops (or the gateway dies) at 5 s.
-    func record(killedBeforeTheStop: Bool) throws -> Run {
-        print("StartBeforeTheFixTests seed 2113")
+    /// A session starts at 0 on a system clock `clockAhead` seconds ahead (116 days unless
+    /// told); the first fix comes at `firstFix` (100 ms unless told), one a second after it (as
+    /// in the soak: started +95.558 s, fix +95.659 s); a MetaMotion R streams its 100 Hz gyro
+    /// into it from 1.5 s; the session stops (or the gateway dies) at `end` (5 s unless told).
+    func record(killedBeforeTheStop: Bool, clockAhead: Double = StartBeforeTheFixTests.clockAhead, firstFix: Int64 = 100_000_000,
+                end: Int64 = 5_000_000_000) throws -> Run {
+        print("StartBeforeTheFixTests seed 2113, clock \(clockAhead) s ahead, first fix at \(firstFix) ns, end \(end) ns")
         let buffer = try RestartableBuffer(label: "start-before-fix")
         defer { buffer.remove() }
         var store = try buffer.open()
-        let utc = 1_785_909_000.0
-        let base = TimeBase(wallNanoseconds: Int64((utc + Self.clockAhead) * 1e9), monotonicNanoseconds: 0,
+        let utc = Self.utc
+        let base = TimeBase(wallNanoseconds: Int64((utc + clockAhead) * 1e9), monotonicNanoseconds: 0,
                             systemClockSynchronised: false)
         let controller = SessionController(store: store, timeBase: base)
         var (rng, now, trimmer) = (SeededRandom(seed: 2113), Int64(0), BoardLogTrimmer())
@@ -74,8 +84,8 @@ struct StartBeforeTheFixTests {
         board.flashLog.pageEntries = 128
         var rig = FlashLogReadoutRig.loggingGyro(of: board)
         let session = try controller.start(trigger: .controlAPI, now: 0)
-        var nextFix: Int64 = 100_000_000
-        let streamsAt: Int64 = 1_500_000_000, end: Int64 = 5_000_000_000
+        var nextFix = firstFix
+        let streamsAt: Int64 = 1_500_000_000
         var linked = false
         while now < end {
             now += Int64(Double.random(in: 7.5e6...30e6, using: &rng))
@@ -89,10 +99,10 @@ struct StartBeforeTheFixTests {
             while nextFix <= now {
                 // Reported 80 ms after its epoch: the offset the report gives is 80 ms short.
                 let second = Double(nextFix) / 1e9
-                let arrival = Date(timeIntervalSince1970: utc + Self.clockAhead + second)
+                let arrival = Date(timeIntervalSince1970: utc + clockAhead + second)
                 controller.ingest(fix: GNSSFix(time: Date(timeIntervalSince1970: utc + second - 0.08),
                                                timeOfDay: NMEATimeOfDay(microseconds: 0), mode: .threeD, latitude: 47.66,
-                                               longitude: -122.33, hdop: 0.9, systemClockOffset: -Self.clockAhead - 0.08,
+                                               longitude: -122.33, hdop: 0.9, systemClockOffset: -clockAhead - 0.08,
                                                arrival: arrival), now: nextFix)
                 nextFix += 1_000_000_000
             }
@@ -107,11 +117,15 @@ struct StartBeforeTheFixTests {
             try controller.stop(trigger: .controlAPI, now: now)
         }
         let record = try? store.submitSurvey(sessionID: session, survey: .noHazard,
-                                             submittedAt: Date(timeIntervalSince1970: utc + Self.clockAhead + 10))
+                                             submittedAt: Date(timeIntervalSince1970: utc + clockAhead + 10))
         let dataset = try store.dataset(sessionID: session)
         let times = dataset.points.map(\.point.gyroscope.timestamp)
+        let stored = try dataset.chunkNames.flatMap { try store.realtimeDocument(name: $0)?.points.map(\.gyroscope.timestamp) ?? [] }
+        let csv = SessionExporter.render(dataset, format: .csv).split(separator: "\n").dropFirst()
         return Run(startedAt: dataset.startedAt, endedAt: dataset.endedAt, firstPoint: times.min() ?? .nan, lastPoint: times.max() ?? .nan,
                    timeSource: dataset.timeSource, recordStart: record?.start, days: try store.history().map(\.day),
-                   firstPointDay: store.day(ofEpochMilliseconds: times.min() ?? .nan))
+                   firstPointDay: store.day(ofEpochMilliseconds: times.min() ?? .nan), stored: stored,
+                   exportedSeconds: csv.last.flatMap { Double($0.split(separator: ",")[2]) } ?? .nan,
+                   walkingMinutes: try store.history().first?.walkingMinutes ?? .nan)
     }
 }
