@@ -69,6 +69,7 @@ extension BlueZSimulator {
         device.connectedAt = clock.now
         device.lastEvent = nil
         device.linkQueue = []
+        device.heldBacklog = 0
         device.tokens = 0
         device.releases = []
         device.stats.connections += 1
@@ -153,6 +154,8 @@ extension BlueZSimulator {
         device.connected = false
         device.connectedAt = nil
         device.linkQueue = []
+        device.deliveryHeldUntil = nil
+        device.heldBacklog = 0
         device.requestWriteInFlight = false
         device.stats.connectionIntervalMilliseconds = 0
         if wasConnected { device.stats.disconnections += 1 }
@@ -228,7 +231,15 @@ extension BlueZSimulator {
         guard let device = try? device(index), device.connected, generation == device.linkGeneration, let connectedAt = device.connectedAt else { return nil }
         let now = clock.now
         advanceBoard(device)
+        if let held = device.deliveryHeldUntil {
+            guard now >= held else { return nextInterval(device) }
+            device.deliveryHeldUntil = nil
+            device.heldBacklog = device.linkQueue.count
+        }
         var allowed = device.linkQueue.count
+        // A delay's backlog goes out as fast as the link carries, not in one burst that the
+        // AcquireNotify socket could not take.
+        if device.heldBacklog > 0 { allowed = min(allowed, Self.heldBacklogPerEvent) }
         if let cap = configuration.rateCap {
             let elapsed = device.lastEvent.map { now - $0 } ?? .zero
             let (seconds, attoseconds) = elapsed.components
@@ -240,6 +251,7 @@ extension BlueZSimulator {
             device.tokens -= Double(allowed)
         }
         device.lastEvent = now
+        device.heldBacklog = max(0, device.heldBacklog - allowed)
         let interval = nextInterval(device)
         if allowed > 0 {
             let batch = device.linkQueue.prefix(allowed)
@@ -306,6 +318,20 @@ extension BlueZSimulator {
         } catch {
             log("mwsim: fault \(step.kind.rawValue) failed: \(error)")
         }
+    }
+
+    /// Notifications a connection event hands on from a delay's backlog (about 4,000/s at the
+    /// fastest connection interval, 40 times a 100 Hz stream).
+    static let heldBacklogPerEvent = 32
+
+    /// bluetoothd hands on nothing from board `index` for `seconds`, replies and samples alike,
+    /// then everything it held, in order: late, nothing lost (a loaded host, a second notify
+    /// client: the real-BlueZ VM's startnotify group). The board streams, answers and logs on.
+    public func delay(_ index: Int, seconds: Double) throws {
+        let device = try device(index)
+        guard seconds > 0, seconds.isFinite else { throw DBusError(name: DBusError.Name.invalidArgs, message: "delay needs seconds > 0") }
+        log("mwsim: fault delay board \(index) for \(seconds) s")
+        device.deliveryHeldUntil = clock.now + .milliseconds(Int64(seconds * 1000))
     }
 
     /// The board withholds stream notifications for `seconds` (samples still advance).

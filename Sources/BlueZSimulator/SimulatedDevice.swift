@@ -65,6 +65,10 @@ final class SimulatedDevice {
     var dropFraction = 0.0
     /// Bumped by every stall, so only the newest one's timer ends it.
     var stallGeneration = 0
+    /// Until then the link's connection events hand on nothing (``BlueZSimulator/delay(_:seconds:)``).
+    var deliveryHeldUntil: ContinuousClock.Instant?
+    /// Of the link queue, what the delay held and is still to be handed on.
+    var heldBacklog = 0
     var requestWriteInFlight = false
     var stats = BoardStats()
     /// Stream samples that reached a subscriber, by index (the soak's ground truth).

@@ -55,7 +55,8 @@ public enum BoardState: Hashable, Sendable, CustomStringConvertible {
     case lost(reason: String)
     /// Trying again after a failure; `attempt` counts failures since the last good link.
     case reconnecting(attempt: Int, lastFailure: String?)
-    /// No data came for too long; the stream is being restarted on the same link.
+    /// No data came for too long and the board answered the watchdog's register read with no
+    /// sample before its reply (``StreamProbe``): the stream is being restarted on the same link.
     case recoveringStream(restart: Int)
     /// Stopped on request: the stop's commands written (sensors off) and the last link's
     /// notifications all handed on, so no event follows. The link's release and disconnect
@@ -186,6 +187,15 @@ public struct BoardSessionOptions: Sendable {
     public var watchdogMinimum: Duration
     /// Stream restarts on the same link before the watchdog reconnects instead.
     public var streamRestartsBeforeReconnect: Int
+    /// How long the watchdog's register read (``StreamProbe``) may go without its reply and
+    /// without a sample before the link counts as dead. Longer than the board's supervision
+    /// timeout (6 s, ``ConnectionParameters/fastest`` and ``ConnectionParameters/idle``), so the
+    /// kernel drops a link whose radio is gone first (the silence began a watchdog timeout
+    /// before the read); longer than the stalls of a live link seen (the real-BlueZ VM's
+    /// startnotify group under TCG, bluetoothd slow to hand on: 1.4 s at load 7, and three
+    /// watchdog restarts within 4 s with nothing missing, docs/bluez-vm.md), which a shorter
+    /// bound would take for a dead link and reconnect, losing what bluetoothd held.
+    public var watchdogProbeTimeout: Duration = .seconds(8)
     /// How often to read the battery while streaming (nil: only at handshake).
     public var batteryInterval: Duration?
     /// Subscribe to the button and report toggles.

@@ -50,6 +50,8 @@ struct LinkWork {
     var setupQueued = false
     /// A motion sample arrived on this link: the board streams again.
     var streamLive = false
+    /// The stream watchdog's register read after a silence, and the replies it still awaits.
+    var probe = StreamProbe()
     /// When the board clock's reply (`0B 84`) arrived: its tick was the board's then. The
     /// handshake may go on for a second after it (battery, cleanup) on a loaded host.
     var clockReadAt: ContinuousClock.Instant?

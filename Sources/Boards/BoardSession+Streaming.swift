@@ -8,6 +8,8 @@ extension BoardSession {
     func receive(_ batch: [GattNotification]) {
         checkLinkDrops()
         if let plan {
+            // The watchdog's probe replies are not samples; they settle its probe.
+            let batch = current?.probe.takeReplies(from: batch) ?? batch
             // The flash log's replies are its own, not samples.
             guard current?.flashStart != nil || current?.download != nil || current?.awaitingTrimLength == true,
                   batch.contains(where: Self.isLogging) else {
@@ -39,6 +41,9 @@ extension BoardSession {
         if current?.streamLive == false, published.contains(where: \.isMotionSample) {
             current?.streamLive = true
             startWantedReadout()
+        }
+        if current?.probe.sentAt != nil, published.contains(where: \.isMotionSample) {
+            current?.probe.samplesArrived()
         }
     }
 
@@ -77,17 +82,44 @@ extension BoardSession {
         // A board that logs every sensor instead of streaming sends nothing to watch.
         guard sensorsOn, plan != nil, current?.failed == false, options.configuration.notificationsPerSecond > 0 else { return nil }
         let timeout = options.watchdogTimeout
+        // While a probe is out its reply (or the samples ahead of it) is looked for often.
+        if let probeSent = current?.probe.sentAt {
+            let bound = probeSent.advanced(by: options.watchdogProbeTimeout)
+            return min(bound, ContinuousClock.now.advanced(by: timeout / 8)).advanced(by: .milliseconds(1))
+        }
         let overdue = (tap.lastNotification ?? .now).advanced(by: timeout)
         return max(overdue, ContinuousClock.now.advanced(by: timeout / 8)).advanced(by: .milliseconds(1))
     }
 
-    /// No data for several expected intervals: restart the stream, then reconnect (reference
-    /// metawear-protocol §9.1, bluez-dbus §2.3 step 11).
+    /// No data for several expected intervals (reference metawear-protocol §9.1): first asks
+    /// the board (``StreamProbe``), and acts only on its answer. Samples before or with the
+    /// reply: only late, nothing is done. The reply alone: the stream is restarted, and after
+    /// ``BoardSessionOptions/streamRestartsBeforeReconnect`` restarts the link given up
+    /// (bluez-dbus §2.3 step 11). No reply and no sample within
+    /// ``BoardSessionOptions/watchdogProbeTimeout``: the link is dead and given up.
     private func checkWatchdog() async {
-        guard sensorsOn else { return }
+        guard sensorsOn, let plan, let probe = current?.probe else { return }
         let reading = tap.watchdogReading()
         if reading.motionSeen { streamRestarts = 0 }
-        guard let plan, let last = reading.last, ContinuousClock.now - last > options.watchdogTimeout else { return }
+        switch probe.verdict(bound: options.watchdogProbeTimeout) {
+        case .waiting?:
+            return
+        case .answeredWithoutSamples?:
+            current?.probe.settle()
+            await restartStream(plan)
+        case .unanswered?:
+            current?.probe.settle()
+            await failLink("no data and no reply to a register read for \(options.watchdogTimeout + options.watchdogProbeTimeout)")
+        case nil:
+            guard let last = reading.last, ContinuousClock.now - last > options.watchdogTimeout else { return }
+            current?.probe.sent()
+            write([StreamProbe.request])
+        }
+    }
+
+    /// The board answers but does not stream: the start sequence again (§9.1), on the same
+    /// link while restarts are left.
+    private func restartStream(_ plan: StreamingPlan) async {
         if streamRestarts < options.streamRestartsBeforeReconnect {
             streamRestarts += 1
             emit(.state(.recoveringStream(restart: streamRestarts)))
@@ -96,7 +128,7 @@ extension BoardSession {
             if let description { emit(.state(.streaming(description))) }
             return
         }
-        await failLink("no data for \(options.watchdogTimeout) after \(streamRestarts) stream restart(s)")
+        await failLink("the board answers but sends no data after \(streamRestarts) stream restart(s)")
     }
 }
 

@@ -144,6 +144,8 @@ public actor BoardSession {
     public func setSensors(_ on: Bool) {
         guard on != sensorsOn else { return }
         sensorsOn = on
+        // A probe of the stream before this change says nothing about the next one.
+        current?.probe.settle()
         guard let plan, let description else { return }
         if on {
             emit(.state(.streaming(description)))

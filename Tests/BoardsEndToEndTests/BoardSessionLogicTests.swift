@@ -5,31 +5,30 @@ import MetaWearBoardModel
 import Synchronization
 import Testing
 
-/// The board session's own logic (handshake, watchdog, reconnect, stop) over an in-memory
-/// transport: no bus, the board model answering.
+/// The board session's own logic (handshake, reconnect, stop) over an in-memory transport: no
+/// bus, the board model answering. The stream watchdog's tests are ``StreamWatchdogTests``.
 @Suite("Board session logic over an in-memory transport")
 struct BoardSessionLogicTests {
     private let address = BluetoothAddress("D1:5E:AA:0F:0F:01")!
 
-    /// The in-memory board streams only when a test says so, so the stream watchdog stays out of
-    /// the way of every test but the watchdog's own: at 200 ms it fired while a loaded host held
-    /// a test back between two steps, and moved the session to a new link behind the test's back
-    /// (the test's drop then hit the watchdog's link, and aReconnectKeeps... and
-    /// aReconnectWhileRecording... waited 90 s for a handshake on a closed link).
-    /// The board answers every write at once, so a reply timer runs out only when the host held
-    /// the session back that long: 600 s keeps the handshake's fallbacks (a module taken as
-    /// absent, a retry) out of these tests, as the watchdog.
-    private func options(watchdog: Duration) throws -> BoardSessionOptions {
+    /// The in-memory board streams only when a test says so, so the stream watchdog is kept out
+    /// of the way: at 200 ms it fired while a loaded host held a test back between two steps,
+    /// and moved the session to a new link behind the test's back (the test's drop then hit the
+    /// watchdog's link, and aReconnectKeeps... and aReconnectWhileRecording... waited 90 s for a
+    /// handshake on a closed link). The board answers every write at once, so a reply timer
+    /// runs out only when the host held the session back that long: 600 s keeps the handshake's
+    /// fallbacks (a module taken as absent, a retry) out of these tests, as the watchdog.
+    private func options() throws -> BoardSessionOptions {
         var options = try testOptions(pauseAfterConnectionParameters: 0)
-        options.watchdogMinimum = watchdog
+        options.watchdogMinimum = .seconds(600)
         options.handshake.replyTimeoutMilliseconds = 600_000
         return options
     }
 
     /// Runs a session over `transport` with its events recorded; stops it after `body`.
-    private func withSession(_ transport: InMemoryBoardTransport, watchdog: Duration = .seconds(600),
+    private func withSession(_ transport: InMemoryBoardTransport,
                              _ body: (BoardSession, EventRecorder) async throws -> Void) async throws {
-        let session = BoardSession(address: address, options: try options(watchdog: watchdog), transport: transport)
+        let session = BoardSession(address: address, options: try options(), transport: transport)
         try await runRecorded(session, body)
     }
 
@@ -69,35 +68,6 @@ struct BoardSessionLogicTests {
             let indices = recorder.samples(address).map(sampleIndex)
             #expect(indices.count == 30)
             #expect(indices == Array(indices.first!..<(indices.first! + UInt64(indices.count))))
-        }
-    }
-
-    /// The watchdog's own test (200 ms): every link here goes silent, so after the first reconnect
-    /// the watchdog goes on failing links as fast as the host runs; what is checked is the first
-    /// link's story, told by the events in order, not what has happened by the time the test looks.
-    @Test func aSilentStreamIsRestartedThenReconnected() async throws {
-        let transport = InMemoryBoardTransport()
-        try await withSession(transport, watchdog: .milliseconds(200)) { _, recorder in
-            try await waitUntil("streaming") { recorder.isStreaming(address) }
-            let first = try await link(transport, 0)
-            first.stream(milliseconds: 100)
-            // Silence: nothing more is streamed on this link.
-            try await waitUntil("a reconnect") { await transport.links.count >= 2 }
-            try await waitUntil("streaming again") { handshakes(recorder, address) >= 2 && recorder.isStreaming(address) }
-            let failures = await transport.failures
-            #expect(failures.first?.hasPrefix("no data for") == true, "\(failures)")
-            #expect(first.isClosed)
-            // The restart stopped and started the gyro on the same link before giving up (the
-            // link's writes are final once it is closed).
-            let gyroStart: [UInt8] = [0x13, 0x01, 0x01]
-            #expect(first.writes.filter { $0 == gyroStart }.count >= 2, "\(first.writes)")
-            // One restart, then the link was given up: the first link's states in order.
-            let states = recorder.states(address)
-            let firstLink = states.prefix { if case .lost = $0 { false } else { true } }
-            #expect(firstLink.filter { if case .recoveringStream = $0 { true } else { false } } == [.recoveringStream(restart: 1)],
-                    "\(states)")
-            #expect(firstLink.count < states.count, "the silent link was lost: \(states)")
-            #expect(states.dropFirst(firstLink.count).first == .lost(reason: "session failed: \(failures.first ?? "")"), "\(states)")
         }
     }
 
@@ -219,7 +189,7 @@ struct BoardSessionLogicTests {
 
     @Test func stopWritesTheStopCommandsAndHandsOnWhatWasDelivered() async throws {
         let transport = InMemoryBoardTransport()
-        let session = BoardSession(address: address, options: try options(watchdog: .seconds(600)), transport: transport)
+        let session = BoardSession(address: address, options: try options(), transport: transport)
         let recorder = EventRecorder()
         let forwarder = recordEvents(session.events, into: recorder)
         async let running: Void = session.run()

@@ -171,6 +171,8 @@ final class InMemoryLink: BoardLink, @unchecked Sendable {
     /// See ``holdWrites()``.
     private var writesHeld = false
     private var heldWrites = 0
+    /// See ``holdDeliveries()``: what the board sent meanwhile, in order; nil while delivering.
+    private var heldDeliveries: [[UInt8]]?
 
     /// With `millisecondsPerWrite` the board's clock moves on that much (streaming what falls
     /// due) before each write call reaches it, as a real link's connection events and the
@@ -243,8 +245,31 @@ final class InMemoryLink: BoardLink, @unchecked Sendable {
     func deliver(_ notifications: [[UInt8]]) {
         lock.withLock {
             guard !closed else { return }
+            if heldDeliveries != nil {
+                heldDeliveries? += notifications
+                return
+            }
             let now = ContinuousClock.now
             continuation.yield(notifications.map { GattNotification(bytes: $0, receivedAt: now, wallClock: Date()) })
+        }
+    }
+
+    /// From now on the host hands on nothing the board sends, replies and samples alike, and
+    /// loses nothing (bluetoothd slow to hand on: a loaded host, a second notify client), until
+    /// ``releaseHeld()``; never released, the link is dead with the kernel not yet aware.
+    func holdDeliveries() {
+        lock.withLock { heldDeliveries = heldDeliveries ?? [] }
+    }
+
+    /// Hands on what was held as one late lump, in order, and delivers at once again.
+    func releaseHeld() {
+        // Under the lock, so nothing the board sends meanwhile overtakes the lump.
+        lock.withLock {
+            let held = heldDeliveries ?? []
+            heldDeliveries = nil
+            guard !closed, !held.isEmpty else { return }
+            let now = ContinuousClock.now
+            continuation.yield(held.map { GattNotification(bytes: $0, receivedAt: now, wallClock: Date()) })
         }
     }
 

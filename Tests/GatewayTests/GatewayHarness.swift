@@ -43,7 +43,7 @@ final class GatewayHarness: Sendable {
     /// then the simulator and the bus.
     static func with(mode: GatewaySettings.SessionMode, gnss: Bool = true, streamBetweenSessions: Bool = false,
                      backfill: Bool = false, streaming: StreamingConfiguration = SimulatedGatewayRig.streaming,
-                     maxSessionDuration: Double? = nil, logs: LogCapture? = nil,
+                     maxSessionDuration: Double? = nil, delivery: NotificationDelivery = .automatic, logs: LogCapture? = nil,
                      _ body: (GatewayHarness) async throws -> Void) async throws {
         try await SimulatedGatewayRig.with(label: "gw", settings: { addresses, stateDirectory, busAddress in
             var settings = GatewaySettings(
@@ -54,6 +54,7 @@ final class GatewayHarness: Sendable {
             settings.streamBetweenSessions = streamBetweenSessions
             settings.backfill = backfill
             settings.maxSessionDuration = maxSessionDuration
+            settings.notificationDelivery = delivery
             return settings
         }, logs: logs) { rig in
             let group = rig.gateway.serviceGroup(gracefulShutdownSignals: [])
