@@ -207,7 +207,14 @@ public struct SampleTimestamper<Payload> {
     /// btvirt, a loaded VM) they come in bursts every 0.2-0.5 s with a delay that wanders
     /// between 0 and over a second for seconds at a time; judged on one second each rise of
     /// that delay was a loss (27-62 false marks per session, docs/bluez-vm.md). The count is
-    /// the lowest the step comes to over the confirmation. Returns false while the step waits
+    /// the lowest the step comes to over the confirmation from the lookahead's second half on,
+    /// and the oldest must take all of it, as above. Judged on the lookahead alone the settled
+    /// height may still carry a backlog: at a 50 ms connection interval the queue after an
+    /// 8.6 s hole stood 11 ms (1.1 periods) high through that second half, the count came out
+    /// one too many for the first batch after the hole (on the envelope), and the loss went 4
+    /// samples later, those 4 stamped 8.6 s early, before the hole (GapJitterTests seed 4). So
+    /// a step one period short of fitting is held for its confirmation too, and placed once the
+    /// count is known. Returns false while the step waits
     /// for its confirmation (with `final`, at the stream's end, an unconfirmed step is a loss
     /// only if it is a lookahead long or more).
     private mutating func detectGap(final: Bool) -> Bool {
@@ -228,7 +235,8 @@ public struct SampleTimestamper<Payload> {
         // notification may come lower than any before it once the connection events' phase
         // has moved: 4.3 ms lower after 10 s at a 45 ms interval, GapJitterTests seed 3.)
         let confirmedAt = oldest.receivedAt + configuration.confirmation
-        var lowest = Double.infinity
+        let settledFrom = oldest.receivedAt + configuration.lookahead / 2
+        var lowest = Double.infinity, settled = Double.infinity, withinLookahead = Double.infinity
         var i = pendingStart
         while i < pending.count, pending[i].receivedAt <= confirmedAt {
             let r = residual(pending[i], a)
@@ -238,6 +246,8 @@ public struct SampleTimestamper<Payload> {
                 return true
             }
             lowest = min(lowest, r)
+            if pending[i].receivedAt >= settledFrom { settled = min(settled, r) }
+            if pending[i].receivedAt <= oldest.receivedAt + configuration.lookahead { withinLookahead = min(withinLookahead, r) }
             i += 1
         }
         waitingStep = nil
@@ -252,7 +262,10 @@ public struct SampleTimestamper<Payload> {
             }
             guard lowest >= Double(configuration.lookahead) || unconfirmedStepAtTheEndIsALoss else { return true }
         }
-        let missed = max(1, Int64((lowest / period).rounded()))
+        let missed = max(1, Int64(((settled.isFinite ? settled : lowest) / period).rounded()))
+        // The oldest must take the whole count: otherwise it was merely late (a late batch
+        // before the hole), and the loss comes after it.
+        guard fitsBeforeTheOldest(missed: missed, minimum: withinLookahead) else { return true }
         for i in pendingStart..<pending.count { pending[i].firstIndex += missed }
         nextIndex += missed
         missedSamples += missed
@@ -278,9 +291,15 @@ public struct SampleTimestamper<Payload> {
         guard minimum >= threshold, settled >= threshold else { return false }
         let stepped = Int64((settled / period).rounded())
         guard stepped > 0 else { return false }
+        return fitsBeforeTheOldest(missed: stepped - 1, minimum: minimum)
+    }
+
+    /// Whether `missed` samples can go before the oldest held notification: none in its
+    /// lookahead, `minimum` the lowest residual there, is then stamped after it was received.
+    private func fitsBeforeTheOldest(missed: Int64, minimum: Double) -> Bool {
         // Jitter of the envelope, plus the rate estimate's error (≤ 200 ppm) over a long hole.
-        let tolerance = min(max(0.05 * period, 300_000), 1_000_000) + 2e-4 * Double(stepped) * period
-        return minimum - Double(stepped) * period >= -tolerance
+        let tolerance = min(max(0.05 * period, 300_000), 1_000_000) + 2e-4 * Double(missed) * period
+        return minimum - Double(missed) * period >= -tolerance
     }
 
     private var missedBeforeOldest = 0
