@@ -15,14 +15,30 @@ struct BackfillRelockTests {
     @Test("a gap after 2, 10 and 20 minutes of latency steps: no twin, no hole, median error < 1 ms",
           arguments: [(2, 40.0, UInt64(81)), (10, -60.0, UInt64(82)), (20, 30.0, UInt64(83)), (20, 500.0, UInt64(84))])
     func gapAfterLatencySteps(minutes: Int, tickPPM: Double, seed: UInt64) {
+        gapAfterLatencySteps(minutes: minutes, tickPPM: tickPPM, seed: seed, quietBeforeTheDrop: true)
+    }
+
+    /// Seed 81 without the quiet stretch before the drop: the latency steps down 381 ms 5 s
+    /// before it (725 -> 344 ms). The timestamper joined its slope across the step, 2.4 % short
+    /// for the window, and the drop was marked 131 samples after its end, those 131 stamped
+    /// 7.9 s early, inside the gap (800 of its samples unplaced). Its fit now begins again at
+    /// such a step down (``SampleTimestamper``).
+    @Test("a latency step down 5 s before the drop: no twin, no hole, median error < 1 ms")
+    func stepDownBeforeTheDrop() {
+        gapAfterLatencySteps(minutes: 2, tickPPM: 40, seed: 81, quietBeforeTheDrop: false)
+    }
+
+    func gapAfterLatencySteps(minutes: Int, tickPPM: Double, seed: UInt64, quietBeforeTheDrop: Bool) {
         print("BackfillRelockTests.gapAfterLatencySteps seed \(seed): gap after \(minutes) min, board clock \(tickPPM) ppm")
         let rate = 100.0
         let gapEnd = minutes * 60 * Int(rate)
         let gap = (gapEnd - 800)..<gapEnd
-        // No step from 15 s before the drop to 10 s after it: the timestamper holds a step 5 s
-        // for its confirmation, and one the drop cuts short leaves the stream after it stamped
-        // seconds early (the timestamper's, not the log's, to put right).
-        let latency = Self.latencySteps(seed: seed, samples: gapEnd + 3_000, rate: rate, quiet: (gap.lowerBound - 1_500)..<(gapEnd + 1_000))
+        // No step from 15 s before the drop to 10 s after it (unless `quietBeforeTheDrop` is
+        // false: none from the drop's end): the timestamper holds a step 5 s for its
+        // confirmation, and one the drop cuts short leaves the stream after it stamped seconds
+        // early (the timestamper's, not the log's, to put right).
+        let quiet = quietBeforeTheDrop ? (gap.lowerBound - 1_500)..<(gapEnd + 1_000) : gapEnd..<(gapEnd + 1_000)
+        let latency = Self.latencySteps(seed: seed, samples: gapEnd + 3_000, rate: rate, quiet: quiet)
         let board = LoggingBoard(seed: seed, seconds: Double(gapEnd) / rate + 30, imuPPM: -80, tickPPM: tickPPM,
                                  dropped: { gap.contains($0) }, latency: { latency[$0] })
         // The clock read at the link's start, 30 ms of latency late.
