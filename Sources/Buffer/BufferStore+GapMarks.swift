@@ -43,7 +43,7 @@ extension BufferStore {
                             || (mark.movedTo.map { $0 != points[k].gyroscope.timestamp } ?? false) else { continue }
                     points[k].missedBefore = mark.missedBefore
                     points[k].gapMilliseconds = mark.missedBefore > 0 ? mark.gapMilliseconds : 0
-                    if let time = mark.movedTo { points[k].gyroscope.timestamp = time }
+                    if let time = mark.movedTo { points[k] = points[k].moved(by: time - points[k].gyroscope.timestamp) }
                     changed = true
                 }
                 guard changed else { continue }

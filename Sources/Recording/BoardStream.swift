@@ -58,8 +58,15 @@ final class BoardStream {
     var unwrittenCount = 0
     var unwrittenSource = TimeSource.systemClockSynchronised
     /// Whether the board keeps a flash log that can fill its gaps: points after a gap are
-    /// then held until the backfill comes (or the wait ends).
-    var backfillExpected = false
+    /// then held until the backfill comes (or the wait ends). Its log tells a delay from a
+    /// loss, so a step the stream's end cuts short is marked, in both sensors' stamps alike (a
+    /// delay the log shows moves both: ``SampleTimestamper/unconfirmedStepAtTheEndIsALoss``).
+    var backfillExpected = false {
+        didSet {
+            gyro.unconfirmedStepAtTheEndIsALoss = backfillExpected
+            accelerometer?.unconfirmedStepAtTheEndIsALoss = backfillExpected
+        }
+    }
     /// Points after a gap, waiting for the board's flash log to fill it.
     var hold: BackfillHold?
     /// The accelerometer readings of the points journaled provisionally, and the committed

@@ -125,3 +125,14 @@ public struct RecordedPoint: Hashable, Sendable {
         self.missedBefore = missedBefore
     }
 }
+
+extension RecordedPoint {
+    /// The point `offset` ms later (earlier when negative), its accelerometer reading with it:
+    /// a delay of the link its sensors streamed on made both sensors' stamps late by as much.
+    public func moved(by offset: Double) -> RecordedPoint {
+        var p = self
+        p.gyroscope.timestamp += offset
+        p.accelerometer?.timestamp += offset
+        return p
+    }
+}

@@ -235,7 +235,8 @@ public struct GapMark: Hashable, Sendable {
     public var missedBefore: Int
     public var gapMilliseconds: Int
     /// The time the board's log puts it at, epoch ms, when that is not `timestamp`: its stream
-    /// was stamped late (a delay taken for a loss, which the log contradicts).
+    /// was stamped late (a delay taken for a loss, which the log contradicts). Its accelerometer
+    /// reading, streamed on the same link as late, moves as far (``RecordedPoint/moved(by:)``).
     public var movedTo: Double?
 
     /// Every field.

@@ -43,7 +43,6 @@ extension SessionController {
     public func expectBackfill(board: String, _ expected: Bool) {
         if expected { backfillBoards.insert(board) } else { backfillBoards.remove(board) }
         boards[board]?.backfillExpected = expected
-        boards[board]?.gyro.unconfirmedStepAtTheEndIsALoss = expected
         if expected { requestRestartBackfill(board: board) }
         if !expected { giveUpWaitingForTheLog(board: board) }
     }

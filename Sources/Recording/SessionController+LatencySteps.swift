@@ -24,6 +24,11 @@ extension SessionController {
         /// The marked point's counts and time before the move.
         var raw: RawVector
         var markedAt: Double
+        /// Where the accelerometer's late stamps begin, epoch ms: it streamed beside the gyro on
+        /// the same link, so its notifications came as late, its timestamper took the same step
+        /// for a loss (or began on the same late arrivals), and the first sample it stamped after
+        /// the step lies about `late` after the last one before it. Halfway between them.
+        var accelerometerLateFrom: Double { markedAt - late / 2 }
     }
 
     /// Clears the marks of `points` (in order, the first after `previous`, epoch ms) that
@@ -76,9 +81,12 @@ extension SessionController {
             guard let window = streamed[board], let at = window.samples.lastIndex(where: { $0.raw == delay.raw }) else { continue }
             let link = window.samples[at].link
             streamed[board]?.move(link: link, from: at, by: -lateNs)
+            streamedAccelerometer[board]?.move(link: link, stampedFrom: timeBase.monotonic(epochMilliseconds: delay.accelerometerLateFrom),
+                                               by: -lateNs)
             // Its link streams on.
             guard delay.linkEnd == points.count, link == window.link else { continue }
             stream.gyro.takeBack(lateBy: lateNs)
+            stream.takeBackAccelerometer(from: delay.accelerometerLateFrom, by: delay.late)
             stream.merger.moveHeld(from: delay.markedAt, by: -delay.late)
             for i in stream.waitingForAccelerometer.indices where stream.waitingForAccelerometer[i].time >= delay.markedAt {
                 stream.waitingForAccelerometer[i].time -= delay.late
@@ -87,10 +95,10 @@ extension SessionController {
         }
     }
 
-    /// `point` moved by `offset` ms, located again for its new time.
+    /// `point` moved by `offset` ms with its accelerometer reading (stamped as late: see
+    /// ``DelayTakenBack/accelerometerLateFrom``), located again for its new time.
     private func moved(_ point: RecordedPoint, by offset: Double, stream: BoardStream, scale: Double) -> RecordedPoint {
-        var p = point
-        p.gyroscope.timestamp += offset
+        var p = point.moved(by: offset)
         let value = MotionSamples(single: RawVector(stored: point.gyroscope, scale: scale), scale: scale)[0]
         let located = stream.merger.locate(GyroItem(sample: value, missedBefore: 0, source: timeBase.source), p.gyroscope.timestamp)
         p.location = located.location
@@ -111,11 +119,7 @@ extension SessionController {
         let before = pending.gap.tail
         var tail = before
         let taken = takeBackDelays(&tail, after: pending.opensSession ? nil : pending.gap.after, linkStarts: pending.tailLinkStarts,
-                                   contradicted: contradicted, scale: scale, periodMs: periodMs) { point, offset in
-            var p = point
-            p.gyroscope.timestamp += offset
-            return p
-        }
+                                   contradicted: contradicted, scale: scale, periodMs: periodMs) { $0.moved(by: $1) }
         guard !taken.isEmpty else { return }
         var marks: [GapMark] = []
         for (old, new) in zip(before, tail) where old != new {
@@ -133,6 +137,13 @@ extension SessionController {
             guard let window = streamed[board], let at = window.samples.lastIndex(where: { $0.raw == delay.raw }) else { continue }
             let through = delay.linkEnd == tail.count ? lastRaw.flatMap { raw in window.samples.lastIndex { $0.raw == raw } } : nil
             streamed[board]?.move(link: window.samples[at].link, from: at, through: through, by: -delay.lateNanoseconds)
+            // The accelerometer's samples stamped up to the tail's last point, and half a period
+            // after it (those after belong to what followed the stop).
+            let accelerometerThrough = delay.linkEnd == tail.count
+                ? before.last.map { timeBase.monotonic(epochMilliseconds: $0.gyroscope.timestamp + periodMs / 2) } : nil
+            streamedAccelerometer[board]?.move(link: window.samples[at].link,
+                                               stampedFrom: timeBase.monotonic(epochMilliseconds: delay.accelerometerLateFrom),
+                                               through: accelerometerThrough, by: -delay.lateNanoseconds)
         }
     }
 }
@@ -144,6 +155,29 @@ extension StreamedWindow {
     mutating func move(link: Int, from start: Int, through end: Int? = nil, by offset: Int64) {
         guard start < samples.count else { return }
         for i in start...min(end ?? samples.count - 1, samples.count - 1) where samples[i].link == link { samples[i].time += offset }
+    }
+
+    /// The same for the samples of `link` stamped at `from` or later (through `through`, when
+    /// given; monotonic ns).
+    mutating func move(link: Int, stampedFrom from: Int64, through: Int64? = nil, by offset: Int64) {
+        let start = samples.firstIndex(notBefore: from)
+        let end = through.map { samples.firstIndex(notBefore: $0 + 1) - 1 }
+        guard end.map({ $0 >= start }) ?? true else { return }
+        move(link: link, from: start, through: end, by: offset)
+    }
+}
+
+extension BoardStream {
+    /// The accelerometer's stamps from `from` on (epoch ms) came `late` ms late, as the gyro's
+    /// beside them on this link (``SessionController/DelayTakenBack/accelerometerLateFrom``):
+    /// its timestamper stamps that much earlier from now on (``SampleTimestamper/takeBack(lateBy:)``),
+    /// and the readings it stamped since, still to be paired with a gyro point, move back.
+    func takeBackAccelerometer(from: Double, by late: Double) {
+        guard accelerometerRate != nil else { return }
+        accelerometer?.takeBack(lateBy: Int64((late * 1e6).rounded()))
+        for i in recentAccelerometer.indices where recentAccelerometer[i].timestamp >= from { recentAccelerometer[i].timestamp -= late }
+        recentAccelerometer.sort { $0.timestamp < $1.timestamp }
+        if accelerometerStampedUntil >= from { accelerometerStampedUntil -= late }
     }
 }
 

@@ -213,8 +213,6 @@ public final class SessionController {
             gyro: SampleTimestamper(configuration: gyro), accelerometer: accel,
             merger: LocationMerger(maxWait: configuration.fixWait, freshness: configuration.fixFreshness))
         stream.backfillExpected = backfillBoards.contains(board)
-        // Its log tells a delay from a loss: a step the stream's end cuts short is marked.
-        stream.gyro.unconfirmedStepAtTheEndIsALoss = stream.backfillExpected
         stream.began = now.map(timeBase.epochMilliseconds(monotonic:))
         streamed[board]?.beginLink()
         streamedAccelerometer[board]?.beginLink()

@@ -15,6 +15,8 @@ struct BackfillMergeTests {
         var delivered: Int
         /// True time of each sample index, monotonic nanoseconds.
         var truth: [UInt64: UInt64]
+        /// The same for each accelerometer sample (when it streams beside the gyro).
+        var accelerometerTruth: [UInt64: UInt64] = [:]
         var heldAtDownload: Bool
         /// After the stop: what the first readout did, when the controller asked for a second.
         var firstReadout: SessionController.BackfillOutcome?
@@ -32,13 +34,14 @@ struct BackfillMergeTests {
     /// shutdown's and the process ends with it: nothing is read after it. With
     /// `shutDownAfterTheStop`, the stop is the control API's and a graceful shutdown follows it
     /// at once (``SessionController/sealWhatTheGapsReadoutsBrought()``). At each of `restarts`
-    /// (seconds) the stream restarts (detach, attach) losing nothing.
+    /// (seconds) the stream restarts (detach, attach) losing nothing. With `accelerometer`, the
+    /// accelerometer streams beside the gyro at 100 Hz (±4 g, its x its sample index), as late.
     func record(seconds: Double, hole: (Double, Double), reattach: Bool, downloadAt: Double?, seed: UInt64,
                 early: @escaping (Double) -> Int64 = { _ in 0 }, moreHoles: [(Double, Double)] = [],
                 downloadAfterStop: Bool = false, pagedBeforeStop: Int? = nil, readAt: Double? = nil,
                 refuseCorrection: Bool = false, gyroPause: (Double, Double)? = nil, notLogged: Range<Double>? = nil,
                 laterDownloadAt: Double? = nil, shutDownAtTheStop: Bool = false, shutDownAfterTheStop: Bool = false,
-                restarts: [Double] = []) throws -> Outcome {
+                restarts: [Double] = [], accelerometer: Bool = false) throws -> Outcome {
         let store = MemoryStore()
         let base = TimeBase(wallNanoseconds: 1_800_000_000_000_000_000, monotonicNanoseconds: 0, systemClockSynchronised: true)
         let controller = SessionController(store: store, timeBase: base)
@@ -51,10 +54,17 @@ struct BackfillMergeTests {
         for p in LoggingCommands.start(overwriteWhenFull: true) + Commands.startGyro(GyroConfiguration(rate: .hz100, range: .dps2000), mode: .single, chip: .bmi160) {
             _ = board.write(p.bytes)
         }
+        if accelerometer {
+            for p in Commands.startAccelerometer(try AccelerometerConfiguration(rateHertz: 100, rangeG: 4), mode: .single, chip: .bmi160) {
+                _ = board.write(p.bytes)
+            }
+        }
+        let accelerometerRate: Double? = accelerometer ? 100 : nil
         controller.expectBackfill(board: "B", true)
-        controller.attach(board: "B", gyroRateHertz: 100)
+        controller.attach(board: "B", gyroRateHertz: 100, accelerometerRateHertz: accelerometerRate)
         try controller.start(trigger: .controlAPI, now: 0)
         var truth: [UInt64: UInt64] = [:]
+        var accelerometerTruth: [UInt64: UInt64] = [:]
         func lacking(_ logged: [LoggedSample]) -> [LoggedSample] {
             guard let notLogged else { return logged }
             return logged.filter { !notLogged.contains(Double(truth[UInt64(UInt16(bitPattern: $0.raw.x))] ?? 0) / 1e9) }
@@ -67,9 +77,10 @@ struct BackfillMergeTests {
         // The board as it was when the readout counted its log (`readAt`), if before the download.
         var readout: SimulatedBoard?
         let link = BatchingLinkDriver(hole: hole, reattach: reattach, seed: seed, early: early, moreHoles: moreHoles,
-                                      gyroPause: gyroPause, restarts: restarts)
+                                      gyroPause: gyroPause, restarts: restarts, accelerometerRateHertz: accelerometerRate)
         // Every gyro sample's true time is noted, also those the hole loses; only gyro is lost.
         let (delivered, now) = try link.run(&board, into: controller, seconds: seconds, deliver: { n, event, inHole in
+            if case .accelerometer(let s) = event { accelerometerTruth[UInt64(UInt16(bitPattern: s.raw(0).x))] = n.nanoseconds }
             guard case .gyro(let s) = event else { return true }
             truth[UInt64(UInt16(bitPattern: s.raw(0).x))] = n.nanoseconds
             return !inHole
@@ -121,8 +132,8 @@ struct BackfillMergeTests {
         }
         var points: [RecordedPoint] = []
         for (_, chunk) in store.sealed where chunk.board == "B" { points += try PointCodec.decode(chunk.bytes) }
-        return Outcome(points: points, backfill: outcome, delivered: delivered, truth: truth, heldAtDownload: heldAtDownload,
-                       firstReadout: firstReadout)
+        return Outcome(points: points, backfill: outcome, delivered: delivered, truth: truth, accelerometerTruth: accelerometerTruth,
+                       heldAtDownload: heldAtDownload, firstReadout: firstReadout)
     }
 
     /// The whole log read out on a copy of the board (its clock read first, as at connect).

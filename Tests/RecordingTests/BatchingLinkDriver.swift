@@ -21,6 +21,8 @@ struct BatchingLinkDriver {
     /// Times (seconds) the board is detached and attached again at once, losing nothing: the
     /// stream restarted while its notifications were only late.
     var restarts: [Double] = []
+    /// The accelerometer's rate when it streams beside the gyro (each attach says so).
+    var accelerometerRateHertz: Double?
 
     /// Streams `board` (gyro started) into `controller` (attached, recording) for `seconds`,
     /// ticking it after each connection event, then runs `afterEvent` with the time in
@@ -44,12 +46,12 @@ struct BatchingLinkDriver {
             if holeNow != inHole {
                 inHole = holeNow
                 if reattach {
-                    if holeNow { controller.detach(board: "B", now: now) } else { controller.attach(board: "B", gyroRateHertz: 100) }
+                    if holeNow { controller.detach(board: "B", now: now) } else { controller.attach(board: "B", gyroRateHertz: 100, accelerometerRateHertz: accelerometerRateHertz) }
                 }
             }
             for restart in restarts where t >= restart && t - Double(now - previous) / 1e9 < restart {
                 controller.detach(board: "B", now: now)
-                controller.attach(board: "B", gyroRateHertz: 100)
+                controller.attach(board: "B", gyroRateHertz: 100, accelerometerRateHertz: accelerometerRateHertz)
             }
             if let pause = gyroPause, t >= pause.0, t - Double(now - previous) / 1e9 < pause.0 {
                 for p in Commands.stop(.gyro, mode: .single, chip: .bmi160) { _ = board.write(p.bytes) }

@@ -133,7 +133,7 @@ final class MemoryStore: RecordingStore {
                 guard let mark = byTime[points[i].gyroscope.timestamp] else { continue }
                 points[i].missedBefore = mark.missedBefore
                 points[i].gapMilliseconds = mark.missedBefore > 0 ? mark.gapMilliseconds : 0
-                if let time = mark.movedTo { points[i].gyroscope.timestamp = time }
+                if let time = mark.movedTo { points[i] = points[i].moved(by: time - points[i].gyroscope.timestamp) }
             }
             sealed[k].chunk.bytes = PointCodec.encode(points)
         }
