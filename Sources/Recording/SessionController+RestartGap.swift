@@ -91,7 +91,8 @@ extension SessionController {
     /// Stores the session's end with the stop's chunks (``sealsForTheStop``, after the seals
     /// that failed before) and the gaps its stop left in one transaction; if that fails, as
     /// before it: each chunk (kept for a retry when refused), each gap on its own (a failure
-    /// noted), then the end.
+    /// noted), then the end, unless a chunk of the session is still refused: then its points go
+    /// into the segment journal and the end waits for its seal (``endOnceSealed(_:)``).
     func storeEnd(_ end: SessionEnd, stopGaps: [StopGapBound], now: Int64) throws {
         // A board's chunks are all among the failed seals once one of them failed, so this
         // keeps each board's seal order.
@@ -105,12 +106,12 @@ extension SessionController {
         } catch {
             failedSeals = chunks
             retryFailedSeals(now: now, force: true)
-            guard !stopGaps.isEmpty else { return try store.endSession(end) }
             for gap in stopGaps {
                 do { try store.restartGapKept(gap) } catch {
                     lastStoreError = "gap of \(gap.board) in session \(gap.sessionID) not kept: \(error)"
                 }
             }
+            guard !endOnceSealed(end) else { return }
             try store.endSession(end)
         }
     }

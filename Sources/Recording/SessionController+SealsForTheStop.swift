@@ -29,3 +29,41 @@ extension SessionController {
         retryFailedSeals(now: now, force: true)
     }
 }
+
+/// A chunk of a session the store still refuses when its end is stored (disk full, I/O error)
+/// is kept in memory for a retry; its points written since the last segment write were in no
+/// segment (the stop writes them with the chunk), and the end would drop the session's segments
+/// and leave it out of recovery: a gateway ended before the retry lost them. So the session
+/// stays open in the store, its refused chunks' points journaled, until they are sealed; a
+/// restart in between recovers it from the journal (accepted data is never lost).
+extension SessionController {
+    /// Whether `end` waits for refused chunks of its session: if so, their points are journaled
+    /// and the end is stored once the last of them is sealed (``retryFailedSeals(now:force:)``).
+    func endOnceSealed(_ end: SessionEnd) -> Bool {
+        let refused = failedSeals.filter { $0.sessionID == end.sessionID }
+        guard !refused.isEmpty else { return false }
+        let segments = refused.compactMap { chunk in
+            chunk.segmentsThrough.map {
+                OpenSegment(sessionID: chunk.sessionID, board: chunk.board, firstIndex: $0 - chunk.pointCount, bytes: chunk.bytes,
+                            pointCount: chunk.pointCount, timeSource: chunk.timeSource)
+            }
+        }
+        do { try store.append(segments) } catch {
+            lastStoreError = "refused chunks of session \(end.sessionID) not journaled: \(error)"
+        }
+        endsWaitingForSeals.append(end)
+        return true
+    }
+
+    /// Stores the ends whose sessions' chunks are all sealed now.
+    func storeEndsNoLongerWaiting() {
+        endsWaitingForSeals = endsWaitingForSeals.filter { end in
+            guard !failedSeals.contains(where: { $0.sessionID == end.sessionID }) else { return true }
+            do { try store.endSession(end) } catch {
+                lastStoreError = "end of session \(end.sessionID) not stored: \(error)"
+                return true
+            }
+            return false
+        }
+    }
+}

@@ -120,6 +120,8 @@ public final class SessionController {
     /// Chunks sealed since ``holdSealsForTheStop()`` (or during ``stop(trigger:now:boardsStoppedAt:)``),
     /// in seal order: stored with the session's end in one transaction. Nil while none is held.
     var sealsForTheStop: [ChunkToSeal]?
+    /// Ends of sessions stored once their refused chunks are sealed (``endOnceSealed(_:)``).
+    var endsWaitingForSeals: [SessionEnd] = []
     private var nextSealRetry: Int64 = .min
     private var sealRetryDelay = SessionController.firstSealRetryDelay
     private(set) var lastSegmentWrite: Int64 = .min
@@ -194,8 +196,8 @@ public final class SessionController {
     }
 
     /// True while sealed chunks wait for a retry because the store refused them (the buffer
-    /// is not writable right now).
-    public var hasFailedSeals: Bool { !failedSeals.isEmpty }
+    /// is not writable right now), or a session's end waits for them (``endOnceSealed(_:)``).
+    public var hasFailedSeals: Bool { !failedSeals.isEmpty || !endsWaitingForSeals.isEmpty }
 
     public var state: State { session.map { .recording(sessionID: $0.id) } ?? .idle }
 
@@ -698,7 +700,8 @@ public final class SessionController {
     /// while the other boards go on; retries back off to at most every 30 s so a store that
     /// keeps failing is not hammered from every tick.
     func retryFailedSeals(now: Int64, force: Bool = false) {
-        guard !failedSeals.isEmpty, force || now >= nextSealRetry else { return }
+        guard hasFailedSeals, force || now >= nextSealRetry else { return }
+        defer { storeEndsNoLongerWaiting() }
         var blockedBoards: Set<String> = []
         var stillFailing: [ChunkToSeal] = []
         for chunk in failedSeals {

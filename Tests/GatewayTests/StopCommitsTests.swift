@@ -82,13 +82,8 @@ struct StopCommitsTests {
     /// up to 15 s for it): once a segment write is due, the held chunk is sealed on its own, so
     /// a kill -9 then loses no point of it, as while recording.
     @Test func aHeldChunkIsSealedWhenASegmentWriteIsDue() throws {
-        // Every point the session took, from a stop of the same recording.
-        let all = try withStore { _, store in
-            let (controller, _, now) = try recording(into: store)
-            return try controller.stop(trigger: .controlAPI, now: now).pointCount
-        }
-        let dir = NSTemporaryDirectory() + "mwgate-stopcommits-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let all = try everyPoint()
+        let dir = try Self.directory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let id = try {
             let store = CountingStore(try Self.openBuffer(dir))
@@ -109,6 +104,42 @@ struct StopCommitsTests {
         #expect(try buffer.dataset(sessionID: id).points.count == all)
     }
 
+    /// The end's one commit fails, and so does the seal of B0's last chunk on its own (a full or
+    /// failing disk), which leaves it in memory for a retry: its points since the last segment
+    /// write were in no segment, and the end dropped the session's segments and left it out of
+    /// recovery, so a gateway ended before the retry lost them (the shutdown's case: the
+    /// process exits after the stop). Now the session stays open until the chunk is sealed, its
+    /// points journaled: killed then, recovery finds every point; kept running, the retry seals
+    /// the chunk and stores the end.
+    @Test("the end's commit and a held chunk's own seal fail: nothing is lost, killed or kept running",
+          arguments: ["killed after the stop", "the store heals"])
+    func aRefusedHeldChunkIsJournaledAndTheEndWaitsForIt(then: String) throws {
+        let all = try everyPoint()
+        let dir = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = CountingStore(try Self.openBuffer(dir))
+        let (controller, id, now) = try recording(into: store)
+        controller.holdSealsForTheStop()
+        for board in boards { controller.detach(board: board, now: now) }
+        store.refusesTheEndsCommit = true
+        store.refusedBoards = ["B0"]
+        let end = try controller.stop(trigger: .shutdown, now: now + 1_000_000)
+        #expect(end.pointCount == all)
+        #expect(controller.hasFailedSeals, "B0's chunk waits for a retry")
+        if then == "the store heals" {
+            store.refusedBoards = []
+            controller.tick(now: now + 2_000_000_000)
+            #expect(!controller.hasFailedSeals, "the chunk and the end are stored: \(controller.lastStoreError ?? "")")
+            #expect(try store.store.sessionsAwaitingSurvey() == [id])
+            #expect(try store.store.dataset(sessionID: id).points.count == all)
+            return
+        }
+        // Killed here: recovery finds every point.
+        let buffer = try Self.openBuffer(dir)
+        #expect(try buffer.recoverInterruptedSessions() == [id])
+        #expect(try buffer.dataset(sessionID: id).points.count == all)
+    }
+
     private let boards = ["B0", "B1"]
 
     private static func openBuffer(_ dir: String) throws -> BufferStore {
@@ -116,10 +147,24 @@ struct StopCommitsTests {
                         configuration: BufferStore.Configuration(userID: "00000000-0000-4000-8000-000000000001"))
     }
 
-    /// Runs `body` with a buffer in a new directory and the store counting its writes.
-    private func withStore<T>(_ body: (BufferStore, CountingStore) throws -> T) throws -> T {
+    /// A new directory for a buffer (the caller removes it).
+    private static func directory() throws -> String {
         let dir = NSTemporaryDirectory() + "mwgate-stopcommits-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        return dir
+    }
+
+    /// Every point the session of ``recording(into:)`` took, from a stop of the same recording.
+    private func everyPoint() throws -> Int {
+        try withStore { _, store in
+            let (controller, _, now) = try recording(into: store)
+            return try controller.stop(trigger: .controlAPI, now: now).pointCount
+        }
+    }
+
+    /// Runs `body` with a buffer in a new directory and the store counting its writes.
+    private func withStore<T>(_ body: (BufferStore, CountingStore) throws -> T) throws -> T {
+        let dir = try Self.directory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let buffer = try Self.openBuffer(dir)
         return try body(buffer, CountingStore(buffer))
@@ -167,6 +212,11 @@ struct StopCommitsTests {
 private final class CountingStore: RecordingStore {
     let store: BufferStore
     var writes: [String] = []
+    /// The end's one transaction with the stop's chunks fails (a full or failing disk).
+    var refusesTheEndsCommit = false
+    /// Boards whose chunks the store refuses to seal.
+    var refusedBoards: Set<String> = []
+    struct Refused: Error {}
 
     init(_ store: BufferStore) { self.store = store }
 
@@ -180,6 +230,7 @@ private final class CountingStore: RecordingStore {
     }
     func seal(_ chunk: ChunkToSeal) throws -> String {
         writes.append("seal")
+        if refusedBoards.contains(chunk.board) { throw Refused() }
         return try store.seal(chunk)
     }
     func endSession(_ end: SessionEnd) throws {
@@ -192,6 +243,7 @@ private final class CountingStore: RecordingStore {
     }
     func endSession(_ end: SessionEnd, sealing chunks: [ChunkToSeal], keepingStopGaps gaps: [StopGapBound]) throws -> [String] {
         writes.append("endSession+\(chunks.count) chunks+\(gaps.count) stop gaps")
+        if refusesTheEndsCommit { throw Refused() }
         return try store.endSession(end, sealing: chunks, keepingStopGaps: gaps)
     }
     func submitSurvey(sessionID: String, survey: HazardSurvey, submittedAt: Date) throws -> RecordsDocument {
