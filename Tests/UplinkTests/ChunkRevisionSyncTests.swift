@@ -49,34 +49,26 @@ struct ChunkRevisionSyncTests {
 
     @Test("Firestore: the document is replaced")
     func firestore() async throws {
-        if let missing = FirestoreEmulator.missing {
-            print("⚠️  SKIPPED Firestore emulator tests: \(missing)")
-            return
+        try await withFirestoreEmulator { emulator in
+            let sink = try FirestoreSink(configuration: .emulator(host: emulator.host, projectID: emulator.projectID))
+            let run = try await Self.revisedUpload { _ in sink }
+            defer { try? FileManager.default.removeItem(atPath: run.dir) }
+            // Each stored document equals the buffer's, the revised chunk's revision included.
+            try await checkSessionInEmulator(emulator, store: run.store, session: run.session)
         }
-        let emulator = try await FirestoreEmulator()
-        defer { emulator.stop() }
-        let sink = try FirestoreSink(configuration: .emulator(host: emulator.host, projectID: emulator.projectID))
-        let run = try await Self.revisedUpload { _ in sink }
-        defer { try? FileManager.default.removeItem(atPath: run.dir) }
-        // Each stored document equals the buffer's, the revised chunk's revision included.
-        try await checkSessionInEmulator(emulator, store: run.store, session: run.session)
     }
 
     @Test("PostgreSQL: the row is updated")
     func postgres() async throws {
-        if let missing = PostgresServer.missing {
-            print("⚠️  SKIPPED PostgreSQL tests: \(missing)")
-            return
+        try await withPostgresServer { pg in
+            let sink = PostgresSink(configuration: pg.configuration)
+            let run = try await Self.revisedUpload { _ in sink }
+            defer { try? FileManager.default.removeItem(atPath: run.dir) }
+            let data = try await pg.query("SELECT data FROM realtime_data WHERE name = '\(run.chunk)'")
+            let points = try JSONSerialization.jsonObject(with: Data(data.utf8)) as? [[String: Any]] ?? []
+            #expect(points.compactMap { $0["missed_before"] as? Int } == [7], "the row holds the revised points")
+            #expect(try await pg.query("SELECT count(*) FROM realtime_data WHERE name = '\(run.chunk)'") == "1")
+            await sink.close()
         }
-        let pg = try await PostgresServer.launch()
-        defer { pg.destroy() }
-        let sink = PostgresSink(configuration: pg.configuration)
-        let run = try await Self.revisedUpload { _ in sink }
-        defer { try? FileManager.default.removeItem(atPath: run.dir) }
-        let data = try await pg.query("SELECT data FROM realtime_data WHERE name = '\(run.chunk)'")
-        let points = try JSONSerialization.jsonObject(with: Data(data.utf8)) as? [[String: Any]] ?? []
-        #expect(points.compactMap { $0["missed_before"] as? Int } == [7], "the row holds the revised points")
-        #expect(try await pg.query("SELECT count(*) FROM realtime_data WHERE name = '\(run.chunk)'") == "1")
-        await sink.close()
     }
 }

@@ -101,39 +101,31 @@ struct FirstFixSyncTests {
 
     @Test("Firestore: the documents are replaced")
     func firestore() async throws {
-        if let missing = FirestoreEmulator.missing {
-            print("⚠️  SKIPPED Firestore emulator tests: \(missing)")
-            return
+        try await withFirestoreEmulator { emulator in
+            let sink = try FirestoreSink(configuration: .emulator(host: emulator.host, projectID: emulator.projectID))
+            let run = try await Self.recordThroughTheFirstFix { _ in sink }
+            defer { try? FileManager.default.removeItem(atPath: run.dir) }
+            try await checkSessionInEmulator(emulator, store: run.store, session: run.session)
         }
-        let emulator = try await FirestoreEmulator()
-        defer { emulator.stop() }
-        let sink = try FirestoreSink(configuration: .emulator(host: emulator.host, projectID: emulator.projectID))
-        let run = try await Self.recordThroughTheFirstFix { _ in sink }
-        defer { try? FileManager.default.removeItem(atPath: run.dir) }
-        try await checkSessionInEmulator(emulator, store: run.store, session: run.session)
     }
 
     @Test("PostgreSQL: the rows are updated, one per chunk")
     func postgres() async throws {
-        if let missing = PostgresServer.missing {
-            print("⚠️  SKIPPED PostgreSQL tests: \(missing)")
-            return
+        try await withPostgresServer { pg in
+            let sink = PostgresSink(configuration: pg.configuration)
+            let run = try await Self.recordThroughTheFirstFix { _ in sink }
+            defer { try? FileManager.default.removeItem(atPath: run.dir) }
+            #expect(try await pg.query("SELECT count(*) FROM realtime_data") == "\(run.session.chunkNames.count)")
+            for name in run.session.chunkNames {
+                let data = try await pg.query("SELECT data FROM realtime_data WHERE name = '\(name)'")
+                let points = try JSONSerialization.jsonObject(with: Data(data.utf8)) as? [[String: Any]] ?? []
+                let mine = try #require(try run.store.realtimeDocument(name: name))
+                // The row's JSON numbers come back at 15 significant digits (0.01 ms here).
+                let times = points.compactMap { ($0["gyroscope"] as? [String: Any])?["timestamp"] as? Double }
+                let off = zip(times, mine.points).map { abs($0 - $1.gyroscope.timestamp) }.max() ?? .infinity
+                #expect(times.count == mine.points.count && off < 0.01, "realtime_data \(name) holds the converted times: \(off) ms off")
+            }
+            await sink.close()
         }
-        let pg = try await PostgresServer.launch()
-        defer { pg.destroy() }
-        let sink = PostgresSink(configuration: pg.configuration)
-        let run = try await Self.recordThroughTheFirstFix { _ in sink }
-        defer { try? FileManager.default.removeItem(atPath: run.dir) }
-        #expect(try await pg.query("SELECT count(*) FROM realtime_data") == "\(run.session.chunkNames.count)")
-        for name in run.session.chunkNames {
-            let data = try await pg.query("SELECT data FROM realtime_data WHERE name = '\(name)'")
-            let points = try JSONSerialization.jsonObject(with: Data(data.utf8)) as? [[String: Any]] ?? []
-            let mine = try #require(try run.store.realtimeDocument(name: name))
-            // The row's JSON numbers come back at 15 significant digits (0.01 ms here).
-            let times = points.compactMap { ($0["gyroscope"] as? [String: Any])?["timestamp"] as? Double }
-            let off = zip(times, mine.points).map { abs($0 - $1.gyroscope.timestamp) }.max() ?? .infinity
-            #expect(times.count == mine.points.count && off < 0.01, "realtime_data \(name) holds the converted times: \(off) ms off")
-        }
-        await sink.close()
     }
 }

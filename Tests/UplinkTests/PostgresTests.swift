@@ -48,47 +48,43 @@ func typedText(_ doc: SinkDocument) -> String {
 struct PostgresTests {
     @Test("a recorded session lands in records and realtime_data; replays and a server restart mid-drain leave no duplicates")
     func endToEndAndFaults() async throws {
-        if let missing = PostgresServer.missing {
-            print("⚠️  SKIPPED PostgreSQL tests: \(missing)")
-            return
+        try await withPostgresServer { pg in
+            let dir = temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            let store = try openStore(dir)
+            let first = try recordSession(into: store, boards: 2, seconds: 45)
+            let sink = PostgresSink(configuration: pg.configuration)
+            let service = SyncService(store: store, sink: sink, configuration: SyncConfiguration(idlePollInterval: 0.2))
+            try await runReal(service) { (try? store.backlogStats().count) == 0 }
+            try await checkSessionInPostgres(pg, store: store, session: first)
+            #expect(try await pg.query("SELECT max(version) FROM mwgate_migrations") == "2")
+
+            // A replay after an unknown outcome is a no-op.
+            let docs = try first.chunkNames.map { SinkDocument.realtimeData(try #require(try store.realtimeDocument(name: $0))) }
+            try await sink.write(docs + [.records(first.record)])
+            #expect(try await pg.query("SELECT count(*) FROM realtime_data") == "\(first.chunkNames.count)")
+
+            // The server goes away in the middle of a drain and comes back: everything arrives once.
+            let second = try recordSession(into: store, boards: 4, seconds: 60, startSecond: 1_800_002_000)
+            let third = try recordSession(into: store, boards: 1, seconds: 30, startSecond: 1_800_004_000)
+            let slow = SyncConfiguration(backoff: Backoff(base: 0.05, cap: 0.5), maxCommitsPerSecond: 4, documentsPerCommit: 1,
+                                         concurrentSessions: 1, idlePollInterval: 0.2)
+            let service2 = SyncService(store: store, sink: sink, configuration: slow)
+            let task = Task { try await service2.run() }
+            #expect(await eventually { (try? store.sentCount()) ?? 0 >= first.chunkNames.count + 3 })
+            await pg.halt(mode: "immediate")
+            #expect(await eventually { await service2.status.retries >= 2 })
+            try await pg.restart()
+            #expect(await eventually(timeout: 120) { (try? store.backlogStats().count) == 0 })
+            task.cancel()
+            try await task.value
+            let total = first.chunkNames.count + second.chunkNames.count + third.chunkNames.count
+            #expect(try await pg.query("SELECT count(*) FROM realtime_data") == "\(total)")
+            #expect(try await pg.query("SELECT count(*) FROM records") == "3")
+            try await checkSessionInPostgres(pg, store: store, session: second)
+            try await checkSessionInPostgres(pg, store: store, session: third)
+            #expect(await sink.connectionsOpened >= 2)
+            await sink.close()
         }
-        let pg = try await PostgresServer.launch()
-        defer { pg.destroy() }
-        let dir = temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let store = try openStore(dir)
-        let first = try recordSession(into: store, boards: 2, seconds: 45)
-        let sink = PostgresSink(configuration: pg.configuration)
-        let service = SyncService(store: store, sink: sink, configuration: SyncConfiguration(idlePollInterval: 0.2))
-        try await runReal(service) { (try? store.backlogStats().count) == 0 }
-        try await checkSessionInPostgres(pg, store: store, session: first)
-        #expect(try await pg.query("SELECT max(version) FROM mwgate_migrations") == "2")
-
-        // A replay after an unknown outcome is a no-op.
-        let docs = try first.chunkNames.map { SinkDocument.realtimeData(try #require(try store.realtimeDocument(name: $0))) }
-        try await sink.write(docs + [.records(first.record)])
-        #expect(try await pg.query("SELECT count(*) FROM realtime_data") == "\(first.chunkNames.count)")
-
-        // The server goes away in the middle of a drain and comes back: everything arrives once.
-        let second = try recordSession(into: store, boards: 4, seconds: 60, startSecond: 1_800_002_000)
-        let third = try recordSession(into: store, boards: 1, seconds: 30, startSecond: 1_800_004_000)
-        let slow = SyncConfiguration(backoff: Backoff(base: 0.05, cap: 0.5), maxCommitsPerSecond: 4, documentsPerCommit: 1,
-                                     concurrentSessions: 1, idlePollInterval: 0.2)
-        let service2 = SyncService(store: store, sink: sink, configuration: slow)
-        let task = Task { try await service2.run() }
-        #expect(await eventually { (try? store.sentCount()) ?? 0 >= first.chunkNames.count + 3 })
-        await pg.halt(mode: "immediate")
-        #expect(await eventually { await service2.status.retries >= 2 })
-        try await pg.restart()
-        #expect(await eventually(timeout: 120) { (try? store.backlogStats().count) == 0 })
-        task.cancel()
-        try await task.value
-        let total = first.chunkNames.count + second.chunkNames.count + third.chunkNames.count
-        #expect(try await pg.query("SELECT count(*) FROM realtime_data") == "\(total)")
-        #expect(try await pg.query("SELECT count(*) FROM records") == "3")
-        try await checkSessionInPostgres(pg, store: store, session: second)
-        try await checkSessionInPostgres(pg, store: store, session: third)
-        #expect(await sink.connectionsOpened >= 2)
-        await sink.close()
     }
 }

@@ -127,48 +127,40 @@ struct RecordRevisionSyncTests {
 
     @Test("Firestore: the revision replaces the first version (same name), a replay changes nothing")
     func firestore() async throws {
-        if let missing = FirestoreEmulator.missing {
-            print("⚠️  SKIPPED Firestore emulator tests: \(missing)")
-            return
+        try await withFirestoreEmulator { emulator in
+            let sink = try FirestoreSink(configuration: .emulator(host: emulator.host, projectID: emulator.projectID))
+            let run = try await RevisedUpload(boards: 2) { _ in sink }
+            defer { run.remove() }
+            try await checkSessionInEmulator(emulator, store: run.store, session: run.upstream)
+            #expect(try await emulator.list("records").count == 1, "one record per session")
+            // A replay of the revision (its mark lost in a crash) writes the same document.
+            try await sink.write([.records(run.revised)])
+            try await checkSessionInEmulator(emulator, store: run.store, session: run.upstream)
         }
-        let emulator = try await FirestoreEmulator()
-        defer { emulator.stop() }
-        let sink = try FirestoreSink(configuration: .emulator(host: emulator.host, projectID: emulator.projectID))
-        let run = try await RevisedUpload(boards: 2) { _ in sink }
-        defer { run.remove() }
-        try await checkSessionInEmulator(emulator, store: run.store, session: run.upstream)
-        #expect(try await emulator.list("records").count == 1, "one record per session")
-        // A replay of the revision (its mark lost in a crash) writes the same document.
-        try await sink.write([.records(run.revised)])
-        try await checkSessionInEmulator(emulator, store: run.store, session: run.upstream)
     }
 
     @Test("PostgreSQL: the revision updates the row; a replay of an older version does not undo it")
     func postgres() async throws {
-        if let missing = PostgresServer.missing {
-            print("⚠️  SKIPPED PostgreSQL tests: \(missing)")
-            return
+        try await withPostgresServer { pg in
+            let sink = PostgresSink(configuration: pg.configuration)
+            let run = try await RevisedUpload { _ in sink }
+            defer { run.remove() }
+            let (session, correction, revised) = (run.session, run.correction, run.revised)
+            func stored() async throws -> (names: [String]?, points: String, revision: String) {
+                let gscope = try await pg.query("SELECT gscope_data FROM records WHERE name = '\(session.record.name)'")
+                return (try JSONSerialization.jsonObject(with: Data(gscope.utf8)) as? [String],
+                        try await pg.query("SELECT point_count FROM records WHERE name = '\(session.record.name)'"),
+                        try await pg.query("SELECT revision FROM records WHERE name = '\(session.record.name)'"))
+            }
+            var row = try await stored()
+            #expect(row.names == session.chunkNames + [correction])
+            #expect(row.points == "\(revised.pointCount)" && row.revision == "1")
+            #expect(try await pg.query("SELECT count(*) FROM realtime_data WHERE name = '\(correction)'") == "1")
+            #expect(try await pg.query("SELECT count(*) FROM records") == "1")
+            try await sink.write([.records(session.record)])
+            row = try await stored()
+            #expect(row.names == session.chunkNames + [correction] && row.revision == "1", "the older version is not written back")
+            await sink.close()
         }
-        let pg = try await PostgresServer.launch()
-        defer { pg.destroy() }
-        let sink = PostgresSink(configuration: pg.configuration)
-        let run = try await RevisedUpload { _ in sink }
-        defer { run.remove() }
-        let (session, correction, revised) = (run.session, run.correction, run.revised)
-        func stored() async throws -> (names: [String]?, points: String, revision: String) {
-            let gscope = try await pg.query("SELECT gscope_data FROM records WHERE name = '\(session.record.name)'")
-            return (try JSONSerialization.jsonObject(with: Data(gscope.utf8)) as? [String],
-                    try await pg.query("SELECT point_count FROM records WHERE name = '\(session.record.name)'"),
-                    try await pg.query("SELECT revision FROM records WHERE name = '\(session.record.name)'"))
-        }
-        var row = try await stored()
-        #expect(row.names == session.chunkNames + [correction])
-        #expect(row.points == "\(revised.pointCount)" && row.revision == "1")
-        #expect(try await pg.query("SELECT count(*) FROM realtime_data WHERE name = '\(correction)'") == "1")
-        #expect(try await pg.query("SELECT count(*) FROM records") == "1")
-        try await sink.write([.records(session.record)])
-        row = try await stored()
-        #expect(row.names == session.chunkNames + [correction] && row.revision == "1", "the older version is not written back")
-        await sink.close()
     }
 }

@@ -238,3 +238,27 @@ public final class PostgresServer: Sendable {
         return r.output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }
+
+/// Runs `body` against a fresh Firestore emulator, stopped after. Where the emulator cannot run
+/// here, says why and runs nothing: the suite's skip.
+public func withFirestoreEmulator(_ body: (FirestoreEmulator) async throws -> Void) async throws {
+    if let missing = FirestoreEmulator.missing {
+        print("⚠️  SKIPPED Firestore emulator tests: \(missing)")
+        return
+    }
+    let emulator = try await FirestoreEmulator()
+    defer { emulator.stop() }
+    try await body(emulator)
+}
+
+/// Runs `body` against a throwaway PostgreSQL cluster, destroyed after. Where PostgreSQL cannot
+/// run here, says why and runs nothing: the suite's skip.
+public func withPostgresServer(_ body: (PostgresServer) async throws -> Void) async throws {
+    if let missing = PostgresServer.missing {
+        print("⚠️  SKIPPED PostgreSQL tests: \(missing)")
+        return
+    }
+    let pg = try await PostgresServer.launch()
+    defer { pg.destroy() }
+    try await body(pg)
+}
