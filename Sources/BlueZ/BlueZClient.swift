@@ -388,11 +388,10 @@ public actor BlueZClient {
 
     /// `GattCharacteristic1.WriteValue` with `type=command` on this client's own connection,
     /// for the few writes made without a ``GattLink`` (a stop while the link is being opened):
-    /// sent at once, in order (see ``GattLink/writeCommandsInOrder(_:to:)``); throws the first
-    /// failure once every write was answered.
-    public func writeCommandsInOrder(_ values: [[UInt8]], to characteristic: DBusObjectPath, timeout: Duration) async throws {
-        let results = await connection.callInOrder(values.map { Self.writeCommandMessage($0, to: characteristic) }, timeout: timeout)
-        for result in results { _ = try result.get() }
+    /// sent in order, asking for no answer (see ``GattLink/sendCommandsInOrder(_:to:)``); the
+    /// calls sent after them on this connection (the stop's `Disconnect`) are handled after them.
+    public func sendCommandsInOrder(_ values: [[UInt8]], to characteristic: DBusObjectPath) throws {
+        for value in values { try connection.send(Self.writeCommandMessage(value, to: characteristic)) }
     }
 
     /// `GattCharacteristic1.WriteValue(bytes, {type: command})`: write without response.
@@ -414,8 +413,12 @@ public actor BlueZClient {
     /// unless the board ends the link first. Calls sent after it on this connection are still
     /// handled after it.
     public func requestDisconnect(_ device: DBusObjectPath) {
-        try? connection.send(.methodCall(destination: BlueZNames.service, path: device, interface: BlueZNames.device,
-                                         member: "Disconnect"))
+        try? connection.send(Self.disconnectMessage(device))
+    }
+
+    /// `Device1.Disconnect()` of `device`.
+    static func disconnectMessage(_ device: DBusObjectPath) -> DBusMessage {
+        .methodCall(destination: BlueZNames.service, path: device, interface: BlueZNames.device, member: "Disconnect")
     }
 
     /// `Adapter1.RemoveDevice`: deletes the device object and its cached GATT data.

@@ -98,21 +98,44 @@ public actor GattLink {
     /// queued the ATT Write Command (no write is then in flight on the characteristic, so no
     /// `InProgress`), handles one connection's calls in the order sent, and sends the queued
     /// commands in that order (bluez-dbus.md). Under load its answers come late (a busy
-    /// main loop under TCG), which made a stop's few commands take most of a second one after
-    /// another. Meant for a short sequence that must reach the board quickly (a stop's dozen
+    /// main loop under TCG), which made a few commands take most of a second one after
+    /// another. Meant for a short sequence that must reach the board quickly (a dozen
     /// commands at most); everything else goes through ``write(_:to:withResponse:)``, paced,
     /// as MbientLab's SDKs pace their writes (metawear-protocol.md §9.2). Takes the link's
     /// write slot like it; throws the first failure once every value was answered, or
-    /// `answersWithin` (default ``callTimeout``) passed.
-    public func writeCommandsInOrder(_ values: [[UInt8]], to characteristic: DBusObjectPath,
-                                     answersWithin: Duration? = nil) async throws {
+    /// ``callTimeout`` passed.
+    public func writeCommandsInOrder(_ values: [[UInt8]], to characteristic: DBusObjectPath) async throws {
         await takeWriteSlot()
         defer { passWriteSlot() }
         try await awaitWriteTurn()
         let results = await connection.callInOrder(values.map { BlueZClient.writeCommandMessage($0, to: characteristic) },
-                                                   timeout: answersWithin ?? callTimeout)
+                                                   timeout: callTimeout)
         lastWrite = .now
         for result in results { _ = try result.get() }
+    }
+
+    /// Sends `values` to `characteristic` as write-without-response (`type=command`) calls
+    /// that ask for no answer, in order, once the link's write slot is free (however long a
+    /// write before them holds it); returns once they are sent. For a stop: bluetoothd handles
+    /// one connection's calls in the order sent and queues each as an ATT Write Command, sent
+    /// in that order (bluez-dbus.md), so its answers would say nothing the order does not, and
+    /// waiting for them cost a SIGTERM a bluetoothd round trip (issue 18 §2.7). Later calls on
+    /// this connection (the close's) are handled after these, and the close flushes them.
+    public func sendCommandsInOrder(_ values: [[UInt8]], to characteristic: DBusObjectPath) async throws {
+        await takeWriteSlot()
+        defer { passWriteSlot() }
+        try await awaitWriteTurn()
+        for value in values { try connection.send(BlueZClient.writeCommandMessage(value, to: characteristic)) }
+        lastWrite = .now
+    }
+
+    /// `Device1.Disconnect` of `device` on this link's connection, without waiting for its
+    /// answer (``BlueZClient/requestDisconnect(_:)``). After a stop's commands
+    /// (``sendCommandsInOrder(_:to:)``) it reaches bluetoothd behind them: the bus delivers one
+    /// connection's messages in the order sent, and bluetoothd handles them in that order.
+    /// Asked on another connection it could arrive first. Throws if this connection has ended.
+    public nonisolated func requestDisconnect(_ device: DBusObjectPath) throws {
+        try connection.send(BlueZClient.disconnectMessage(device))
     }
 
     /// Takes the link's single write slot. The actor is reentrant: while one write awaits

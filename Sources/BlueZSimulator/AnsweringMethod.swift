@@ -9,6 +9,7 @@ extension BlueZSimulator {
                          _ body: @escaping @Sendable (BlueZSimulator, DBusMethodCall) async throws -> DBusMethodResult) -> DBusMethod {
         DBusMethod(name, in: inSignature, out: outSignature, inNames: inNames, outNames: outNames) { [weak self] call in
             guard let self else { throw DBusError.disconnected() }
+            if configuration.logsCalls { log("mwsim: call \(name) \(call.path) from \(call.sender)") }
             return try await body(self, call)
         }
     }

@@ -57,6 +57,10 @@ public struct SimulatorConfiguration: Sendable {
     /// Time bluetoothd takes to answer `Device1.Disconnect` (the link is torn down meanwhile);
     /// 2.4-3.5 s were measured on the real stack in the VM (real-bluez-vm.md).
     public var disconnectReplyDelay: Duration = .zero
+    /// Logs each call to bluetoothd's objects as its handling begins ("mwsim: call MEMBER PATH
+    /// from SENDER"): in the order the calls arrived, since they are handled one after another
+    /// in that order, as bluetoothd's main loop reads them.
+    public var logsCalls = false
     /// Time from Connect's reply until ServicesResolved.
     public var servicesResolveDelay: Duration = .milliseconds(40)
     /// The same when the device's GATT objects are kept from an earlier link (bluetoothd

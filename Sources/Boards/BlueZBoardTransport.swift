@@ -114,8 +114,17 @@ public actor BlueZBoardTransport: BoardTransport {
             await opening.link.close()
         }
         if let link {
+            // Sent in order once the link's write slot is free (however long a write before
+            // them holds it: given up unsent under a time limit, the sensors-off commands were
+            // lost on a starved VM while `FE 06` still went), `FE 06` last, without waiting for
+            // bluetoothd's answers: it handles one connection's calls in the order sent and
+            // queues each as an ATT Write Command, sent in that order (src/gatt-client.c
+            // `characteristic_write_value`; an answer only says the write was queued), so the
+            // board turns its sensors and log off before it ends the link. Waiting for the
+            // answers, in two round trips, held the board's stop, and with it the seal, for
+            // bluetoothd's busy main loop on the loaded real-BlueZ VM (issue 18 §2.7).
             await link.prepareForStop()
-            await Self.writeStopCommands(commands) { try await link.writeStopCommands($0, answersWithin: $1) }
+            try? await link.sendStopCommands(commands)
         } else if facts?.connected == true || linkMayBeUp, let device = facts?.device {
             // A link that is or may be up but not yet opened here (the early handshake; after
             // 5.66's connect race, where `Connected=true` never comes; a `Connect` that may
@@ -123,22 +132,23 @@ public actor BlueZBoardTransport: BoardTransport {
             // the board's `FE 06` ends the link at once. `Disconnect` alone ends it only from
             // bluetoothd's 2 s timer. Where there is no link bluetoothd refuses the writes at
             // once ("Not connected").
-            let client = client
             if let command = await client.characteristic(MetaWearGATT.command, under: device) {
-                await Self.writeStopCommands(commands) {
-                    try await client.writeCommandsInOrder($0.map(\.bytes), to: command.path, timeout: $1)
-                }
+                try? await client.sendCommandsInOrder(commands.map(\.bytes), to: command.path)
             }
         }
         let closing: BoardNotifySession? = link?.session ?? keptSession
+        // Disconnect goes after the commands on the connection they went on (the shared one
+        // where the link's has ended), so bluetoothd takes it after them (one connection's
+        // calls reach it in the order sent), and is not waited for: bluetoothd answers it only
+        // once the link is down (the board's `FE 06` ends it sooner than 5.66's 2 s timer),
+        // and handles it while the notify is held as any link drop. Then the link's close (its
+        // notifications drained, an acquired notify released before its connection leaves the
+        // bus: the 5.66 crash).
+        if linkMayBeUp, let device = facts?.device, (try? link?.requestDisconnect(device)) == nil {
+            await client.requestDisconnect(device)
+        }
         link = nil
         keptSession = nil
-        // Disconnect (on the shared connection) goes first and is not waited for: bluetoothd
-        // answers it only once the link is down (the board's `FE 06` ends it sooner than 5.66's
-        // 2 s timer), and handles it while the notify is held as any link drop. Then the link's
-        // close (its notifications drained, an acquired notify released before its connection
-        // leaves the bus: the 5.66 crash).
-        if linkMayBeUp, let device = facts?.device { await client.requestDisconnect(device) }
         linkEnding()
         await closing?.close()
         let unused = nextLinkConnection
@@ -148,36 +158,6 @@ public actor BlueZBoardTransport: BoardTransport {
         continuation.finish()
         work.finish()
     }
-
-    /// Writes a stop's commands in two round trips instead of one each (a busy bluetoothd
-    /// under TCG answered each of them late: one after another, a stop's first few commands
-    /// used up its time and the rest, `FE 06` among them, were never sent): every command
-    /// but the last at once, then the last, which is the board's `FE 06` (``BoardSession``'s
-    /// stop ends with it) and ends the link. It goes once bluetoothd answered the others, so
-    /// the sensors are off before the link ends even where a peer handles concurrent calls in
-    /// any order (mwsim's D-Bus server does), or once ``sensorCommandsLimit`` passed: the
-    /// others are on the bus by then, and bluetoothd handles one connection's calls in the
-    /// order sent. The others may reach the board in any order: each turns one thing off.
-    ///
-    /// The limits bound the waits for bluetoothd's answers, never the sending: the commands
-    /// wait for the link's write slot as long as a write before them holds it. Under a time
-    /// limit that also cut the wait for the slot, a starved gateway (the real-BlueZ VM at load
-    /// 11: a flash-log write still on its way at the stop) gave up the sensors-off commands
-    /// unsent while `FE 06` still went: the link ended with the gyro sampling and logging on
-    /// the board's battery.
-    private static func writeStopCommands(_ commands: [Packet],
-                                          _ write: @escaping @Sendable ([Packet], Duration) async throws -> Void) async {
-        guard let last = commands.last else { return }
-        let others = Array(commands.dropLast())
-        if !others.isEmpty { try? await write(others, sensorCommandsLimit) }
-        try? await write([last], stopCommandsLimit - sensorCommandsLimit)
-    }
-
-    /// Of ``stopCommandsLimit``, the time the commands before `FE 06` may wait for their answers.
-    static let sensorCommandsLimit = Duration.milliseconds(500)
-
-    /// Time allowed for the stop commands.
-    static let stopCommandsLimit = Duration.milliseconds(700)
 
     // MARK: Machine
 

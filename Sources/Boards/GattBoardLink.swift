@@ -44,12 +44,17 @@ final class GattBoardLink: BoardLink {
         }
     }
 
-    /// Writes a stop's `packets` (write-without-response commands) in order once the link's
-    /// write slot is free, however long a write before them holds it, and waits at most
-    /// `answersWithin` for bluetoothd's answers: the caller bounds the wait for answers, never
-    /// the sending (``BlueZBoardTransport``'s stop).
-    func writeStopCommands(_ packets: [Packet], answersWithin: Duration) async throws {
-        try await session.link.writeCommandsInOrder(packets.map(\.bytes), to: session.command, answersWithin: answersWithin)
+    /// Sends a stop's `packets` (write-without-response commands) in order once the link's
+    /// write slot is free, however long a write before them holds it, without waiting for
+    /// bluetoothd's answers (``GattLink/sendCommandsInOrder(_:to:)``, ``BlueZBoardTransport``'s stop).
+    func sendStopCommands(_ packets: [Packet]) async throws {
+        try await session.link.sendCommandsInOrder(packets.map(\.bytes), to: session.command)
+    }
+
+    /// Asks for the link's end (`Device1.Disconnect` of `device`, unanswered) on the link's own
+    /// connection, so bluetoothd takes it after the stop's commands (``GattLink/requestDisconnect(_:)``).
+    func requestDisconnect(_ device: DBusObjectPath) throws {
+        try session.link.requestDisconnect(device)
     }
 
     func readDeviceInformation(_ field: DeviceInformationField) async -> DeviceInformationRead {

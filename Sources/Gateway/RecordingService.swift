@@ -20,14 +20,15 @@ import ServiceLifecycle
 /// (sync) may stop beside it: they read only sealed chunks.
 public struct RecordingService: Service, CustomStringConvertible {
     /// The longest the seal waits for the boards' last samples: a safety net for a board that
-    /// never acknowledges its stop, not a normal-path cut-off. A board's stop is bounded at
-    /// about 1.1 s on its link (`BlueZBoardTransport`: 700 ms for the stop commands, 400 ms
-    /// for the disconnect), but the pipeline may still be working through the samples queued
-    /// before it (a loaded debug VM needed 2.1 s; the fleet's stream holds ~20 s of four boards'
-    /// notifications), and every one of them was already accepted. 15 s covers that many times
-    /// over and, with the daemon's group limit (`Daemon.shutdownLimit`, 20 s), still seals and
-    /// exits well inside systemd's `TimeoutStopSec=30s` (systemd/mwgated.service), after which
-    /// a SIGKILL would leave the session to startup recovery from its checkpoints.
+    /// never acknowledges its stop, not a normal-path cut-off. A board's stop is short on its
+    /// link (`BlueZBoardTransport`: the stop commands go without waiting for bluetoothd's
+    /// answers, the notify's release waits at most 400 ms), but the pipeline may still be
+    /// working through the samples queued before it (a loaded debug VM needed 2.1 s; the
+    /// fleet's stream holds ~20 s of four boards' notifications), and every one of them was
+    /// already accepted. 15 s covers that many times over and, with the daemon's group limit
+    /// (`Daemon.shutdownLimit`, 20 s), still seals and exits well inside systemd's
+    /// `TimeoutStopSec=30s` (systemd/mwgated.service), after which a SIGKILL would leave the
+    /// session to startup recovery from its checkpoints.
     public static let boardsStopSafetyLimit: Duration = .seconds(15)
 
     /// The pipeline ticked.

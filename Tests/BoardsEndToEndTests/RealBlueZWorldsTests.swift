@@ -159,7 +159,19 @@ struct BoundedStopTests {
         try await stop(at: .streaming, writeValueDelay: .milliseconds(1500), writeBeforeTheStop: true)
     }
 
-    private func stop(at moment: Moment, writeValueDelay: Duration, writeBeforeTheStop: Bool = false) async throws {
+    /// A busy bluetoothd handles each `WriteValue` 400 ms after it arrived. The board's stop
+    /// asks for the link's end (where a shutdown lets the other services stop, and the board's
+    /// close, which the seal waits for, begins) before bluetoothd has handled its commands: their
+    /// answers would say only that they were queued, in the order sent. Waiting for them, in two
+    /// round trips, held a SIGTERM in the loaded real-BlueZ VM (issue 18 §2.7). The sensors are
+    /// still off before the board ends the link.
+    @Test(.timeLimit(.minutes(2)))
+    func theLinkEndIsAskedWithoutWaitingForBluetoothdsAnswers() async throws {
+        try await stop(at: .streaming, writeValueDelay: .milliseconds(400), linkEndBeforeTheCommandsAreHandled: true)
+    }
+
+    private func stop(at moment: Moment, writeValueDelay: Duration, writeBeforeTheStop: Bool = false,
+                      linkEndBeforeTheCommandsAreHandled: Bool = false) async throws {
         try await EndToEndRig.with(boards: 1, configure: { $0.disconnectReplyDelay = Self.disconnectNeverAnswered }) { rig in
             let address = try await rig.address(0)
             let session = BoardSession(address: address, client: rig.client, options: try testOptions())
@@ -187,12 +199,20 @@ struct BoundedStopTests {
                 try await Task.sleep(for: .milliseconds(100))
             }
             let before = rig.simulatorLog.all.count
-            await session.stop()
+            let linkEndAsked = "test: the stop asked for the link's end"
+            await session.stop(linkEnding: { rig.simulatorLog.append(linkEndAsked) })
             await forwarder.value
             #expect(recorder.states(address).last == .stopped)
             // bluetoothd never answers Disconnect: a link that was up is ended by the board (the
             // stop's `FE 06`).
             try await waitUntil("the link closed") { try await !rig.simulator.isConnected(0) }
+            if linkEndBeforeTheCommandsAreHandled {
+                // The simulated bluetoothd logs each write as it handles it.
+                let lines = Array(rig.simulatorLog.all.dropFirst(before))
+                let asked = lines.firstIndex(of: linkEndAsked), handled = lines.firstIndex { $0.contains("mwsim: write") }
+                #expect(asked != nil && handled != nil && asked! < handled!,
+                        "the link's end was asked only after bluetoothd handled the stop's commands: \(lines.prefix(12))")
+            }
             let ended = rig.simulatorLog.all.dropFirst(before).first { $0.contains("link lost") }
             #expect(ended == nil || ended?.contains("link lost (board") == true, "the link was not ended by the board at \(moment): \(ended ?? "")")
             #expect(try await rig.sensorsIdle(0), "sensors still on after a stop at \(moment) (WriteValue answered \(writeValueDelay) late)")

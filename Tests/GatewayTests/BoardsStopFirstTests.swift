@@ -1,5 +1,6 @@
 import BlueZ
 @testable import BlueZSimulator
+import DBus
 import Gateway
 import GatewayTestSupport
 import ServiceLifecycle
@@ -12,22 +13,25 @@ import Testing
 /// control API) begin stopping only after that, so on a starved machine their stops do not
 /// take the CPU from the boards' commands (issue 18 §2.7: in the real-BlueZ VM at load 8-12
 /// `Disconnect` went out 1.2-3.0 s after the signal while the control API's and sync's stops
-/// ran beside it). Shown by the order of what happened, not by time: the boards' `FE 06`
-/// (written after their sensors-off commands were answered) reaches the simulated bluetoothd
-/// before the other service is asked to stop. Without ``BoardsStopFirst`` every service is
-/// asked at the shutdown's start, before any stop command has left (checked: the test fails).
+/// ran beside it). The stop waits for none of bluetoothd's answers, so what it promises is
+/// that the boards' calls have left the gateway, in order, before the other services are
+/// asked to stop. Shown by the order in which the simulated bluetoothd received the calls (it
+/// handles them one after another in that order, as bluetoothd's main loop reads them): each
+/// board's sensors-off commands, its `FE 06`, then its `Disconnect`, and only after them a
+/// call the stand-in sends the moment it is asked to stop. The board's model saw the commands
+/// before the link dropped: the sensors are off and the link ended (the simulator drops the
+/// link as `Disconnect` arrives, so a `Disconnect` that overtook the commands leaves the
+/// sensors on). Checked that it fails without ``BoardsStopFirst``'s wait (the stand-in's call
+/// arrives first) and with `Disconnect` asked before the commands.
 @Suite struct BoardsStopFirstTests {
     @Test(.timeLimit(.minutes(2)))
-    func theBoardsStopCommandsGoOutBeforeTheOtherServicesBeginStopping() async throws {
-        let happenings = Happenings()
+    func theBoardsStopCallsLeaveInOrderBeforeTheOtherServicesBeginStopping() async throws {
+        let received = Happenings()
         try await SimulatedGatewayRig.with(label: "first", simulator: { configuration in
+            configuration.logsCalls = true
             configuration.log = { line in
-                // "mwsim: write ADDRESS board=N type=command fe06", "mwsim: board N ADDRESS Disconnect asked"
-                if line.hasPrefix("mwsim: write "), line.hasSuffix(" fe06"), let board = Self.board(in: line) {
-                    happenings.note("board \(board) FE 06")
-                } else if line.hasSuffix(" Disconnect asked"), let board = line.split(separator: " ").dropFirst(2).first {
-                    happenings.note("board \(board) Disconnect asked")
-                }
+                // "mwsim: write ADDRESS board=N type=command HEX", "mwsim: call MEMBER PATH from SENDER"
+                if line.hasPrefix("mwsim: write ") || line.hasPrefix("mwsim: call ") { received.note(line) }
             }
         }, settings: { addresses, stateDirectory, busAddress in
             var settings = GatewaySettings(boards: .addresses(addresses), streaming: SimulatedGatewayRig.streaming, gnss: nil,
@@ -36,50 +40,58 @@ import Testing
             settings.streamBetweenSessions = true
             return settings
         }) { rig in
-            let upload = AskedToStop(description: "upload", happenings: happenings)
+            let marker = try await DBusConnection(address: rig.bus.address)
+            defer { marker.close() }
+            let upload = AskedToStop(description: "upload") {
+                try? marker.send(.methodCall(destination: BlueZNames.service, path: BlueZSimulator.adapterPath,
+                                             interface: BlueZNames.adapter, member: "GetDiscoveryFilters"))
+            }
             let group = rig.gateway.serviceGroup(adding: [upload], gracefulShutdownSignals: [])
+            var began = 0
             try await RunningServices.with(run: { try await group.run() }, shutDown: { await group.triggerGracefulShutdown() }) { services in
                 try await waitUntil("both boards streaming", within: .seconds(60)) {
                     let boards = await rig.gateway.pipeline.status.boards
                     return boards.count == 2 && boards.allSatisfy { $0.isStreaming && $0.gyroSamplesReceived > 20 }
                 }
+                began = received.all.count
                 try await services.shutDown()
             }
-            let order = happenings.all
-            let asked = try #require(order.firstIndex(of: "upload asked to stop"), "\(order)")
-            for board in 0..<2 {
-                let commands = order.firstIndex(of: "board \(board) FE 06")
-                #expect(commands.map { $0 < asked } == true, "board \(board)'s stop commands before the other services' stop: \(order)")
-                #expect(order.contains("board \(board) Disconnect asked"), "\(order)")
+            let order = Array(received.all.dropFirst(began))
+            let asked = try #require(order.firstIndex { $0.hasPrefix("mwsim: call GetDiscoveryFilters ") && $0.hasSuffix(" from \(marker.uniqueName)") },
+                                     "the stand-in's call never arrived: \(order)")
+            for (board, address) in rig.addresses.enumerated() {
+                let writes = order.indices.filter { order[$0].hasPrefix("mwsim: write ") && order[$0].contains(" board=\(board) ") }
+                let disconnect = try #require(address.devicePath(on: BlueZSimulator.adapterPath)).rawValue
+                let disconnected = order.firstIndex { $0.hasPrefix("mwsim: call Disconnect \(disconnect) ") }
+                let fe06 = writes.last { order[$0].hasSuffix(" fe06") }
+                #expect(fe06 != nil && writes.first! < fe06!, "board \(board): sensors-off commands, then FE 06: \(order)")
+                #expect(fe06.map { fe06 in disconnected.map { fe06 < $0 && $0 < asked } } == true,
+                        "board \(board): FE 06, then Disconnect, then the other services' stop: \(order)")
                 #expect(try await rig.simulator.sensorsOff(board), "board \(board)'s sensors off")
+                try await waitUntil("board \(board)'s link ended") { try await !rig.simulator.hasLink(board) }
             }
         }
     }
-
-    /// N of `board=N` in a simulator log line.
-    private static func board(in line: String) -> Int? {
-        line.split(separator: " ").first { $0.hasPrefix("board=") }.flatMap { Int($0.dropFirst("board=".count)) }
-    }
 }
 
-/// Notes, in its graceful shutdown handler (at the moment it is asked, not when its task next
-/// runs), that it was asked to stop; then ends.
+/// Calls `asked` in its graceful shutdown handler (at the moment it is asked, not when its
+/// task next runs); then ends.
 private struct AskedToStop: Service, CustomStringConvertible {
     let description: String
-    let happenings: Happenings
+    let asked: @Sendable () -> Void
 
     func run() async throws {
-        let (asked, ask) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let (stopping, stop) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         await withGracefulShutdownHandler {
-            for await _ in asked { return }
-        } onGracefulShutdown: { [description] in
-            happenings.note("\(description) asked to stop")
-            ask.yield()
+            for await _ in stopping { return }
+        } onGracefulShutdown: { [asked] in
+            asked()
+            stop.yield()
         }
     }
 }
 
-/// What happened, in order, noted from any thread.
+/// What the simulated bluetoothd logged, in order, noted from any thread.
 private final class Happenings: Sendable {
     private let notes = Mutex<[String]>([])
 
