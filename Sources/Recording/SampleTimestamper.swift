@@ -332,7 +332,12 @@ public struct SampleTimestamper<Payload> {
     private mutating func refitIfDue(now: Int64) {
         guard intercept == nil || lastFitAt == .min || now - lastFitAt >= 200_000_000 else { return }
         lastFitAt = now
-        let cutoff = now - configuration.window
+        // The window moves with the newest arrival, but keeps at least the lookahead's stretch
+        // before the last stamped notification: a silence of the window less the confirmation
+        // (15 s) emptied it, the step after the silence then had no envelope to stand on, and
+        // the hole was no loss: no mark, nothing held for the flash log (mwbench's stall).
+        let newestStamped = history.last?.receivedAt ?? .max
+        let cutoff = min(now - configuration.window, newestStamped - configuration.lookahead)
         while historyStart < history.count, history[historyStart].receivedAt < cutoff { historyStart += 1 }
         // A notification well below the envelope: the stream's latency stepped down (a delay
         // taken for a loss ended, or one the window had made the envelope ended). The points

@@ -244,6 +244,20 @@ struct BackfillMergeTests {
         check(o)
     }
 
+    /// A stall of 15 s or more on one stream (its link stays and nothing restarts it, as in
+    /// mwbench): the timestamper's window emptied before the step after it was confirmed, so
+    /// the hole carried no mark, nothing waited for the log, and none of it was filled.
+    @Test(arguments: [20.0, 60.0])
+    func aLongStallIsFilledExactly(seconds: Double) throws {
+        let o = try record(seconds: 30 + seconds, hole: (10, 10 + seconds), reattach: false, downloadAt: 20 + seconds, seed: 23)
+        let held = o.heldAtDownload
+        #expect(held, "the points after the stall waited for the log")
+        expectEverySampleOnceAndNoMark(o)
+        let backfilled = o.points.filter(\.backfilled).count
+        #expect(abs(backfilled - Int(seconds * 100)) <= 5 && backfilled == o.backfill.filled, "the stall filled: \(o.backfill)")
+        #expect(o.points.count == o.delivered + backfilled)
+    }
+
     /// A 70 ms link drop whose new link's first second is stamped 70 ms early (its timestamper
     /// starts from nothing): its first point comes one period after the last one before, so
     /// the times show no gap (soak seed 12, board 3: 7 samples lost). The log shows it.
