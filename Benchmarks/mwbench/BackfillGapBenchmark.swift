@@ -15,7 +15,10 @@ import Recording
 /// The readouts run at the model's pace (200 notifications/s, 400 entries/s) and at 10,000
 /// notifications/s (what mwgated's side takes). "entries" counts what the board sent from the
 /// stall's start to the gap closed. Simulated time; the figure is the protocol's and the
-/// recorder's, not the radio's.
+/// recorder's, not the radio's. The stall is one stream's, kept through it: notifications lost
+/// while the link stays and nothing restarts the stream. mwgated's watchdog does not keep a
+/// silent stream that long (it restarts it after 1 s, then gives the link up and links again,
+/// each a new stream); `scripts/bench/backfill.sh`'s `--silent` rows run that, whole.
 ///
 /// The restart rows (`backfill_restart_*`): instead of the stall, the gateway is killed (kill -9:
 /// recorder and store dropped, a real buffer in a temporary directory) and back 8 s later (or

@@ -8,8 +8,11 @@
 #    BACKFILL_DAEMON_SECONDS (20) s and downloaded to the end at the stop with the board reading
 #    out at BACKFILL_FAST_READOUT (10000) notifications/s; and an 8 s out-of-range gap in a 100 Hz
 #    stream after 15 s and after BACKFILL_LONG_GAP_SECONDS (120) s of session, read out at the
-#    model's pace and at BACKFILL_FAST_READOUT; the same on a MetaMotion S (AcquireNotify). Beside it, bleak (backfill_peer.py, venv .build-venv/boards as boards.sh makes it)
-#    making the SDK's download of the same log on the same board.
+#    model's pace and at BACKFILL_FAST_READOUT; the same on a MetaMotion S (AcquireNotify); and
+#    outages of 20 and 60 s after 15 s (AcquireNotify): the board out of range, and the board in
+#    range with its link up but its stream silent (mwsim's Stall), each session then checked
+#    sample by sample (lost, twice, marks left). Beside it, bleak (backfill_peer.py, venv
+#    .build-venv/boards as boards.sh makes it) making the SDK's download of the same log on the same board.
 set -euo pipefail
 out=${1:?usage: backfill.sh OUT.md}
 bench=${MWBENCH:?MWBENCH must point at the release mwbench binary}
@@ -39,7 +42,8 @@ load_daemon=$(cut -d' ' -f1-3 /proc/loadavg)
 # One mwsim (one MetaMotion R unless board_model says otherwise, the model's readout pace) per
 # run, so no run reads another's log.
 with_board() {
-    "$mwsim" --bus "$bus_address" --boards 1 --model "${board_model:-metamotion-r}" --quiet --discovery-delay 0.1 2>> "$bus_dir/mwsim.log" &
+    "$mwsim" --bus "$bus_address" --boards 1 --model "${board_model:-metamotion-r}" --quiet --signal checkable --discovery-delay 0.1 \
+        2>> "$bus_dir/mwsim.log" &
     sim_pid=$!
     # Runs in a command substitution's subshell: its own trap stops this mwsim.
     trap 'kill -TERM "$sim_pid" 2> /dev/null; wait "$sim_pid" 2> /dev/null' EXIT
@@ -77,6 +81,10 @@ done
 run "gap after $long s, acquire, fast readout" daemon acquire gap gap_long_fast_acquire "$long" "$fast"
 board_model=metamotion-s run "MetaMotion S gap, acquire" daemon acquire gap gap_mms_acquire 15
 board_model=metamotion-s run "MetaMotion S gap after $long s, acquire" daemon acquire gap gap_long_mms_acquire "$long"
+for down in 20 60; do
+    run "out of range $down s, acquire" daemon acquire gap "outage_${down}s_acquire" 15 --down "$down"
+    run "silent $down s, acquire" daemon acquire gap "silent_${down}s_acquire" 15 --down "$down" --silent
+done
 run "bleak peer" peer
 load_daemon_end=$(cut -d' ' -f1-3 /proc/loadavg)
 value() { printf '%s\n' "$raw" | sed -n "s/^$1=//p" | tail -1; }
@@ -156,6 +164,17 @@ below() { awk -v a="$1" -v g="$2" 'BEGIN { print (a >= 0 && a < g) ? "met" : "NO
     gap_row gap_long_fast_acquire "acquire, after $long s, readout at ${fast}/s"
     gap_row gap_mms_acquire "MetaMotion S, acquire, after 15 s"
     gap_row gap_long_mms_acquire "MetaMotion S, acquire, after $long s"
+    echo
+    echo "Outages of 20 and 60 s after 15 s of session (AcquireNotify, the model's pace): the board out of range (VanishDevice, RestoreDevice), or in range with its link up and its stream silent (mwsim's Stall: the board answers, logs and measures on; mwgated's watchdog restarts the stream after 1 s of silence, gives the link up when the restart brings nothing, links again, and so on until the stream is back). Times from the outage's end; after the session's stop its export (\`mwctl export\`), sample by sample: samples missing between its first and last point, stored twice, and gap marks left."
+    echo
+    echo "| case | back to streaming | gap closed | samples backfilled / not delivered by the board | lost | twice | marks left (samples) |"
+    echo "|---|---:|---:|---:|---:|---:|---:|"
+    for down in 20 60; do
+        for kind in outage silent; do
+            k=${kind}_${down}s_acquire
+            echo "| $([[ $kind == outage ]] && echo "out of range" || echo "silent, link up") $down s | $(value "${k}_back_to_streaming_s") s | $(value "${k}_closed_after_s") s | $(value "${k}_backfilled") / $(value "${k}_missing") | $(value "${k}_lost") | $(value "${k}_twice") | $(value "${k}_marks") ($(value "${k}_marked_samples")) |"
+        done
+    done
     echo
     [[ ${#failed_runs[@]} -eq 0 ]] || echo "**Failed runs** (empty cells above; see the area's log): ${failed_runs[*]}."
     echo

@@ -8,18 +8,23 @@ logged SECONDS FAST: gyro at 800 Hz logged on the board (backfill = true) for a 
   (io.mwgate.Simulator1.SetReadoutRate), so the rest of the log downloads as fast as mwgated
   takes it: entries/s and samples/s, and mwgated's and dbus-daemon's CPU per 1,000 samples
   over that download; then what the session holds against what the board measured.
-gap KEY SECONDS [READOUT]: gyro streamed at 100 Hz with backfill on; after SECONDS s of session
-  the board goes out of range (VanishDevice) for 8 s and comes back (RestoreDevice): the time
-  from the link back to the board streaming again and to the gap's last sample stored, how many
-  it backfilled against the samples the board measured and did not deliver, mwgated's CPU per
-  1,000 backfilled samples over that span less the stream's own (its rate before the gap), and
-  the stream's rate from streaming again to the gap closed (100/s if the readout costs it
-  nothing). The log is not trimmed while a session records, so the readout reads the whole
-  session before the gap. With READOUT (notifications/s, SetReadoutRate before the session) the
-  board reads its log out at that pace instead of the model's 200/s. Keys start KEY_.
+gap KEY SECONDS [READOUT] [--down N] [--silent]: gyro streamed at 100 Hz with backfill on; after
+  SECONDS s of session the board goes out of range (VanishDevice) for N (8) s and comes back
+  (RestoreDevice), or with --silent stays in range with its link up but sends no stream
+  notifications for N s (mwsim's Stall: it answers, logs and measures on; mwgated's watchdog
+  restarts the stream, then gives the link up and links again): the time from the fault's end to
+  the board streaming again and to the gap's last sample stored, how many it backfilled against
+  the samples the board measured and did not deliver, mwgated's CPU per 1,000 backfilled samples
+  over that span less the stream's own (its rate before the gap), and the stream's rate from
+  streaming again to the gap closed (100/s if the readout costs it nothing). After the session's
+  stop, its export (`mwctl export`) checked sample by sample: samples missing between its first
+  and last point (lost), stored twice (twice), and the gap marks left (marks, marked samples).
+  With READOUT (notifications/s, SetReadoutRate before the session) the board reads its log out
+  at that pace instead of the model's 200/s. Keys start KEY_.
 
 usage: backfill_daemon.py MWGATED MWCTL WORKDIR BUS_ADDRESS DBUS_PID DELIVERY MODE ARGS...
 """
+import json
 import os
 import sqlite3
 import subprocess
@@ -28,6 +33,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "vm"))
+from document_check import check_documents  # noqa: E402
 from mwgated_daemon import Daemon, mwctl_json, schedstat_ns, simulator  # noqa: E402
 
 mwgated, mwctl, work, bus_address, dbus_pid, delivery, mode = sys.argv[1:8]
@@ -35,7 +42,8 @@ args = sys.argv[8:]
 dbus_pid = int(dbus_pid)
 # Two 4-byte entries per three-axis gyro sample (metawear-logging.md §4.2).
 ENTRIES_PER_SAMPLE = 2
-GAP_SECONDS = 8
+# mwsim's seed (its default) and signal (backfill.sh runs it with --signal checkable).
+SIMULATOR_SEED = 1
 
 
 def configure(gyro_rate):
@@ -87,6 +95,25 @@ def session_points():
                                     (session_id,)).fetchone()[0]
     finally:
         db.close()
+
+
+def session_check(address):
+    """The last session's export checked sample by sample against mwsim's signal
+    (document_check.py's check, the export's points as one document): its report, with `marks`
+    and `marked` the gap marks left and the samples they claim."""
+    db = sqlite3.connect(f"file:{os.path.join(work, 'state', 'buffer.sqlite')}?mode=ro", uri=True)
+    try:
+        session_id = db.execute("SELECT id FROM sessions ORDER BY started_at DESC LIMIT 1").fetchone()[0]
+    finally:
+        db.close()
+    exported = subprocess.run([mwctl, "export", session_id, "--format", "json"], capture_output=True, text=True, timeout=120)
+    if exported.returncode != 0:
+        raise SystemExit(f"backfill_daemon: export failed: {exported.stderr}")
+    points = json.loads(exported.stdout)["points"]
+    report = check_documents([{"board": address, "session_id": session_id, "seq": 0, "data": points}], address, SIMULATOR_SEED)
+    marks = [p["missed_before"] for p in points if p.get("missed_before", 0) > 0]
+    report["marks"], report["marked"] = len(marks), sum(marks)
+    return report
 
 
 def start_session():
@@ -174,7 +201,7 @@ def logged(seconds, fast):
         daemon.stop()
 
 
-def gap(key, seconds, readout=None):
+def gap(key, seconds, readout=None, down=8.0, silent=False):
     daemon = Daemon(mwgated, configure(100), work).start()
     try:
         if readout:
@@ -187,9 +214,13 @@ def gap(key, seconds, readout=None):
         time.sleep(5)
         base_ns_per_s = (schedstat_ns(daemon.pid) - c0) / (time.monotonic() - w0)
         b_before = board().get("gyroSamplesBackfilled") or 0
-        simulator(bus_address, "VanishDevice", "u", 0)
-        time.sleep(GAP_SECONDS)
-        simulator(bus_address, "RestoreDevice", "u", 0)
+        if silent:
+            simulator(bus_address, "Stall", "ud", 0, down)
+            time.sleep(down)
+        else:
+            simulator(bus_address, "VanishDevice", "u", 0)
+            time.sleep(down)
+            simulator(bus_address, "RestoreDevice", "u", 0)
         with Poller(daemon.pid, interval=0.5) as poller:
             row = wait_for("streaming again", lambda r: streaming(r) and (r.get("gyroSamplesReceived") or 0) > 0, 60)
             t_streaming, received_streaming = time.monotonic(), row.get("gyroSamplesReceived") or 0
@@ -221,6 +252,16 @@ def gap(key, seconds, readout=None):
             print(f"{key}_cpu_ms_per_1000={own / 1e6 / backfilled * 1000:.1f}")
             print(f"{key}_stream_cpu_ms_per_s={base_ns_per_s / 1e6:.2f}")
         subprocess.run([mwctl, "session", "stop"], capture_output=True, text=True, timeout=120)
+        address = row.get("address", "")
+        report = session_check(address)
+        print(f"{key}_session_points={report['count']}")
+        print(f"{key}_session_backfilled={report['backfilled']}")
+        print(f"{key}_lost={sum(count for _, count in report['gaps'])}")
+        print(f"{key}_twice={report['duplicates']}")
+        print(f"{key}_out_of_order={report['reordered']}")
+        print(f"{key}_not_the_boards={report['mismatched']}")
+        print(f"{key}_marks={report['marks']}")
+        print(f"{key}_marked_samples={report['marked']}")
     finally:
         daemon.stop()
 
@@ -228,6 +269,13 @@ def gap(key, seconds, readout=None):
 if mode == "logged":
     logged(float(args[0]), int(args[1]))
 elif mode == "gap":
-    gap(args[0], float(args[1]), int(args[2]) if len(args) > 2 else None)
+    silent = "--silent" in args
+    args = [a for a in args if a != "--silent"]
+    down = 8.0
+    if "--down" in args:
+        at = args.index("--down")
+        down = float(args[at + 1])
+        del args[at:at + 2]
+    gap(args[0], float(args[1]), int(args[2]) if len(args) > 2 else None, down=down, silent=silent)
 else:
     raise SystemExit(f"backfill_daemon: unknown mode {mode}")
