@@ -71,14 +71,16 @@ extension BufferStore {
         return .hazards(CompactJSON.decodeCounts(row["hazards"] ?? "{}") ?? [:])
     }
 
-    /// Sessions known to the buffer, newest first: (id, started epoch ms, state, points, and the
-    /// history day the gateway filed it under, in the gateway's day boundaries, not the reader's).
-    public func sessions(limit: Int = 100) throws -> [(id: String, startedAt: Double, state: String, points: Int, day: String)] {
+    /// Sessions known to the buffer, newest first: (id, started epoch ms, state, points, the
+    /// history day the gateway filed it under, in the gateway's day boundaries, not the reader's,
+    /// and the source of its times, nil while it records).
+    public func sessions(limit: Int = 100) throws
+        -> [(id: String, startedAt: Double, state: String, points: Int, day: String, timeSource: String?)] {
         try reader.read { db in
             try Row.fetchAll(db, sql: """
-                SELECT s.id, s.started_at, s.state, \(Self.livePointCount) AS points, s.day FROM sessions s
+                SELECT s.id, s.started_at, s.state, \(Self.livePointCount) AS points, s.day, s.time_source FROM sessions s
                 ORDER BY s.started_at DESC LIMIT ?
-                """, arguments: [limit]).map { ($0["id"], $0["started_at"], $0["state"], $0["points"], $0["day"]) }
+                """, arguments: [limit]).map { ($0["id"], $0["started_at"], $0["state"], $0["points"], $0["day"], $0["time_source"]) }
         }
     }
 }

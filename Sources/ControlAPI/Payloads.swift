@@ -52,13 +52,18 @@ public struct SessionListingPayload: Codable, Sendable, Equatable {
     /// The history day the gateway filed the session under (`2026-11-27`, in the gateway's
     /// day boundaries, not the reader's); absent from daemons before it was added.
     public var day: String?
+    /// Where its times come from once it stopped (`gnss_corrected`, `system_clock_synchronised`,
+    /// `unsynchronised_system_clock`: on a clock that was not set, and no GNSS fix corrected it,
+    /// docs/data-model.md); absent while it records, and from daemons before it was added.
+    public var timeSource: String?
 
-    public init(sessionID: String, startedAt: Double, state: String, points: Int, day: String? = nil) {
+    public init(sessionID: String, startedAt: Double, state: String, points: Int, day: String? = nil, timeSource: String? = nil) {
         self.sessionID = sessionID
         self.startedAt = startedAt
         self.state = state
         self.points = points
         self.day = day
+        self.timeSource = timeSource
     }
 }
 

@@ -33,7 +33,8 @@ public struct BufferQueries: Sendable {
     public func sessions(limit: Int) throws(DBusError) -> [SessionListingPayload] {
         do {
             return try store.sessions(limit: limit).map {
-                SessionListingPayload(sessionID: $0.id, startedAt: $0.startedAt / 1000, state: $0.state, points: $0.points, day: $0.day)
+                SessionListingPayload(sessionID: $0.id, startedAt: $0.startedAt / 1000, state: $0.state, points: $0.points, day: $0.day,
+                                      timeSource: $0.timeSource)
             }
         } catch {
             throw DBusError(name: E.failed, message: "cannot read the sessions: \(error)")

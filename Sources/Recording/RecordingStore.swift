@@ -180,12 +180,14 @@ public protocol RecordingStore: AnyObject {
     /// Seals a chunk (and drops the segments it covers) in one durable transaction; returns
     /// the document name it was given.
     @discardableResult func seal(_ chunk: ChunkToSeal) throws -> String
-    /// The recording session's times taken on the unsynchronised system clock before the first
-    /// GNSS fix move `offset` ms later, onto GNSS time, in one durable transaction: its start,
-    /// the points of its sealed chunks and segments whose time source is
-    /// ``TimeSource/unsynchronisedSystemClock`` (then ``TimeSource/gnssCorrected``), and what
-    /// a logged session keeps of its start and boot origins. A sealed chunk is revised (same
-    /// name, uploaded again); a kill -9 leaves each time either as it was or converted.
+    /// The session's times taken on the unsynchronised system clock before the first GNSS fix
+    /// (recording, or stopped by this process before it) move `offset` ms later, onto GNSS
+    /// time, in one durable transaction: its start and end, the points of its sealed chunks and
+    /// segments whose time source is ``TimeSource/unsynchronisedSystemClock`` (then
+    /// ``TimeSource/gnssCorrected``), the gaps its boards' logs still fill, and what a logged
+    /// session keeps of its start and boot origins. A sealed chunk is revised (same name,
+    /// uploaded again), so is a records document already written; a kill -9 leaves each time
+    /// either as it was or converted.
     func convertOntoGNSSTime(sessionID: String, by offset: Double) throws
     /// Marks the session stopped and awaiting its survey.
     func endSession(_ end: SessionEnd) throws

@@ -122,6 +122,9 @@ public final class SessionController {
     var sealsForTheStop: [ChunkToSeal]?
     /// Ends of sessions stored once their refused chunks are sealed (``endOnceSealed(_:)``).
     var endsWaitingForSeals: [SessionEnd] = []
+    /// Sessions this process stopped before its first GNSS fix, their times on the
+    /// unsynchronised system clock: that fix converts them too (``convertOntoGNSSTimeOnceCorrected()``).
+    var stoppedBeforeTheFirstFix: [String] = []
     private var nextSealRetry: Int64 = .min
     private var sealRetryDelay = SessionController.firstSealRetryDelay
     private(set) var lastSegmentWrite: Int64 = .min
@@ -336,6 +339,7 @@ public final class SessionController {
         try storeEnd(end, stopGaps: stopGaps, now: now)
         session = nil
         awaitingSurvey.append(s.id)
+        if timeBase.source == .unsynchronisedSystemClock { stoppedBeforeTheFirstFix.append(s.id) }
         if s.pointCount == 0 { emptySessions.insert(s.id) }
         return end
     }
@@ -441,8 +445,9 @@ public final class SessionController {
 
     /// Feeds a GNSS fix received at monotonic `now`.
     public func ingest(fix: GNSSFix, now: Int64) {
+        let uncorrected = timeBase.source == .unsynchronisedSystemClock
         timeBase.observe(fix, at: now)
-        convertOntoGNSSTimeOnceCorrected()
+        if uncorrected, timeBase.source == .gnssCorrected { convertOntoGNSSTimeOnceCorrected() }
         guard let located = LocatedFix(fix, timeBase: timeBase, acceptingDeadReckoning: configuration.acceptsDeadReckoning) else { return }
         if session != nil { session!.distance.add(latitude: located.latitude, longitude: located.longitude, accuracy: located.accuracy) }
         let nowMs = timeBase.epochMilliseconds(monotonic: now)
@@ -481,6 +486,9 @@ public final class SessionController {
     /// timedated at the edge).
     public func setSystemClockSynchronised(_ synchronised: Bool) {
         timeBase.systemClockSynchronised = synchronised
+        // Synchronised, the clock may have been stepped: how far the times taken before were
+        // off is no longer known, and their sessions stay on the system clock (and say so).
+        if synchronised { stoppedBeforeTheFirstFix = [] }
     }
 
     // MARK: Internals

@@ -87,3 +87,37 @@ extension BackfillHold {
         lastPageAt? += offset
     }
 }
+
+extension LoggedRecording {
+    /// Moves the board's last point and the accelerometer readings waiting for a pair `offset` ms later.
+    mutating func shift(by offset: Double) {
+        lastPointTime? += offset
+        for k in accelerometerReadings.indices { accelerometerReadings[k].timestamp += offset }
+    }
+}
+
+extension LoggedRest {
+    /// Moves the session's start and end and what the board left of it `offset` ms later.
+    mutating func shift(by offset: Double) {
+        startedAt += offset
+        end? += offset
+        recording.shift(by: offset)
+        storedTail = storedTail.map { $0.shifted(by: offset) }
+    }
+}
+
+extension PendingRestartGap {
+    /// Moves every epoch time of a gap this process timed (a stop's gap, a board away at the
+    /// stop) `offset` ms later: its edges, its stored points, what was sealed into it, and the
+    /// fixes of the stream that stopped (the logged samples' ticks are on the monotonic clock).
+    mutating func shift(by offset: Double) {
+        gap.after? += offset
+        gap.until? += offset
+        gap.tail = gap.tail.map { $0.shifted(by: offset) }
+        gap.head = gap.head.map { $0.shifted(by: offset) }
+        until? += offset
+        sealedThrough? += offset
+        sealed = sealed.map { (key: $0.key, time: $0.time + offset) }
+        stoppedStream?.merger.shiftAll(by: offset) { $0.source = $0.source.convertedWithTheFirstFix }
+    }
+}

@@ -62,10 +62,32 @@ struct SessionCommand: AsyncParsableCommand {
             let sessions = try await DaemonAccess.run { try await $0.sessions(limit: limit) }
             if output.json { return try emitJSON(sessions) }
             if sessions.isEmpty { return emitLine("(no sessions)") }
-            emitLine("SESSION                               STARTED              STATE            POINTS")
-            for s in sessions {
-                emitLine([s.sessionID.padded(36), Format.time(s.startedAt), s.state.padded(15), String(s.points).padded(6, left: true)]
-                    .joined(separator: "  "))
+            for line in Self.lines(sessions) { emitLine(line) }
+        }
+
+        /// The listing's lines: a header, a line per session, and a note when a session's times
+        /// are on a clock that was not set (how far off is not known).
+        static func lines(_ sessions: [SessionListingPayload]) -> [String] {
+            ["SESSION                               STARTED              STATE            POINTS  TIMES"]
+                + sessions.map {
+                    [$0.sessionID.padded(36), Format.time($0.startedAt), $0.state.padded(15), String($0.points).padded(6, left: true),
+                     times($0.timeSource)].joined(separator: "  ")
+                }
+                + (sessions.contains { $0.timeSource == unsetClock } ? [unsetClockNote] : [])
+        }
+
+        static let unsetClock = "unsynchronised_system_clock"
+        static let unsetClockNote = "* recorded before any GNSS fix on a gateway clock that was not set: its start, day and "
+            + "point times are that clock's, off by its unknown error (a fix while the same mwgated still runs corrects them)"
+
+        /// Where a session's times come from, in the listing's words (`-` while it records).
+        static func times(_ source: String?) -> String {
+            switch source {
+            case nil: "-"
+            case "gnss_corrected": "GNSS"
+            case "system_clock_synchronised": "system clock"
+            case unsetClock: "CLOCK NOT SET *"
+            case let other?: other
             }
         }
     }

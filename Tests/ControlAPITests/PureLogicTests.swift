@@ -50,4 +50,24 @@ struct PureLogicTests {
         #expect(try ControlJSON.decode(SessionEndPayload.self, from: text) == end)
         #expect(throws: (any Error).self) { try ControlJSON.decode(SessionEndPayload.self, from: "{\"sessionID\":1}") }
     }
+
+    /// `mwctl session list` says which sessions' times are on a gateway clock that was not set
+    /// and no GNSS fix corrected (issue 21): their start, day and points may be off by its error.
+    @Test func theSessionListSaysWhichTimesAreOnAClockNotSet() throws {
+        let listed = [
+            SessionListingPayload(sessionID: "a", startedAt: 1_785_909_000, state: "submitted", points: 10, timeSource: "gnss_corrected"),
+            SessionListingPayload(sessionID: "b", startedAt: 1_795_931_400, state: "awaiting_survey", points: 5,
+                                  timeSource: "unsynchronised_system_clock"),
+            SessionListingPayload(sessionID: "c", startedAt: 1_785_909_100, state: "recording", points: 1),
+        ]
+        let lines = SessionCommand.List.lines(listed)
+        print(lines.joined(separator: "\n"))
+        #expect(lines.count == 5 && lines[1].hasSuffix("  GNSS") && lines[2].hasSuffix("  CLOCK NOT SET *") && lines[3].hasSuffix("  -"))
+        #expect(lines.last == SessionCommand.List.unsetClockNote)
+        #expect(SessionCommand.List.lines([listed[0]]).count == 2, "no note without such a session")
+        // A daemon before the field: none.
+        let old = try ControlJSON.decode([SessionListingPayload].self,
+                                         from: "[{\"sessionID\":\"a\",\"startedAt\":1,\"state\":\"submitted\",\"points\":2}]")
+        #expect(old.first?.timeSource == nil)
+    }
 }

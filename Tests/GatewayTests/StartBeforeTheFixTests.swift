@@ -116,16 +116,21 @@ struct StartBeforeTheFixTests {
         } else {
             try controller.stop(trigger: .controlAPI, now: now)
         }
-        let record = try? store.submitSurvey(sessionID: session, survey: .noHazard,
-                                             submittedAt: Date(timeIntervalSince1970: utc + clockAhead + 10))
-        let dataset = try store.dataset(sessionID: session)
+        _ = try? store.submitSurvey(sessionID: session, survey: .noHazard, submittedAt: Date(timeIntervalSince1970: utc + clockAhead + 10))
+        return try Run(of: try store.dataset(sessionID: session), in: store)
+    }
+}
+
+extension StartBeforeTheFixTests.Run {
+    /// What the store says of a session's times: its dataset, records document, export and history.
+    init(of dataset: SessionDataset, in store: BufferStore) throws {
         let times = dataset.points.map(\.point.gyroscope.timestamp)
         let stored = try dataset.chunkNames.flatMap { try store.realtimeDocument(name: $0)?.points.map(\.gyroscope.timestamp) ?? [] }
         let csv = SessionExporter.render(dataset, format: .csv).split(separator: "\n").dropFirst()
-        return Run(startedAt: dataset.startedAt, endedAt: dataset.endedAt, firstPoint: times.min() ?? .nan, lastPoint: times.max() ?? .nan,
-                   timeSource: dataset.timeSource, recordStart: record?.start, days: try store.history().map(\.day),
-                   firstPointDay: store.day(ofEpochMilliseconds: times.min() ?? .nan), stored: stored,
-                   exportedSeconds: csv.last.flatMap { Double($0.split(separator: ",")[2]) } ?? .nan,
-                   walkingMinutes: try store.history().first?.walkingMinutes ?? .nan)
+        self.init(startedAt: dataset.startedAt, endedAt: dataset.endedAt, firstPoint: times.min() ?? .nan, lastPoint: times.max() ?? .nan,
+                  timeSource: dataset.timeSource, recordStart: try store.recordsDocument(sessionID: dataset.sessionID)?.start,
+                  days: try store.history().map(\.day), firstPointDay: store.day(ofEpochMilliseconds: times.min() ?? .nan), stored: stored,
+                  exportedSeconds: csv.last.flatMap { Double($0.split(separator: ",")[2]) } ?? .nan,
+                  walkingMinutes: try store.history().first?.walkingMinutes ?? .nan)
     }
 }

@@ -58,16 +58,4 @@ struct StreamBeforeTheFixTests {
                                                       end: 45_000_000_000)
         Self.expectOnGNSSTime(run, end: 45, lastWithin: 2_500)
     }
-
-    /// No fix before the kill: nothing tells the clock's error, and the session says so.
-    @Test("killed before the first fix: the session stays on the system clock and says so")
-    func killedBeforeTheFix() throws {
-        let run = try StartBeforeTheFixTests().record(killedBeforeTheStop: true, firstFix: Self.firstFix, end: 20_000_000_000)
-        let steps = zip(run.stored, run.stored.dropFirst()).map { $1 - $0 }
-        let systemClock = (StartBeforeTheFixTests.utc + StartBeforeTheFixTests.clockAhead + 1.5) * 1000
-        print("  killed before the fix: first \(run.firstPoint) (system clock \(systemClock)), source \(run.timeSource ?? "-")")
-        #expect(run.timeSource == TimeSource.unsynchronisedSystemClock.rawValue)
-        #expect(abs(run.firstPoint - systemClock) < 100, "its times are the system clock's")
-        #expect(steps.allSatisfy { $0 > 0 && $0 < 50 }, "stored in time order without a jump")
-    }
 }
