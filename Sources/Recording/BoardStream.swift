@@ -84,6 +84,13 @@ final class BoardStream {
         self.merger = merger
     }
 
+    /// The sample periods the board's log's ticks show (``LoggedPeriod``): its timestampers take
+    /// those they know (``SampleTimestamper/takeBoardPeriod(_:)``).
+    func takeBoardPeriods(_ periods: (gyro: LoggedPeriod, accelerometer: LoggedPeriod)) {
+        if let period = periods.gyro.nanoseconds { gyro.takeBoardPeriod(period) }
+        if let period = periods.accelerometer.nanoseconds { accelerometer?.takeBoardPeriod(period) }
+    }
+
     /// The point of a sample the merger released, with the accelerometer sample nearest it.
     func point(_ l: LocationMerger<GyroItem>.Located) -> RecordedPoint {
         RecordedPoint(gyroscope: GyroReading(l.payload.sample, timestamp: l.time), location: l.location,
@@ -164,6 +171,13 @@ struct BackfillHold {
     var journaled = 0
     /// A second readout was asked for, the first having ended before the gap did.
     var readAgain = false
+    /// Logged samples downloaded when the log was last asked for again for a mark past its end
+    /// (``marksPastTheLog(scale:)``), and how often it was: it is asked again only after a
+    /// readout that brought more, and at most ``readsForMarks`` times (a mark whose sample the
+    /// log will never hold waits for the hold's end).
+    var loggedWhenReadForAMark = 0
+    var readForMarks = 0
+    static let readsForMarks = 3
     /// Pages of the log the store refused since it last took one: each refusal ends its
     /// readout unconfirmed, and the log is asked for again at once, up to
     /// ``declinedReadoutsReadAgain`` times in a row.
@@ -213,6 +227,19 @@ struct BackfillHold {
     /// Longest a hold lasts from its first point, in waits, however often its board's link
     /// drops before its log is read (at the default wait 5 min: 30,000 points at 100 Hz).
     static let longestHoldInWaits = 5.0
+
+    /// Whether a held point's mark lies past the log downloaded so far: the log does not hold
+    /// its sample (at `scale` LSB per unit). A mark made while a readout ran (its step confirmed
+    /// 5 s after it began) joins the points held for an earlier one, and the readout ends
+    /// before it: committed then, a delay the log would have shown stayed a false mark, and
+    /// the points after it as late as the delay (the real-BlueZ VM's latency steps, issue 21).
+    /// A loss's mark is past the log too until the log holds the sample after the loss.
+    func marksPastTheLog(scale: Double) -> Bool {
+        let marked = points.filter { $0.point.missedBefore > 0 && !$0.point.backfilled }
+        guard !marked.isEmpty else { return false }
+        let logged = Set(self.logged.samples.map(\.raw))
+        return marked.contains { !logged.contains(RawVector(stored: $0.point.gyroscope, scale: scale)) }
+    }
 
     /// Whether the log downloaded so far reaches past the gap: it holds one of the held points
     /// (the raw counts of a sample streamed after the gap, at `scale` LSB per unit).

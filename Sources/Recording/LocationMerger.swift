@@ -113,10 +113,10 @@ public struct LocationMerger<Payload> {
     /// Number of samples waiting for a fix.
     public var heldCount: Int { held.count - heldStart }
 
-    /// Moves the held samples at or after `time` (epoch ms) by `offset` ms: their stream was
-    /// stamped late (``SampleTimestamper/takeBack(lateBy:)``). Their order stays.
-    public mutating func moveHeld(from time: Double, by offset: Double) {
-        for i in heldStart..<held.count where held[i].time >= time { held[i].time += offset }
+    /// Moves each held sample back by `back(payload, time)` ms: their stream was stamped late
+    /// (``SampleTimestamper/takeBack(lateBy:at:)``), each by as much as that says.
+    public mutating func moveHeld(back: (Payload, Double) -> Double) {
+        for i in heldStart..<held.count { held[i].time -= back(held[i].payload, held[i].time) }
     }
 
     /// Moves every time it keeps (the waiting samples, when each began to wait, the fixes) by

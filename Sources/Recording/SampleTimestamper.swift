@@ -102,6 +102,22 @@ public struct SampleTimestamper<Payload> {
     /// The current estimate of the real sample period, nanoseconds.
     public var estimatedPeriod: Double { period }
 
+    /// The board's own sample period, nanoseconds (``takeBoardPeriod(_:)``); nil: not known.
+    public private(set) var boardPeriod: Double?
+
+    /// The board's clock shows its sample period (its flash log's ticks between neighbouring
+    /// samples): from now on the fit takes it instead of the arrivals' slope, which a latency
+    /// that stays up or down for seconds tilts (to the 5 % bound, the real-BlueZ VM under load:
+    /// every stamp after it 0.5 ms a sample early). One beyond ``Configuration/maxRateError`` of
+    /// the nominal rate is no sample period of this stream, and ignored.
+    public mutating func takeBoardPeriod(_ nanoseconds: Double) {
+        let nominal = configuration.nominalPeriod
+        guard abs(nanoseconds / nominal - 1) <= configuration.maxRateError else { return }
+        boardPeriod = nanoseconds
+        period = nanoseconds
+        lastFitAt = .min
+    }
+
     /// Adds a notification of `count` samples received at `receivedAt` and returns the
     /// notifications whose samples are now final (those older than the lookahead).
     public mutating func add(_ payload: Payload, count: Int, receivedAt: Int64) -> [Stamped] {
@@ -142,35 +158,52 @@ public struct SampleTimestamper<Payload> {
     /// Number of notifications held for the lookahead.
     public var heldCount: Int { pending.count - pendingStart }
 
-    /// The notifications of this stream came `nanoseconds` later than its stamps allowed for,
-    /// and still do: a latency step taken for a loss (the fit counted the periods it lasted as
-    /// lost samples), or the backlog a new link's stream began with (its first stamps lie on
-    /// its first arrivals). The board's flash log shows it: the samples streamed on both sides
-    /// of the mark are neighbours in the log (issues 18 §2.6, 21). The stamps handed out so far
-    /// (the caller moves back those after the mark) and from now on are late by that much; the
-    /// ones to come are stamped that much earlier, for as long as the delay lasts.
+    /// The notifications of this stream came `nanoseconds` later than its stamps allowed for at
+    /// a mark: a latency step taken for a loss (the fit counted the periods it lasted as lost
+    /// samples; `mark` names the payload of the notification after it), or the backlog a new
+    /// link's stream began with (its first stamps lie on its first arrivals; `mark` names its
+    /// first payload). The board's flash log shows it: the samples streamed on both sides of the
+    /// mark are neighbours in the log (issues 18 §2.6, 21). The caller moves back the stamps
+    /// handed out so far; those to come are stamped earlier by what of the delay still lasts,
+    /// which this returns (ns): the stamps handed out lately, still on their way, are as late.
     ///
     /// The fit keeps its indices, so its envelope stays what the notifications show: stamps are
-    /// moved back by the delay, less what the envelope has come down by since (the delay ended,
-    /// and the notifications came back to the line the board's samples lie on). Neither a window
-    /// that moves past the step (the envelope then lies on the late notifications alone) nor a
-    /// delay that ends moves the stamps by a step.
-    public mutating func takeBack(lateBy nanoseconds: Int64) {
-        guard nanoseconds > 0, let a = intercept else { return }
-        delay = (lastingDelay + Double(nanoseconds), a + period * Double(nextIndex), nextIndex)
-        lastEmitted -= nanoseconds
+    /// moved back by the delay, less what the envelope has come down by since the mark (the
+    /// delay ended, and the notifications came back to the line the board's samples lie on).
+    /// Measured from the line at the readout instead, a delay that had ended before it was
+    /// taken back from every later stamp: the real-BlueZ VM's healthy stream 0.25-0.6 s early
+    /// (session group at cbb2391). A mark this timestamper does not know (or none) is measured
+    /// from the line now: the delay lasts as long as the envelope stays where it is.
+    @discardableResult
+    public mutating func takeBack(lateBy nanoseconds: Int64, at mark: ((Payload) -> Bool)? = nil) -> Int64 {
+        guard nanoseconds > 0, let a = intercept else { return 0 }
+        let before = lastingDelay
+        if let known = mark.flatMap({ named in marks.last { named($0.payload) } }) {
+            delays.append((Double(nanoseconds), known.line, known.index))
+        } else {
+            delays.append((Double(nanoseconds), a + period * Double(nextIndex), nextIndex))
+        }
+        if delays.count > Self.marksKept { delays.removeFirst(delays.count - Self.marksKept) }
+        let still = Int64(max(0, lastingDelay - before).rounded())
+        lastEmitted -= still
+        return still
     }
 
-    /// How late the notifications still come by what ``takeBack(lateBy:)`` was told, ns: the
-    /// delays taken back, less how far the envelope came down since.
+    /// How late the notifications still come by what ``takeBack(lateBy:at:)`` was told, ns: each
+    /// delay taken back, less how far the envelope came down since its mark.
     private var lastingDelay: Double {
-        guard let delay, let a = intercept else { return 0 }
-        let cameDown = delay.line - (a + period * Double(delay.index))
-        return max(0, delay.nanoseconds - max(0, cameDown))
+        guard let a = intercept else { return 0 }
+        return delays.reduce(0) { $0 + max(0, $1.nanoseconds - max(0, $1.line - (a + period * Double($1.index)))) }
     }
 
-    /// The delays taken back so far (ns), with the envelope's line at sample `index` then.
-    private var delay: (nanoseconds: Double, line: Double, index: Int64)?
+    /// The delays taken back so far (ns), each with the envelope's line at sample `index` at its mark.
+    private var delays: [(nanoseconds: Double, line: Double, index: Int64)] = []
+
+    /// The stream's first notification and each one after a loss it counted, with the envelope's
+    /// line at its first sample when it was stamped: where a delay taken back began
+    /// (``takeBack(lateBy:at:)``). A hold's log is read within a minute or so of its mark.
+    private var marks: [(payload: Payload, index: Int64, line: Double)] = []
+    private static var marksKept: Int { 64 }
 
     private mutating func drain(until cutoff: Int64, final: Bool = false) -> [Stamped] {
         var out: [Stamped] = []
@@ -322,6 +355,10 @@ public struct SampleTimestamper<Payload> {
         }
         let missed = missedBeforeOldest
         missedBeforeOldest = 0
+        if missed > 0 || marks.isEmpty {
+            marks.append((p.payload, p.firstIndex, a + lastingDelay + period * Double(p.firstIndex)))
+            if marks.count > Self.marksKept { marks.removeFirst(marks.count - Self.marksKept) }
+        }
         return Stamped(payload: p.payload, firstIndex: p.firstIndex, times: times, missedBefore: missed,
                        receivedAt: p.receivedAt)
     }
@@ -359,7 +396,7 @@ public struct SampleTimestamper<Payload> {
             // over that span: with bursts whose delay wanders by hundreds of milliseconds (the
             // real stack in the VM) a 2 s span came out 1.3 % short, and the drift then made
             // a step every second or two. Until the history is long, the nominal rate is better.
-            if last.receivedAt - first.receivedAt >= configuration.minimumFitSpan {
+            if boardPeriod == nil, last.receivedAt - first.receivedAt >= configuration.minimumFitSpan {
                 for _ in 0..<2 {
                     let middle = historyStart + count / 2
                     let a = lowest(historyStart, middle)

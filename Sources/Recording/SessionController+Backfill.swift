@@ -90,6 +90,18 @@ extension SessionController {
         return backfillRequests.sorted()
     }
 
+    /// The sample periods `board`'s log's ticks show (``LoggedPeriod``), with a page's `gyro` and
+    /// `accelerometer` samples: its timestampers take them instead of the arrivals' slope
+    /// (``SampleTimestamper/takeBoardPeriod(_:)``).
+    func takeLoggedPeriods(board: String, gyro: [LoggedSample], accelerometer: [LoggedSample]) {
+        guard let stream = boards[board] else { return }
+        var periods = loggedPeriods[board] ?? (LoggedPeriod(), LoggedPeriod())
+        periods.gyro.add(gyro, nominalPeriodMs: 1000 / stream.gyroRate)
+        if let rate = stream.accelerometerRate { periods.accelerometer.add(accelerometer, nominalPeriodMs: 1000 / rate) }
+        loggedPeriods[board] = periods
+        stream.takeBoardPeriods(periods)
+    }
+
     /// Whether `board`'s points are held waiting for a backfill.
     public func isWaitingForBackfill(board: String) -> Bool { boards[board]?.hold != nil }
 
@@ -108,6 +120,7 @@ extension SessionController {
     public func backfill(board: String, logged: [LoggedSample], accelerometer: [LoggedSample] = [], bootOrigins: [UInt8: Int64],
                          complete: Bool = true, now: Int64? = nil) -> BackfillOutcome {
         var outcome = BackfillOutcome()
+        takeLoggedPeriods(board: board, gyro: logged, accelerometer: accelerometer)
         loggedAccelerometer[board, default: LoggedSamples()].add(accelerometer, bootOrigins: bootOrigins)
         defer { if boards[board]?.hold == nil, restartGaps[board] == nil { loggedAccelerometer[board] = nil } }
         let restartGapStored = backfillRestartGap(board: board, page: logged, bootOrigins: bootOrigins, complete: complete,
@@ -133,6 +146,14 @@ extension SessionController {
         var complete = complete
         if complete, !hold.readAgain, let scale = streamed[board]?.scale, !hold.logReachesPastTheGap(scale: scale) {
             boards[board]?.hold?.readAgain = true
+            backfillRequests.insert(board)
+            outcome.readAgain = true
+            complete = false
+        } else if complete, let scale = streamed[board]?.scale, hold.logged.samples.count > hold.loggedWhenReadForAMark,
+                  hold.readForMarks < BackfillHold.readsForMarks, hold.marksPastTheLog(scale: scale) {
+            // A mark made while the readout ran: read on until the log shows what it was.
+            boards[board]?.hold?.loggedWhenReadForAMark = hold.logged.samples.count
+            boards[board]?.hold?.readForMarks += 1
             backfillRequests.insert(board)
             outcome.readAgain = true
             complete = false
@@ -291,14 +312,8 @@ extension SessionController {
     /// time-based detector cannot tell a delay that outlasts its confirmation from a loss: the
     /// real-BlueZ VM under load fell seconds behind a stream.)
     /// Only counts that occur once in the log and once in the streamed window are matched: a
-    /// board at rest repeats its readings. `log` is the hold's log (``LogTicks`` of
-    /// `hold.logged`).
-    func marksTheLogContradicts(board: String, hold: BackfillHold, log: LogTicks) -> [RawVector: Double] {
-        let logs = [log] + (previousLog[board].map { [LogTicks($0.samples)] } ?? [])
-        return marksTheLogContradicts(board: board, points: hold.points.map(\.point), logs: logs)
-    }
-
-    /// ``marksTheLogContradicts(board:hold:log:)`` of `points` (held or stored), by `logs`.
+    /// board at rest repeats its readings. A hold's `logs` are its readout's and the one before
+    /// it (``previousLog``).
     func marksTheLogContradicts(board: String, points: [RecordedPoint], logs: [LogTicks]) -> [RawVector: Double] {
         guard let window = streamed[board], let scale = window.scale else { return [:] }
         var marked: [RawVector: Int] = [:]

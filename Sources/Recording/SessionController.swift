@@ -140,6 +140,8 @@ public final class SessionController {
     /// readout (5 s late) waits for the next one, which no longer holds the entries around it
     /// (the board deleted the pages the first one confirmed; ``marksTheLogContradicts(board:hold:)``).
     var previousLog: [String: LoggedSamples] = [:]
+    /// Each board's gyro and accelerometer periods by its log's ticks, from the readouts so far.
+    var loggedPeriods: [String: (gyro: LoggedPeriod, accelerometer: LoggedPeriod)] = [:]
     /// The same for each board's accelerometer stream, and its logged samples of the readout.
     var streamedAccelerometer: [String: StreamedWindow] = [:]
     var loggedAccelerometer: [String: LoggedSamples] = [:]
@@ -218,6 +220,7 @@ public final class SessionController {
             gyro: SampleTimestamper(configuration: gyro), accelerometer: accel,
             merger: LocationMerger(maxWait: configuration.fixWait, freshness: configuration.fixFreshness))
         stream.backfillExpected = backfillBoards.contains(board)
+        if let periods = loggedPeriods[board] { stream.takeBoardPeriods(periods) }
         stream.began = now.map(timeBase.epochMilliseconds(monotonic:))
         streamed[board]?.beginLink()
         streamedAccelerometer[board]?.beginLink()

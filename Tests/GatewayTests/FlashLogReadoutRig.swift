@@ -134,12 +134,15 @@ struct FlashLogReadoutRig {
     /// ticks, the log is trimmed as the recorder says (by `trimmer`, not while a readout runs),
     /// and a readout begins when the recorder asks for the board's log.
     /// With `lag`, the board's clock is that far behind the host's: its notifications come that
-    /// much later than it took them (a step in latency when it grows, no sample lost).
-    mutating func stream(to now: Int64, lag: Int64 = 0, linkUp: Bool, into controller: SessionController, board key: String,
-                         decoder: NotificationDecoder, trimmer: inout BoardLogTrimmer) {
+    /// much later than it took them (a step in latency when it grows, no sample lost). With
+    /// `losesSamples`, the sensors' notifications of this step never arrive (the logging
+    /// module's do).
+    mutating func stream(to now: Int64, lag: Int64 = 0, linkUp: Bool, losesSamples: Bool = false, into controller: SessionController,
+                         board key: String, decoder: NotificationDecoder, trimmer: inout BoardLogTrimmer) {
         for n in board.advance(to: UInt64(max(Int64(board.nanoseconds), now - lag))) {
             guard linkUp else { continue }
             if n.bytes.first == 0x0B { receive(n.bytes, into: controller, board: key, now: now); continue }
+            guard !losesSamples else { continue }
             controller.ingest(board: key, event: decoder.decode(n.bytes), receivedAt: now)
         }
         if linkUp { handWaitingPage(into: controller, board: key, now: now) }
