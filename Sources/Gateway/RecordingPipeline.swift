@@ -78,6 +78,7 @@ public actor RecordingPipeline {
     private var lastBoardDetachedAt: Int64?
     var book: StatusBook
     private var clock: ClockWatch
+    private let wallClock: any WallClock
     var backlog: BacklogWatch
     private var lastReportedStoreError: String?
     var isShutDown = false
@@ -114,15 +115,16 @@ public actor RecordingPipeline {
     /// logs (``BufferStore/loggedRests()``): each board's log is read out for them when it is back.
     public init(settings: GatewaySettings, store: BufferStore, logger: Logger,
                 clockProbe: any ClockSynchronisationProbe = KernelClockSynchronisation(),
+                wallClock: any WallClock = SystemWallClock(),
                 timeline: MonotonicTimeline = MonotonicTimeline(), restartGaps: [RestartGap] = [],
                 loggedRests: [KeptLoggedRest] = []) {
         self.settings = settings
         self.logger = logger
         self.timeline = timeline
         clock = ClockWatch(probe: clockProbe)
+        self.wallClock = wallClock
         let nowNs = timeline.now
-        let wall = Date().timeIntervalSince1970
-        let timeBase = TimeBase(wallNanoseconds: Int64(wall * 1e9), monotonicNanoseconds: nowNs,
+        let timeBase = TimeBase(wallNanoseconds: wallClock.nanosecondsSinceEpoch(), monotonicNanoseconds: nowNs,
                                 systemClockSynchronised: clock.isSynchronised)
         var configuration = SessionController.Configuration()
         configuration.alwaysMode = settings.sessionMode == .always
@@ -225,6 +227,8 @@ public actor RecordingPipeline {
     public func ingest(_ fix: GNSSFix) {
         guard !isShutDown else { return }
         takeHeldEvents()
+        // The fix's offset is against the system clock as it is now: a step since is noticed first.
+        readWallClock()
         controller.ingest(fix: fix, now: timeline.now)
         book.fixArrived(fix)
         publish()
@@ -356,11 +360,20 @@ public actor RecordingPipeline {
 
     func checkClock(now: Int64) {
         guard let reading = clock.reading(now: now, interval: nanoseconds(settings.clockCheckInterval)) else { return }
+        // Synchronised by a step (timesyncd's first NTP step): the step is known before the new source.
+        readWallClock()
         if reading.changed {
             logger.info("system clock is \(reading.synchronised ? "now" : "no longer") synchronised")
             publish()
         }
         controller.setSystemClockSynchronised(reading.synchronised)
+    }
+
+    /// Reads the system clock beside the monotonic one: a step of it is logged and taken by the time base.
+    func readWallClock() {
+        if controller.readWallClock(wallNanoseconds: wallClock.nanosecondsSinceEpoch(), monotonicNanoseconds: timeline.now) {
+            logger.info("system clock stepped by \(Double(controller.timeBase.wallStep) / 1e9) s since the start; times stay on the clock read then")
+        }
     }
 
     func readBacklog(now: Int64) {

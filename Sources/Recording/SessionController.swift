@@ -485,6 +485,13 @@ public final class SessionController {
         writeSegments(now: now)
     }
 
+    /// A reading of the system and monotonic clocks at one instant: returns whether the system
+    /// clock was stepped (``TimeBase/readWallClock(wallNanoseconds:monotonicNanoseconds:)``).
+    @discardableResult
+    public func readWallClock(wallNanoseconds: Int64, monotonicNanoseconds: Int64) -> Bool {
+        timeBase.readWallClock(wallNanoseconds: wallNanoseconds, monotonicNanoseconds: monotonicNanoseconds)
+    }
+
     /// Tells the controller whether the system clock is synchronised (from adjtimex or
     /// timedated at the edge).
     public func setSystemClockSynchronised(_ synchronised: Bool) {

@@ -39,9 +39,21 @@ public enum TimeSource: String, Hashable, Sendable, CaseIterable, Comparable {
 /// steps by more than ``stepThreshold`` at once (a clock that was wrong); and each monotonic
 /// time is converted with the correction that applied at that time, so a time converted again
 /// later (a logged sample placed after a download) lands where the stream put it.
+///
+/// The system clock may be stepped while the process runs (`date -s`, fake-hwclock, timesyncd's
+/// first NTP step once a network comes). Every time stays on the clock read at start (the
+/// reference): the caller reports fresh readings of both clocks (``readWallClock(wallNanoseconds:monotonicNanoseconds:)``),
+/// a change of `wall − monotonic` beyond ``stepThreshold`` is a step, and each later fix's offset
+/// (measured against the stepped clock) is taken back onto the reference by it. Once the clock is
+/// synchronised, the stepped clock is the true one: the correction is the step. Before, a step
+/// moved every time after it by the step (the fix's offset), and a clock synchronised by a step
+/// left new times labelled synchronised on the old clock, hours off on a board without a
+/// battery-backed clock.
 public struct TimeBase: Sendable {
-    /// Epoch nanoseconds minus monotonic nanoseconds, sampled once.
+    /// Epoch nanoseconds minus monotonic nanoseconds, sampled once: the reference clock.
     public let wallMinusMonotonic: Int64
+    /// How far the system clock was stepped since that reading (its last step), nanoseconds.
+    public private(set) var wallStep: Int64 = 0
     /// Whether the system clock is synchronised (from the caller: adjtimex/timedatectl).
     public var systemClockSynchronised: Bool
     private var recentOffsets: [Double] = []
@@ -64,12 +76,26 @@ public struct TimeBase: Sendable {
         self.systemClockSynchronised = systemClockSynchronised
     }
 
+    /// Takes a reading of both clocks at one instant: a `wall − monotonic` that moved by more
+    /// than ``stepThreshold`` since the last step is a new step of the system clock (slow NTP
+    /// slewing below it is not: it is the synchronisation's business, not a wrong clock).
+    /// Returns whether it was a step.
+    @discardableResult
+    public mutating func readWallClock(wallNanoseconds: Int64, monotonicNanoseconds: Int64) -> Bool {
+        let step = wallNanoseconds - monotonicNanoseconds - wallMinusMonotonic
+        guard abs(Double(step - wallStep)) > Self.stepThreshold * 1e9 else { return false }
+        wallStep = step
+        return true
+    }
+
     /// Feeds a fix received at monotonic `now`; its UTC offset is used while the system clock
     /// is unsynchronised. A simulator's or manually entered fix says nothing about the time,
     /// so it is not used.
     public mutating func observe(_ fix: GNSSFix, at now: Int64) {
         guard fix.status != .simulated, fix.status != .manual else { return }
-        guard let offset = fix.systemClockOffset, offset.isFinite else { return }
+        // Measured against the system clock as it is now: onto the reference by its step.
+        guard let measured = fix.systemClockOffset, measured.isFinite else { return }
+        let offset = measured + Double(wallStep) / 1e9
         recentOffsets.append(offset)
         if recentOffsets.count > 16 { recentOffsets.removeFirst(recentOffsets.count - 16) }
         let previousObservation = lastObservedAt
@@ -94,15 +120,15 @@ public struct TimeBase: Sendable {
         return recentOffsets.isEmpty ? .unsynchronisedSystemClock : .gnssCorrected
     }
 
-    /// Correction added to the system clock now, seconds.
+    /// Correction added to the reference clock now, seconds: synchronised, the system clock's step.
     public var correction: Double {
-        guard !systemClockSynchronised else { return 0 }
+        guard !systemClockSynchronised else { return Double(wallStep) / 1e9 }
         return applied.last?.correction ?? 0
     }
 
-    /// Correction added to the system clock at monotonic `time`, seconds.
+    /// Correction added to the reference clock at monotonic `time`, seconds.
     public func correction(at time: Int64) -> Double {
-        guard !systemClockSynchronised else { return 0 }
+        guard !systemClockSynchronised else { return Double(wallStep) / 1e9 }
         return applied.last { $0.since <= time }?.correction ?? applied.first?.correction ?? 0
     }
 
@@ -117,7 +143,7 @@ public struct TimeBase: Sendable {
         let uncorrected = { (correction: Double) in
             Int64(((epochMilliseconds - correction * 1000) * 1e6).rounded()) - wallMinusMonotonic
         }
-        guard !systemClockSynchronised else { return uncorrected(0) }
+        guard !systemClockSynchronised else { return uncorrected(correction) }
         for entry in applied.reversed() {
             let time = uncorrected(entry.correction)
             if time >= entry.since { return time }
@@ -125,9 +151,9 @@ public struct TimeBase: Sendable {
         return uncorrected(applied.first?.correction ?? 0)
     }
 
-    /// Epoch milliseconds of a system-clock date (with the correction in force now).
+    /// Epoch milliseconds of a system-clock date read since the last step (with the correction in force now).
     public func epochMilliseconds(system date: Date) -> Double {
-        date.timeIntervalSince1970 * 1000 + correction * 1000
+        date.timeIntervalSince1970 * 1000 + (correction - Double(wallStep) / 1e9) * 1000
     }
 
     /// The fix's time on the session's time base: its GNSS UTC time when it has one and the
