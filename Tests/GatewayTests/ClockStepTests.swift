@@ -49,55 +49,10 @@ struct ClockStepTests {
         #expect(run.timeSource == TimeSource.gnssCorrected.rawValue, "its label: \(run.timeSource ?? "-")")
     }
 
-    /// A session starts at 0 on a system clock `clockAhead` seconds ahead, fixes from 100 ms,
-    /// one a second (reported 80 ms after their epoch); a MetaMotion R streams 100 Hz gyro from
-    /// 1.5 s; at ``stepAt`` the clock is stepped by `step` (and becomes synchronised when told);
-    /// the session stops at ``end``. The clocks are read before each fix and at the step, as the
-    /// pipeline reads them (before a fix, at its clock check).
+    /// The rig of ``StartBeforeTheFixTests`` (a MetaMotion R's 100 Hz gyro from 1.5 s, fixes from
+    /// 100 ms one a second), the clock stepped by `step` at ``stepAt``, the session stopped at ``end``.
     func record(clockAhead: Double, step: Double, synchronisedByTheStep: Bool) throws -> StartBeforeTheFixTests.Run {
-        print("ClockStepTests seed 2113, clock \(clockAhead) s ahead, stepped by \(step) s at \(Self.stepAt) ns, synchronised \(synchronisedByTheStep)")
-        let buffer = try RestartableBuffer(label: "clock-step")
-        defer { buffer.remove() }
-        let store = try buffer.open()
-        let utc = Self.utc
-        let wall = { (now: Int64) in utc + clockAhead + Double(now) / 1e9 + (now >= Self.stepAt ? step : 0) }
-        let base = TimeBase(wallNanoseconds: Int64(wall(0) * 1e9), monotonicNanoseconds: 0, systemClockSynchronised: false)
-        let controller = SessionController(store: store, timeBase: base)
-        var (rng, now, trimmer) = (SeededRandom(seed: 2113), Int64(0), BoardLogTrimmer())
-        var board = SimulatedBoard(profile: .metaMotionR, seed: 9)
-        board.tickAtPowerOn = 333_333
-        board.flashLog.pageEntries = 128
-        var rig = FlashLogReadoutRig.loggingGyro(of: board)
-        let session = try controller.start(trigger: .controlAPI, now: 0)
-        var (nextFix, linked, stepped) = (Int64(100_000_000), false, false)
-        let streamsAt: Int64 = 1_500_000_000
-        while now < Self.end {
-            now += Int64(Double.random(in: 7.5e6...30e6, using: &rng))
-            if !linked, now >= streamsAt {
-                linked = true
-                _ = rig.board.advance(to: UInt64(now))
-                controller.expectBackfill(board: "B", true)
-                rig.links(gyro: FlashLogReadoutRig.gyro100, into: controller, board: "B", trimmer: &trimmer)
-            }
-            if !stepped, now >= Self.stepAt {
-                stepped = true
-                controller.readWallClock(wallNanoseconds: Int64(wall(now) * 1e9), monotonicNanoseconds: now)
-                if synchronisedByTheStep { controller.setSystemClockSynchronised(true) }
-            }
-            while nextFix <= now {
-                let second = Double(nextFix) / 1e9
-                let arrival = wall(nextFix)
-                controller.readWallClock(wallNanoseconds: Int64(arrival * 1e9), monotonicNanoseconds: nextFix)
-                controller.ingest(fix: GNSSFix(time: Date(timeIntervalSince1970: utc + second - 0.08),
-                                               timeOfDay: NMEATimeOfDay(microseconds: 0), mode: .threeD, latitude: 47.66,
-                                               longitude: -122.33, hdop: 0.9, systemClockOffset: utc + second - 0.08 - arrival,
-                                               arrival: Date(timeIntervalSince1970: arrival)), now: nextFix)
-                nextFix += 1_000_000_000
-            }
-            guard linked else { continue }
-            rig.stream(to: now, linkUp: true, into: controller, board: "B", decoder: FlashLogReadoutRig.bmi160Decoder, trimmer: &trimmer)
-        }
-        try controller.stop(trigger: .controlAPI, now: now)
-        return try StartBeforeTheFixTests.Run(of: try store.dataset(sessionID: session), in: store)
+        try StartBeforeTheFixTests().record(killedBeforeTheStop: false, clockAhead: clockAhead, end: Self.end, step: step,
+                                            stepAt: Self.stepAt, synchronisedByTheStep: synchronisedByTheStep)
     }
 }

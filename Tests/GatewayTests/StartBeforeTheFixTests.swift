@@ -68,15 +68,19 @@ struct StartBeforeTheFixTests {
     /// told); the first fix comes at `firstFix` (100 ms unless told), one a second after it (as
     /// in the soak: started +95.558 s, fix +95.659 s); a MetaMotion R streams its 100 Hz gyro
     /// into it from 1.5 s; the session stops (or the gateway dies) at `end` (5 s unless told).
+    /// When told, the system clock is stepped by `step` seconds at `stepAt` (and becomes
+    /// synchronised with it); the clocks are read before each fix and at the step, as the
+    /// pipeline reads them (``ClockStepTests``).
     func record(killedBeforeTheStop: Bool, clockAhead: Double = StartBeforeTheFixTests.clockAhead, firstFix: Int64 = 100_000_000,
-                end: Int64 = 5_000_000_000) throws -> Run {
-        print("StartBeforeTheFixTests seed 2113, clock \(clockAhead) s ahead, first fix at \(firstFix) ns, end \(end) ns")
+                end: Int64 = 5_000_000_000, step: Double = 0, stepAt: Int64 = .max, synchronisedByTheStep: Bool = false) throws -> Run {
+        print("StartBeforeTheFixTests seed 2113, clock \(clockAhead) s ahead, first fix at \(firstFix) ns, end \(end) ns, "
+              + "stepped by \(step) s at \(stepAt) ns, synchronised by it \(synchronisedByTheStep)")
         let buffer = try RestartableBuffer(label: "start-before-fix")
         defer { buffer.remove() }
         var store = try buffer.open()
         let utc = Self.utc
-        let base = TimeBase(wallNanoseconds: Int64((utc + clockAhead) * 1e9), monotonicNanoseconds: 0,
-                            systemClockSynchronised: false)
+        let wall = { (now: Int64) in utc + clockAhead + Double(now) / 1e9 + (now >= stepAt ? step : 0) }
+        let base = TimeBase(wallNanoseconds: Int64(wall(0) * 1e9), monotonicNanoseconds: 0, systemClockSynchronised: false)
         let controller = SessionController(store: store, timeBase: base)
         var (rng, now, trimmer) = (SeededRandom(seed: 2113), Int64(0), BoardLogTrimmer())
         var board = SimulatedBoard(profile: .metaMotionR, seed: 9)
@@ -84,9 +88,8 @@ struct StartBeforeTheFixTests {
         board.flashLog.pageEntries = 128
         var rig = FlashLogReadoutRig.loggingGyro(of: board)
         let session = try controller.start(trigger: .controlAPI, now: 0)
-        var nextFix = firstFix
+        var (nextFix, linked, stepped) = (firstFix, false, false)
         let streamsAt: Int64 = 1_500_000_000
-        var linked = false
         while now < end {
             now += Int64(Double.random(in: 7.5e6...30e6, using: &rng))
             if !linked, now >= streamsAt {
@@ -96,14 +99,20 @@ struct StartBeforeTheFixTests {
                 controller.expectBackfill(board: "B", true)
                 rig.links(gyro: FlashLogReadoutRig.gyro100, into: controller, board: "B", trimmer: &trimmer)
             }
+            if !stepped, now >= stepAt {
+                stepped = true
+                controller.readWallClock(wallNanoseconds: Int64(wall(now) * 1e9), monotonicNanoseconds: now)
+                if synchronisedByTheStep { controller.setSystemClockSynchronised(true) }
+            }
             while nextFix <= now {
                 // Reported 80 ms after its epoch: the offset the report gives is 80 ms short.
                 let second = Double(nextFix) / 1e9
-                let arrival = Date(timeIntervalSince1970: utc + clockAhead + second)
+                let arrival = wall(nextFix)
+                controller.readWallClock(wallNanoseconds: Int64(arrival * 1e9), monotonicNanoseconds: nextFix)
                 controller.ingest(fix: GNSSFix(time: Date(timeIntervalSince1970: utc + second - 0.08),
                                                timeOfDay: NMEATimeOfDay(microseconds: 0), mode: .threeD, latitude: 47.66,
-                                               longitude: -122.33, hdop: 0.9, systemClockOffset: -clockAhead - 0.08,
-                                               arrival: arrival), now: nextFix)
+                                               longitude: -122.33, hdop: 0.9, systemClockOffset: utc + second - 0.08 - arrival,
+                                               arrival: Date(timeIntervalSince1970: arrival)), now: nextFix)
                 nextFix += 1_000_000_000
             }
             guard linked else { continue }
